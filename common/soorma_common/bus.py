@@ -1,0 +1,77 @@
+"""Event-service request/response DTOs (publish, ack/nack, dead letters)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from soorma_common._base import BaseDTO
+from soorma_common.events import EventEnvelope
+
+
+class PublishRequest(BaseDTO):
+    event: EventEnvelope
+
+
+class PublishResponse(BaseDTO):
+    event_id: str
+    stream_id: str
+
+
+class PublishBatchRequest(BaseDTO):
+    events: list[EventEnvelope] = Field(min_length=1, max_length=1000)
+
+
+class PublishBatchResponse(BaseDTO):
+    results: list[PublishResponse]
+
+
+class AckRequest(BaseDTO):
+    group: str = Field(min_length=1, max_length=128)
+    ids: list[str] = Field(min_length=1, max_length=1000)
+
+
+class NackRequest(AckRequest):
+    reason: str = Field(default="nacked", max_length=4096)
+
+
+class AckResponse(BaseDTO):
+    count: int
+
+
+class DeadLetter(BaseDTO):
+    id: str = Field(description="Id of the dead letter in the dead-letter topic")
+    event: EventEnvelope
+    reason: str
+    deliveries: int
+    group: str | None = None
+    dead_at: datetime
+
+
+class DeadLetterList(BaseDTO):
+    events: list[DeadLetter]
+
+
+class ReplayRequest(BaseDTO):
+    topic: str
+    ids: list[str] = Field(min_length=1, max_length=1000)
+
+
+class ReplayResponse(BaseDTO):
+    results: list[PublishResponse]
+
+
+__all__ = [
+    "AckRequest",
+    "AckResponse",
+    "DeadLetter",
+    "DeadLetterList",
+    "NackRequest",
+    "PublishBatchRequest",
+    "PublishBatchResponse",
+    "PublishRequest",
+    "PublishResponse",
+    "ReplayRequest",
+    "ReplayResponse",
+]

@@ -1,0 +1,150 @@
+"""Domain errors shared by services and SDK.
+
+Errors carry a stable ``code`` and no HTTP: services map codes to status codes in one
+table (``servicekit.errors``), and the SDK maps a response's ``code`` back to the same
+class with :func:`error_from_payload`, so agent authors catch ``VersionConflict`` rather
+than an HTTP exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class SoormaError(Exception):
+    """Base of every Soorma domain error."""
+
+    code: ClassVar[str] = "internal_error"
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_payload(self) -> dict[str, Any]:
+        """The ``{"error": {...}}`` body rendered by services."""
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class ValidationFailed(SoormaError):
+    code = "validation_error"
+
+
+class NotFound(SoormaError):
+    code = "not_found"
+
+
+class Conflict(SoormaError):
+    code = "conflict"
+
+
+class VersionConflict(Conflict):
+    code = "version_conflict"
+
+
+class PayloadTooLarge(SoormaError):
+    code = "payload_too_large"
+
+
+class Unauthenticated(SoormaError):
+    code = "unauthenticated"
+
+
+class PermissionDenied(SoormaError):
+    code = "permission_denied"
+
+
+class ServiceUnavailable(SoormaError):
+    code = "service_unavailable"
+
+
+class InvalidTopic(ValidationFailed):
+    code = "invalid_topic"
+
+
+class EventNotFound(NotFound):
+    code = "event_not_found"
+
+
+class TaskNotFound(NotFound):
+    code = "task_not_found"
+
+
+class PlanNotFound(NotFound):
+    code = "plan_not_found"
+
+
+class SessionNotFound(NotFound):
+    code = "session_not_found"
+
+
+class MemoryKeyNotFound(NotFound):
+    code = "memory_key_not_found"
+
+
+class AgentNotFound(NotFound):
+    code = "agent_not_found"
+
+
+class EventDefinitionNotFound(NotFound):
+    code = "event_definition_not_found"
+
+
+class SchemaInvalid(ValidationFailed):
+    code = "schema_invalid"
+
+
+class PayloadInvalid(ValidationFailed):
+    """A payload does not match the JSON Schema registered for its event."""
+
+    code = "payload_invalid"
+
+
+def _all_subclasses(cls: type[SoormaError]) -> list[type[SoormaError]]:
+    out: list[type[SoormaError]] = []
+    for sub in cls.__subclasses__():
+        out.append(sub)
+        out.extend(_all_subclasses(sub))
+    return out
+
+
+def error_class_for(code: str) -> type[SoormaError]:
+    """The error class with this stable ``code`` (``SoormaError`` when unknown)."""
+    for cls in [SoormaError, *_all_subclasses(SoormaError)]:
+        if cls.code == code:
+            return cls
+    return SoormaError
+
+
+def error_from_payload(payload: Any, *, default_message: str = "request failed") -> SoormaError:
+    """Rebuild the domain error from a service's ``{"error": {...}}`` body."""
+    body = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(body, dict):
+        return SoormaError(default_message, details=payload)
+    cls = error_class_for(str(body.get("code", "")))
+    return cls(str(body.get("message") or default_message), details=body.get("details"))
+
+
+__all__ = [
+    "AgentNotFound",
+    "Conflict",
+    "EventDefinitionNotFound",
+    "EventNotFound",
+    "InvalidTopic",
+    "MemoryKeyNotFound",
+    "NotFound",
+    "PayloadInvalid",
+    "PayloadTooLarge",
+    "PermissionDenied",
+    "PlanNotFound",
+    "SchemaInvalid",
+    "ServiceUnavailable",
+    "SessionNotFound",
+    "SoormaError",
+    "TaskNotFound",
+    "Unauthenticated",
+    "ValidationFailed",
+    "VersionConflict",
+    "error_class_for",
+    "error_from_payload",
+]

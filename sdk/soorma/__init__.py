@@ -1,0 +1,3 @@
+"""Soorma SDK."""
+
+__version__ = "0.1.0"

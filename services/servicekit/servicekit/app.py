@@ -1,0 +1,178 @@
+"""App-factory helpers: one place that wires errors, health, readiness and request ids."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from servicekit.errors import error_response, install_error_handlers
+from servicekit.jsonresp import ORJSONResponse
+from servicekit.logging import configure_logging, request_id_var
+from servicekit.settings import ServiceSettings
+
+ReadyCheck = Callable[[], Awaitable[Any]]
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] | None]]
+
+access_log = logging.getLogger("servicekit.access")
+
+
+class RequestContextMiddleware:
+    """Pure ASGI middleware: request id in/out, optional access log.
+
+    Pure ASGI (not ``BaseHTTPMiddleware``) so streaming responses are not buffered and
+    the publish path pays almost nothing.
+    """
+
+    def __init__(self, app: ASGIApp, *, log_access: bool = False) -> None:
+        self.app = app
+        self.log_access = log_access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = None
+        for key, value in scope["headers"]:
+            if key == b"x-request-id":
+                rid = value.decode("latin-1")[:128]
+                break
+        rid = rid or uuid.uuid4().hex
+        token = request_id_var.set(rid)
+        started = time.perf_counter()
+        status = 0
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            if self.log_access:
+                access_log.info(
+                    "request",
+                    extra={
+                        "method": scope.get("method"),
+                        "path": scope.get("path"),
+                        "status": status,
+                        "ms": round((time.perf_counter() - started) * 1000, 2),
+                    },
+                )
+            request_id_var.reset(token)
+
+
+class BodySizeLimitMiddleware:
+    """Reject request bodies over ``limit`` bytes with a 413 before they are parsed."""
+
+    def __init__(self, app: ASGIApp, *, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for key, value in scope["headers"]:
+            if key == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._reject(scope, receive, send)
+                return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _BodyTooLarge:
+            await self._reject(scope, receive, send)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(
+            413, "payload_too_large", f"request body exceeds {self.limit} bytes"
+        )
+        await response(scope, receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def create_service_app(
+    *,
+    name: str,
+    settings: ServiceSettings,
+    lifespan: Lifespan | None = None,
+    routers: Sequence[APIRouter] = (),
+    version: str = "0.1.0",
+    max_body_bytes: int | None = None,
+) -> FastAPI:
+    """Build a service's FastAPI app with the platform's common behaviour.
+
+    ``lifespan`` may yield a mapping; it becomes the request state. A
+    ``"ready_checks"`` entry (``{name: async callable}``) feeds ``GET /ready``.
+    """
+    configure_logging(name, settings.log_level)
+
+    @asynccontextmanager
+    async def _lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        if lifespan is None:
+            yield {"ready_checks": {}}
+            return
+        async with lifespan(app) as state:
+            merged = dict(state or {})
+            merged.setdefault("ready_checks", {})
+            yield merged
+
+    app = FastAPI(
+        title=name,
+        version=version,
+        lifespan=_lifespan,
+        default_response_class=ORJSONResponse,
+    )
+    app.state.settings = settings
+    app.state.service_name = name
+    install_error_handlers(app)
+
+    @app.get("/health", tags=["ops"])
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "service": name}
+
+    @app.get("/ready", tags=["ops"])
+    async def ready(request: Request) -> Response:
+        checks: Mapping[str, ReadyCheck] = getattr(request.state, "ready_checks", {})
+        results: dict[str, str] = {}
+        ok = True
+        for check_name, check in checks.items():
+            try:
+                await check()
+                results[check_name] = "ok"
+            except Exception as exc:
+                ok = False
+                results[check_name] = f"error: {exc}"
+        body = {"status": "ready" if ok else "not_ready", "service": name, "checks": results}
+        return ORJSONResponse(body, status_code=200 if ok else 503)
+
+    for router in routers:
+        app.include_router(router)
+    limit = max_body_bytes if max_body_bytes is not None else settings.max_payload_bytes * 4
+    app.add_middleware(BodySizeLimitMiddleware, limit=limit)
+    app.add_middleware(RequestContextMiddleware, log_access=settings.access_log)
+    return app

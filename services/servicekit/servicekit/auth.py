@@ -1,0 +1,103 @@
+"""Caller identity: ``dev`` mode trusts headers, ``jwt`` mode verifies a bearer token."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import jwt
+from fastapi import Depends, Request
+
+from servicekit.settings import ServiceSettings
+from soorma_common.errors import PermissionDenied, Unauthenticated, ValidationFailed
+
+TENANT_HEADER = "x-tenant-id"
+# Tenant and user ids end up in storage keys (Redis hash tags, SQL rows): keep them plain.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+USER_HEADER = "x-user-id"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who is calling. Every read and write is scoped to ``tenant_id``."""
+
+    tenant_id: str
+    user_id: str
+
+
+def _verify_token(token: str, settings: ServiceSettings) -> dict[str, Any]:
+    key = settings.jwt_public_key or settings.jwt_secret
+    if not key:
+        raise Unauthenticated("server has no JWT key configured: set SOORMA_JWT_SECRET")
+    try:
+        return jwt.decode(
+            token,
+            key,
+            algorithms=settings.jwt_algorithms,
+            audience=settings.jwt_audience,
+            options={"require": ["tenant_id"], "verify_aud": settings.jwt_audience is not None},
+        )
+    except jwt.PyJWTError as exc:
+        raise Unauthenticated(f"invalid bearer token: {exc}") from exc
+
+
+def _checked(identity: Identity) -> Identity:
+    for field, value in (("tenant_id", identity.tenant_id), ("user_id", identity.user_id)):
+        if not ID_PATTERN.fullmatch(value):
+            raise ValidationFailed(
+                f"invalid {field} {value[:64]!r}: use 1-128 letters, digits or '._:@-'",
+                details={"field": field},
+            )
+    return identity
+
+
+def resolve_identity(headers: Any, settings: ServiceSettings) -> Identity:
+    """Identity for a request's headers (any mapping with case-insensitive ``get``)."""
+    return _checked(_resolve(headers, settings))
+
+
+def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
+    header_tenant = headers.get(TENANT_HEADER)
+    header_user = headers.get(USER_HEADER)
+    if settings.auth_mode == "dev":
+        return Identity(
+            tenant_id=header_tenant or settings.default_tenant,
+            user_id=header_user or settings.default_user,
+        )
+    authorization = headers.get("authorization") or ""
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthenticated("missing bearer token: send 'Authorization: Bearer <JWT>'")
+    claims = _verify_token(token.strip(), settings)
+    tenant = str(claims["tenant_id"])
+    user = str(claims.get("user_id") or claims.get("sub") or settings.default_user)
+    if header_tenant and header_tenant != tenant:
+        raise PermissionDenied(
+            f"X-Tenant-ID {header_tenant!r} does not match the token's tenant",
+            details={"header": header_tenant},
+        )
+    if header_user and header_user != user:
+        raise PermissionDenied("X-User-ID does not match the token's user")
+    return Identity(tenant_id=tenant, user_id=user)
+
+
+def get_identity(request: Request) -> Identity:
+    """FastAPI dependency: the caller's identity (settings from ``app.state.settings``)."""
+    return resolve_identity(request.headers, request.app.state.settings)
+
+
+CurrentIdentity = Annotated[Identity, Depends(get_identity)]
+
+
+def issue_token(
+    settings: ServiceSettings, *, tenant_id: str, user_id: str, **claims: Any
+) -> str:
+    """Sign an HS256 token for ``tenant_id``/``user_id`` (dev tooling and tests)."""
+    if not settings.jwt_secret:
+        raise ValueError("issue_token needs SOORMA_JWT_SECRET")
+    return jwt.encode(
+        {"tenant_id": tenant_id, "user_id": user_id, "sub": user_id, **claims},
+        settings.jwt_secret,
+        algorithm="HS256",
+    )

@@ -1,0 +1,108 @@
+"""One table from domain error to HTTP status, one renderer for every error body.
+
+Every error a service returns looks like
+``{"error": {"code": "...", "message": "...", "details": ...}}``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from servicekit.jsonresp import ORJSONResponse
+from soorma_common import errors as e
+
+log = logging.getLogger("servicekit.errors")
+
+STATUS_BY_ERROR: dict[type[e.SoormaError], int] = {
+    e.ValidationFailed: 422,
+    e.NotFound: 404,
+    e.Conflict: 409,
+    e.PayloadTooLarge: 413,
+    e.Unauthenticated: 401,
+    e.PermissionDenied: 403,
+    e.ServiceUnavailable: 503,
+}
+
+_CODE_BY_STATUS = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "permission_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+}
+
+
+def status_for(exc: e.SoormaError) -> int:
+    """HTTP status for a domain error: the nearest class in :data:`STATUS_BY_ERROR`."""
+    for cls in type(exc).__mro__:
+        if cls in STATUS_BY_ERROR:
+            return STATUS_BY_ERROR[cls]
+    return 500
+
+
+def error_response(status: int, code: str, message: str, details: Any = None) -> Response:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return ORJSONResponse(
+        {"error": {"code": code, "message": message, "details": details}},
+        status_code=status,
+        headers=headers,
+    )
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or ".".join(str(p) for p in loc)
+
+
+def describe_validation_errors(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """A one-line message naming each failing field, plus structured details."""
+    details = [
+        {"field": _field_path(tuple(err.get("loc", ()))), "message": err.get("msg", ""),
+         "type": err.get("type", "")}
+        for err in errors
+    ]
+    summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
+    if len(details) > 5:
+        summary += f" (and {len(details) - 5} more)"
+    return f"invalid request: {summary}", details
+
+
+async def _soorma_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, e.SoormaError)
+    return error_response(status_for(exc), exc.code, exc.message, exc.details)
+
+
+async def _validation_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    message, details = describe_validation_errors(list(exc.errors()))
+    return error_response(422, "validation_error", message, details)
+
+
+async def _http_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _CODE_BY_STATUS.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, code, str(exc.detail))
+
+
+async def _unhandled(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(500, "internal_error", "internal server error")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Render every error, expected or not, in the common error shape."""
+    app.add_exception_handler(e.SoormaError, _soorma_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unhandled)

@@ -1,0 +1,32 @@
+"""Settings shared by every service (pydantic-settings, ``SOORMA_`` prefix)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServiceSettings(BaseSettings):
+    """Base settings; each service subclasses it and adds its own fields.
+
+    Environment variables use the ``SOORMA_`` prefix (``SOORMA_AUTH_MODE=jwt``).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore")
+
+    auth_mode: Literal["dev", "jwt"] = "dev"
+    jwt_secret: str | None = None
+    jwt_public_key: str | None = None
+    jwt_algorithms: list[str] = Field(default_factory=lambda: ["HS256"])
+    jwt_audience: str | None = None
+    default_tenant: str = "default"
+    default_user: str = "anonymous"
+
+    data_dir: Path = Path(".soorma")
+    database_url: str | None = None
+    log_level: str = "INFO"
+    access_log: bool = False
+    max_payload_bytes: int = 256 * 1024

@@ -1,0 +1,88 @@
+"""Suite-wide fixtures: real PostgreSQL and Redis when their URLs are set.
+
+Without ``SOORMA_TEST_DATABASE_URL`` / ``SOORMA_TEST_REDIS_URL`` the Postgres and Redis
+variants skip locally; in CI (``CI=true``) they fail instead, so CI never silently skips.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import pytest_asyncio
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+RUN_ID = uuid.uuid4().hex[:10]
+
+
+def _require(var: str) -> str:
+    value = os.environ.get(var)
+    if value:
+        return value
+    if IN_CI:
+        pytest.fail(f"{var} must be set in CI; the Postgres/Redis variants may not skip")
+    pytest.skip(f"{var} not set")
+
+
+@pytest.fixture(scope="session")
+def redis_base_url() -> str:
+    return _require("SOORMA_TEST_REDIS_URL")
+
+
+@pytest.fixture
+def redis_url(redis_base_url: str) -> str:
+    """Redis URL for one test (use together with :func:`redis_prefix`)."""
+    return redis_base_url
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix no other test or run shares; keys under it are deleted afterwards."""
+    prefix = f"soorma-test-{RUN_ID}-{uuid.uuid4().hex[:8]}"
+    yield prefix
+    url = os.environ.get("SOORMA_TEST_REDIS_URL")
+    if url:
+        import redis
+
+        client = redis.Redis.from_url(url)
+        try:
+            keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+            if keys:
+                client.delete(*keys)
+        finally:
+            client.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> str:
+    return _require("SOORMA_TEST_DATABASE_URL")
+
+
+@pytest_asyncio.fixture
+async def postgres_url(postgres_server_url: str) -> AsyncIterator[str]:
+    """URL of a fresh, empty PostgreSQL database, dropped after the test."""
+    import asyncpg
+
+    plain = postgres_server_url.replace("postgresql+asyncpg://", "postgresql://")
+    name = f"soorma_t_{RUN_ID}_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(plain)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    base, _, _ = postgres_server_url.rpartition("/")
+    yield f"{base}/{name}"
+    admin = await asyncpg.connect(plain)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: object) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path}/test.db"

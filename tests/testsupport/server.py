@@ -1,0 +1,70 @@
+"""Run an ASGI app under real uvicorn on a free loopback port, inside the test's loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import uvicorn
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveServer:
+    """A uvicorn server running ``app`` as a task of the current event loop."""
+
+    def __init__(self, app: Any, port: int | None = None) -> None:
+        self.app = app
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=self.port, log_level="warning",
+            lifespan="on", timeout_graceful_shutdown=2, ws="none",
+        )
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve())
+        for _ in range(500):
+            if self._server.started:
+                return
+            if self._task.done():
+                self._task.result()
+                raise RuntimeError("uvicorn exited before starting")
+            await asyncio.sleep(0.01)
+        raise RuntimeError("uvicorn did not start in 5 s")
+
+    async def stop(self) -> None:
+        if self._server is None or self._task is None:
+            return
+        self._server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), timeout=5)
+            except TimeoutError:
+                self._server.force_exit = True
+                self._task.cancel()
+                with contextlib.suppress(Exception):
+                    await self._task
+        self._server = None
+        self._task = None
+
+
+@contextlib.asynccontextmanager
+async def serve(app: Any, port: int | None = None) -> AsyncIterator[LiveServer]:
+    """``async with serve(app) as server: ... server.url ...``"""
+    server = LiveServer(app, port)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()

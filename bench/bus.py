@@ -1,0 +1,458 @@
+"""Event-bus benchmarks B1, B2 and B5 (ARCHITECTURE §7), each beside a raw redis-py baseline.
+
+Usage: .venv/bin/python bench/bus.py [--redis-url URL] [--seconds 5] [--subscribers 1000]
+
+Starts the event service on Redis in a subprocess (pinned to core 0 when there are two or
+more cores; the load generator pins itself to the last core), measures the same things
+directly with redis-py on the same Redis, and prints a table of numbers and ratios.
+Results are also written to bench/results/bus-<timestamp>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import redis.asyncio as aioredis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from loadgen import KeepAliveClient, sse_frames
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPIC = "bench-events"
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+
+
+class CpuMeter:
+    """CPU seconds used by this process (client) and by the server process."""
+
+    def __init__(self, server_pid: int | None = None) -> None:
+        self.server_pid = server_pid
+
+    def _server(self) -> float:
+        if self.server_pid is None:
+            return 0.0
+        fields = Path(f"/proc/{self.server_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def snapshot(self) -> tuple[float, float, float]:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return time.perf_counter(), ru.ru_utime + ru.ru_stime, self._server()
+
+    @staticmethod
+    def report(start: tuple[float, float, float], end: tuple[float, float, float]) -> dict:
+        wall = end[0] - start[0]
+        return {
+            "wall_s": round(wall, 3),
+            "client_cpu_pct": round(100 * (end[1] - start[1]) / wall, 1),
+            "server_cpu_pct": round(100 * (end[2] - start[2]) / wall, 1),
+        }
+
+
+@dataclass
+class Results:
+    rows: list[dict] = field(default_factory=list)
+
+    def add(self, bench: str, what: str, raw: float, service: float, unit: str, target: str,
+            **extra: object) -> None:
+        ratio = service / raw if raw else float("nan")
+        self.rows.append({"bench": bench, "what": what, "raw": raw, "service": service,
+                          "unit": unit, "ratio": ratio, "target": target, **extra})
+
+
+# ---------------------------------------------------------------- raw redis-py baselines
+
+
+async def raw_latency(url: str, key: str, rate: int, seconds: float) -> list[float]:
+    r = aioredis.from_url(url)
+    reader = aioredis.from_url(url)
+    await r.xgroup_create(key, "g", id="$", mkstream=True)
+    latencies: list[float] = []
+    total = int(rate * seconds)
+
+    async def consume() -> None:
+        while len(latencies) < total:
+            resp = await reader.xreadgroup("g", "c", {key: ">"}, count=100, block=1000)
+            now = time.perf_counter()
+            for _, entries in resp or []:
+                ids = []
+                for entry_id, fields in entries:
+                    latencies.append((now - float(fields[b"t"])) * 1000)
+                    ids.append(entry_id)
+                await reader.xack(key, "g", *ids)
+
+    task = asyncio.create_task(consume())
+    start = time.perf_counter()
+    for i in range(total):
+        target = start + i / rate
+        delay = target - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await r.xadd(key, {"t": repr(time.perf_counter()), "d": b"x" * 200})
+    await asyncio.wait_for(task, 30)
+    await r.aclose()
+    await reader.aclose()
+    return latencies
+
+
+async def raw_throughput(url: str, key: str, seconds: float, *, batch: int,
+                         publishers: int = 4) -> float:
+    r = aioredis.from_url(url)
+    reader = aioredis.from_url(url)
+    await r.xgroup_create(key, "g", id="$", mkstream=True)
+    published = 0
+    delivered = 0
+    stop = asyncio.Event()
+    payload = {"d": b"x" * 200}
+
+    async def publish() -> None:
+        nonlocal published
+        while not stop.is_set():
+            if batch == 1:
+                await r.xadd(key, payload)
+                published += 1
+            else:
+                async with r.pipeline(transaction=False) as pipe:
+                    for _ in range(batch):
+                        pipe.xadd(key, payload)
+                    await pipe.execute()
+                published += batch
+
+    async def consume() -> None:
+        nonlocal delivered
+        while not (stop.is_set() and delivered >= published):
+            resp = await reader.xreadgroup("g", "c", {key: ">"}, count=500, block=200)
+            for _, entries in resp or []:
+                delivered += len(entries)
+                await reader.xack(key, "g", *[e[0] for e in entries])
+
+    start = time.perf_counter()
+    consumer = asyncio.create_task(consume())
+    pubs = [asyncio.create_task(publish()) for _ in range(publishers)]
+    await asyncio.sleep(seconds)
+    stop.set()
+    await asyncio.gather(*pubs)
+    await asyncio.wait_for(consumer, 60)
+    elapsed = time.perf_counter() - start
+    await r.aclose()
+    await reader.aclose()
+    return delivered / elapsed
+
+
+# ---------------------------------------------------------------- the event service
+
+
+def envelope(i: int, topic: str = TOPIC) -> dict:
+    return {"type": "bench.tick", "topic": topic,
+            "data": {"i": i, "t": time.perf_counter(), "pad": "x" * 200}}
+
+
+class ServiceUnderTest:
+    def __init__(self, redis_url: str, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self.port = port
+        self.prefix = f"bench-{uuid.uuid4().hex[:8]}"
+        self.redis_url = redis_url
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": self.redis_url,
+               "SOORMA_REDIS_PREFIX": self.prefix, "SOORMA_LOG_LEVEL": "WARNING"}
+        cmd = [sys.executable, "-m", "uvicorn", "--factory", "event_service.app:create_app",
+               "--host", "127.0.0.1", "--port", str(self.port), "--loop", "uvloop",
+               "--http", "httptools", "--no-access-log", "--log-level", "warning"]
+        if (os.cpu_count() or 1) >= 2:
+            cmd = ["taskset", "-c", "0", *cmd]
+        self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
+        import urllib.request
+
+        for _ in range(200):
+            try:
+                with urllib.request.urlopen(self.url + "/ready", timeout=1) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("event service did not become ready")
+
+    def rss_kib(self) -> int:
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    async def cleanup(self) -> None:
+        r = aioredis.from_url(self.redis_url)
+        keys = [k async for k in r.scan_iter(match=f"{self.prefix}*", count=1000)]
+        if keys:
+            await r.delete(*keys)
+        await r.aclose()
+
+
+async def open_stream(svc: ServiceUnderTest, path: str):
+    frames = sse_frames(svc.url, path).__aiter__()
+    while True:
+        event, _, _ = await frames.__anext__()
+        if event == "ready":
+            return frames
+
+
+async def service_latency(svc: ServiceUnderTest, rate: int, seconds: float,
+                          connections: int = 4) -> list[float]:
+    topic = f"lat-{uuid.uuid4().hex[:6]}"
+    frames = await open_stream(svc, f"/v1/events/stream?topics={topic}")
+    total = int(rate * seconds)
+    latencies: list[float] = []
+
+    async def consume() -> None:
+        async for event, _, data in frames:
+            if event != "message":
+                continue
+            now = time.perf_counter()
+            latencies.append((now - orjson.loads(data)["data"]["t"]) * 1000)
+            if len(latencies) >= total:
+                return
+
+    clients = [KeepAliveClient(svc.url) for _ in range(connections)]
+    for c in clients:
+        await c.connect()
+    task = asyncio.create_task(consume())
+    queue: asyncio.Queue[int] = asyncio.Queue()
+
+    async def sender(client: KeepAliveClient) -> None:
+        while True:
+            i = await queue.get()
+            if i < 0:
+                return
+            status, body = await client.post(
+                "/v1/events/publish", orjson.dumps({"event": envelope(i, topic)}))
+            if status != 200:
+                raise RuntimeError(f"publish failed: {status} {body[:200]!r}")
+
+    senders = [asyncio.create_task(sender(c)) for c in clients]
+    start = time.perf_counter()
+    for i in range(total):
+        delay = start + i / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        queue.put_nowait(i)
+    for _ in clients:
+        queue.put_nowait(-1)
+    await asyncio.gather(*senders)
+    await asyncio.wait_for(task, 60)
+    for c in clients:
+        await c.close()
+    return latencies
+
+
+async def service_throughput(svc: ServiceUnderTest, seconds: float, *, batch: int,
+                             publishers: int = 4) -> float:
+    topic = f"thr-{uuid.uuid4().hex[:6]}"
+    frames = await open_stream(svc, f"/v1/events/stream?topics={topic}")
+    published = 0
+    delivered = 0
+    stop = asyncio.Event()
+    done = asyncio.Event()
+
+    async def consume() -> None:
+        nonlocal delivered
+        async for event, _, _ in frames:
+            if event == "message":
+                delivered += 1
+                if stop.is_set() and delivered >= published:
+                    done.set()
+                    return
+
+    async def publish() -> None:
+        nonlocal published
+        client = KeepAliveClient(svc.url)
+        await client.connect()
+        while not stop.is_set():
+            if batch == 1:
+                body = orjson.dumps({"event": envelope(published, topic)})
+                path = "/v1/events/publish"
+            else:
+                body = orjson.dumps({"events": [envelope(i, topic) for i in range(batch)]})
+                path = "/v1/events/publish-batch"
+            status, resp = await client.post(path, body)
+            if status != 200:
+                raise RuntimeError(f"publish failed: {status} {resp[:200]!r}")
+            published += batch
+        await client.close()
+
+    start = time.perf_counter()
+    consumer = asyncio.create_task(consume())
+    pubs = [asyncio.create_task(publish()) for _ in range(publishers)]
+    await asyncio.sleep(seconds)
+    stop.set()
+    await asyncio.gather(*pubs)
+    if delivered < published:
+        await asyncio.wait_for(done.wait(), 120)
+    elapsed = time.perf_counter() - start
+    consumer.cancel()
+    return delivered / elapsed
+
+
+async def service_fanout(svc: ServiceUnderTest, subscribers: int, burst: int) -> dict:
+    topic = f"fan-{uuid.uuid4().hex[:6]}"
+    rss_before = svc.rss_kib()
+    streams = []
+    for chunk in range(0, subscribers, 100):
+        streams += await asyncio.gather(*[
+            open_stream(svc, f"/v1/events/stream?topics={topic}")
+            for _ in range(chunk, min(subscribers, chunk + 100))
+        ])
+    await asyncio.sleep(0.5)
+    rss_after = svc.rss_kib()
+    counts = [0] * subscribers
+    finished = asyncio.Event()
+    remaining = subscribers
+
+    async def drain(idx: int, frames) -> None:
+        nonlocal remaining
+        async for event, _, _ in frames:
+            if event == "message":
+                counts[idx] += 1
+                if counts[idx] == burst:
+                    remaining -= 1
+                    if remaining == 0:
+                        finished.set()
+                    return
+
+    tasks = [asyncio.create_task(drain(i, s)) for i, s in enumerate(streams)]
+    client = KeepAliveClient(svc.url)
+    await client.connect()
+    start = time.perf_counter()
+    status, _ = await client.post(
+        "/v1/events/publish-batch",
+        orjson.dumps({"events": [envelope(i, topic) for i in range(burst)]}))
+    assert status == 200
+    try:
+        await asyncio.wait_for(finished.wait(), 120)
+    except TimeoutError:
+        pass
+    drain_s = time.perf_counter() - start
+    await client.close()
+    for t in tasks:
+        t.cancel()
+    return {
+        "subscribers": subscribers,
+        "burst": burst,
+        "all_delivered": all(c == burst for c in counts),
+        "delivered": sum(counts),
+        "drain_s": round(drain_s, 3),
+        "rss_per_connection_kib": round((rss_after - rss_before) / subscribers, 1),
+    }
+
+
+# ---------------------------------------------------------------- main
+
+
+async def main(args: argparse.Namespace) -> None:
+    if (os.cpu_count() or 1) >= 2:
+        os.sched_setaffinity(0, {(os.cpu_count() or 2) - 1})
+    res = Results()
+    base = f"bench-raw-{uuid.uuid4().hex[:8]}"
+    svc = ServiceUnderTest(args.redis_url, args.port)
+    svc.start()
+    meter = CpuMeter(svc.proc.pid if svc.proc else None)
+    cpu: dict[str, dict] = {}
+    try:
+        s = meter.snapshot()
+        raw_lat = await raw_latency(args.redis_url, f"{base}:lat", args.rate, args.seconds)
+        cpu["raw B1"] = meter.report(s, meter.snapshot())
+        s = meter.snapshot()
+        svc_lat = await service_latency(svc, args.rate, args.seconds)
+        cpu["service B1"] = meter.report(s, meter.snapshot())
+        for q in (50, 99):
+            res.add("B1", f"publish→deliver p{q} @ {args.rate} ev/s", pct(raw_lat, q),
+                    pct(svc_lat, q), "ms", "≤ 3x")
+
+        s = meter.snapshot()
+        raw_single = await raw_throughput(args.redis_url, f"{base}:t1", args.seconds, batch=1)
+        cpu["raw B2 single"] = meter.report(s, meter.snapshot())
+        s = meter.snapshot()
+        svc_single = await service_throughput(svc, args.seconds, batch=1)
+        cpu["service B2 single"] = meter.report(s, meter.snapshot())
+        res.add("B2", "single publishes, 4 keep-alive publishers", raw_single, svc_single,
+                "ev/s", "≥ 0.40x")
+
+        s = meter.snapshot()
+        raw_batch = await raw_throughput(args.redis_url, f"{base}:t2", args.seconds, batch=100)
+        cpu["raw B2 batch"] = meter.report(s, meter.snapshot())
+        s = meter.snapshot()
+        svc_batch = await service_throughput(svc, args.seconds, batch=100)
+        cpu["service B2 batch"] = meter.report(s, meter.snapshot())
+        res.add("B2", "publish-batch (100/batch), 4 publishers", raw_batch, svc_batch,
+                "ev/s", "≥ 0.50x")
+
+        s = meter.snapshot()
+        fan = await service_fanout(svc, args.subscribers, 100)
+        cpu["service B5"] = meter.report(s, meter.snapshot())
+    finally:
+        svc.stop()
+        await svc.cleanup()
+        r = aioredis.from_url(args.redis_url)
+        keys = [k async for k in r.scan_iter(match=f"{base}*")]
+        if keys:
+            await r.delete(*keys)
+        await r.aclose()
+
+    print(f"\nmachine: {platform.node()} {os.cpu_count()} cores, {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"{'bench':5} {'what':45} {'raw redis-py':>13} {'service':>10} {'unit':>5} "
+          f"{'ratio':>7} {'target':>8}")
+    for row in res.rows:
+        print(f"{row['bench']:5} {row['what']:45} {row['raw']:13.2f} {row['service']:10.2f} "
+              f"{row['unit']:>5} {row['ratio']:6.2f}x {row['target']:>8}")
+    print(f"B5    {fan['subscribers']} SSE subscribers x {fan['burst']}-event burst: "
+          f"all delivered={fan['all_delivered']} ({fan['delivered']}), drain "
+          f"{fan['drain_s']} s, server RSS/connection {fan['rss_per_connection_kib']} KiB")
+    print("cpu (client = load generator, server = event service):")
+    for name, c in cpu.items():
+        print(f"  {name:20} wall {c['wall_s']:6.2f} s  client {c['client_cpu_pct']:5.1f}%  "
+              f"server {c['server_cpu_pct']:5.1f}%")
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"bus-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps({"rows": res.rows, "b5": fan, "cpu": cpu}, indent=2))
+    print(f"results: {path.relative_to(ROOT)}")
+    _ = statistics  # kept for ad-hoc analysis
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--redis-url", default=os.environ.get(
+        "SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--port", type=int, default=18082)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--subscribers", type=int, default=1000)
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,39 @@
+"""Event definitions: ``/v1/events``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+
+from registry_service.deps import Store
+from servicekit import CurrentIdentity
+from soorma_common.registry import EventDefinition
+
+router = APIRouter(prefix="/v1/events", tags=["events"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def register_event(
+    event: EventDefinition, identity: CurrentIdentity, store: Store
+) -> EventDefinition:
+    """Register or replace an event definition (schemas must be valid draft 2020-12)."""
+    return await store.upsert_event(identity.tenant_id, event)
+
+
+@router.get("")
+async def list_events(
+    identity: CurrentIdentity,
+    store: Store,
+    topic: str | None = None,
+    event_name: str | None = None,
+    owner: str | None = None,
+) -> list[EventDefinition]:
+    """Event definitions of the caller's tenant, filtered by topic, name and owner agent."""
+    return await store.list_events(
+        identity.tenant_id, topic=topic, event_name=event_name, owner=owner
+    )
+
+
+@router.get("/{event_name}")
+async def get_event(event_name: str, identity: CurrentIdentity, store: Store) -> EventDefinition:
+    """One event definition by name."""
+    return await store.get_event(identity.tenant_id, event_name)

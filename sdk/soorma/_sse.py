@@ -1,0 +1,159 @@
+"""A small Server-Sent Events client over httpx streaming.
+
+Parses ``event``/``id``/``data`` frames, remembers the last id, reconnects with
+``Last-Event-ID`` and exponential backoff, and treats a silent connection (no bytes,
+not even a heartbeat, for ``heartbeat_timeout`` seconds) as dead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from soorma._http import raise_for_error
+from soorma_common.errors import SoormaError
+
+logger = logging.getLogger("soorma.sse")
+
+DEFAULT_HEARTBEAT_TIMEOUT = 45.0  # three missed 15 s heartbeats
+DEFAULT_MIN_BACKOFF = 0.1
+DEFAULT_MAX_BACKOFF = 5.0
+
+# Client errors that will not fix themselves by reconnecting (bad query, bad token...).
+_RETRYABLE_STATUS = {408, 425, 429}
+
+
+@dataclass(slots=True)
+class SSEFrame:
+    """One dispatched SSE frame."""
+
+    event: str = "message"
+    data: str = ""
+    id: str | None = None
+
+
+@dataclass(slots=True)
+class SSEParser:
+    """Incremental parser for the ``text/event-stream`` format (line at a time)."""
+
+    _event: str = ""
+    _data: list[str] = field(default_factory=list)
+    _id: str | None = None
+    _has_fields: bool = False
+
+    def feed(self, line: str) -> SSEFrame | None:
+        """Feed one line (without its newline); return a frame on a blank line."""
+        if line == "":
+            if not self._has_fields:
+                return None
+            frame = SSEFrame(
+                event=self._event or "message", data="\n".join(self._data), id=self._id
+            )
+            self._event, self._data, self._id, self._has_fields = "", [], None, False
+            return frame
+        if line.startswith(":"):
+            return None  # comment / keep-alive
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name != "retry":
+            return None
+        self._has_fields = True
+        return None
+
+
+class SSEConnectionLost(Exception):
+    """The stream ended or went silent; the caller may reconnect."""
+
+
+async def _frames(response: httpx.Response, heartbeat_timeout: float) -> AsyncIterator[SSEFrame]:
+    parser = SSEParser()
+    lines = response.aiter_lines()
+    while True:
+        try:
+            async with asyncio.timeout(heartbeat_timeout):
+                line = await anext(lines)
+        except StopAsyncIteration:
+            raise SSEConnectionLost("stream closed by the server") from None
+        except TimeoutError:
+            raise SSEConnectionLost(
+                f"no data or heartbeat for {heartbeat_timeout:.0f} s"
+            ) from None
+        frame = parser.feed(line.rstrip("\r"))
+        if frame is not None:
+            yield frame
+
+
+async def stream_frames(
+    http: httpx.AsyncClient,
+    url: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    headers: Callable[[], Mapping[str, str]] | None = None,
+    last_event_id: str | None = None,
+    heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
+    min_backoff: float = DEFAULT_MIN_BACKOFF,
+    max_backoff: float = DEFAULT_MAX_BACKOFF,
+    reconnect: bool = True,
+) -> AsyncIterator[SSEFrame]:
+    """Yield frames from ``url``, reconnecting until the consumer stops iterating.
+
+    Args:
+        http: Client to stream with.
+        url: Stream URL.
+        params: Query parameters.
+        headers: Called before each (re)connect, so identity headers stay current.
+        last_event_id: Resume point for the first connection.
+        heartbeat_timeout: Seconds of silence after which the connection is dropped.
+        min_backoff: First reconnect delay; doubles up to ``max_backoff``.
+        max_backoff: Longest reconnect delay.
+        reconnect: ``False`` to raise on the first disconnect instead.
+
+    Raises:
+        SoormaError: the service refused the stream with a non-retryable 4xx.
+    """
+    last_id = last_event_id
+    backoff = min_backoff
+    while True:
+        request_headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+        if headers is not None:
+            request_headers.update(headers())
+        if last_id:
+            request_headers["Last-Event-ID"] = last_id
+        try:
+            timeout = httpx.Timeout(10.0, read=None)
+            async with http.stream(
+                "GET", url, params=params, headers=request_headers, timeout=timeout
+            ) as response:
+                if not response.is_success:
+                    await response.aread()
+                    status = response.status_code
+                    if 400 <= status < 500 and status not in _RETRYABLE_STATUS:
+                        raise_for_error(response)
+                    raise SSEConnectionLost(f"stream answered HTTP {status}")
+                async for frame in _frames(response, heartbeat_timeout):
+                    if frame.id is not None:
+                        last_id = frame.id
+                    # Only a live stream resets the backoff; a flapping server keeps it.
+                    backoff = min_backoff
+                    yield frame
+        except SoormaError:
+            raise
+        except (SSEConnectionLost, httpx.TransportError) as exc:
+            if not reconnect:
+                raise SSEConnectionLost(str(exc)) from exc
+            logger.info("SSE stream %s lost (%s); reconnecting in %.1f s", url, exc, backoff)
+        await asyncio.sleep(backoff)
+        backoff = min(backoff * 2, max_backoff)

@@ -1,0 +1,390 @@
+"""Agent: the primitive event-driven agent (layer 1).
+
+An agent subscribes with ONE SSE stream covering all its handlers (consumer group = its
+name, so replicas share the work), dispatches each event to the handlers whose topic and
+event-type pattern match, acks after they return and nacks when one raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from soorma._propagation import handling
+from soorma.agents._handlers import (
+    EventHandler,
+    HandlerSpec,
+    LifecycleHook,
+    check_handler,
+    check_hook,
+    make_spec,
+)
+from soorma.agents._lru import RecentIds
+from soorma.context import PlatformContext
+from soorma.event import Event
+from soorma.subscription import Subscription
+from soorma_common.registry import AgentCapability
+
+logger = logging.getLogger("soorma.agent")
+
+DEFAULT_MAX_CONCURRENCY = 16
+DEFAULT_DEDUPE_CAPACITY = 10_000
+DEFAULT_SHUTDOWN_TIMEOUT = 30.0
+
+H = TypeVar("H", bound=EventHandler)
+K = TypeVar("K", bound=LifecycleHook)
+
+
+class Agent:
+    """A named agent that handles events from explicit topics.
+
+    Example::
+
+        agent = Agent(name="order-watcher")
+
+        @agent.on_event(topic="business-facts", event_type="order.placed")
+        async def on_order(event, context):
+            await context.bus.announce("order.seen", {"order_id": event.data["id"]})
+
+        agent.run()
+
+    Args:
+        name: Agent name; also the consumer group, so replicas share events.
+        description: Human description (published to the registry).
+        version: Agent version.
+        capabilities: Capabilities registered with the registry.
+        max_concurrency: Most events handled at once.
+        context: Platform clients; built with ``PlatformContext.from_env()`` at start
+            (and closed at stop) when omitted.
+        group: Consumer group override (default: ``name``).
+        visibility_timeout: Seconds the service waits for an ack before redelivering.
+        max_deliveries: Deliveries before an event is dead-lettered.
+        start_from: ``"earliest"`` makes a *new* group start at the oldest event.
+        dedupe_capacity: How many completed event ids to remember for the
+            duplicate-delivery guard.
+        shutdown_timeout: Seconds :meth:`stop` waits for in-flight handlers.
+    """
+
+    agent_type: ClassVar[str] = "agent"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str = "",
+        version: str = "0.1.0",
+        capabilities: Sequence[AgentCapability | str] = (),
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        context: PlatformContext | None = None,
+        group: str | None = None,
+        visibility_timeout: float | None = None,
+        max_deliveries: int | None = None,
+        start_from: str | None = None,
+        dedupe_capacity: int = DEFAULT_DEDUPE_CAPACITY,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    ) -> None:
+        if not name or not isinstance(name, str):
+            raise ValueError("Agent name must be a non-empty string")
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self.name = name
+        self.description = description
+        self.version = version
+        self.capabilities = list(capabilities)
+        self.max_concurrency = max_concurrency
+        self.group = group or name
+        self.consumer_id = f"{name}-{uuid.uuid4().hex[:8]}"
+        self.visibility_timeout = visibility_timeout
+        self.max_deliveries = max_deliveries
+        self.start_from = start_from
+        self.shutdown_timeout = shutdown_timeout
+        self._context = context
+        self._owns_context = False
+        self._handlers: list[HandlerSpec] = []
+        self._startup_hooks: list[LifecycleHook] = []
+        self._shutdown_hooks: list[LifecycleHook] = []
+        self._completed = RecentIds(dedupe_capacity)
+        self._in_flight: dict[str, asyncio.Task[None]] = {}
+        self._subscription: Subscription | None = None
+        self._consumer: asyncio.Task[None] | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._running = False
+
+    # -- decorators ------------------------------------------------------------------
+
+    def on_event(self, event_type: str | None = None, *, topic: str) -> Callable[[H], H]:
+        """Register ``async def handler(event, context)`` for ``topic``/``event_type``.
+
+        Args:
+            event_type: Event type or glob pattern (``"order.*"``, ``"*"``).
+            topic: Topic to listen on. Required: nothing is inferred.
+
+        Raises:
+            TypeError: missing topic or a handler that is not
+                ``async def f(event, context)``.
+            ValueError: invalid topic or empty event type.
+        """
+        spec_check = make_spec(
+            topic=topic, event_type=event_type, func=_placeholder, decorator="on_event()"
+        )
+
+        def decorator(func: H) -> H:
+            check_handler(func, params=("event", "context"), decorator="on_event()")
+            self._add_handler(
+                HandlerSpec(
+                    topic=spec_check.topic, event_type=spec_check.event_type, func=func,
+                    name=getattr(func, "__qualname__", repr(func)),
+                )
+            )
+            return func
+
+        return decorator
+
+    def on_startup(self, func: K) -> K:
+        """Register ``async def hook()`` to run when the agent starts (before events)."""
+        check_hook(func, decorator="on_startup")
+        self._startup_hooks.append(func)
+        return func
+
+    def on_shutdown(self, func: K) -> K:
+        """Register ``async def hook()`` to run after in-flight handlers finished."""
+        check_hook(func, decorator="on_shutdown")
+        self._shutdown_hooks.append(func)
+        return func
+
+    def _add_handler(self, spec: HandlerSpec) -> None:
+        """Record a handler (subclasses register their wrappers through this)."""
+        if self._running:
+            raise RuntimeError("handlers must be registered before the agent starts")
+        self._handlers.append(spec)
+
+    # -- introspection ---------------------------------------------------------------
+
+    @property
+    def handlers(self) -> tuple[HandlerSpec, ...]:
+        """The registered handlers, in registration order."""
+        return tuple(self._handlers)
+
+    @property
+    def context(self) -> PlatformContext:
+        """The platform context (available once started, or when given)."""
+        if self._context is None:
+            raise RuntimeError("the agent has no context until start() (or pass context=)")
+        return self._context
+
+    @property
+    def running(self) -> bool:
+        """True between a successful :meth:`start` and :meth:`stop`."""
+        return self._running
+
+    @property
+    def topics(self) -> list[str]:
+        """Topics of the agent's single stream."""
+        return sorted({spec.topic for spec in self._handlers})
+
+    @property
+    def event_type_filters(self) -> list[str] | None:
+        """Event-type patterns sent to the service (``None``: no filter)."""
+        patterns = {spec.event_type for spec in self._handlers}
+        return None if "*" in patterns else sorted(patterns)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect, run start-up hooks, register and open the event stream.
+
+        Returns once the stream is live: events published afterwards reach the agent.
+        """
+        if self._running:
+            return
+        if not self._handlers:
+            raise RuntimeError(f"agent {self.name!r} has no handlers; add one with on_event()")
+        if self._context is None:
+            self._context = PlatformContext.from_env()
+            self._context.bus.source = self.name
+            self._owns_context = True
+        self._running = True
+        try:
+            for hook in self._startup_hooks:
+                await hook()
+            await self._register()
+            bus = self.context.bus
+            self._slots = asyncio.Semaphore(self.max_concurrency)
+            self._subscription = bus.subscribe(
+                self.topics, event_types=self.event_type_filters, group=self.group,
+                consumer=self.consumer_id, start_from=self.start_from,
+                visibility_timeout=self.visibility_timeout,
+                max_deliveries=self.max_deliveries, buffer=self.max_concurrency,
+            )
+            await self._subscription.wait_ready()
+            self._consumer = asyncio.create_task(self._consume(), name=f"agent {self.name}")
+        except BaseException:
+            await self._teardown()
+            raise
+        logger.info(
+            "agent %s ready: topics=%s event_types=%s group=%s consumer=%s",
+            self.name, ",".join(self.topics), self.event_type_filters or "*",
+            self.group, self.consumer_id,
+        )
+
+    async def stop(self) -> None:
+        """Stop gracefully: stop reading, finish in-flight handlers, deregister, close.
+
+        Handlers still running after ``shutdown_timeout`` are cancelled; their events
+        were not acked, so the service redelivers them.
+        """
+        if not self._running:
+            return
+        if self._subscription is not None:
+            await self._subscription.close()
+        if self._consumer is not None:
+            self._consumer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._consumer
+        pending = list(self._in_flight.values())
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=self.shutdown_timeout)
+            for task in late:
+                task.cancel()
+            if late:
+                logger.warning("agent %s cancelled %d handler(s) at shutdown", self.name, len(late))
+                await asyncio.wait(late)
+        await self._teardown()
+        logger.info("agent %s stopped", self.name)
+
+    async def _teardown(self) -> None:
+        try:
+            with contextlib.suppress(Exception):
+                await self._deregister()
+            for hook in self._shutdown_hooks:
+                try:
+                    await hook()
+                except Exception:
+                    logger.exception("agent %s: shutdown hook failed", self.name)
+        finally:
+            if self._owns_context and self._context is not None:
+                await self._context.close()
+                self._context = None
+                self._owns_context = False
+            self._subscription = None
+            self._consumer = None
+            self._running = False
+
+    async def wait(self) -> None:
+        """Wait until the agent's stream fails for good (re-raising why) or it stops."""
+        if self._consumer is not None:
+            await asyncio.shield(self._consumer)
+
+    async def serve(self) -> None:
+        """Start, run until SIGINT/SIGTERM (or a fatal stream error), then stop."""
+        loop = asyncio.get_running_loop()
+        stop_requested = asyncio.Event()
+        installed: list[int] = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, stop_requested.set)
+                installed.append(sig)
+        failure: BaseException | None = None
+        try:
+            await self.start()
+            assert self._consumer is not None
+            waiter = asyncio.create_task(stop_requested.wait())
+            done, _ = await asyncio.wait(
+                {waiter, self._consumer}, return_when=asyncio.FIRST_COMPLETED
+            )
+            waiter.cancel()
+            if self._consumer in done and not self._consumer.cancelled():
+                failure = self._consumer.exception()
+        finally:
+            await self.stop()
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+        if failure is not None:
+            raise failure
+
+    def run(self) -> None:
+        """Run the agent until SIGINT/SIGTERM (blocking); shuts down gracefully."""
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(self.serve())
+
+    # -- registry hooks (filled in by the registry client) ---------------------------
+
+    async def _register(self) -> None:
+        """Register with the registry; no-op while ``context.registry`` is ``None``."""
+        if self.context.registry is None:
+            return
+
+    async def _deregister(self) -> None:
+        """Deregister from the registry; no-op while ``context.registry`` is ``None``."""
+        if self._context is None or self._context.registry is None:
+            return
+
+    # -- dispatch --------------------------------------------------------------------
+
+    async def _consume(self) -> None:
+        assert self._subscription is not None and self._slots is not None
+        async for event in self._subscription:
+            if event.id in self._completed:
+                # A redelivery of work already done (e.g. our ack was lost): settle it.
+                logger.debug("agent %s: skipping completed event %s", self.name, event.id)
+                await self._settle(event, error=None)
+                continue
+            if event.id in self._in_flight:
+                # Redelivered while still running here; the running one will settle it.
+                continue
+            await self._slots.acquire()
+            task = asyncio.create_task(self._process(event), name=f"{self.name} {event.type}")
+            self._in_flight[event.id] = task
+            task.add_done_callback(lambda _t, eid=event.id: self._release(eid))
+
+    def _release(self, event_id: str) -> None:
+        self._in_flight.pop(event_id, None)
+        if self._slots is not None:
+            self._slots.release()
+
+    def _matching(self, event: Event) -> list[HandlerSpec]:
+        return [spec for spec in self._handlers if spec.matches(event.topic, event.type)]
+
+    async def _process(self, event: Event) -> None:
+        error: BaseException | None = None
+        with handling(event):
+            for spec in self._matching(event):
+                try:
+                    await spec.func(event, self.context)
+                except Exception as exc:
+                    logger.exception(
+                        "agent %s: handler %s failed on %s (%s)",
+                        self.name, spec.name, event.type, event.id,
+                    )
+                    error = exc
+                    break
+        if error is None:
+            # Remember first: if the ack is lost, the redelivery is recognised and skipped.
+            self._completed.add(event.id)
+        await self._settle(event, error=error)
+
+    async def _settle(self, event: Event, *, error: BaseException | None) -> None:
+        if event.delivery_id is None:
+            return
+        bus = self.context.bus
+        try:
+            if error is None:
+                await bus.ack(self.group, [event.delivery_id])
+            else:
+                reason = f"{type(error).__name__}: {error}"
+                await bus.nack(self.group, [event.delivery_id], reason)
+        except Exception as exc:
+            # The service redelivers after the visibility timeout; the guard copes.
+            logger.warning("agent %s: could not settle %s: %s", self.name, event.id, exc)
+
+
+async def _placeholder(event: Any, context: Any) -> None:
+    """Stands in for the handler while validating decorator arguments."""
+
+
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "Agent"]

@@ -1,0 +1,462 @@
+"""BusClient: publish to and subscribe from the event service.
+
+No topic inference (seed RF-SDK-001): :meth:`BusClient.publish` needs an explicit topic;
+:meth:`~BusClient.request`, :meth:`~BusClient.respond` and :meth:`~BusClient.announce`
+are the conventional shortcuts for ``action-requests``, ``action-results`` and
+``business-facts``.
+
+Inside a handler every publish inherits the handled event's ``trace_id`` (or its id when
+it has none), ``parent_event_id`` (its id), ``session_id`` and ``plan_id``, and acts as its
+tenant/user, unless given explicitly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from soorma._http import ServiceClient
+from soorma._propagation import current_event
+from soorma._sse import DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_BACKOFF
+from soorma.event import Event
+from soorma.subscription import DEFAULT_BUFFER, STREAM_PATH, Subscription, stream_params
+from soorma_common.events import (
+    ACTION_REQUESTS,
+    ACTION_RESULTS,
+    BUSINESS_FACTS,
+    EventEnvelope,
+    is_valid_topic,
+    new_event_id,
+)
+
+DEFAULT_CALL_TIMEOUT = 30.0
+DEFAULT_SOURCE = "soorma-sdk"
+
+
+def _check_topic(topic: object, *, what: str = "topic") -> str:
+    if topic is None or topic == "":
+        raise TypeError(
+            f"{what} is required: the bus never infers a topic from the event type; pass "
+            f"{what}=... explicitly (e.g. 'action-requests', 'business-facts'), or use "
+            "bus.request()/respond()/announce()"
+        )
+    if not isinstance(topic, str):
+        raise TypeError(f"{what} must be a string, got {type(topic).__name__}")
+    if not is_valid_topic(topic):
+        raise ValueError(
+            f"{what} {topic!r} is not a valid topic name: use lowercase letters, digits, "
+            "'.', '_' or '-' (1-64 chars, starting with a letter or digit)"
+        )
+    return topic
+
+
+def _check_event_type(event_type: object, *, what: str = "event_type") -> str:
+    if not isinstance(event_type, str) or not event_type.strip():
+        raise ValueError(f"{what} must be a non-empty string such as 'order.placed'")
+    return event_type
+
+
+class BusClient(ServiceClient):
+    """Client of the event service (publish, subscribe, ack/nack).
+
+    Build it through :meth:`soorma.context.PlatformContext.from_env` or directly::
+
+        bus = BusClient(base_url="http://127.0.0.1:8082", http=httpx.AsyncClient())
+
+    Args:
+        source: ``source`` attribute of the events this client publishes.
+        heartbeat_timeout: Seconds of silence after which a stream is reconnected.
+        max_backoff: Longest delay between stream reconnect attempts.
+        **kwargs: See :class:`soorma._http.ServiceClient`.
+    """
+
+    def __init__(
+        self,
+        *,
+        source: str = DEFAULT_SOURCE,
+        heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
+        max_backoff: float = DEFAULT_MAX_BACKOFF,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.source = source
+        self.heartbeat_timeout = heartbeat_timeout
+        self.max_backoff = max_backoff
+
+    # -- building events -------------------------------------------------------------
+
+    def build_event(
+        self,
+        topic: str,
+        event_type: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        correlation_id: str | None = None,
+        response_event: str | None = None,
+        response_topic: str | None = None,
+        session_id: str | None = None,
+        plan_id: str | None = None,
+        goal_id: str | None = None,
+        subject: str | None = None,
+        trace_id: str | None = None,
+        parent_event_id: str | None = None,
+        payload_schema_name: str | None = None,
+        event_id: str | None = None,
+        source: str | None = None,
+    ) -> EventEnvelope:
+        """Build (without sending) the envelope :meth:`publish` would send.
+
+        Useful for :meth:`publish_batch`. Context from the event being handled is
+        applied here.
+
+        Raises:
+            TypeError: ``topic`` missing or ``data`` not a mapping.
+            ValueError: invalid topic, response topic or event type.
+        """
+        _check_topic(topic)
+        _check_event_type(event_type)
+        if response_topic is not None:
+            _check_topic(response_topic, what="response_topic")
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise TypeError(f"data must be a mapping (JSON object), got {type(data).__name__}")
+        event_id = event_id or new_event_id()
+        fields: dict[str, Any] = {
+            "id": event_id,
+            "source": source or self.source,
+            "type": event_type,
+            "topic": topic,
+            "data": dict(data),
+            "subject": subject,
+            "correlation_id": correlation_id,
+            "response_event": response_event,
+            "session_id": session_id,
+            "plan_id": plan_id,
+            "goal_id": goal_id,
+            "trace_id": trace_id,
+            "parent_event_id": parent_event_id,
+            "payload_schema_name": payload_schema_name,
+        }
+        if response_topic is not None:
+            fields["response_topic"] = response_topic
+        return self.inherit(EventEnvelope(**fields))
+
+    def inherit(self, envelope: EventEnvelope) -> EventEnvelope:
+        """Fill ``envelope``'s unset context fields from the event being handled.
+
+        Outside a handler an event starts its own trace (``trace_id`` = its id).
+        """
+        parent = current_event()
+        update: dict[str, Any] = {}
+        if parent is not None:
+            if envelope.trace_id is None:
+                update["trace_id"] = parent.trace_id or parent.id
+            if envelope.parent_event_id is None:
+                update["parent_event_id"] = parent.id
+            if envelope.session_id is None and parent.session_id is not None:
+                update["session_id"] = parent.session_id
+            if envelope.plan_id is None and parent.plan_id is not None:
+                update["plan_id"] = parent.plan_id
+        elif envelope.trace_id is None:
+            update["trace_id"] = envelope.id
+        return envelope.model_copy(update=update) if update else envelope
+
+    # -- publishing ------------------------------------------------------------------
+
+    async def publish(
+        self,
+        topic: str,
+        event_type: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        correlation_id: str | None = None,
+        response_event: str | None = None,
+        response_topic: str | None = None,
+        session_id: str | None = None,
+        plan_id: str | None = None,
+        goal_id: str | None = None,
+        subject: str | None = None,
+        trace_id: str | None = None,
+        parent_event_id: str | None = None,
+        payload_schema_name: str | None = None,
+        event_id: str | None = None,
+        source: str | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> str:
+        """Publish one event on an explicit topic.
+
+        Args:
+            topic: Topic to publish on. Required: there is no inference.
+            event_type: Event type, e.g. ``"order.placed"``.
+            data: JSON object payload.
+            correlation_id: Ties responses to a request.
+            response_event: Event type the responder should answer with.
+            response_topic: Topic for the answer (service default ``action-results``).
+            session_id: Session the event belongs to (inherited in handlers).
+            plan_id: Plan the event belongs to (inherited in handlers).
+            goal_id: Goal the event serves.
+            subject: CloudEvents ``subject``.
+            trace_id: Overrides the inherited trace id.
+            parent_event_id: Overrides the inherited parent id.
+            payload_schema_name: Registered schema the payload follows.
+            event_id: Event id (a new UUID when omitted).
+            source: Overrides the client's ``source``.
+            tenant_id: Act as this tenant (dev mode).
+            user_id: Act as this user (dev mode).
+
+        Returns:
+            The event id.
+
+        Raises:
+            TypeError: ``topic`` missing.
+            ValueError: invalid topic or event type.
+            SoormaError: the service rejected the event (e.g. ``PayloadTooLarge``).
+        """
+        envelope = self.build_event(
+            topic, event_type, data, correlation_id=correlation_id,
+            response_event=response_event, response_topic=response_topic,
+            session_id=session_id, plan_id=plan_id, goal_id=goal_id, subject=subject,
+            trace_id=trace_id, parent_event_id=parent_event_id,
+            payload_schema_name=payload_schema_name, event_id=event_id, source=source,
+        )
+        return await self.publish_event(envelope, tenant_id=tenant_id, user_id=user_id)
+
+    async def publish_event(
+        self,
+        envelope: EventEnvelope,
+        *,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> str:
+        """Publish a prepared envelope (context inherited as in :meth:`publish`)."""
+        envelope = self.inherit(envelope)
+        body = {"event": envelope.model_dump(mode="json", exclude_none=True)}
+        result = await self._send(
+            "POST", "/v1/events/publish", json=body, tenant_id=tenant_id, user_id=user_id
+        )
+        return str(result["event_id"])
+
+    async def publish_batch(
+        self,
+        events: Sequence[EventEnvelope],
+        *,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> list[str]:
+        """Publish several events in one request (all-or-nothing validation).
+
+        Build the envelopes with :meth:`build_event`.
+
+        Returns:
+            The event ids, in order.
+        """
+        if not events:
+            return []
+        body = {
+            "events": [
+                self.inherit(e).model_dump(mode="json", exclude_none=True) for e in events
+            ]
+        }
+        result = await self._send(
+            "POST", "/v1/events/publish-batch", json=body, tenant_id=tenant_id, user_id=user_id
+        )
+        return [str(item["event_id"]) for item in result["results"]]
+
+    async def request(
+        self,
+        event_type: str,
+        data: Mapping[str, Any] | None = None,
+        response_event: str | None = None,
+        *,
+        correlation_id: str | None = None,
+        response_topic: str = ACTION_RESULTS,
+        topic: str = ACTION_REQUESTS,
+        **kwargs: Any,
+    ) -> str:
+        """Publish an action request; the responder answers with ``response_event``.
+
+        Args:
+            event_type: Request event type, e.g. ``"research.requested"``.
+            data: Request payload.
+            response_event: Event type the responder must answer with. Required.
+            correlation_id: Correlates the answer; defaults to the request's event id.
+            response_topic: Where the answer goes (``action-results``).
+            topic: Where the request goes (``action-requests``).
+            **kwargs: Further :meth:`publish` options.
+
+        Returns:
+            The request's event id.
+
+        Raises:
+            ValueError: ``response_event`` missing.
+        """
+        if not response_event:
+            raise ValueError(
+                "request() requires response_event: the event type the responder should "
+                f"answer {event_type!r} with, e.g. response_event='{event_type}.completed'"
+            )
+        _check_event_type(response_event, what="response_event")
+        event_id = kwargs.pop("event_id", None) or new_event_id()
+        return await self.publish(
+            topic, event_type, data, correlation_id=correlation_id or event_id,
+            response_event=response_event, response_topic=response_topic,
+            event_id=event_id, **kwargs,
+        )
+
+    async def respond(
+        self,
+        event_type: str,
+        data: Mapping[str, Any] | None = None,
+        correlation_id: str | None = None,
+        topic: str = ACTION_RESULTS,
+        **kwargs: Any,
+    ) -> str:
+        """Publish the answer to a request.
+
+        Args:
+            event_type: The request's ``response_event``.
+            data: Answer payload.
+            correlation_id: The request's ``correlation_id``. Required.
+            topic: The request's ``response_topic`` (``action-results``).
+            **kwargs: Further :meth:`publish` options.
+
+        Raises:
+            ValueError: ``correlation_id`` missing.
+        """
+        if not correlation_id:
+            raise ValueError(
+                "respond() requires correlation_id: pass the request's correlation_id so "
+                "the caller can match this answer to its request"
+            )
+        return await self.publish(topic, event_type, data, correlation_id=correlation_id, **kwargs)
+
+    async def announce(
+        self,
+        event_type: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        correlation_id: str | None = None,
+        topic: str = BUSINESS_FACTS,
+        **kwargs: Any,
+    ) -> str:
+        """Publish a business fact (no answer expected) on ``business-facts``."""
+        return await self.publish(topic, event_type, data, correlation_id=correlation_id, **kwargs)
+
+    async def call(
+        self,
+        event_type: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        response_event: str,
+        timeout: float = DEFAULT_CALL_TIMEOUT,  # noqa: ASYNC109 - the seed's call() API
+        topic: str = ACTION_REQUESTS,
+        response_topic: str = ACTION_RESULTS,
+        correlation_id: str | None = None,
+        **kwargs: Any,
+    ) -> Event:
+        """Send a request and wait for its correlated answer.
+
+        Subscribes to ``response_topic`` (broadcast, filtered on ``response_event``)
+        *before* publishing, so a fast answer cannot be missed.
+
+        Returns:
+            The answer event.
+
+        Raises:
+            TimeoutError: no answer within ``timeout`` seconds.
+        """
+        if not response_event:
+            raise ValueError("call() requires response_event")
+        correlation_id = correlation_id or str(uuid.uuid4())
+        deadline = asyncio.get_running_loop().time() + timeout
+        async with self.subscribe([response_topic], event_types=[response_event]) as sub:
+            try:
+                await sub.wait_ready(timeout)
+                await self.request(
+                    event_type, data, response_event, correlation_id=correlation_id,
+                    response_topic=response_topic, topic=topic, **kwargs,
+                )
+                remaining = max(deadline - asyncio.get_running_loop().time(), 0.0)
+                async with asyncio.timeout(remaining):
+                    async for event in sub:
+                        if event.correlation_id == correlation_id:
+                            return event
+            except TimeoutError:
+                raise TimeoutError(
+                    f"no {response_event!r} answer to {event_type!r} within {timeout:g} s "
+                    f"(correlation_id={correlation_id}); is an agent handling {event_type!r}?"
+                ) from None
+        raise TimeoutError(f"stream closed before {response_event!r} arrived")
+
+    # -- subscribing -----------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topics: str | Sequence[str],
+        *,
+        event_types: Sequence[str] | None = None,
+        group: str | None = None,
+        consumer: str | None = None,
+        start_from: str | None = None,
+        visibility_timeout: float | None = None,
+        max_deliveries: int | None = None,
+        last_event_id: str | None = None,
+        buffer: int = DEFAULT_BUFFER,
+    ) -> Subscription:
+        """Open an SSE stream (use as ``async with``; iterate for events).
+
+        Args:
+            topics: One topic or several.
+            event_types: Glob patterns filtered by the service (``"order.*"``).
+            group: Consumer group: replicas sharing a group share the work and must
+                :meth:`ack` each event (``event.delivery_id``). ``None`` = broadcast.
+            consumer: This consumer's id within the group.
+            start_from: ``"earliest"`` to start a new group at the beginning.
+            visibility_timeout: Seconds before an unacked event is redelivered.
+            max_deliveries: Deliveries before an event goes to the dead-letter topic.
+            last_event_id: Resume token (broadcast) from a previous subscription.
+            buffer: Events read ahead of the consumer.
+        """
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        if not topic_list:
+            raise ValueError("subscribe() needs at least one topic")
+        for topic in topic_list:
+            _check_topic(topic)
+        params = stream_params(
+            topics=topic_list, event_types=event_types, group=group, consumer=consumer,
+            start_from=start_from, visibility_timeout=visibility_timeout,
+            max_deliveries=max_deliveries,
+        )
+        # Identity is resolved now, so a stream opened inside a handler keeps the
+        # handled event's tenant across reconnects made from the background task.
+        headers = self.headers()
+        return Subscription(
+            http=self.http, url=self.url(STREAM_PATH), params=params,
+            headers=lambda: headers, last_event_id=last_event_id,
+            heartbeat_timeout=self.heartbeat_timeout, max_backoff=self.max_backoff,
+            buffer=buffer,
+        )
+
+    async def ack(self, group: str, ids: str | Sequence[str]) -> int:
+        """Acknowledge deliveries of a consumer group (their ``delivery_id`` values)."""
+        id_list = [ids] if isinstance(ids, str) else list(ids)
+        result = await self._send(
+            "POST", "/v1/events/ack", json={"group": group, "ids": id_list}
+        )
+        return int((result or {}).get("count", 0))
+
+    async def nack(self, group: str, ids: str | Sequence[str], reason: str = "nacked") -> int:
+        """Give deliveries back for immediate redelivery, recording ``reason``."""
+        id_list = [ids] if isinstance(ids, str) else list(ids)
+        result = await self._send(
+            "POST", "/v1/events/nack",
+            json={"group": group, "ids": id_list, "reason": reason[:4096]},
+        )
+        return int((result or {}).get("count", 0))
+
+
+__all__ = ["DEFAULT_CALL_TIMEOUT", "BusClient"]

@@ -1,0 +1,144 @@
+"""PlatformContext: the clients a handler uses (bus, memory, registry, tracker, toolkit)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from soorma._http import Identity
+from soorma.bus import BusClient
+
+DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
+DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
+DEFAULT_REGISTRY_URL = "http://127.0.0.1:8081"
+DEFAULT_TRACKER_URL = "http://127.0.0.1:8084"
+DEFAULT_GATEWAY_URL = "http://127.0.0.1:8085"
+
+# Pool sized for an agent's default concurrency plus its stream and acks.
+DEFAULT_HTTP_LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformSettings:
+    """Where the platform's services are and who the SDK acts as.
+
+    The only place the SDK reads the environment is :meth:`from_env`.
+    """
+
+    event_service_url: str = DEFAULT_EVENT_SERVICE_URL
+    memory_url: str = DEFAULT_MEMORY_URL
+    registry_url: str = DEFAULT_REGISTRY_URL
+    tracker_url: str = DEFAULT_TRACKER_URL
+    gateway_url: str = DEFAULT_GATEWAY_URL
+    api_token: str | None = None
+    tenant_id: str | None = None
+    user_id: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> PlatformSettings:
+        """Read ``SOORMA_*`` variables (defaults: the local ``soorma dev`` ports)."""
+        env = os.environ if environ is None else environ
+
+        def get(name: str, default: str) -> str:
+            return env.get(name) or default
+
+        return cls(
+            event_service_url=get("SOORMA_EVENT_SERVICE_URL", DEFAULT_EVENT_SERVICE_URL),
+            memory_url=get("SOORMA_MEMORY_URL", DEFAULT_MEMORY_URL),
+            registry_url=get("SOORMA_REGISTRY_URL", DEFAULT_REGISTRY_URL),
+            tracker_url=get("SOORMA_TRACKER_URL", DEFAULT_TRACKER_URL),
+            gateway_url=get("SOORMA_GATEWAY_URL", DEFAULT_GATEWAY_URL),
+            api_token=env.get("SOORMA_API_TOKEN") or None,
+            tenant_id=env.get("SOORMA_TENANT_ID") or None,
+            user_id=env.get("SOORMA_USER_ID") or None,
+        )
+
+    @property
+    def identity(self) -> Identity:
+        """The identity every client of this context acts as."""
+        return Identity(tenant_id=self.tenant_id, user_id=self.user_id, token=self.api_token)
+
+
+class PlatformContext:
+    """The platform clients handed to every handler as ``context``.
+
+    Args:
+        bus: Event-service client.
+        memory: Memory-service client (``None`` until configured).
+        registry: Registry-service client (``None`` until configured).
+        tracker: Tracker client (``None`` until configured).
+        toolkit: Optional helpers (e.g. LLM utilities).
+        settings: The settings the clients were built from.
+        http: The shared HTTP client; closed by :meth:`close` when ``owns_http``.
+        owns_http: Whether this context created ``http`` and must close it.
+    """
+
+    def __init__(
+        self,
+        *,
+        bus: BusClient,
+        memory: Any = None,
+        registry: Any = None,
+        tracker: Any = None,
+        toolkit: Any = None,
+        settings: PlatformSettings | None = None,
+        http: httpx.AsyncClient | None = None,
+        owns_http: bool = False,
+    ) -> None:
+        self.bus = bus
+        self.memory = memory
+        self.registry = registry
+        self.tracker = tracker
+        self.toolkit = toolkit
+        self.settings = settings or PlatformSettings()
+        self.http = http or bus.http
+        self._owns_http = owns_http
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        http: httpx.AsyncClient | None = None,
+        settings: PlatformSettings | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> PlatformContext:
+        """Build a context from ``SOORMA_*`` environment variables.
+
+        Args:
+            http: Shared client to use (the caller keeps ownership); a new one is
+                created and closed with the context otherwise.
+            settings: Use these settings instead of reading the environment.
+            environ: Environment mapping to read instead of ``os.environ``.
+        """
+        settings = settings or PlatformSettings.from_env(environ)
+        owns_http = http is None
+        client = http or httpx.AsyncClient(limits=DEFAULT_HTTP_LIMITS)
+        identity = settings.identity
+        bus = BusClient(base_url=settings.event_service_url, http=client, identity=identity)
+        return cls(bus=bus, settings=settings, http=client, owns_http=owns_http)
+
+    async def close(self) -> None:
+        """Close the shared HTTP client if this context created it."""
+        if self._owns_http:
+            await self.http.aclose()
+
+    async def __aenter__(self) -> PlatformContext:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+__all__ = [
+    "DEFAULT_EVENT_SERVICE_URL",
+    "DEFAULT_GATEWAY_URL",
+    "DEFAULT_MEMORY_URL",
+    "DEFAULT_REGISTRY_URL",
+    "DEFAULT_TRACKER_URL",
+    "PlatformContext",
+    "PlatformSettings",
+]

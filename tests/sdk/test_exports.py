@@ -1,0 +1,40 @@
+"""The SDK's public names are deliberate: adding or removing one shows up here."""
+
+import soorma
+import soorma.agents
+
+
+def test_top_level_exports_are_pinned():
+    assert sorted(soorma.__all__) == [
+        "Agent",
+        "BusClient",
+        "Event",
+        "Identity",
+        "InvocationContext",
+        "PlatformContext",
+        "PlatformSettings",
+        "Subscription",
+        "Tool",
+        "__version__",
+        "current_event",
+    ]
+    for name in soorma.__all__:
+        assert hasattr(soorma, name), name
+
+
+def test_agents_package_exports_are_pinned():
+    assert sorted(soorma.agents.__all__) == ["Agent", "InvocationContext", "Tool"]
+
+
+def test_sdk_does_not_import_server_libraries():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, soorma, soorma.cli\n"
+        "bad = [m for m in ('fastapi', 'sqlmodel', 'sqlalchemy', 'redis', 'uvicorn') "
+        "if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

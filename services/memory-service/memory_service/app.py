@@ -2,13 +2,53 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 from fastapi import FastAPI
 
+from memory_service.retention import run_pruner
+from memory_service.routes import ROUTERS
 from memory_service.settings import Settings
+from memory_service.sql import open_sql_store
 from servicekit import create_service_app
+from servicekit.db import database_url
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the memory-service app. Nothing connects until the lifespan starts."""
+    """Build the memory-service app. Nothing connects until the lifespan starts.
+
+    The lifespan opens the SQL store (applying migrations), starts the retention pruner
+    and yields the store as request state (``request.state.store``).
+    """
     settings = settings or Settings()
-    return create_service_app(name="memory-service", settings=settings)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        url = database_url(settings, "memory", settings.memory_database_url)
+        store = await open_sql_store(url)
+        pruner = None
+        if settings.memory_retention_days > 0:
+            pruner = asyncio.create_task(
+                run_pruner(
+                    store,
+                    retention_days=settings.memory_retention_days,
+                    interval=settings.memory_prune_interval_seconds,
+                ),
+                name="memory-retention",
+            )
+        try:
+            yield {"store": store, "ready_checks": {"database": store.ping}}
+        finally:
+            if pruner is not None:
+                pruner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pruner
+            await store.close()
+
+    return create_service_app(
+        name="memory-service", settings=settings, lifespan=lifespan, routers=ROUTERS
+    )

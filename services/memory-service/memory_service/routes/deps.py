@@ -1,0 +1,83 @@
+"""What every memory route needs: the injected store, versions, ids and size limits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated
+
+from fastapi import Depends, Header, Path, Request
+
+from memory_service.store import MemoryStore
+from soorma_common.errors import PayloadTooLarge, ValidationFailed
+
+MAX_ID_LENGTH = 256
+
+
+def get_store(request: Request) -> MemoryStore:
+    """The store the lifespan opened (request state, never a module global)."""
+    return request.state.store  # type: ignore[no-any-return]
+
+
+Store = Annotated[MemoryStore, Depends(get_store)]
+
+RecordId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
+
+
+def if_match_version(
+    if_match: Annotated[str | None, Header(alias="If-Match")] = None,
+) -> int | None:
+    """``If-Match: 3`` (quotes and a weak ``W/`` prefix accepted, as ETags carry them)."""
+    if if_match is None:
+        return None
+    raw = if_match.strip()
+    if raw.startswith("W/"):
+        raw = raw[2:]
+    raw = raw.strip('"')
+    if not raw.isdigit():
+        raise ValidationFailed(
+            f"If-Match must be the record's integer version, got {if_match[:64]!r}",
+            details={"field": "If-Match"},
+        )
+    return int(raw)
+
+
+IfMatch = Annotated[int | None, Depends(if_match_version)]
+
+
+def expected_version(header: int | None, body: int | None) -> int | None:
+    """The caller's expected version from ``If-Match`` or the body (they must agree)."""
+    if header is not None and body is not None and header != body:
+        raise ValidationFailed(
+            f"If-Match ({header}) and expected_version ({body}) disagree; send one of them",
+            details={"field": "expected_version"},
+        )
+    return header if header is not None else body
+
+
+async def check_body_size(request: Request) -> None:
+    """413 when the request body is over ``max_payload_bytes``.
+
+    The app-wide middleware only stops bodies far over the limit before parsing; this is
+    the exact per-record limit, measured on the bytes the client sent.
+    """
+    limit = request.app.state.settings.max_payload_bytes
+    size = len(await request.body())
+    if size > limit:
+        raise PayloadTooLarge(
+            f"record is {size} bytes, over the {limit}-byte limit "
+            "(SOORMA_MAX_PAYLOAD_BYTES); store large data as several working-memory keys",
+            details={"size": size, "limit": limit},
+        )
+
+
+SizeChecked = Depends(check_body_size)
+
+
+def check_ids(field: str, values: Iterable[str | None]) -> None:
+    """Ids are indexed columns: keep them to ``MAX_ID_LENGTH`` characters."""
+    for value in values:
+        if value is not None and not 0 < len(value) <= MAX_ID_LENGTH:
+            raise ValidationFailed(
+                f"{field}: ids must be 1-{MAX_ID_LENGTH} characters, got {len(value)}",
+                details=[{"field": field, "message": "bad id length"}],
+            )

@@ -1,0 +1,99 @@
+"""``/v1/memory/plan-context``: a planner's durable plan state."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from pydantic import Field
+
+from memory_service.routes.deps import (
+    IfMatch,
+    RecordId,
+    SizeChecked,
+    Store,
+    check_ids,
+    expected_version,
+)
+from servicekit import CurrentIdentity
+from soorma_common.errors import ValidationFailed
+from soorma_common.memory import PlanContextRecord
+
+router = APIRouter(prefix="/v1/memory/plan-context", tags=["plan-context"])
+
+
+class PlanContextWrite(PlanContextRecord):
+    """A plan context to store; ``version`` is server-owned and ignored on input.
+
+    ``expected_version`` (or ``If-Match``) makes the write conditional: ``0`` means
+    "create only", ``N`` means "only if the stored version is still N".
+    """
+
+    expected_version: int | None = Field(default=None, ge=0)
+
+
+class PlanContextReplace(PlanContextWrite):
+    """Body of ``PUT``: ``plan_id`` comes from the path (if given, it must match)."""
+
+    plan_id: str | None = Field(default=None, min_length=1, max_length=256)  # type: ignore[assignment]
+
+
+def _validate(body: PlanContextWrite) -> None:
+    check_ids("session_id", [body.session_id])
+    check_ids("parent_plan_id", [body.parent_plan_id])
+    check_ids("correlation_ids", body.correlation_ids)
+
+
+@router.post("", response_model=PlanContextRecord, dependencies=[SizeChecked])
+async def upsert_plan_context(
+    body: PlanContextWrite, identity: CurrentIdentity, store: Store, if_match: IfMatch
+) -> PlanContextRecord:
+    """Create or replace a plan context; returns the stored record with its version."""
+    _validate(body)
+    return await store.save_plan(
+        identity.tenant_id, body, expected_version=expected_version(if_match, body.expected_version)
+    )
+
+
+@router.get("/by-correlation/{correlation_id}", response_model=PlanContextRecord)
+async def get_plan_context_by_correlation(
+    correlation_id: RecordId, identity: CurrentIdentity, store: Store
+) -> PlanContextRecord:
+    """The plan whose ``plan_id`` or ``correlation_ids`` contains ``correlation_id``."""
+    return await store.get_plan_by_correlation(identity.tenant_id, correlation_id)
+
+
+@router.get("/{plan_id}", response_model=PlanContextRecord)
+async def get_plan_context(
+    plan_id: RecordId, identity: CurrentIdentity, store: Store
+) -> PlanContextRecord:
+    return await store.get_plan(identity.tenant_id, plan_id)
+
+
+@router.put("/{plan_id}", response_model=PlanContextRecord, dependencies=[SizeChecked])
+async def replace_plan_context(
+    plan_id: RecordId,
+    body: PlanContextReplace,
+    identity: CurrentIdentity,
+    store: Store,
+    if_match: IfMatch,
+) -> PlanContextRecord:
+    """Replace an existing plan context (404 if it does not exist)."""
+    if body.plan_id is not None and body.plan_id != plan_id:
+        raise ValidationFailed(
+            f"plan_id in the body ({body.plan_id!r}) differs from the path ({plan_id!r})",
+            details=[{"field": "plan_id", "message": "must match the path"}],
+        )
+    record = PlanContextWrite.model_validate({**body.model_dump(), "plan_id": plan_id})
+    _validate(record)
+    return await store.save_plan(
+        identity.tenant_id, record,
+        expected_version=expected_version(if_match, body.expected_version), must_exist=True,
+    )
+
+
+@router.delete("/{plan_id}", status_code=204)
+async def delete_plan_context(
+    plan_id: RecordId, identity: CurrentIdentity, store: Store
+) -> Response:
+    """Delete the plan (same record as ``DELETE /v1/memory/plans/{plan_id}``)."""
+    await store.delete_plan(identity.tenant_id, plan_id)
+    return Response(status_code=204)

@@ -1,0 +1,66 @@
+"""``/v1/working-memory/{plan_id}``: plan-scoped key/value memory.
+
+Large data belongs here, not in events: an event carries the key (seed 004).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Response
+
+from memory_service.routes.deps import RecordId, SizeChecked, Store
+from servicekit import CurrentIdentity
+from soorma_common._base import BaseDTO
+from soorma_common.memory import WorkingMemoryItem, WorkingMemoryWrite
+
+router = APIRouter(prefix="/v1/working-memory", tags=["working-memory"])
+
+MemoryKey = Annotated[str, Path(min_length=1, max_length=512)]
+
+
+class WorkingMemoryList(BaseDTO):
+    items: list[WorkingMemoryItem]
+
+
+class WorkingMemoryCleared(BaseDTO):
+    deleted: int
+
+
+@router.post("/{plan_id}", response_model=WorkingMemoryItem, dependencies=[SizeChecked])
+async def put_working_memory(
+    plan_id: RecordId, body: WorkingMemoryWrite, identity: CurrentIdentity, store: Store
+) -> WorkingMemoryItem:
+    """Store ``value`` under ``key`` (replacing any previous value)."""
+    return await store.put_memory(identity.tenant_id, plan_id, body.key, body.value)
+
+
+@router.get("/{plan_id}", response_model=WorkingMemoryList)
+async def list_working_memory(
+    plan_id: RecordId, identity: CurrentIdentity, store: Store
+) -> WorkingMemoryList:
+    """Every entry of the plan's working memory, by key (empty when there are none)."""
+    return WorkingMemoryList(items=await store.list_memory(identity.tenant_id, plan_id))
+
+
+@router.delete("/{plan_id}", response_model=WorkingMemoryCleared)
+async def clear_working_memory(
+    plan_id: RecordId, identity: CurrentIdentity, store: Store
+) -> WorkingMemoryCleared:
+    """Delete every entry of the plan's working memory; returns how many there were."""
+    return WorkingMemoryCleared(deleted=await store.clear_memory(identity.tenant_id, plan_id))
+
+
+@router.get("/{plan_id}/{key:path}", response_model=WorkingMemoryItem)
+async def get_working_memory(
+    plan_id: RecordId, key: MemoryKey, identity: CurrentIdentity, store: Store
+) -> WorkingMemoryItem:
+    return await store.get_memory(identity.tenant_id, plan_id, key)
+
+
+@router.delete("/{plan_id}/{key:path}", status_code=204)
+async def delete_working_memory(
+    plan_id: RecordId, key: MemoryKey, identity: CurrentIdentity, store: Store
+) -> Response:
+    await store.delete_memory(identity.tenant_id, plan_id, key)
+    return Response(status_code=204)

@@ -1,0 +1,42 @@
+"""The SQL memory store: one code path for SQLite (embedded) and PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from memory_service.sql.plans import SqlPlans
+from memory_service.sql.sessions import SqlSessions
+from memory_service.sql.tasks import SqlTaskContexts
+from memory_service.sql.working_memory import SqlWorkingMemory
+from servicekit.db import make_engine, migrate
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+VERSION_TABLE = "memory_alembic_version"
+
+
+class SqlMemoryStore(SqlTaskContexts, SqlPlans, SqlSessions, SqlWorkingMemory):
+    """:class:`memory_service.store.MemoryStore` on an injected SQLAlchemy async engine.
+
+    Args:
+        engine: An engine from :func:`servicekit.db.make_engine`, already migrated.
+    """
+
+
+def _json_dumps(value: object) -> str:
+    return orjson.dumps(value).decode()
+
+
+async def open_sql_store(url: str) -> SqlMemoryStore:
+    """Build the engine for ``url``, apply the migrations, return the store."""
+    engine = make_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads)
+    try:
+        await migrate(engine, MIGRATIONS, version_table=VERSION_TABLE)
+    except BaseException:
+        await engine.dispose()
+        raise
+    return SqlMemoryStore(engine=engine)
+
+
+__all__ = ["MIGRATIONS", "VERSION_TABLE", "SqlMemoryStore", "open_sql_store"]

@@ -1,0 +1,75 @@
+"""Shared helpers of the SQL store: one code path for SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from soorma_common.errors import VersionConflict
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def utc(value: datetime) -> datetime:
+    """SQLite returns naive datetimes; everything we store is UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class SqlBase:
+    """Holds the engine and the dialect-specific bits (``INSERT ... ON CONFLICT``).
+
+    Write transactions always start with a write statement. On SQLite that takes the
+    database write lock up front (like ``BEGIN IMMEDIATE``), so concurrent writers queue
+    on the busy timeout instead of failing on a stale read snapshot; on PostgreSQL the
+    first ``UPDATE``/``INSERT ... ON CONFLICT`` locks the record's row, which serializes
+    writers of one record (the ``SELECT ... FOR UPDATE`` of a read-modify-write, without
+    the extra round trip).
+    """
+
+    def __init__(self, *, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._pg = engine.dialect.name == "postgresql"
+
+    def insert(self, table: sa.Table) -> Any:
+        """A dialect ``insert`` that supports ``on_conflict_do_update/nothing``."""
+        return postgresql.insert(table) if self._pg else sqlite.insert(table)
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as conn:
+            await conn.execute(sa.text("SELECT 1"))
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+async def check_version_update(
+    conn: AsyncConnection,
+    table: sa.Table,
+    where: sa.ColumnElement[bool],
+    *,
+    expected_version: int,
+    not_found: Exception,
+) -> None:
+    """Raise the right error after a version-guarded UPDATE touched no row."""
+    current = (await conn.execute(sa.select(table.c.version).where(where))).scalar()
+    if current is None:
+        raise not_found
+    raise VersionConflict(
+        f"version conflict: expected version {expected_version}, current version is "
+        f"{current}; re-read the record and retry",
+        details={"expected_version": expected_version, "current_version": current},
+    )
+
+
+def conflict_on_create(current: int) -> VersionConflict:
+    return VersionConflict(
+        f"version conflict: expected the record not to exist (version 0), current version "
+        f"is {current}; re-read the record and retry",
+        details={"expected_version": 0, "current_version": current},
+    )

@@ -1,0 +1,305 @@
+"""Plans: one row per plan, the plan context being its full state.
+
+``PlanSummary`` is a projection of the same row. Correlation ids live in a side table
+keyed ``(tenant_id, correlation_id, plan_id)`` so by-correlation is an index seek.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_service.models import plan_correlations, plans, task_contexts, working_memory
+from memory_service.sql.base import SqlBase, check_version_update, conflict_on_create, utc, utcnow
+from soorma_common.errors import Conflict, PlanNotFound
+from soorma_common.memory import (
+    FINISHED_PLAN_STATUSES,
+    PlanContextRecord,
+    PlanCreate,
+    PlanStatus,
+    PlanSummary,
+)
+
+_FIELDS = ("session_id", "parent_plan_id", "goal_event", "goal_data", "response_event",
+           "current_state", "state_machine", "results", "state")
+_SUMMARY_COLUMNS = (plans.c.plan_id, plans.c.goal_event, plans.c.status, plans.c.session_id,
+                    plans.c.parent_plan_id, plans.c.response_event, plans.c.version,
+                    plans.c.created_at, plans.c.updated_at)
+
+
+def _plan_not_found(plan_id: str) -> PlanNotFound:
+    return PlanNotFound(f"plan {plan_id!r} not found", details={"plan_id": plan_id})
+
+
+def _key(tenant: str, plan_id: str) -> sa.ColumnElement[bool]:
+    return sa.and_(plans.c.tenant_id == tenant, plans.c.plan_id == plan_id)
+
+
+def _fields(record: PlanContextRecord) -> dict[str, Any]:
+    values: dict[str, Any] = {name: getattr(record, name) for name in _FIELDS}
+    values["status"] = record.status.value
+    return values
+
+
+def summary_from_row(row: Any) -> PlanSummary:
+    return PlanSummary(
+        plan_id=row.plan_id, goal_event=row.goal_event, status=PlanStatus(row.status),
+        session_id=row.session_id, parent_plan_id=row.parent_plan_id,
+        response_event=row.response_event, version=row.version,
+        created_at=utc(row.created_at), updated_at=utc(row.updated_at),
+    )
+
+
+def plan_data_deletes(owned: sa.ColumnElement[bool]) -> list[sa.Delete]:
+    """Deletes for what belongs to the plans matching ``owned`` (besides the plan rows).
+
+    ``owned`` is a condition on ``memory_plans`` correlated with the deleted table via
+    ``tenant_id``/``plan_id``; correlation ids and sub-tasks go by ``ON DELETE CASCADE``.
+    """
+    out = []
+    for table in (working_memory, task_contexts):
+        belongs = sa.exists().where(
+            plans.c.tenant_id == table.c.tenant_id, plans.c.plan_id == table.c.plan_id, owned
+        )
+        out.append(sa.delete(table).where(belongs))
+    return out
+
+
+class SqlPlans(SqlBase):
+    """Plan and plan-context part of the SQL store."""
+
+    async def save_plan(
+        self,
+        tenant: str,
+        record: PlanContextRecord,
+        *,
+        expected_version: int | None = None,
+        must_exist: bool = False,
+    ) -> PlanContextRecord:
+        now = utcnow()
+        fields = _fields(record)
+        key = _key(tenant, record.plan_id)
+        async with self.engine.begin() as conn:
+            if expected_version is None and not must_exist:
+                stmt = self.insert(plans).values(
+                    tenant_id=tenant, plan_id=record.plan_id, version=1,
+                    created_at=now, updated_at=now, **fields,
+                ).on_conflict_do_update(
+                    index_elements=[plans.c.tenant_id, plans.c.plan_id],
+                    set_={**fields, "version": plans.c.version + 1, "updated_at": now},
+                )
+                await conn.execute(stmt)
+            elif expected_version == 0:
+                stmt = self.insert(plans).values(
+                    tenant_id=tenant, plan_id=record.plan_id, version=1,
+                    created_at=now, updated_at=now, **fields,
+                ).on_conflict_do_nothing(
+                    index_elements=[plans.c.tenant_id, plans.c.plan_id]
+                ).returning(plans.c.version)
+                if (await conn.execute(stmt)).first() is None:
+                    current = (
+                        await conn.execute(sa.select(plans.c.version).where(key))
+                    ).scalar_one()
+                    raise conflict_on_create(current)
+            else:
+                where = key
+                if expected_version is not None:
+                    where = sa.and_(key, plans.c.version == expected_version)
+                stmt = (
+                    sa.update(plans).where(where)
+                    .values(**fields, version=plans.c.version + 1, updated_at=now)
+                    .returning(plans.c.version)
+                )
+                if (await conn.execute(stmt)).first() is None:
+                    if expected_version is None:
+                        raise _plan_not_found(record.plan_id)
+                    await check_version_update(
+                        conn, plans, key, expected_version=expected_version,
+                        not_found=_plan_not_found(record.plan_id),
+                    )
+            await self._replace_correlations(conn, tenant, record)
+            return await self._read_plan(conn, tenant, record.plan_id)
+
+    async def _replace_correlations(
+        self, conn: AsyncConnection, tenant: str, record: PlanContextRecord
+    ) -> None:
+        await conn.execute(
+            sa.delete(plan_correlations).where(
+                plan_correlations.c.tenant_id == tenant,
+                plan_correlations.c.plan_id == record.plan_id,
+            )
+        )
+        unique = list(dict.fromkeys(record.correlation_ids))
+        if unique:
+            await conn.execute(
+                sa.insert(plan_correlations),
+                [
+                    {"tenant_id": tenant, "plan_id": record.plan_id, "correlation_id": cid,
+                     "position": position}
+                    for position, cid in enumerate(unique)
+                ],
+            )
+
+    async def _read_plan(
+        self, conn: AsyncConnection, tenant: str, plan_id: str
+    ) -> PlanContextRecord:
+        row = (await conn.execute(sa.select(plans).where(_key(tenant, plan_id)))).first()
+        if row is None:
+            raise _plan_not_found(plan_id)
+        correlation_ids = (
+            await conn.execute(
+                sa.select(plan_correlations.c.correlation_id)
+                .where(
+                    plan_correlations.c.tenant_id == tenant,
+                    plan_correlations.c.plan_id == plan_id,
+                )
+                .order_by(plan_correlations.c.position)
+            )
+        ).scalars().all()
+        return PlanContextRecord(
+            plan_id=row.plan_id,
+            session_id=row.session_id,
+            parent_plan_id=row.parent_plan_id,
+            goal_event=row.goal_event,
+            goal_data=row.goal_data,
+            response_event=row.response_event,
+            status=PlanStatus(row.status),
+            current_state=row.current_state,
+            state_machine=row.state_machine,
+            results=row.results,
+            correlation_ids=list(correlation_ids),
+            state=row.state,
+            version=row.version,
+            created_at=utc(row.created_at),
+            updated_at=utc(row.updated_at),
+        )
+
+    async def create_plan(self, tenant: str, plan: PlanCreate) -> PlanContextRecord:
+        plan_id = plan.plan_id or str(uuid.uuid4())
+        now = utcnow()
+        async with self.engine.begin() as conn:
+            stmt = self.insert(plans).values(
+                tenant_id=tenant, plan_id=plan_id, session_id=plan.session_id,
+                parent_plan_id=plan.parent_plan_id, goal_event=plan.goal_event,
+                goal_data=plan.goal_data, response_event=plan.response_event,
+                status=plan.status.value, current_state=None, state_machine={}, results={},
+                state={}, version=1, created_at=now, updated_at=now,
+            ).on_conflict_do_nothing(
+                index_elements=[plans.c.tenant_id, plans.c.plan_id]
+            ).returning(plans.c.version)
+            if (await conn.execute(stmt)).first() is None:
+                raise Conflict(
+                    f"plan {plan_id!r} already exists; omit plan_id to get a new one, or "
+                    "update it with PUT /v1/memory/plans/{plan_id}",
+                    details={"plan_id": plan_id},
+                )
+            return await self._read_plan(conn, tenant, plan_id)
+
+    async def get_plan(self, tenant: str, plan_id: str) -> PlanContextRecord:
+        async with self.engine.connect() as conn:
+            return await self._read_plan(conn, tenant, plan_id)
+
+    async def get_plan_by_correlation(
+        self, tenant: str, correlation_id: str
+    ) -> PlanContextRecord:
+        async with self.engine.connect() as conn:
+            exists = (
+                await conn.execute(sa.select(plans.c.plan_id).where(_key(tenant, correlation_id)))
+            ).scalar()
+            plan_id = exists or (
+                await conn.execute(
+                    sa.select(plans.c.plan_id)
+                    .join(
+                        plan_correlations,
+                        sa.and_(
+                            plan_correlations.c.tenant_id == plans.c.tenant_id,
+                            plan_correlations.c.plan_id == plans.c.plan_id,
+                        ),
+                    )
+                    .where(
+                        plan_correlations.c.tenant_id == tenant,
+                        plan_correlations.c.correlation_id == correlation_id,
+                    )
+                    # Should two plans claim one id, the most recently active wins.
+                    .order_by(plans.c.updated_at.desc())
+                    .limit(1)
+                )
+            ).scalar()
+            if plan_id is None:
+                raise PlanNotFound(
+                    f"no plan has id or correlation id {correlation_id!r}",
+                    details={"correlation_id": correlation_id},
+                )
+            return await self._read_plan(conn, tenant, plan_id)
+
+    async def update_plan_status(
+        self,
+        tenant: str,
+        plan_id: str,
+        *,
+        status: PlanStatus | None,
+        expected_version: int | None = None,
+    ) -> PlanContextRecord:
+        key = _key(tenant, plan_id)
+        where = key if expected_version is None else sa.and_(
+            key, plans.c.version == expected_version
+        )
+        values: dict[str, Any] = {"version": plans.c.version + 1, "updated_at": utcnow()}
+        if status is not None:
+            values["status"] = status.value
+        async with self.engine.begin() as conn:
+            updated = await conn.execute(
+                sa.update(plans).where(where).values(**values).returning(plans.c.version)
+            )
+            if updated.first() is None:
+                if expected_version is None:
+                    raise _plan_not_found(plan_id)
+                await check_version_update(
+                    conn, plans, key, expected_version=expected_version,
+                    not_found=_plan_not_found(plan_id),
+                )
+            return await self._read_plan(conn, tenant, plan_id)
+
+    async def list_plans(
+        self,
+        tenant: str,
+        *,
+        statuses: list[PlanStatus] | None = None,
+        session_id: str | None = None,
+        parent_plan_id: str | None = None,
+        limit: int = 100,
+    ) -> list[PlanSummary]:
+        query = sa.select(*_SUMMARY_COLUMNS).where(plans.c.tenant_id == tenant)
+        if statuses:
+            query = query.where(plans.c.status.in_([s.value for s in statuses]))
+        if session_id is not None:
+            query = query.where(plans.c.session_id == session_id)
+        if parent_plan_id is not None:
+            query = query.where(plans.c.parent_plan_id == parent_plan_id)
+        query = query.order_by(plans.c.updated_at.desc(), plans.c.plan_id).limit(limit)
+        async with self.engine.connect() as conn:
+            return [summary_from_row(row) for row in await conn.execute(query)]
+
+    async def delete_plan(self, tenant: str, plan_id: str) -> None:
+        async with self.engine.begin() as conn:
+            deleted = await conn.execute(sa.delete(plans).where(_key(tenant, plan_id)))
+            if deleted.rowcount == 0:
+                raise _plan_not_found(plan_id)
+            for table in (working_memory, task_contexts):
+                await conn.execute(
+                    sa.delete(table).where(table.c.tenant_id == tenant, table.c.plan_id == plan_id)
+                )
+
+    async def prune_finished_plans(self, *, updated_before: Any) -> int:
+        old = sa.and_(
+            plans.c.status.in_([s.value for s in FINISHED_PLAN_STATUSES]),
+            plans.c.updated_at < updated_before,
+        )
+        async with self.engine.begin() as conn:
+            for stmt in plan_data_deletes(old):
+                await conn.execute(stmt)
+            deleted = await conn.execute(sa.delete(plans).where(old))
+            return int(deleted.rowcount)

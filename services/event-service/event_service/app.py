@@ -2,13 +2,57 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 from fastapi import FastAPI
 
+from event_service.backends.base import EventLog
+from event_service.backends.memory import MemoryEventLog
+from event_service.fanout import BroadcastHub
+from event_service.groups import GroupWaker
+from event_service.routes import router
 from event_service.settings import Settings
+from event_service.state import EventState
 from servicekit import create_service_app
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the event-service app. Nothing connects until the lifespan starts."""
     settings = settings or Settings()
-    return create_service_app(name="event-service", settings=settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        client = None
+        log: EventLog
+        if settings.event_backend == "redis":
+            from redis.asyncio import Redis
+
+            from event_service.backends.redis import RedisEventLog
+
+            # One pool per process, shared by publishes, fan-out readers and groups.
+            client = Redis.from_url(settings.redis_url)
+            log = RedisEventLog(
+                redis=client, prefix=settings.redis_prefix,
+                max_length=settings.stream_max_length,
+            )
+        else:
+            log = MemoryEventLog(max_length=settings.stream_max_length)
+        hub = BroadcastHub(log=log, batch=settings.read_batch, block=settings.block_seconds)
+        state = EventState(log=log, hub=hub, waker=GroupWaker(), settings=settings)
+        try:
+            yield {"events": state, "ready_checks": {"event_log": log.ping}}
+        finally:
+            await hub.close()
+            await log.close()
+            if client is not None:
+                await client.aclose()
+
+    return create_service_app(
+        name="event-service",
+        settings=settings,
+        lifespan=lifespan,
+        routers=[router],
+        max_body_bytes=settings.max_request_bytes,
+    )

@@ -1,6 +1,10 @@
-"""Settings for the event-service."""
+"""Settings for the event-service (environment prefix ``SOORMA_``)."""
 
 from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
 
 from servicekit.settings import ServiceSettings
 
@@ -8,4 +12,28 @@ DEFAULT_PORT = 8082
 
 
 class Settings(ServiceSettings):
-    pass
+    """Event-service settings.
+
+    ``SOORMA_EVENT_BACKEND=redis`` with ``SOORMA_REDIS_URL`` selects Redis Streams;
+    the default keeps the log in process memory (single process, lost on restart).
+    """
+
+    event_backend: Literal["memory", "redis"] = "memory"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = Field(default="soorma", pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+    # Approximate cap on entries kept per topic (Redis ``XADD MAXLEN ~``).
+    stream_max_length: int = Field(default=100_000, ge=100)
+    heartbeat_seconds: float = Field(default=15.0, gt=0)
+    # How many entries one backend read returns (also the SSE write batch size).
+    read_batch: int = Field(default=500, ge=1, le=10_000)
+    # How long a blocking backend read waits before looping (bounds shutdown latency).
+    block_seconds: float = Field(default=2.0, gt=0)
+    # How often group streams look for expired or nacked deliveries to take over;
+    # this bounds nack latency across processes (local nacks wake streams at once).
+    claim_interval_seconds: float = Field(default=0.25, gt=0)
+    default_visibility_timeout: float = Field(default=30.0, ge=0.1)
+    default_max_deliveries: int = Field(default=5, ge=1)
+    # Whole-request limit; single events are held to ``max_payload_bytes`` of ``data``.
+    max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    # Entries a slow SSE subscriber may have queued before it falls back to re-reading.
+    subscriber_buffer: int = Field(default=10_000, ge=100)

@@ -1,0 +1,141 @@
+"""The event log interface every backend implements."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from event_service.ids import StreamKey
+
+
+@dataclass(slots=True, frozen=True)
+class Entry:
+    """One stored event: its topic, stream id and the envelope JSON as published."""
+
+    topic: str
+    id: str
+    key: StreamKey
+    type: str
+    payload: bytes
+
+    @property
+    def ref(self) -> str:
+        """The delivery token ``topic=streamid`` (what group consumers ack)."""
+        return f"{self.topic}={self.id}"
+
+
+@dataclass(slots=True, frozen=True)
+class DeadEntry:
+    """An entry of a dead-letter topic ``T.dlq`` with why it died."""
+
+    entry: Entry
+    reason: str
+    deliveries: int
+    group: str | None
+    dead_at: datetime
+
+
+@dataclass(slots=True, frozen=True)
+class NewEvent:
+    """An event to append: the envelope is already serialized once, here."""
+
+    topic: str
+    type: str
+    payload: bytes
+
+
+class EventLog(abc.ABC):
+    """Append-only per-tenant topic logs with consumer groups and dead letters.
+
+    Every method is scoped to one tenant; a tenant can never name another tenant's
+    data. Stream ids are ``<ms>-<seq>`` strings, increasing per topic.
+    """
+
+    @abc.abstractmethod
+    async def append(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
+        """Append all ``events`` atomically, returning their stream ids in order."""
+
+    @abc.abstractmethod
+    async def last_ids(self, tenant: str, topics: Sequence[str]) -> dict[str, str]:
+        """The newest stream id of each topic ("now"); ``0-0`` for an empty topic."""
+
+    @abc.abstractmethod
+    async def read_range(
+        self, tenant: str, topic: str, *, after: str, upto: str, count: int
+    ) -> list[Entry]:
+        """Up to ``count`` entries with ``after < id <= upto``, oldest first."""
+
+    @abc.abstractmethod
+    async def read_live(
+        self, tenant: str, topic: str, *, after: str, count: int, block: float
+    ) -> list[Entry]:
+        """Entries after ``after``; waits up to ``block`` seconds when there are none."""
+
+    @abc.abstractmethod
+    async def ensure_group(
+        self, tenant: str, topics: Sequence[str], group: str, *, from_earliest: bool
+    ) -> None:
+        """Create ``group`` on each topic unless it exists (at "now" or the beginning)."""
+
+    @abc.abstractmethod
+    async def read_group(
+        self,
+        tenant: str,
+        topics: Sequence[str],
+        group: str,
+        consumer: str,
+        *,
+        count: int,
+        block: float,
+    ) -> list[Entry]:
+        """Never-delivered entries for ``group``, now pending on ``consumer``."""
+
+    @abc.abstractmethod
+    async def claim_expired(
+        self,
+        tenant: str,
+        topic: str,
+        group: str,
+        consumer: str,
+        *,
+        min_idle: float,
+        max_deliveries: int,
+        count: int,
+    ) -> list[Entry]:
+        """Take over deliveries idle for ``min_idle`` seconds (or nacked) for ``consumer``.
+
+        Entries already delivered ``max_deliveries`` times are not returned: they move
+        to ``topic.dlq`` with the last nack reason and are acked in ``topic``.
+        """
+
+    @abc.abstractmethod
+    async def ack(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
+        """Acknowledge ``(topic, stream_id)`` deliveries; returns how many were pending."""
+
+    @abc.abstractmethod
+    async def nack(
+        self, tenant: str, group: str, refs: Sequence[tuple[str, str]], reason: str
+    ) -> int:
+        """Make pending deliveries claimable at once, remembering ``reason``."""
+
+    @abc.abstractmethod
+    async def dead_letters(self, tenant: str, topic: str, *, limit: int) -> list[DeadEntry]:
+        """The oldest ``limit`` dead letters of ``topic`` (``topic`` is the live topic)."""
+
+    @abc.abstractmethod
+    async def replay(self, tenant: str, topic: str, ids: Sequence[str]) -> list[Entry]:
+        """Re-append dead letters ``ids`` to ``topic`` and drop them from its DLQ.
+
+        Raises:
+            EventNotFound: some ids are not in the DLQ (nothing is replayed).
+        """
+
+    @abc.abstractmethod
+    async def ping(self) -> None:
+        """Raise when the backend is unreachable."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release connections and wake blocked readers."""

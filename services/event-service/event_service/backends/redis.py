@@ -1,0 +1,290 @@
+"""Redis Streams event log: survives restarts, shared by every service replica.
+
+Key layout (the ``{tenant}`` hash tag keeps one tenant's keys on one Cluster shard, so
+batch appends and dead-lettering can run in one MULTI):
+
+- ``{prefix}:{<tenant>}:t:<topic>`` — the topic's stream (``T.dlq`` is a topic too);
+  fields ``e`` (envelope JSON) and ``y`` (event type, for filtering without parsing),
+  dead letters add ``r`` (reason), ``d`` (deliveries), ``g`` (group), ``t`` (dead at, ms).
+- ``{prefix}:{<tenant>}:nr:<topic>:<group>`` — hash of the last nack reason per entry.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
+from event_service.ids import ZERO_ID, parse_id
+from soorma_common.errors import EventNotFound
+from soorma_common.events import dead_letter_topic
+
+# Idle time given to a nacked delivery so the next claim pass takes it regardless of
+# the stream's visibility timeout (which is capped well below this).
+_NACKED_IDLE_MS = 10**12
+_NACKED_OWNER = "_nacked"
+
+
+def _entry(topic: str, raw_id: bytes, fields: dict[bytes, bytes]) -> Entry:
+    stream_id = raw_id.decode()
+    return Entry(
+        topic, stream_id, parse_id(stream_id), fields[b"y"].decode(), fields[b"e"]
+    )
+
+
+class RedisEventLog(EventLog):
+    """Event log on Redis Streams; the client (and its pool) is injected and shared."""
+
+    def __init__(self, *, redis: Redis, prefix: str = "soorma", max_length: int = 100_000):
+        self._r = redis
+        self._prefix = prefix
+        self._max_length = max_length
+
+    def _key(self, tenant: str, topic: str) -> str:
+        return f"{self._prefix}:{{{tenant}}}:t:{topic}"
+
+    def _reasons(self, tenant: str, topic: str, group: str) -> str:
+        return f"{self._prefix}:{{{tenant}}}:nr:{topic}:{group}"
+
+    async def append(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
+        if len(events) == 1:
+            e = events[0]
+            raw = await self._r.xadd(
+                self._key(tenant, e.topic), {b"e": e.payload, b"y": e.type},
+                maxlen=self._max_length, approximate=True,
+            )
+            return [raw.decode()]
+        async with self._r.pipeline(transaction=True) as pipe:
+            for e in events:
+                pipe.xadd(
+                    self._key(tenant, e.topic), {b"e": e.payload, b"y": e.type},
+                    maxlen=self._max_length, approximate=True,
+                )
+            raws = await pipe.execute()
+        return [raw.decode() for raw in raws]
+
+    async def last_ids(self, tenant: str, topics: Sequence[str]) -> dict[str, str]:
+        async with self._r.pipeline(transaction=False) as pipe:
+            for topic in topics:
+                pipe.xrevrange(self._key(tenant, topic), count=1)
+            found = await pipe.execute()
+        return {
+            topic: rows[0][0].decode() if rows else ZERO_ID
+            for topic, rows in zip(topics, found, strict=True)
+        }
+
+    async def read_range(
+        self, tenant: str, topic: str, *, after: str, upto: str, count: int
+    ) -> list[Entry]:
+        rows = await self._r.xrange(
+            self._key(tenant, topic), min=f"({after}", max=upto, count=count
+        )
+        return [_entry(topic, raw_id, fields) for raw_id, fields in rows]
+
+    async def read_live(
+        self, tenant: str, topic: str, *, after: str, count: int, block: float
+    ) -> list[Entry]:
+        found = await self._r.xread(
+            {self._key(tenant, topic): after}, count=count, block=max(1, int(block * 1000))
+        )
+        return [_entry(topic, raw_id, fields) for _, rows in found for raw_id, fields in rows]
+
+    async def ensure_group(
+        self, tenant: str, topics: Sequence[str], group: str, *, from_earliest: bool
+    ) -> None:
+        async with self._r.pipeline(transaction=False) as pipe:
+            for topic in topics:
+                pipe.xgroup_create(
+                    self._key(tenant, topic), group, id="0" if from_earliest else "$",
+                    mkstream=True,
+                )
+            results = await pipe.execute(raise_on_error=False)
+        for result in results:
+            if isinstance(result, Exception) and "BUSYGROUP" not in str(result):
+                raise result
+
+    async def read_group(
+        self,
+        tenant: str,
+        topics: Sequence[str],
+        group: str,
+        consumer: str,
+        *,
+        count: int,
+        block: float,
+    ) -> list[Entry]:
+        by_key = {self._key(tenant, topic): topic for topic in topics}
+        try:
+            found = await self._r.xreadgroup(
+                group, consumer, dict.fromkeys(by_key, ">"), count=count,
+                block=max(1, int(block * 1000)),
+            )
+        except ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            # The stream was deleted under us (e.g. flushed): recreate at "now".
+            await self.ensure_group(tenant, topics, group, from_earliest=False)
+            return []
+        return [
+            _entry(by_key[key.decode()], raw_id, fields)
+            for key, rows in found
+            for raw_id, fields in rows
+            if fields
+        ]
+
+    async def claim_expired(
+        self,
+        tenant: str,
+        topic: str,
+        group: str,
+        consumer: str,
+        *,
+        min_idle: float,
+        max_deliveries: int,
+        count: int,
+    ) -> list[Entry]:
+        key = self._key(tenant, topic)
+        idle_ms = max(1, int(min_idle * 1000))
+        try:
+            pending = await self._r.xpending_range(
+                key, group, min="-", max="+", count=count, idle=idle_ms
+            )
+        except ResponseError as exc:
+            if "NOGROUP" in str(exc):
+                return []
+            raise
+        if not pending:
+            return []
+        delivered = {p["message_id"]: p["times_delivered"] for p in pending}
+        # XCLAIM re-checks the idle time atomically, so of several replicas claiming
+        # the same delivery exactly one wins; that one also owns dead-lettering it.
+        claimed = await self._r.xclaim(key, group, consumer, idle_ms, list(delivered))
+        out: list[Entry] = []
+        dead: list[tuple[bytes, dict[bytes, bytes], int]] = []
+        gone: list[bytes] = []
+        for raw_id, fields in claimed:
+            if not fields:
+                gone.append(raw_id)  # trimmed away while pending: nothing to deliver
+            elif delivered.get(raw_id, 0) >= max_deliveries:
+                dead.append((raw_id, fields, delivered[raw_id]))
+            else:
+                out.append(_entry(topic, raw_id, fields))
+        if gone:
+            await self._r.xack(key, group, *gone)
+        if dead:
+            await self._bury(tenant, topic, group, dead)
+        return out
+
+    async def _bury(
+        self, tenant: str, topic: str, group: str, dead: list[tuple[bytes, dict, int]]
+    ) -> None:
+        reasons_key = self._reasons(tenant, topic, group)
+        ids = [raw_id for raw_id, _, _ in dead]
+        reasons = await self._r.hmget(reasons_key, ids)
+        now_ms = str(time.time_ns() // 1_000_000)
+        key = self._key(tenant, topic)
+        dlq = self._key(tenant, dead_letter_topic(topic))
+        async with self._r.pipeline(transaction=True) as pipe:
+            for (_, fields, count), reason in zip(dead, reasons, strict=True):
+                why = reason or f"visibility timeout expired after {count} deliveries".encode()
+                pipe.xadd(
+                    dlq,
+                    {b"e": fields[b"e"], b"y": fields[b"y"], b"r": why, b"d": str(count),
+                     b"g": group, b"t": now_ms},
+                    maxlen=self._max_length, approximate=True,
+                )
+            pipe.xack(key, group, *ids)
+            pipe.hdel(reasons_key, *ids)
+            await pipe.execute()
+
+    @staticmethod
+    def _by_topic(refs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = {}
+        for topic, stream_id in refs:
+            grouped.setdefault(topic, []).append(stream_id)
+        return grouped
+
+    async def ack(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
+        grouped = self._by_topic(refs)
+        async with self._r.pipeline(transaction=False) as pipe:
+            for topic, ids in grouped.items():
+                pipe.xack(self._key(tenant, topic), group, *ids)
+                pipe.hdel(self._reasons(tenant, topic, group), *ids)
+            results = await pipe.execute(raise_on_error=False)
+        # A group that does not exist yet simply has nothing pending.
+        return sum(r for r in results[::2] if isinstance(r, int))
+
+    async def nack(
+        self, tenant: str, group: str, refs: Sequence[tuple[str, str]], reason: str
+    ) -> int:
+        done = 0
+        for topic, ids in self._by_topic(refs).items():
+            try:
+                claimed = await self._r.xclaim(
+                    self._key(tenant, topic), group, _NACKED_OWNER, 0, ids,
+                    idle=_NACKED_IDLE_MS, justid=True,
+                )
+            except ResponseError as exc:
+                if "NOGROUP" in str(exc):
+                    continue
+                raise
+            if claimed:
+                await self._r.hset(
+                    self._reasons(tenant, topic, group),
+                    mapping=dict.fromkeys(claimed, reason),
+                )
+                done += len(claimed)
+        return done
+
+    async def dead_letters(self, tenant: str, topic: str, *, limit: int) -> list[DeadEntry]:
+        name = dead_letter_topic(topic)
+        rows = await self._r.xrange(self._key(tenant, name), count=limit)
+        return [self._dead(name, raw_id, fields) for raw_id, fields in rows if b"r" in fields]
+
+    @staticmethod
+    def _dead(name: str, raw_id: bytes, fields: dict[bytes, Any]) -> DeadEntry:
+        group = fields.get(b"g")
+        return DeadEntry(
+            entry=_entry(name, raw_id, fields),
+            reason=fields[b"r"].decode(),
+            deliveries=int(fields.get(b"d", b"0")),
+            group=group.decode() if group else None,
+            dead_at=datetime.fromtimestamp(int(fields.get(b"t", b"0")) / 1000, UTC),
+        )
+
+    async def replay(self, tenant: str, topic: str, ids: Sequence[str]) -> list[Entry]:
+        dlq = self._key(tenant, dead_letter_topic(topic))
+        async with self._r.pipeline(transaction=False) as pipe:
+            for stream_id in ids:
+                pipe.xrange(dlq, min=stream_id, max=stream_id, count=1)
+            found = await pipe.execute()
+        missing = [
+            i for i, rows in zip(ids, found, strict=True) if not rows or b"r" not in rows[0][1]
+        ]
+        if missing:
+            raise EventNotFound(
+                f"no dead letters with ids {missing} in {dead_letter_topic(topic)!r}",
+                details={"missing": missing},
+            )
+        key = self._key(tenant, topic)
+        fields = [rows[0][1] for rows in found]
+        async with self._r.pipeline(transaction=True) as pipe:
+            for f in fields:
+                pipe.xadd(key, {b"e": f[b"e"], b"y": f[b"y"]}, maxlen=self._max_length,
+                          approximate=True)
+            pipe.xdel(dlq, *ids)
+            results = await pipe.execute()
+        return [
+            _entry(topic, raw_id, f) for raw_id, f in zip(results[:-1], fields, strict=True)
+        ]
+
+    async def ping(self) -> None:
+        await self._r.ping()
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,204 @@
+"""HTTP routes: publish, stream, ack/nack, dead letters."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Annotated
+
+import orjson
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response, StreamingResponse
+
+from event_service.groups import GroupSession
+from event_service.ids import ZERO_ID, parse_id, parse_ref, parse_token
+from event_service.publishing import parse_body, to_new_event
+from event_service.sse import TypeFilter
+from event_service.state import Events
+from event_service.streams import broadcast_stream, group_stream
+from servicekit.auth import CurrentIdentity
+from servicekit.jsonresp import ORJSONResponse
+from soorma_common.bus import (
+    AckRequest,
+    AckResponse,
+    DeadLetter,
+    DeadLetterList,
+    NackRequest,
+    PublishBatchRequest,
+    PublishBatchResponse,
+    PublishRequest,
+    PublishResponse,
+    ReplayRequest,
+    ReplayResponse,
+)
+from soorma_common.errors import InvalidTopic, ValidationFailed
+from soorma_common.events import EventEnvelope, is_valid_topic
+
+router = APIRouter(prefix="/v1/events", tags=["events"])
+
+MAX_TOPICS = 32
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def _topic(topic: str, field: str = "topic") -> str:
+    if not is_valid_topic(topic):
+        raise InvalidTopic(
+            f"{field} {topic[:80]!r} is not a valid topic name: use lowercase letters, digits, "
+            "'.', '_' or '-' (1-64 chars, starting with a letter or digit)",
+            details={"field": field, "value": topic[:80]},
+        )
+    return topic
+
+
+def _name(value: str, field: str) -> str:
+    if not NAME_PATTERN.fullmatch(value):
+        raise ValidationFailed(
+            f"invalid {field} {value[:64]!r}: use 1-128 letters, digits or '._:@-'",
+            details={"field": field},
+        )
+    return value
+
+
+def _topics(raw: str) -> list[str]:
+    topics = list(dict.fromkeys(t.strip() for t in raw.split(",") if t.strip()))
+    if not topics:
+        raise ValidationFailed("topics is empty: pass ?topics=a,b", details={"field": "topics"})
+    if len(topics) > MAX_TOPICS:
+        raise ValidationFailed(f"at most {MAX_TOPICS} topics per stream",
+                               details={"field": "topics"})
+    return [_topic(t, "topics") for t in topics]
+
+
+@router.post("/publish", response_model=PublishResponse, summary="Publish one event")
+async def publish(request: Request, identity: CurrentIdentity, events: Events) -> Response:
+    """Body ``{"event": EventEnvelope}``; ``tenant_id``/``user_id`` come from the caller."""
+    body = parse_body(PublishRequest, await request.body())
+    limit = events.settings.max_payload_bytes
+    new = to_new_event(body.event, identity, max_data_bytes=limit)
+    stream_ids = await events.log.append(identity.tenant_id, [new])
+    return ORJSONResponse({"event_id": body.event.id, "stream_id": stream_ids[0]})
+
+
+@router.post(
+    "/publish-batch", response_model=PublishBatchResponse, summary="Publish events atomically"
+)
+async def publish_batch(request: Request, identity: CurrentIdentity, events: Events) -> Response:
+    """Body ``{"events": [...]}``: all are validated first, then appended atomically."""
+    body = parse_body(PublishBatchRequest, await request.body())
+    limit = events.settings.max_payload_bytes
+    new = [
+        to_new_event(e, identity, max_data_bytes=limit, field=f"events.{i}")
+        for i, e in enumerate(body.events)
+    ]
+    stream_ids = await events.log.append(identity.tenant_id, new)
+    results = [
+        {"event_id": e.id, "stream_id": sid}
+        for e, sid in zip(body.events, stream_ids, strict=True)
+    ]
+    return ORJSONResponse({"results": results})
+
+
+@router.get("/stream", summary="Subscribe (SSE)", response_class=StreamingResponse)
+async def stream(
+    request: Request,
+    identity: CurrentIdentity,
+    events: Events,
+    topics: Annotated[str, Query(description="Comma-separated topics")],
+    event_types: Annotated[str | None, Query(description="Comma-separated globs")] = None,
+    group: Annotated[str | None, Query(description="Consumer group (competing)")] = None,
+    consumer: Annotated[str | None, Query(description="Consumer id within the group")] = None,
+    start: Annotated[str, Query(alias="from", pattern="^(now|earliest)$")] = "now",
+    visibility_timeout: Annotated[float | None, Query(ge=0.1, le=86_400)] = None,
+    max_deliveries: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    last_event_id: Annotated[str | None, Query(description="Resume token")] = None,
+    heartbeat: Annotated[float | None, Query(gt=0, le=3600)] = None,
+) -> Response:
+    """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
+    settings = events.settings
+    names = _topics(topics)
+    accept = TypeFilter((event_types or "").split(","))
+    beat = heartbeat or settings.heartbeat_seconds
+    tenant = identity.tenant_id
+    if group is None:
+        token = request.headers.get("last-event-id") or last_event_id
+        resume = parse_token(token) if token else {}
+        missing = [t for t in names if t not in resume]
+        if start == "earliest":
+            base = dict.fromkeys(missing, ZERO_ID)
+        else:
+            # "Now" is fixed before the response starts: anything published after this
+            # request returned headers is delivered.
+            base = await events.log.last_ids(tenant, missing) if missing else {}
+        positions = {t: resume.get(t) or base[t] for t in names}
+        body = broadcast_stream(
+            hub=events.hub, log=events.log, tenant=tenant, topics=names, start=positions,
+            accept=accept, heartbeat=beat, batch=settings.read_batch,
+            buffer_limit=settings.subscriber_buffer,
+        )
+    else:
+        _name(group, "group")
+        consumer = _name(consumer, "consumer") if consumer else uuid.uuid4().hex
+        await events.log.ensure_group(tenant, names, group, from_earliest=start == "earliest")
+        session = GroupSession(
+            log=events.log, waker=events.waker, tenant=tenant, topics=names, group=group,
+            consumer=consumer,
+            visibility_timeout=visibility_timeout or settings.default_visibility_timeout,
+            max_deliveries=max_deliveries or settings.default_max_deliveries,
+            batch=settings.read_batch, block=settings.block_seconds,
+            claim_interval=settings.claim_interval_seconds,
+        )
+        body = group_stream(session=session, accept=accept, heartbeat=beat)
+    return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+@router.post("/ack", response_model=AckResponse, summary="Acknowledge group deliveries")
+async def ack(req: AckRequest, identity: CurrentIdentity, events: Events) -> Response:
+    refs = [parse_ref(i) for i in req.ids]
+    count = await events.log.ack(identity.tenant_id, req.group, refs)
+    return ORJSONResponse({"count": count})
+
+
+@router.post("/nack", response_model=AckResponse, summary="Release deliveries for redelivery")
+async def nack(req: NackRequest, identity: CurrentIdentity, events: Events) -> Response:
+    refs = [parse_ref(i) for i in req.ids]
+    count = await events.log.nack(identity.tenant_id, req.group, refs, req.reason)
+    if count:
+        events.waker.wake(identity.tenant_id, req.group)
+    return ORJSONResponse({"count": count})
+
+
+@router.get("/dlq", response_model=DeadLetterList, summary="List dead letters of a topic")
+async def dead_letters(
+    identity: CurrentIdentity,
+    events: Events,
+    topic: Annotated[str, Query(description="The live topic T (its DLQ is T.dlq)")],
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> DeadLetterList:
+    found = await events.log.dead_letters(identity.tenant_id, _topic(topic), limit=limit)
+    return DeadLetterList(
+        events=[
+            DeadLetter(
+                id=d.entry.id,
+                event=EventEnvelope.model_validate_json(d.entry.payload),
+                reason=d.reason,
+                deliveries=d.deliveries,
+                group=d.group,
+                dead_at=d.dead_at,
+            )
+            for d in found
+        ]
+    )
+
+
+@router.post("/dlq/replay", response_model=ReplayResponse, summary="Re-inject dead letters")
+async def replay(req: ReplayRequest, identity: CurrentIdentity, events: Events) -> Response:
+    topic = _topic(req.topic)
+    ids = list(dict.fromkeys(req.ids))
+    for stream_id in ids:
+        parse_id(stream_id)
+    entries = await events.log.replay(identity.tenant_id, topic, ids)
+    results = [
+        {"event_id": orjson.loads(e.payload).get("id"), "stream_id": e.id} for e in entries
+    ]
+    return ORJSONResponse({"results": results})

@@ -1,0 +1,40 @@
+"""Server-sent-event frames and the event-type filter applied before writing them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+
+HEARTBEAT_DATA = b"{}"
+
+
+def frame(event: bytes, data: bytes, event_id: str | None = None) -> bytes:
+    """One SSE frame. ``data`` is compact JSON, so it never spans lines."""
+    if event_id is None:
+        return b"event: " + event + b"\ndata: " + data + b"\n\n"
+    return b"event: " + event + b"\nid: " + event_id.encode() + b"\ndata: " + data + b"\n\n"
+
+
+class TypeFilter:
+    """Glob patterns (``fnmatch``) over event types; no patterns or ``*`` match all."""
+
+    __slots__ = ("_cache", "_patterns")
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        cleaned = [p for p in (p.strip() for p in patterns) if p]
+        self._patterns = None if not cleaned or "*" in cleaned else tuple(cleaned)
+        self._cache: dict[str, bool] = {}
+
+    @property
+    def matches_all(self) -> bool:
+        return self._patterns is None
+
+    def __call__(self, event_type: str) -> bool:
+        if self._patterns is None:
+            return True
+        hit = self._cache.get(event_type)
+        if hit is None:
+            hit = any(fnmatchcase(event_type, p) for p in self._patterns)
+            if len(self._cache) < 4096:  # event types are few; never let this grow unbounded
+                self._cache[event_type] = hit
+        return hit

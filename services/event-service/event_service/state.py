@@ -1,0 +1,29 @@
+"""What the lifespan builds and the routes receive: the log and its helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from event_service.backends.base import EventLog
+from event_service.fanout import BroadcastHub
+from event_service.groups import GroupWaker
+from event_service.settings import Settings
+
+
+@dataclass(slots=True, frozen=True)
+class EventState:
+    log: EventLog
+    hub: BroadcastHub
+    waker: GroupWaker
+    settings: Settings
+
+
+def get_events(request: Request) -> EventState:
+    """FastAPI dependency: the event state yielded by the app's lifespan."""
+    return request.state.events  # type: ignore[no-any-return]
+
+
+Events = Annotated[EventState, Depends(get_events)]

@@ -1,0 +1,132 @@
+"""The two SSE stream kinds: broadcast (resumable) and consumer group (acked)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Sequence
+
+import orjson
+
+from event_service.backends.base import Entry, EventLog
+from event_service.fanout import BroadcastHub, Subscriber
+from event_service.groups import GroupSession
+from event_service.ids import format_token, parse_id
+from event_service.sse import HEARTBEAT_DATA, TypeFilter, frame
+
+
+async def _wait(sub: Subscriber, heartbeat: float) -> bool:
+    """Wait until ``sub`` has something; False when ``heartbeat`` seconds passed first."""
+    sub.wake.clear()
+    if sub.buffer or sub.overflowed:
+        return True
+    try:
+        async with asyncio.timeout(heartbeat):
+            await sub.wake.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
+async def broadcast_stream(
+    *,
+    hub: BroadcastHub,
+    log: EventLog,
+    tenant: str,
+    topics: Sequence[str],
+    start: dict[str, str],
+    accept: TypeFilter,
+    heartbeat: float,
+    batch: int,
+    buffer_limit: int,
+) -> AsyncIterator[bytes]:
+    """Frames for a broadcast stream starting after the positions in ``start``.
+
+    Every message frame's ``id`` is the resume token covering all topics. Entries the
+    type filter rejects still advance the position.
+    """
+    ids = dict(start)
+    keys = {topic: parse_id(stream_id) for topic, stream_id in start.items()}
+    sub = Subscriber(limit=buffer_limit)
+
+    def token() -> str:
+        return format_token(ids, topics)
+
+    def render(entries: Iterable[Entry]) -> bytes:
+        parts = []
+        for e in entries:
+            if e.key <= keys[e.topic]:
+                continue  # already sent (catch-up and live reading overlap)
+            keys[e.topic] = e.key
+            ids[e.topic] = e.id
+            if accept(e.type):
+                parts.append(frame(b"message", e.payload, token()))
+        return b"".join(parts)
+
+    def attach() -> dict[str, str]:
+        return {topic: hub.attach(tenant, topic, sub, ids[topic]) for topic in topics}
+
+    try:
+        upto = attach()
+        ready = orjson.dumps({"topics": list(topics), "group": None, "position": token()})
+        yield frame(b"ready", ready, token())
+        while True:
+            for topic in topics:
+                # Catch up from the log to where the shared reader took over.
+                while parse_id(upto[topic]) > keys[topic]:
+                    entries = await log.read_range(
+                        tenant, topic, after=ids[topic], upto=upto[topic], count=batch
+                    )
+                    if not entries:
+                        break  # trimmed or deleted: nothing older left to send
+                    chunk = render(entries)
+                    if chunk:
+                        yield chunk
+            while not sub.overflowed:
+                if not await _wait(sub, heartbeat):
+                    yield frame(b"heartbeat", HEARTBEAT_DATA, token())
+                    continue
+                entries, sub.buffer = sub.buffer, deque()
+                chunk = render(entries)
+                if chunk:
+                    yield chunk
+            # Fell too far behind: re-attach and read the gap from the log.
+            for topic in topics:
+                hub.detach(tenant, topic, sub)
+            sub.overflowed = False
+            sub.buffer.clear()
+            upto = attach()
+    finally:
+        for topic in topics:
+            hub.detach(tenant, topic, sub)
+
+
+async def group_stream(
+    *, session: GroupSession, accept: TypeFilter, heartbeat: float
+) -> AsyncIterator[bytes]:
+    """Frames for a consumer-group stream; each message ``id`` is its ack token.
+
+    Entries the type filter rejects are acked for the group at once: this consumer
+    group has declared it does not handle them.
+    """
+    sub = session.sub
+    try:
+        session.start()
+        ready = orjson.dumps({"topics": session.topics, "group": session.group,
+                              "consumer": session.consumer})
+        yield frame(b"ready", ready)
+        while True:
+            if not await _wait(sub, heartbeat):
+                yield frame(b"heartbeat", HEARTBEAT_DATA)
+                continue
+            entries, sub.buffer = sub.buffer, deque()
+            session.drained.set()
+            skipped = [(e.topic, e.id) for e in entries if not accept(e.type)]
+            if skipped:
+                await session.log.ack(session.tenant, session.group, skipped)
+            chunk = b"".join(frame(b"message", e.payload, e.ref) for e in entries
+                             if accept(e.type))
+            if chunk:
+                yield chunk
+    finally:
+        session.close()

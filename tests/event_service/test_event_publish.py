@@ -1,0 +1,122 @@
+"""Publishing: ids, identity stamping, validation, size limit, atomic batches."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import Service
+from event_sse_client import SSEStream
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_publish_returns_ids_and_stamps_the_callers_identity(service: Service) -> None:
+    async with SSEStream(service.client, topics="business-facts",
+                         headers={"X-Tenant-ID": "acme"}) as stream:
+        r = await service.client.post(
+            "/v1/events/publish",
+            headers={"X-Tenant-ID": "acme", "X-User-ID": "alice"},
+            json={"event": {"id": "evt-1", "topic": "business-facts", "type": "order.placed",
+                            "tenantId": "someone-else", "user_id": "mallory",
+                            "correlationId": "c-1", "data": {"n": 1}}},
+        )
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["event_id"] == "evt-1"
+        ms, _, seq = body["stream_id"].partition("-")
+        assert ms.isdigit() and seq.isdigit()
+
+        frame = await stream.next()
+        event = frame.json()
+        assert event["tenant_id"] == "acme"
+        assert event["user_id"] == "alice"
+        assert event["correlation_id"] == "c-1"
+        assert event["data"] == {"n": 1}
+        assert frame.id == f"business-facts={body['stream_id']}"
+
+        generated = await service.publish("business-facts", "order.placed", tenant="acme")
+        assert generated["event_id"]
+        assert (await stream.next()).json()["id"] == generated["event_id"]
+
+
+async def test_batch_returns_ids_in_order_and_events_arrive_in_that_order(
+    service: Service,
+) -> None:
+    async with SSEStream(service.client, topics="task-events") as stream:
+        results = await service.publish_batch(
+            [{"topic": "task-events", "type": "t.step", "data": {"n": n}} for n in range(20)]
+        )
+        assert len(results) == 20
+        frames = await stream.messages(20)
+    assert [f.json()["data"]["n"] for f in frames] == list(range(20))
+    assert [f.json()["id"] for f in frames] == [r["event_id"] for r in results]
+    assert [f.id for f in frames] == [f"task-events={r['stream_id']}" for r in results]
+
+
+async def test_malformed_envelope_is_rejected_naming_the_field(service: Service) -> None:
+    r = await service.client.post(
+        "/v1/events/publish", json={"event": {"topic": "business-facts", "data": {}}}
+    )
+    assert r.status_code == 422
+    error = r.json()["error"]
+    assert error["code"] == "validation_error"
+    assert "event.type" in error["message"]
+
+    r = await service.client.post(
+        "/v1/events/publish", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 422
+    assert r.json()["error"]["code"] == "validation_error"
+
+
+async def test_bad_topic_name_is_rejected(service: Service) -> None:
+    r = await service.client.post(
+        "/v1/events/publish", json={"event": {"topic": "Bad Topic!", "type": "x"}}
+    )
+    assert r.status_code == 422
+    error = r.json()["error"]
+    assert "event.topic" in error["message"]
+    assert "not a valid topic name" in error["message"]
+
+
+async def test_oversized_payload_is_rejected_with_advice_to_use_working_memory(
+    service: Service,
+) -> None:
+    big = {"blob": "x" * (service.settings.max_payload_bytes + 10)}
+    r = await service.client.post(
+        "/v1/events/publish", json={"event": {"topic": "business-facts", "type": "x",
+                                              "data": big}}
+    )
+    assert r.status_code == 413
+    error = r.json()["error"]
+    assert error["code"] == "payload_too_large"
+    assert "working memory" in error["message"]
+    assert error["details"]["field"] == "event.data"
+    # The service is unharmed.
+    assert (await service.client.get("/ready")).json()["status"] == "ready"
+
+
+async def test_batch_is_all_or_nothing(service: Service) -> None:
+    good = {"topic": "business-facts", "type": "ok"}
+    r = await service.client.post(
+        "/v1/events/publish-batch",
+        json={"events": [good, {"topic": "NOPE", "type": "x"}, good]},
+    )
+    assert r.status_code == 422
+    assert "events.1.topic" in r.json()["error"]["message"]
+
+    big = {**good, "data": {"blob": "x" * (service.settings.max_payload_bytes + 10)}}
+    r = await service.client.post("/v1/events/publish-batch", json={"events": [good, big]})
+    assert r.status_code == 413
+    assert "events.1.data" in r.json()["error"]["message"]
+
+    # Read the topic from its beginning: the first event is the marker, so nothing of
+    # the rejected batches was appended.
+    async with SSEStream(service.client, topics="business-facts", from_="earliest") as stream:
+        await service.publish("business-facts", "marker")
+        assert (await stream.next()).json()["type"] == "marker"
+
+
+async def test_ready_reports_the_backend(service: Service) -> None:
+    r = await service.client.get("/ready")
+    assert r.status_code == 200
+    assert r.json()["checks"] == {"event_log": "ok"}

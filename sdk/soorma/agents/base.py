@@ -114,6 +114,7 @@ class Agent:
         self._consumer: asyncio.Task[None] | None = None
         self._slots: asyncio.Semaphore | None = None
         self._running = False
+        self._stopping = False
 
     # -- decorators ------------------------------------------------------------------
 
@@ -183,6 +184,16 @@ class Agent:
         return self._running
 
     @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` began (no new events are read from then on)."""
+        return self._stopping
+
+    @property
+    def stream_connections(self) -> int:
+        """How many times the agent's stream went live (1 + reconnects)."""
+        return self._subscription.connections if self._subscription is not None else 0
+
+    @property
     def topics(self) -> list[str]:
         """Topics of the agent's single stream."""
         return sorted({spec.topic for spec in self._handlers})
@@ -238,8 +249,9 @@ class Agent:
         Handlers still running after ``shutdown_timeout`` are cancelled; their events
         were not acked, so the service redelivers them.
         """
-        if not self._running:
+        if not self._running or self._stopping:
             return
+        self._stopping = True
         if self._subscription is not None:
             await self._subscription.close()
         if self._consumer is not None:
@@ -274,6 +286,7 @@ class Agent:
             self._subscription = None
             self._consumer = None
             self._running = False
+            self._stopping = False
 
     async def wait(self) -> None:
         """Wait until the agent's stream fails for good (re-raising why) or it stops."""

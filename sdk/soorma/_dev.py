@@ -1,0 +1,165 @@
+"""``soorma dev``: all five services in one process, embedded backends by default.
+
+Service packages and uvicorn are imported lazily, so the SDK itself never needs them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import os
+import signal
+import socket
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+
+@dataclass(frozen=True, slots=True)
+class DevService:
+    """One service ``soorma dev`` can run."""
+
+    name: str
+    module: str
+    port: int
+    url_env: str
+
+
+SERVICES: tuple[DevService, ...] = (
+    DevService("registry", "registry_service", 8081, "SOORMA_REGISTRY_URL"),
+    DevService("events", "event_service", 8082, "SOORMA_EVENT_SERVICE_URL"),
+    DevService("memory", "memory_service", 8083, "SOORMA_MEMORY_URL"),
+    DevService("tracker", "tracker_service", 8084, "SOORMA_TRACKER_URL"),
+    DevService("gateway", "gateway_a2a", 8085, "SOORMA_GATEWAY_URL"),
+)
+SERVICE_NAMES = tuple(s.name for s in SERVICES)
+
+
+class DevError(Exception):
+    """A problem the user can fix (port taken, unknown service...)."""
+
+
+def select_services(only: str | None, ports: Sequence[str]) -> list[DevService]:
+    """The services to run, with ``--port name=PORT`` overrides applied."""
+    chosen = list(SERVICES)
+    if only:
+        names = [n.strip() for n in only.split(",") if n.strip()]
+        unknown = sorted(set(names) - set(SERVICE_NAMES))
+        if unknown:
+            raise DevError(
+                f"unknown service(s) {', '.join(unknown)} in --only; "
+                f"choose from {', '.join(SERVICE_NAMES)}"
+            )
+        chosen = [s for s in SERVICES if s.name in names]
+    overrides: dict[str, int] = {}
+    for item in ports:
+        name, sep, value = item.partition("=")
+        if not sep or name not in SERVICE_NAMES or not value.isdigit():
+            raise DevError(
+                f"--port expects NAME=PORT with NAME in {', '.join(SERVICE_NAMES)}, got {item!r}"
+            )
+        overrides[name] = int(value)
+    return [
+        DevService(s.name, s.module, overrides.get(s.name, s.port), s.url_env) for s in chosen
+    ]
+
+
+def check_ports_free(host: str, services: Sequence[DevService]) -> None:
+    """Fail early, naming the service, when a port is already taken."""
+    for service in services:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((host, service.port))
+            except OSError as exc:
+                raise DevError(
+                    f"port {service.port} for {service.name} on {host} is not available "
+                    f"({exc.strerror}); stop whatever uses it or pass "
+                    f"--port {service.name}=<free port>"
+                ) from None
+
+
+def _url_host(host: str) -> str:
+    return "127.0.0.1" if host in {"0.0.0.0", "", "::"} else host
+
+
+def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        # One process runs five servers: signals are handled once, by ``run_dev``,
+        # instead of each server capturing (and re-raising) them.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, lifespan="on",
+        timeout_graceful_shutdown=3, ws="none",
+    )
+    return _Server(config)
+
+
+async def run_dev(
+    services: Sequence[DevService], *, host: str, log_level: str, out: TextIO
+) -> int:
+    """Start ``services`` in this process and serve until SIGINT/SIGTERM."""
+    check_ports_free(host, services)
+    # The services find each other through the same variables agents use.
+    for service in services:
+        os.environ[service.url_env] = f"http://{_url_host(host)}:{service.port}"
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    running: list[tuple[DevService, Any, asyncio.Task[Any]]] = []
+    try:
+        # Started one by one, in dependency order (the event service before the
+        # tracker and gateway that subscribe to it).
+        for service in services:
+            module = importlib.import_module(service.module)
+            server = _make_server(module.create_app(), host, service.port, log_level)
+            task = asyncio.create_task(server.serve(), name=f"soorma dev {service.name}")
+            running.append((service, server, task))
+            while not server.started:
+                if task.done():
+                    exc = task.exception()
+                    raise DevError(f"{service.name} failed to start: {exc or 'exited'}")
+                if stop.is_set():
+                    break
+                await asyncio.sleep(0.02)
+            if stop.is_set():
+                break
+        else:
+            _print_table(services, host, out)
+            await stop.wait()
+            print("\nsoorma dev: stopping...", file=out, flush=True)
+    finally:
+        for _, server, _ in reversed(running):
+            server.should_exit = True
+        results = await asyncio.gather(*(t for _, _, t in running), return_exceptions=True)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    failed = [
+        (s.name, r) for (s, _, _), r in zip(running, results, strict=True)
+        if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)
+    ]
+    for name, error in failed:
+        print(f"soorma dev: {name} stopped with an error: {error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _print_table(services: Sequence[DevService], host: str, out: TextIO) -> None:
+    url_host = _url_host(host)
+    rows = [(s.name, s.module, f"http://{url_host}:{s.port}") for s in services]
+    widths = [max(len(r[i]) for r in [("service", "package", "url"), *rows]) for i in range(3)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
+    print(line.format("service", "package", "url"), file=out)
+    for row in rows:
+        print(line.format(*row), file=out)
+    print("soorma dev: ready (Ctrl-C to stop)", file=out, flush=True)

@@ -10,8 +10,11 @@ import httpx
 import pytest
 import pytest_asyncio
 from asgi_lifespan import LifespanManager
+from registry_support import FakeClock
 
-from registry_service import Settings, create_app
+from registry_service import Settings, SqlRegistryStore, create_app
+from registry_service.app import MIGRATIONS, VERSION_TABLE
+from servicekit.db import make_engine, migrate
 
 ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
@@ -46,3 +49,18 @@ def make_client(db_url: str, tmp_path: Any) -> ClientFactory:
 async def client(make_client: ClientFactory) -> AsyncIterator[httpx.AsyncClient]:
     async with make_client() as c:
         yield c
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest_asyncio.fixture
+async def store(db_url: str, clock: FakeClock) -> AsyncIterator[SqlRegistryStore]:
+    """The SQL store on a migrated database, with time under the test's control."""
+    engine = make_engine(db_url)
+    await migrate(engine, MIGRATIONS, version_table=VERSION_TABLE)
+    s = SqlRegistryStore(engine=engine, clock=clock)
+    yield s
+    await s.close()

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
-from conftest import Service
+from conftest import Service, make_settings
 from event_sse_client import SSEStream
+
+from event_service import create_app
+from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
 
@@ -121,6 +125,23 @@ async def test_many_subscribers_each_receive_every_event(service: Service) -> No
         await asyncio.gather(*(s.close() for s in streams))
     for frames in received:
         assert [f.json()["data"]["n"] for f in frames] == list(range(100))
+
+
+@pytest.mark.parametrize("backend", ["memory", pytest.param("redis", marks=pytest.mark.redis)])
+async def test_a_subscriber_that_falls_behind_rereads_from_the_log_without_gaps(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    # A 300-event batch arrives in one fan-out read, overflowing a 100-entry buffer:
+    # the stream must fall back to reading the log and still deliver everything once.
+    settings = make_settings(backend, request, subscriber_buffer=100)
+    async with serve(create_app(settings)) as server, \
+            httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+        svc = Service(server, client, settings)
+        async with SSEStream(client, topics="task-events") as stream:
+            await svc.publish_batch(_events("task-events", "bulk", range(300)))
+            await svc.publish_batch(_events("task-events", "bulk", range(300, 600)))
+            frames = await stream.messages(600)
+    assert [f.json()["data"]["n"] for f in frames] == list(range(600))
 
 
 async def test_heartbeats_arrive_on_an_idle_stream(service: Service) -> None:

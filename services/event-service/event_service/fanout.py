@@ -61,16 +61,17 @@ class BroadcastHub:
         self._block = block
         self._readers: dict[tuple[str, str], _Reader] = {}
 
-    def attach(self, tenant: str, topic: str, sub: Subscriber, position: str) -> str:
+    def attach(self, tenant: str, topic: str, sub: Subscriber, live_from: str) -> str:
         """Register ``sub`` for ``topic``; returns the reader's position ``R``.
 
         Every entry after ``R`` reaches ``sub.buffer``; entries up to ``R`` are the
-        caller's to read from the log. A new reader starts at ``position``.
+        caller's to read from the log. A new reader starts at ``live_from`` (a recent
+        "now"), so one subscriber resuming from far back never delays the others.
         """
         key = (tenant, topic)
         reader = self._readers.get(key)
         if reader is None:
-            reader = self._readers[key] = _Reader(key, position)
+            reader = self._readers[key] = _Reader(key, live_from)
             reader.task = asyncio.create_task(self._run(reader), name=f"fanout:{topic}")
         reader.subscribers.add(sub)
         return reader.position

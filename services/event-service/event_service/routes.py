@@ -123,17 +123,14 @@ async def stream(
     if group is None:
         token = request.headers.get("last-event-id") or last_event_id
         resume = parse_token(token) if token else {}
-        missing = [t for t in names if t not in resume]
-        if start == "earliest":
-            base = dict.fromkeys(missing, ZERO_ID)
-        else:
-            # "Now" is fixed before the response starts: anything published after this
-            # request returned headers is delivered.
-            base = await events.log.last_ids(tenant, missing) if missing else {}
-        positions = {t: resume.get(t) or base[t] for t in names}
+        # "Now" is fixed before the response starts: anything published after this
+        # request returned headers is delivered.
+        now = await events.log.last_ids(tenant, names)
+        default = dict.fromkeys(names, ZERO_ID) if start == "earliest" else now
+        positions = {t: resume.get(t) or default[t] for t in names}
         body = broadcast_stream(
             hub=events.hub, log=events.log, tenant=tenant, topics=names, start=positions,
-            accept=accept, heartbeat=beat, batch=settings.read_batch,
+            live_from=now, accept=accept, heartbeat=beat, batch=settings.read_batch,
             buffer_limit=settings.subscriber_buffer,
         )
     else:

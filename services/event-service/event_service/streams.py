@@ -35,12 +35,17 @@ async def broadcast_stream(
     tenant: str,
     topics: Sequence[str],
     start: dict[str, str],
+    live_from: dict[str, str],
     accept: TypeFilter,
     heartbeat: float,
     batch: int,
     buffer_limit: int,
 ) -> AsyncIterator[bytes]:
     """Frames for a broadcast stream starting after the positions in ``start``.
+
+    ``live_from`` holds each topic's newest id when the request arrived: a topic with
+    no shared reader yet gets one starting there, and this stream reads anything
+    between ``start`` and the reader's position from the log itself.
 
     Every message frame's ``id`` is the resume token covering all topics. Entries the
     type filter rejects still advance the position.
@@ -64,7 +69,10 @@ async def broadcast_stream(
         return b"".join(parts)
 
     def attach() -> dict[str, str]:
-        return {topic: hub.attach(tenant, topic, sub, ids[topic]) for topic in topics}
+        return {
+            topic: hub.attach(tenant, topic, sub, max(ids[topic], live_from[topic], key=parse_id))
+            for topic in topics
+        }
 
     try:
         upto = attach()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
-from conftest import Service
+from conftest import Service, make_settings
 from event_sse_client import SSEStream
+
+from event_service import create_app
+from servicekit.auth import issue_token
+from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
 
@@ -120,3 +125,22 @@ async def test_ready_reports_the_backend(service: Service) -> None:
     r = await service.client.get("/ready")
     assert r.status_code == 200
     assert r.json()["checks"] == {"event_log": "ok"}
+
+
+async def test_jwt_mode_takes_the_tenant_from_the_token(request: pytest.FixtureRequest) -> None:
+    settings = make_settings("memory", request, auth_mode="jwt",
+                             jwt_secret="event-service-test-secret-0123456789")
+    token = issue_token(settings, tenant_id="acme", user_id="bob")
+    auth = {"Authorization": f"Bearer {token}"}
+    event = {"event": {"topic": "business-facts", "type": "x", "tenant_id": "other"}}
+    async with serve(create_app(settings)) as server, \
+            httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+        r = await client.post("/v1/events/publish", json=event)
+        assert r.status_code == 401
+        r = await client.get("/v1/events/stream", params={"topics": "business-facts"})
+        assert r.status_code == 401
+        async with SSEStream(client, topics="business-facts", headers=auth) as stream:
+            r = await client.post("/v1/events/publish", json=event, headers=auth)
+            assert r.status_code == 200, r.text
+            delivered = (await stream.next()).json()
+    assert (delivered["tenant_id"], delivered["user_id"]) == ("acme", "bob")

@@ -25,6 +25,9 @@ agents = sa.Table(
     # Side tables below index its capability and event names for the list filters.
     sa.Column("definition", sa.JSON, nullable=False),
     sa.Column("ttl_seconds", sa.Integer, nullable=False),
+    # Random per registration, set on insert only: RETURNING it tells whether an upsert
+    # created the row, without a racy read beforehand.
+    sa.Column("registration_id", sa.String(32), nullable=False),
     sa.Column("registered_at", sa.Float, nullable=False),
     sa.Column("last_heartbeat", sa.Float, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),

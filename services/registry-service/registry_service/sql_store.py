@@ -11,11 +11,18 @@ Event ownership rule (seed 001 RF-SDK-007, Q1):
   an owned event the agent stops declaring when it re-registers.
 - Events registered through ``POST /v1/events`` without an owner are never removed
   automatically.
+
+Concurrency: every transaction that can change ownership (register, deregister, purge,
+event upsert) is serialized per tenant, so two of them never decide on stale reads (e.g.
+hand an event to an agent that is being deleted at the same moment). On PostgreSQL that
+is a transaction-scoped advisory lock per tenant; SQLite has a single writer, and each of
+these transactions starts with a write so it holds that lock before it reads anything.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -48,6 +55,15 @@ def _upsert(
     return stmt.on_conflict_do_update(
         index_elements=list(keys), set_={c: stmt.excluded[c] for c in update}
     )
+
+
+async def _lock_tenant(conn: AsyncConnection, tenant_id: str) -> None:
+    """Serialize this tenant's ownership-changing transactions (see module docstring)."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(
+            sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"soorma-registry:{tenant_id}"},
+        )
 
 
 def _unique(names: Iterable[str]) -> list[str]:
@@ -125,34 +141,31 @@ class SqlRegistryStore:
         declared = check_agent(agent)
         definition = _normalized(agent)
         now = self._clock()
+        nonce = uuid.uuid4().hex
         async with self._engine.begin() as conn:
-            existing = (
-                await conn.execute(
-                    sa.select(m.agents.c.agent_id).where(
-                        m.agents.c.tenant_id == tenant_id, m.agents.c.agent_id == agent.agent_id
-                    )
-                )
-            ).first()
-            # The upsert takes the agent's row lock first, so concurrent registrations of
-            # one agent serialize here and their side-table rewrites cannot interleave.
-            await conn.execute(
-                _upsert(
-                    conn,
-                    m.agents,
-                    {
-                        "tenant_id": tenant_id,
-                        "agent_id": agent.agent_id,
-                        "name": agent.name,
-                        "definition": definition,
-                        "ttl_seconds": agent.ttl_seconds,
-                        "registered_at": now,
-                        "last_heartbeat": now,
-                        "expires_at": now + agent.ttl_seconds,
-                    },
-                    ("tenant_id", "agent_id"),
-                    ("name", "definition", "ttl_seconds", "last_heartbeat", "expires_at"),
-                )
+            await _lock_tenant(conn, tenant_id)
+            # The upsert is the transaction's first write, so on SQLite it also takes the
+            # writer lock before anything below reads.
+            upsert = _upsert(
+                conn,
+                m.agents,
+                {
+                    "tenant_id": tenant_id,
+                    "agent_id": agent.agent_id,
+                    "name": agent.name,
+                    "definition": definition,
+                    "ttl_seconds": agent.ttl_seconds,
+                    "registration_id": nonce,
+                    "registered_at": now,
+                    "last_heartbeat": now,
+                    "expires_at": now + agent.ttl_seconds,
+                },
+                ("tenant_id", "agent_id"),
+                ("name", "definition", "ttl_seconds", "last_heartbeat", "expires_at"),
             )
+            created = (
+                await conn.execute(upsert.returning(m.agents.c.registration_id))
+            ).scalar_one() == nonce
             previously_declared = set(
                 (
                     await conn.execute(
@@ -173,7 +186,7 @@ class SqlRegistryStore:
                 )
             row = await self._agent_row(conn, tenant_id, agent.agent_id)
         assert row is not None
-        return _agent_from_row(row), existing is None
+        return _agent_from_row(row), created
 
     async def _replace_index(
         self, conn: AsyncConnection, tenant_id: str, agent_id: str, definition: dict[str, Any]
@@ -240,7 +253,9 @@ class SqlRegistryStore:
         live = await self._live_agent_ids(
             conn, tenant_id, (o for o in owners.values() if o and o != agent_id), now
         )
-        for event in declared:
+        # One lock order (by name) for every writer, so concurrent registrations that
+        # declare overlapping events cannot deadlock on PostgreSQL.
+        for event in sorted(declared, key=lambda e: e.event_name):
             owner = owners.get(event.event_name)
             if owner and owner != agent_id and owner in live:
                 continue  # a live owner keeps its definition
@@ -261,7 +276,7 @@ class SqlRegistryStore:
         )
         if only_names is not None:
             query = query.where(m.events.c.event_name.in_(list(only_names)))
-        owned = list((await conn.execute(query)).scalars())
+        owned = sorted((await conn.execute(query)).scalars())
         if not owned:
             return
         candidates = await conn.execute(
@@ -384,6 +399,7 @@ class SqlRegistryStore:
     async def delete_agent(self, tenant_id: str, agent_id: str) -> None:
         now = self._clock()
         async with self._engine.begin() as conn:
+            await _lock_tenant(conn, tenant_id)
             deleted = await conn.execute(
                 sa.delete(m.agents).where(
                     m.agents.c.tenant_id == tenant_id, m.agents.c.agent_id == agent_id
@@ -394,23 +410,37 @@ class SqlRegistryStore:
             await self._release_events(conn, tenant_id, [agent_id], now)
 
     async def purge_expired(self) -> int:
-        now = self._clock()
-        async with self._engine.begin() as conn:
-            # DELETE ... RETURNING re-checks expiry atomically: an agent re-registered since
-            # it expired is not swept.
-            gone = (
-                await conn.execute(
-                    sa.delete(m.agents)
-                    .where(m.agents.c.expires_at <= now)
-                    .returning(m.agents.c.tenant_id, m.agents.c.agent_id)
+        async with self._engine.connect() as conn:
+            tenants = list(
+                (
+                    await conn.execute(
+                        sa.select(m.agents.c.tenant_id)
+                        .where(m.agents.c.expires_at <= self._clock())
+                        .distinct()
+                    )
+                ).scalars()
+            )
+        purged = 0
+        # One short transaction per tenant: each takes only its own tenant's lock.
+        for tenant_id in tenants:
+            now = self._clock()
+            async with self._engine.begin() as conn:
+                await _lock_tenant(conn, tenant_id)
+                # DELETE ... RETURNING re-checks expiry under the lock: an agent that
+                # re-registered in the meantime is not swept.
+                gone = list(
+                    (
+                        await conn.execute(
+                            sa.delete(m.agents)
+                            .where(m.agents.c.tenant_id == tenant_id, m.agents.c.expires_at <= now)
+                            .returning(m.agents.c.agent_id)
+                        )
+                    ).scalars()
                 )
-            ).all()
-            by_tenant: dict[str, list[str]] = {}
-            for tenant_id, agent_id in gone:
-                by_tenant.setdefault(tenant_id, []).append(agent_id)
-            for tenant_id, agent_ids in by_tenant.items():
-                await self._release_events(conn, tenant_id, agent_ids, now)
-        return len(gone)
+                if gone:
+                    await self._release_events(conn, tenant_id, gone, now)
+            purged += len(gone)
+        return purged
 
     # -- events ---------------------------------------------------------------------------
 
@@ -436,6 +466,7 @@ class SqlRegistryStore:
     async def upsert_event(self, tenant_id: str, event: EventDefinition) -> EventDefinition:
         check_event(event)
         async with self._engine.begin() as conn:
+            await _lock_tenant(conn, tenant_id)
             await self._write_event(conn, tenant_id, event, self._clock())
         return event
 

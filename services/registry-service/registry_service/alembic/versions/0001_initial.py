@@ -30,6 +30,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(256), nullable=False),
         sa.Column("definition", sa.JSON, nullable=False),
         sa.Column("ttl_seconds", sa.Integer, nullable=False),
+        sa.Column("registration_id", sa.String(32), nullable=False),
         sa.Column("registered_at", sa.Float, nullable=False),
         sa.Column("last_heartbeat", sa.Float, nullable=False),
         sa.Column("expires_at", sa.Float, nullable=False),

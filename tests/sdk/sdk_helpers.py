@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from collections.abc import Callable
 
 from soorma import PlatformContext, PlatformSettings
@@ -25,3 +27,78 @@ async def eventually(predicate: Callable[[], bool], within: float = 15.0) -> Non
     async with asyncio.timeout(within):
         while not predicate():  # noqa: ASYNC110
             await asyncio.sleep(0.01)
+
+
+class Proc:
+    """A subprocess whose merged stdout/stderr is collected line by line."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self._changed = asyncio.Event()
+        self._pump_task = asyncio.create_task(self._pump())
+
+    @classmethod
+    async def start(cls, *args: str, env: dict[str, str], cwd: str | None = None) -> Proc:
+        proc = await asyncio.create_subprocess_exec(
+            *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            env=env, cwd=cwd,
+        )
+        return cls(proc)
+
+    async def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        async for raw in self.proc.stdout:
+            self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+            self._changed.set()
+        self._changed.set()
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    async def wait_for(self, text: str, within: float = 30.0) -> str:
+        """Wait for an output line containing ``text``; fail if the process exits first."""
+        async with asyncio.timeout(within):
+            while True:
+                for line in self.lines:
+                    if text in line:
+                        return line
+                if self._pump_task.done():
+                    raise AssertionError(f"process exited before printing {text!r}:\n{self.output}")
+                self._changed.clear()
+                await self._changed.wait()
+
+    async def wait(self, within: float = 30.0) -> int:
+        """Wait for the process to exit (output fully read); return its exit code."""
+        async with asyncio.timeout(within):
+            code = await self.proc.wait()
+            await self._pump_task
+        return code
+
+    async def stop(self, sig: int, within: float = 30.0) -> int:
+        """Send ``sig`` and wait for exit."""
+        if self.proc.returncode is None:
+            self.proc.send_signal(sig)
+        return await self.wait(within)
+
+    async def kill(self) -> None:
+        """Make sure the process is gone (test clean-up)."""
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+        self._pump_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._pump_task
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The test's environment for a child process, minus backend overrides."""
+    env = {
+        k: v for k, v in os.environ.items()
+        if k not in {"SOORMA_DATABASE_URL", "SOORMA_REDIS_URL", "SOORMA_EVENT_BACKEND"}
+    }
+    env.update(extra)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return env

@@ -1,0 +1,142 @@
+"""The ``soorma`` command as users run it: a real subprocess."""
+
+from __future__ import annotations
+
+import py_compile
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from sdk_helpers import Proc, subprocess_env
+
+from testsupport.server import LiveServer, free_port
+
+pytestmark = pytest.mark.asyncio
+
+SOORMA = str(Path(sys.executable).with_name("soorma"))
+SERVICES = ("registry", "events", "memory", "tracker", "gateway")
+
+
+async def test_soorma_dev_serves_all_five_services_and_stops_cleanly_on_ctrl_c(tmp_path: Path):
+    ports = {name: free_port() for name in SERVICES}
+    args = [f"--port={name}={port}" for name, port in ports.items()]
+    env = subprocess_env(SOORMA_DATA_DIR=str(tmp_path / ".soorma"))
+    proc = await Proc.start(SOORMA, "dev", *args, env=env, cwd=str(tmp_path))
+    try:
+        await proc.wait_for("soorma dev: ready", within=60)
+        async with httpx.AsyncClient() as http:
+            for name, port in ports.items():
+                response = await http.get(f"http://127.0.0.1:{port}/health")
+                assert response.status_code == 200, name
+                assert response.json()["status"] == "ok"
+        assert await proc.stop(signal.SIGINT) == 0, proc.output
+    finally:
+        await proc.kill()
+    for port in ports.values():
+        assert f"http://127.0.0.1:{port}" in proc.output
+
+
+async def test_soorma_dev_names_the_service_whose_port_is_taken(tmp_path: Path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = await Proc.start(
+            SOORMA, "dev", "--only", "events", "--port", f"events={port}",
+            env=subprocess_env(), cwd=str(tmp_path),
+        )
+        try:
+            assert await proc.wait() == 1
+        finally:
+            await proc.kill()
+    assert f"port {port} for events" in proc.output
+    assert "--port events=" in proc.output
+
+
+# CLI behaviour does not depend on the event log backend; the SDK tests cover both.
+memory_only = pytest.mark.parametrize("event_settings", ["memory"], indirect=True)
+
+
+@memory_only
+async def test_init_writes_a_tool_skeleton_that_runs_and_answers(
+    tmp_path: Path, event_service: LiveServer
+):
+    init = await Proc.start(SOORMA, "init", "echo-tool", "--type", "tool",
+                            env=subprocess_env(), cwd=str(tmp_path))
+    assert await init.wait() == 0, init.output
+    agent_file = tmp_path / "echo-tool" / "agent.py"
+    assert (tmp_path / "echo-tool" / "README.md").exists()
+    env = subprocess_env(SOORMA_EVENT_SERVICE_URL=event_service.url)
+    tool = await Proc.start(sys.executable, str(agent_file), env=env)
+    try:
+        await tool.wait_for("agent echo-tool ready")
+        tail = await Proc.start(
+            SOORMA, "events", "tail", "--topic", "action-results", "--count", "1", env=env
+        )
+        await tail.wait_for("tailing action-results")
+        publish = await Proc.start(
+            SOORMA, "events", "publish", "--topic", "action-requests",
+            "--type", "echo_tool.requested", "--response-event", "echo_tool.completed",
+            "--data", '{"text": "hi"}', env=env,
+        )
+        assert await publish.wait() == 0, publish.output
+        assert await tail.wait() == 0, tail.output
+        assert await tool.stop(signal.SIGTERM) == 0, tool.output
+    finally:
+        await tool.kill()
+    line = tail.lines[-1]
+    assert "action-results echo_tool.completed" in line
+    assert '"result":{"echo":"hi"}' in line
+
+
+@pytest.mark.parametrize("agent_type", ["worker", "planner"])
+async def test_init_writes_worker_and_planner_skeletons(tmp_path: Path, agent_type: str):
+    proc = await Proc.start(SOORMA, "init", "my-agent", "--type", agent_type,
+                            env=subprocess_env(), cwd=str(tmp_path))
+    assert await proc.wait() == 0, proc.output
+    source = tmp_path / "my-agent" / "agent.py"
+    py_compile.compile(str(source), doraise=True)
+    assert f"{agent_type}.run()" in source.read_text()
+
+
+async def test_init_refuses_a_bad_name_with_a_hint(tmp_path: Path):
+    proc = await Proc.start(SOORMA, "init", "My Agent", env=subprocess_env(), cwd=str(tmp_path))
+    assert await proc.wait() == 2
+    assert "lowercase letters" in proc.output
+
+
+async def test_events_publish_rejects_invalid_json_data():
+    proc = await Proc.start(
+        SOORMA, "events", "publish", "--topic", "business-facts", "--type", "x",
+        "--data", "{not json", env=subprocess_env(),
+    )
+    assert await proc.wait() == 2
+    assert "--data is not valid JSON" in proc.output
+
+
+@memory_only
+async def test_events_tail_prints_one_line_per_event(event_service: LiveServer):
+    env = subprocess_env(SOORMA_EVENT_SERVICE_URL=event_service.url)
+    tail = await Proc.start(
+        SOORMA, "events", "tail", "--topic", "business-facts", "--type", "order.*",
+        "--count", "2", env=env,
+    )
+    try:
+        await tail.wait_for("tailing business-facts")
+        async with httpx.AsyncClient() as http:
+            for n in (1, 2):
+                body = {"event": {"topic": "business-facts", "type": "order.placed",
+                                  "data": {"n": n}, "correlation_id": f"c{n}"}}
+                response = await http.post(f"{event_service.url}/v1/events/publish", json=body)
+                assert response.status_code == 200
+        assert await tail.wait() == 0, tail.output
+    finally:
+        await tail.kill()
+    lines = [line for line in tail.lines if "order.placed" in line]
+    assert len(lines) == 2
+    assert "business-facts order.placed" in lines[0] and "corr=c1" in lines[0]
+    assert lines[1].endswith('{"n":2}')
+

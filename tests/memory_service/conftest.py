@@ -51,7 +51,6 @@ def make_client(make_settings: Callable[..., Settings]) -> ClientFactory:
         async with LifespanManager(app) as manager, httpx.AsyncClient(
             transport=httpx.ASGITransport(manager.app), base_url="http://memory"
         ) as client:
-            client.app = manager.app  # type: ignore[attr-defined]
             yield client
 
     return factory

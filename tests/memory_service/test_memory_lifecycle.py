@@ -1,0 +1,89 @@
+"""Migrations at start-up (idempotent, data survives restarts) and retention pruning."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from memory_bodies import plan_body
+
+from memory_service.retention import prune_finished_plans
+from memory_service.settings import Settings
+from memory_service.sql import VERSION_TABLE, open_sql_store
+from memory_service.sql.base import utcnow
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_restart_runs_migrations_again_and_keeps_data(make_client: Any) -> None:
+    async with make_client() as client:
+        await client.post("/v1/memory/plan-context", json=plan_body("p1", correlation_ids=["c"]))
+        await client.post("/v1/working-memory/p1", json={"key": "k", "value": [1, 2]})
+    for _ in range(2):
+        async with make_client() as client:
+            assert (await client.get("/v1/memory/plan-context/by-correlation/c")).status_code == 200
+            assert (await client.get("/v1/working-memory/p1/k")).json()["value"] == [1, 2]
+
+
+async def test_schema_comes_from_alembic_with_its_own_version_table(db_url: str) -> None:
+    # Opening the store twice runs the migrations twice: the second run is a no-op.
+    await (await open_sql_store(db_url)).close()
+    store = await open_sql_store(db_url)
+    try:
+        async with store.engine.connect() as conn:
+            tables = await conn.run_sync(lambda c: set(sa.inspect(c).get_table_names()))
+            head = (await conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}"))).all()
+    finally:
+        await store.close()
+    assert VERSION_TABLE in tables
+    assert {"memory_task_contexts", "memory_sub_tasks", "memory_plans",
+            "memory_plan_correlations", "memory_sessions", "memory_working_memory"} <= tables
+    assert [row[0] for row in head] == ["0001_initial"]
+
+
+async def _plan(client: httpx.AsyncClient, plan_id: str, status: str) -> None:
+    r = await client.post("/v1/memory/plan-context", json=plan_body(plan_id, status=status,
+                                                                    correlation_ids=[f"c-{plan_id}"]))
+    assert r.status_code == 200
+    await client.post(f"/v1/working-memory/{plan_id}", json={"key": "k", "value": 1})
+    await client.post("/v1/memory/task-context", json={"task_id": f"t-{plan_id}",
+                                                       "plan_id": plan_id})
+
+
+async def test_retention_prunes_only_old_finished_plans(
+    make_client: Any, make_settings: Callable[..., Settings]
+) -> None:
+    async with make_client() as client:
+        for plan_id, status in [("done", "completed"), ("broken", "failed"),
+                                ("stopped", "cancelled"), ("busy", "running"),
+                                ("waiting", "paused"), ("new", "pending")]:
+            await _plan(client, plan_id, status)
+        await client.post("/v1/memory/plan-context", json=plan_body("other-tenant",
+                          status="completed"), headers={"X-Tenant-ID": "t2"})
+
+    store = await open_sql_store(make_settings().memory_database_url or "")
+    try:
+        # Nothing is old enough yet.
+        assert await prune_finished_plans(store, retention_days=30) == 0
+        later = utcnow() + timedelta(days=31)
+        assert await prune_finished_plans(store, retention_days=30, now=later) == 4
+    finally:
+        await store.close()
+
+    async with make_client() as client:
+        for gone in ("done", "broken", "stopped"):
+            assert (await client.get(f"/v1/memory/plans/{gone}")).status_code == 404
+            assert (await client.get(f"/v1/working-memory/{gone}")).json()["items"] == []
+            assert (await client.get(f"/v1/memory/task-context/t-{gone}")).status_code == 404
+            by_corr = await client.get(f"/v1/memory/plan-context/by-correlation/c-{gone}")
+            assert by_corr.status_code == 404
+        for kept in ("busy", "waiting", "new"):
+            assert (await client.get(f"/v1/memory/plans/{kept}")).status_code == 200
+            assert len((await client.get(f"/v1/working-memory/{kept}")).json()["items"]) == 1
+            assert (await client.get(f"/v1/memory/task-context/t-{kept}")).status_code == 200
+        other = await client.get("/v1/memory/plans/other-tenant", headers={"X-Tenant-ID": "t2"})
+        assert other.status_code == 404

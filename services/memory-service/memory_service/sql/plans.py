@@ -285,13 +285,15 @@ class SqlPlans(SqlBase):
 
     async def delete_plan(self, tenant: str, plan_id: str) -> None:
         async with self.engine.begin() as conn:
-            deleted = await conn.execute(sa.delete(plans).where(_key(tenant, plan_id)))
-            if deleted.rowcount == 0:
-                raise _plan_not_found(plan_id)
+            # Same lock order as pruning (the plan's data, then the plan row) so the two
+            # never deadlock on Postgres; a missing plan rolls the data deletes back.
             for table in (working_memory, task_contexts):
                 await conn.execute(
                     sa.delete(table).where(table.c.tenant_id == tenant, table.c.plan_id == plan_id)
                 )
+            deleted = await conn.execute(sa.delete(plans).where(_key(tenant, plan_id)))
+            if deleted.rowcount == 0:
+                raise _plan_not_found(plan_id)
 
     async def prune_finished_plans(self, *, updated_before: Any) -> int:
         old = sa.and_(

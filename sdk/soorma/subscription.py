@@ -71,7 +71,7 @@ class Subscription:
 
     @property
     def last_event_id(self) -> str | None:
-        """Resume token of the last event read from the stream."""
+        """Resume token of the last event this subscription handed to its consumer."""
         return self._last_event_id
 
     @property
@@ -114,7 +114,6 @@ class Subscription:
                         logger.warning("dropping undecodable SSE frame id=%s", frame.id)
                         continue
                     await self._queue.put(event)
-                    self._last_event_id = frame.id or self._last_event_id
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -134,6 +133,8 @@ class Subscription:
             raise StopAsyncIteration
         if isinstance(item, BaseException):
             raise item
+        # Advanced only when handed over, so resuming from it never skips a buffered event.
+        self._last_event_id = item.delivery_id or self._last_event_id
         return item
 
     async def close(self) -> None:

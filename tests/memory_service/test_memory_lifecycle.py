@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -87,3 +88,18 @@ async def test_retention_prunes_only_old_finished_plans(
             assert (await client.get(f"/v1/memory/task-context/t-{kept}")).status_code == 200
         other = await client.get("/v1/memory/plans/other-tenant", headers={"X-Tenant-ID": "t2"})
         assert other.status_code == 404
+
+
+async def test_the_lifespan_pruner_runs_at_start_up(make_client: Any) -> None:
+    async with make_client(memory_retention_days=0) as client:  # pruning disabled
+        await _plan(client, "done", "completed")
+        await _plan(client, "busy", "running")
+        assert (await client.get("/v1/memory/plans/done")).status_code == 200
+    # ~0.1 ms retention: by the next start-up the finished plan is old enough.
+    async with make_client(memory_retention_days=1e-9) as client:
+        for _ in range(500):
+            if (await client.get("/v1/memory/plans/done")).status_code == 404:
+                break
+            await asyncio.sleep(0.01)
+        assert (await client.get("/v1/memory/plans/done")).status_code == 404
+        assert (await client.get("/v1/memory/plans/busy")).status_code == 200

@@ -58,6 +58,7 @@ async def test_two_consumers_split_1000_events_with_no_loss_and_no_duplicate(
         for task in consumers:
             task.cancel()
         await asyncio.gather(*consumers, return_exceptions=True)
+    assert received["c1"] and received["c2"], "both consumers should share the work"
     everything = received["c1"] + received["c2"]
     assert sorted(everything) == list(range(1000))
     assert len(set(everything)) == 1000

@@ -14,6 +14,8 @@ from event_service.ids import StreamKey, format_id, parse_id
 from soorma_common.errors import EventNotFound
 from soorma_common.events import dead_letter_topic
 
+_GROUP_SLICE = 50
+
 
 def _entry_key(entry: Entry) -> StreamKey:
     return entry.key
@@ -171,6 +173,10 @@ class MemoryEventLog(EventLog):
         block: float,
     ) -> list[Entry]:
         state = self._tenant(tenant)
+        # Consumers woken by the same append take turns in small slices, so a group's
+        # work is shared rather than swallowed by whichever consumer runs first.
+        count = min(count, _GROUP_SLICE)
+        await asyncio.sleep(0)
         taken = self._take_new(state, topics, group, consumer, count)
         if taken or self._closed:
             return taken

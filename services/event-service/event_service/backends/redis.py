@@ -215,9 +215,9 @@ class RedisEventLog(EventLog):
             for topic, ids in grouped.items():
                 pipe.xack(self._key(tenant, topic), group, *ids)
                 pipe.hdel(self._reasons(tenant, topic, group), *ids)
-            results = await pipe.execute(raise_on_error=False)
-        # A group that does not exist yet simply has nothing pending.
-        return sum(r for r in results[::2] if isinstance(r, int))
+            results = await pipe.execute()
+        # XACK on a missing stream or group answers 0: nothing was pending there.
+        return sum(int(r) for r in results[::2])
 
     async def nack(
         self, tenant: str, group: str, refs: Sequence[tuple[str, str]], reason: str

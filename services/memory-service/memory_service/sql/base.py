@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +41,18 @@ class SqlBase:
     def insert(self, table: sa.Table) -> Any:
         """A dialect ``insert`` that supports ``on_conflict_do_update/nothing``."""
         return postgresql.insert(table) if self._pg else sqlite.insert(table)
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for a multi-statement read.
+
+        On Postgres it reads one snapshot (``REPEATABLE READ``), so a record and its
+        side-table rows (sub-tasks, correlation ids) always come from the same commit.
+        """
+        async with self.engine.connect() as conn:
+            if self._pg:
+                await conn.execution_options(isolation_level="REPEATABLE READ")
+            yield conn
 
     async def ping(self) -> None:
         async with self.engine.connect() as conn:

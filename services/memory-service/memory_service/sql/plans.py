@@ -199,13 +199,13 @@ class SqlPlans(SqlBase):
             return await self._read_plan(conn, tenant, plan_id)
 
     async def get_plan(self, tenant: str, plan_id: str) -> PlanContextRecord:
-        async with self.engine.connect() as conn:
+        async with self.reading() as conn:
             return await self._read_plan(conn, tenant, plan_id)
 
     async def get_plan_by_correlation(
         self, tenant: str, correlation_id: str
     ) -> PlanContextRecord:
-        async with self.engine.connect() as conn:
+        async with self.reading() as conn:
             exists = (
                 await conn.execute(sa.select(plans.c.plan_id).where(_key(tenant, correlation_id)))
             ).scalar()
@@ -280,7 +280,7 @@ class SqlPlans(SqlBase):
         if parent_plan_id is not None:
             query = query.where(plans.c.parent_plan_id == parent_plan_id)
         query = query.order_by(plans.c.updated_at.desc(), plans.c.plan_id).limit(limit)
-        async with self.engine.connect() as conn:
+        async with self.reading() as conn:
             return [summary_from_row(row) for row in await conn.execute(query)]
 
     async def delete_plan(self, tenant: str, plan_id: str) -> None:

@@ -82,14 +82,14 @@ class SqlSessions(SqlBase):
             return await self._read_session(conn, tenant, session_id)
 
     async def get_session(self, tenant: str, session_id: str) -> SessionSummary:
-        async with self.engine.connect() as conn:
+        async with self.reading() as conn:
             return await self._read_session(conn, tenant, session_id)
 
     async def list_sessions(self, tenant: str, *, limit: int = 100) -> list[SessionSummary]:
         query = _summaries(tenant).order_by(
             sessions.c.created_at.desc(), sessions.c.session_id
         ).limit(limit)
-        async with self.engine.connect() as conn:
+        async with self.reading() as conn:
             return [_summary(row) for row in await conn.execute(query)]
 
     async def delete_session(self, tenant: str, session_id: str) -> None:

@@ -155,11 +155,11 @@ class SqlTaskContexts(SqlBase):
         )
 
     async def get_task(self, tenant: str, task_id: str) -> TaskContextRecord:
-        async with self.engine.connect() as conn:
+        async with self.reading() as conn:
             return await self._read_task(conn, tenant, task_id)
 
     async def get_task_by_sub_task(self, tenant: str, sub_task_id: str) -> TaskContextRecord:
-        async with self.engine.connect() as conn:
+        async with self.reading() as conn:
             task_id = (
                 await conn.execute(
                     sa.select(sub_tasks.c.task_id)

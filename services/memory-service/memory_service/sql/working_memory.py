@@ -50,7 +50,7 @@ class SqlWorkingMemory(SqlBase):
         return WorkingMemoryItem(plan_id=plan_id, key=key, value=value, updated_at=now)
 
     async def get_memory(self, tenant: str, plan_id: str, key: str) -> WorkingMemoryItem:
-        async with self.engine.connect() as conn:
+        async with self.reading() as conn:
             row = (
                 await conn.execute(
                     sa.select(working_memory).where(
@@ -63,7 +63,7 @@ class SqlWorkingMemory(SqlBase):
         return _item(row)
 
     async def list_memory(self, tenant: str, plan_id: str) -> list[WorkingMemoryItem]:
-        async with self.engine.connect() as conn:
+        async with self.reading() as conn:
             rows = await conn.execute(
                 sa.select(working_memory)
                 .where(_where(tenant, plan_id))

@@ -144,3 +144,20 @@ async def test_jwt_mode_takes_the_tenant_from_the_token(request: pytest.FixtureR
             assert r.status_code == 200, r.text
             delivered = (await stream.next()).json()
     assert (delivered["tenant_id"], delivered["user_id"]) == ("acme", "bob")
+
+
+async def test_an_unreachable_redis_answers_503_and_not_ready(
+    request: pytest.FixtureRequest,
+) -> None:
+    # Nothing listens on port 1: the app starts (nothing connects at start-up) and
+    # reports the outage in the common error shape.
+    settings = make_settings("memory", request, event_backend="redis",
+                             redis_url="redis://127.0.0.1:1/0")
+    async with serve(create_app(settings)) as server, \
+            httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+        r = await client.post("/v1/events/publish",
+                              json={"event": {"topic": "business-facts", "type": "x"}})
+        assert r.status_code == 503
+        assert r.json()["error"]["code"] == "service_unavailable"
+        r = await client.get("/ready")
+        assert r.status_code == 503

@@ -6,7 +6,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from starlette.responses import Response
 
 from event_service.backends.base import EventLog
 from event_service.backends.memory import MemoryEventLog
@@ -16,6 +19,7 @@ from event_service.routes import router
 from event_service.settings import Settings
 from event_service.state import EventState
 from servicekit import create_service_app
+from servicekit.errors import error_response
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -49,10 +53,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if client is not None:
                 await client.aclose()
 
-    return create_service_app(
+    app = create_service_app(
         name="event-service",
         settings=settings,
         lifespan=lifespan,
         routers=[router],
         max_body_bytes=settings.max_request_bytes,
     )
+    # Redis unreachable is the caller's cue to retry, not a bug: 503, not 500.
+    app.add_exception_handler(RedisConnectionError, _backend_unavailable)
+    app.add_exception_handler(RedisTimeoutError, _backend_unavailable)
+    return app
+
+
+async def _backend_unavailable(_: Request, exc: Exception) -> Response:
+    return error_response(503, "service_unavailable", f"event log unavailable: {exc}")

@@ -11,6 +11,7 @@ import httpx
 
 from soorma._http import Identity
 from soorma.bus import BusClient
+from soorma.memory import MemoryClient
 
 DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
 DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
@@ -68,7 +69,7 @@ class PlatformContext:
 
     Args:
         bus: Event-service client.
-        memory: Memory-service client (``None`` until configured).
+        memory: Memory-service client (``from_env()`` always builds one).
         registry: Registry-service client (``None`` until configured).
         tracker: Tracker client (``None`` until configured).
         toolkit: Optional helpers (e.g. LLM utilities).
@@ -81,7 +82,7 @@ class PlatformContext:
         self,
         *,
         bus: BusClient,
-        memory: Any = None,
+        memory: MemoryClient | None = None,
         registry: Any = None,
         tracker: Any = None,
         toolkit: Any = None,
@@ -119,7 +120,8 @@ class PlatformContext:
         client = http or httpx.AsyncClient(limits=DEFAULT_HTTP_LIMITS)
         identity = settings.identity
         bus = BusClient(base_url=settings.event_service_url, http=client, identity=identity)
-        return cls(bus=bus, settings=settings, http=client, owns_http=owns_http)
+        memory = MemoryClient(base_url=settings.memory_url, http=client, identity=identity)
+        return cls(bus=bus, memory=memory, settings=settings, http=client, owns_http=owns_http)
 
     async def close(self) -> None:
         """Close the shared HTTP client if this context created it."""

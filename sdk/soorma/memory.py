@@ -1,0 +1,483 @@
+"""MemoryClient: the memory service from an agent (``context.memory``, seed RF-SDK-010).
+
+Task contexts (async workers), plan contexts and plans (planners), sessions and
+plan-scoped working memory. Every call acts as the context's identity (inside a handler:
+the tenant of the event being handled), so one tenant never sees another's records.
+
+Return values are the ``soorma_common.memory`` DTOs. Failures raise the domain error the
+service answered with (``VersionConflict``, ``PlanNotFound`` …); the ``get_*`` lookups
+return ``None`` for a missing record instead, and the ``delete_*`` calls return ``False``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from soorma._http import ServiceClient
+from soorma_common.errors import NotFound, VersionConflict
+from soorma_common.memory import (
+    PlanContextRecord,
+    PlanStatus,
+    PlanSummary,
+    SessionSummary,
+    SubTaskStatus,
+    TaskContextRecord,
+    WorkingMemoryItem,
+)
+
+logger = logging.getLogger("soorma.memory")
+
+DEFAULT_LIST_LIMIT = 20
+DEFAULT_UPDATE_RETRIES = 5
+
+R = TypeVar("R", TaskContextRecord, PlanContextRecord)
+Mutator = Callable[[R], R | None]
+
+# Server-owned fields never sent back on a write.
+_SERVER_FIELDS = {"version", "created_at", "updated_at"}
+
+
+def _seg(value: str) -> str:
+    """One path segment (ids may contain ``/``, ``:`` or spaces)."""
+    return quote(value, safe="")
+
+
+def _body(record: TaskContextRecord | PlanContextRecord) -> dict[str, Any]:
+    return record.model_dump(mode="json", exclude=_SERVER_FIELDS)
+
+
+class MemoryClient(ServiceClient):
+    """Client of the memory service.
+
+    Build it through :meth:`soorma.context.PlatformContext.from_env` (``context.memory``)
+    or directly::
+
+        memory = MemoryClient(base_url="http://127.0.0.1:8083", http=httpx.AsyncClient())
+
+    Args:
+        **kwargs: See :class:`soorma._http.ServiceClient`.
+    """
+
+    # -- helpers ---------------------------------------------------------------------
+
+    async def _get_or_none(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        try:
+            return await self._send("GET", path, params=params)
+        except NotFound:
+            return None
+
+    async def _delete(self, path: str) -> bool:
+        try:
+            await self._send("DELETE", path)
+        except NotFound:
+            return False
+        return True
+
+    @staticmethod
+    def _if_match(expected_version: int | None) -> dict[str, str] | None:
+        return None if expected_version is None else {"If-Match": str(expected_version)}
+
+    # -- task context ----------------------------------------------------------------
+
+    async def store_task_context(
+        self,
+        task_id: str,
+        plan_id: str | None = None,
+        context: TaskContextRecord | Mapping[str, Any] | None = None,
+        *,
+        expected_version: int | None = None,
+    ) -> TaskContextRecord:
+        """Create or replace a task context (upsert).
+
+        Args:
+            task_id: The task's id.
+            plan_id: Plan the task belongs to (overrides ``context``'s).
+            context: The record's other fields (``event_type``, ``sub_tasks``, ``state`` …).
+            expected_version: Write only if the stored version is still this one
+                (``0``: only if absent).
+
+        Returns:
+            The stored record, with its new ``version``.
+
+        Raises:
+            VersionConflict: ``expected_version`` is stale.
+        """
+        fields = _fields(context)
+        fields["task_id"] = task_id
+        if plan_id is not None:
+            fields["plan_id"] = plan_id
+        record = TaskContextRecord.model_validate(fields)
+        data = await self._send(
+            "POST", "/v1/memory/task-context", json=_body(record),
+            headers=self._if_match(expected_version),
+        )
+        return TaskContextRecord.model_validate(data)
+
+    async def replace_task_context(
+        self, record: TaskContextRecord, *, expected_version: int | None = None
+    ) -> TaskContextRecord:
+        """Replace an existing task context (``PUT``; never creates one).
+
+        Raises:
+            TaskNotFound: the context does not exist (e.g. it was completed).
+            VersionConflict: ``expected_version`` is stale.
+        """
+        data = await self._send(
+            "PUT", f"/v1/memory/task-context/{_seg(record.task_id)}", json=_body(record),
+            headers=self._if_match(expected_version),
+        )
+        return TaskContextRecord.model_validate(data)
+
+    async def get_task_context(self, task_id: str) -> TaskContextRecord | None:
+        """The task context, or ``None`` when there is none."""
+        data = await self._get_or_none(f"/v1/memory/task-context/{_seg(task_id)}")
+        return None if data is None else TaskContextRecord.model_validate(data)
+
+    async def delete_task_context(self, task_id: str) -> bool:
+        """Delete a task context; ``False`` when it did not exist."""
+        return await self._delete(f"/v1/memory/task-context/{_seg(task_id)}")
+
+    async def get_task_by_subtask(self, sub_task_id: str) -> TaskContextRecord | None:
+        """The task context that owns ``sub_task_id`` (a delegation's correlation id)."""
+        data = await self._get_or_none(f"/v1/memory/task-context/by-subtask/{_seg(sub_task_id)}")
+        return None if data is None else TaskContextRecord.model_validate(data)
+
+    async def record_sub_task_result(
+        self,
+        task_id: str,
+        sub_task_id: str,
+        *,
+        result: Mapping[str, Any] | None = None,
+        status: SubTaskStatus | str = SubTaskStatus.COMPLETED,
+        error: str | None = None,
+    ) -> TaskContextRecord:
+        """Record one sub-task's result atomically; returns the whole updated context.
+
+        Concurrent results for one task are serialized by the service, so none is lost and
+        each answer shows every result recorded up to and including this one: fan-in
+        decides completion from the returned context.
+
+        Raises:
+            TaskNotFound: no such task, or it does not list ``sub_task_id``.
+        """
+        body = {
+            "status": SubTaskStatus(status).value,
+            "result": None if result is None else dict(result),
+            "error": error,
+        }
+        data = await self._send(
+            "POST",
+            f"/v1/memory/task-context/{_seg(task_id)}/sub-tasks/{_seg(sub_task_id)}/result",
+            json=body,
+        )
+        return TaskContextRecord.model_validate(data)
+
+    async def update_task_context(
+        self,
+        task_id: str,
+        mutate: Mutator[TaskContextRecord],
+        *,
+        retries: int = DEFAULT_UPDATE_RETRIES,
+    ) -> TaskContextRecord:
+        """Read, change and write a task context, retrying on ``VersionConflict``.
+
+        Args:
+            task_id: The task context to change.
+            mutate: Called with a fresh copy; changes it in place (or returns a new record).
+                It may run several times, so it must not have side effects.
+            retries: Re-reads after a conflict before giving up.
+
+        Raises:
+            TaskNotFound: the context does not exist.
+            VersionConflict: still conflicting after ``retries`` re-reads.
+        """
+        async def read() -> TaskContextRecord:
+            data = await self._send("GET", f"/v1/memory/task-context/{_seg(task_id)}")
+            return TaskContextRecord.model_validate(data)
+
+        return await _read_modify_write(read, mutate, self.replace_task_context, retries)
+
+    # -- plan context ----------------------------------------------------------------
+
+    async def store_plan_context(
+        self,
+        plan_id: str,
+        session_id: str | None = None,
+        context: PlanContextRecord | Mapping[str, Any] | None = None,
+        *,
+        expected_version: int | None = None,
+    ) -> PlanContextRecord:
+        """Create or replace a plan context (upsert; also creates the plan record).
+
+        Args:
+            plan_id: The plan's id.
+            session_id: Session the plan belongs to (overrides ``context``'s).
+            context: The record's other fields (``goal_event``, ``state_machine`` …).
+            expected_version: Write only if the stored version is still this one
+                (``0``: only if absent).
+
+        Raises:
+            VersionConflict: ``expected_version`` is stale.
+        """
+        fields = _fields(context)
+        fields["plan_id"] = plan_id
+        if session_id is not None:
+            fields["session_id"] = session_id
+        record = PlanContextRecord.model_validate(fields)
+        data = await self._send(
+            "POST", "/v1/memory/plan-context", json=_body(record),
+            headers=self._if_match(expected_version),
+        )
+        return PlanContextRecord.model_validate(data)
+
+    async def replace_plan_context(
+        self, record: PlanContextRecord, *, expected_version: int | None = None
+    ) -> PlanContextRecord:
+        """Replace an existing plan context (``PUT``; never creates one).
+
+        Raises:
+            PlanNotFound: the plan does not exist.
+            VersionConflict: ``expected_version`` is stale.
+        """
+        data = await self._send(
+            "PUT", f"/v1/memory/plan-context/{_seg(record.plan_id)}", json=_body(record),
+            headers=self._if_match(expected_version),
+        )
+        return PlanContextRecord.model_validate(data)
+
+    async def get_plan_context(self, plan_id: str) -> PlanContextRecord | None:
+        """The plan context, or ``None`` when there is none."""
+        data = await self._get_or_none(f"/v1/memory/plan-context/{_seg(plan_id)}")
+        return None if data is None else PlanContextRecord.model_validate(data)
+
+    async def get_plan_by_correlation(self, correlation_id: str) -> PlanContextRecord | None:
+        """The plan whose ``plan_id`` or ``correlation_ids`` contains ``correlation_id``."""
+        data = await self._get_or_none(
+            f"/v1/memory/plan-context/by-correlation/{_seg(correlation_id)}"
+        )
+        return None if data is None else PlanContextRecord.model_validate(data)
+
+    async def delete_plan_context(self, plan_id: str) -> bool:
+        """Delete the plan and its data; ``False`` when it did not exist."""
+        return await self._delete(f"/v1/memory/plan-context/{_seg(plan_id)}")
+
+    async def update_plan_context(
+        self,
+        plan_id: str,
+        mutate: Mutator[PlanContextRecord],
+        *,
+        retries: int = DEFAULT_UPDATE_RETRIES,
+    ) -> PlanContextRecord:
+        """Read, change and write a plan context, retrying on ``VersionConflict``.
+
+        Example::
+
+            def advance(plan):
+                plan.current_state = "review"
+                plan.results["search"] = found
+
+            plan = await context.memory.update_plan_context(plan_id, advance)
+
+        Args:
+            plan_id: The plan to change.
+            mutate: Called with a fresh copy; changes it in place (or returns a new record).
+                It may run several times, so it must not have side effects.
+            retries: Re-reads after a conflict before giving up.
+
+        Raises:
+            PlanNotFound: the plan does not exist.
+            VersionConflict: still conflicting after ``retries`` re-reads.
+        """
+        async def read() -> PlanContextRecord:
+            data = await self._send("GET", f"/v1/memory/plan-context/{_seg(plan_id)}")
+            return PlanContextRecord.model_validate(data)
+
+        return await _read_modify_write(read, mutate, self.replace_plan_context, retries)
+
+    # -- plans -----------------------------------------------------------------------
+
+    async def create_plan(
+        self,
+        goal_event: str,
+        goal_data: Mapping[str, Any] | None = None,
+        response_event: str | None = None,
+        session_id: str | None = None,
+        parent_plan_id: str | None = None,
+        *,
+        plan_id: str | None = None,
+        status: PlanStatus | str = PlanStatus.PENDING,
+    ) -> PlanSummary:
+        """Create a plan record (a new ``plan_id`` unless given).
+
+        Raises:
+            Conflict: ``plan_id`` already exists.
+        """
+        body = {
+            "plan_id": plan_id, "goal_event": goal_event, "goal_data": dict(goal_data or {}),
+            "response_event": response_event, "session_id": session_id,
+            "parent_plan_id": parent_plan_id, "status": PlanStatus(status).value,
+        }
+        return PlanSummary.model_validate(await self._send("POST", "/v1/memory/plans", json=body))
+
+    async def list_plans(
+        self,
+        status: PlanStatus | str | Sequence[PlanStatus | str] | None = None,
+        session_id: str | None = None,
+        limit: int = DEFAULT_LIST_LIMIT,
+        *,
+        parent_plan_id: str | None = None,
+    ) -> list[PlanSummary]:
+        """The caller's plans, most recently updated first.
+
+        Args:
+            status: One status or several (any of them matches).
+            session_id: Only plans of this session.
+            limit: Most plans returned (1-1000).
+            parent_plan_id: Only sub-plans of this plan.
+        """
+        params: dict[str, Any] = {"limit": limit}
+        if status is not None:
+            statuses = [status] if isinstance(status, str) else list(status)
+            params["status"] = [PlanStatus(s).value for s in statuses]
+        if session_id is not None:
+            params["session_id"] = session_id
+        if parent_plan_id is not None:
+            params["parent_plan_id"] = parent_plan_id
+        data = await self._send("GET", "/v1/memory/plans", params=params)
+        return [PlanSummary.model_validate(p) for p in data["plans"]]
+
+    async def get_plan(self, plan_id: str) -> PlanSummary | None:
+        """A plan's summary, or ``None`` when there is none."""
+        data = await self._get_or_none(f"/v1/memory/plans/{_seg(plan_id)}")
+        return None if data is None else PlanSummary.model_validate(data)
+
+    async def update_plan(
+        self,
+        plan_id: str,
+        *,
+        status: PlanStatus | str,
+        expected_version: int | None = None,
+    ) -> PlanSummary:
+        """Change a plan's status (guarded by ``expected_version`` when given).
+
+        Raises:
+            PlanNotFound: no such plan.
+            VersionConflict: ``expected_version`` is stale.
+        """
+        body = {"status": PlanStatus(status).value, "expected_version": expected_version}
+        data = await self._send("PUT", f"/v1/memory/plans/{_seg(plan_id)}", json=body)
+        return PlanSummary.model_validate(data)
+
+    async def delete_plan(self, plan_id: str) -> bool:
+        """Delete a plan with its working memory and task contexts; ``False`` if absent."""
+        return await self._delete(f"/v1/memory/plans/{_seg(plan_id)}")
+
+    # -- sessions --------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+    ) -> SessionSummary:
+        """Create a session (conversation) record; a new ``session_id`` unless given.
+
+        Raises:
+            Conflict: ``session_id`` already exists.
+        """
+        body = {"session_id": session_id, "name": name, "metadata": dict(metadata or {})}
+        data = await self._send("POST", "/v1/memory/sessions", json=body)
+        return SessionSummary.model_validate(data)
+
+    async def list_sessions(self, limit: int = DEFAULT_LIST_LIMIT) -> list[SessionSummary]:
+        """The caller's sessions, newest first, with plan counts and last activity."""
+        data = await self._send("GET", "/v1/memory/sessions", params={"limit": limit})
+        return [SessionSummary.model_validate(s) for s in data["sessions"]]
+
+    async def get_session(self, session_id: str) -> SessionSummary | None:
+        """A session's summary, or ``None`` when there is none."""
+        data = await self._get_or_none(f"/v1/memory/sessions/{_seg(session_id)}")
+        return None if data is None else SessionSummary.model_validate(data)
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete a session **and its plans**; ``False`` when it did not exist."""
+        return await self._delete(f"/v1/memory/sessions/{_seg(session_id)}")
+
+    # -- working memory --------------------------------------------------------------
+
+    async def store(self, key: str, value: Any, plan_id: str) -> WorkingMemoryItem:
+        """Store ``value`` (any JSON value) under ``key`` in the plan's working memory.
+
+        Large data belongs here rather than in events: put it here and send the key.
+        """
+        data = await self._send(
+            "POST", f"/v1/working-memory/{_seg(plan_id)}", json={"key": key, "value": value}
+        )
+        return WorkingMemoryItem.model_validate(data)
+
+    async def retrieve(self, key: str, plan_id: str, default: Any = None) -> Any:
+        """The value stored under ``key``, or ``default`` when there is none."""
+        item = await self.retrieve_item(key, plan_id)
+        return default if item is None else item.value
+
+    async def retrieve_item(self, key: str, plan_id: str) -> WorkingMemoryItem | None:
+        """The stored item (value and ``updated_at``), or ``None`` when there is none."""
+        data = await self._get_or_none(f"/v1/working-memory/{_seg(plan_id)}/{_seg(key)}")
+        return None if data is None else WorkingMemoryItem.model_validate(data)
+
+    async def delete(self, key: str, plan_id: str) -> bool:
+        """Delete one key; ``False`` when it did not exist."""
+        return await self._delete(f"/v1/working-memory/{_seg(plan_id)}/{_seg(key)}")
+
+    async def list_items(self, plan_id: str) -> list[WorkingMemoryItem]:
+        """Every item of the plan's working memory, by key."""
+        data = await self._send("GET", f"/v1/working-memory/{_seg(plan_id)}")
+        return [WorkingMemoryItem.model_validate(i) for i in data["items"]]
+
+    async def list_keys(self, plan_id: str) -> list[str]:
+        """The keys of the plan's working memory, sorted."""
+        return [item.key for item in await self.list_items(plan_id)]
+
+    async def clear(self, plan_id: str) -> int:
+        """Delete the plan's whole working memory; returns how many keys there were."""
+        data = await self._send("DELETE", f"/v1/working-memory/{_seg(plan_id)}")
+        return int(data["deleted"])
+
+
+def _fields(context: Any) -> dict[str, Any]:
+    if context is None:
+        return {}
+    if hasattr(context, "model_dump"):
+        return dict(context.model_dump(exclude=_SERVER_FIELDS))
+    if isinstance(context, Mapping):
+        return {k: v for k, v in context.items() if k not in _SERVER_FIELDS}
+    raise TypeError(f"context must be a record or a mapping, got {type(context).__name__}")
+
+
+async def _read_modify_write(
+    read: Callable[[], Any],
+    mutate: Callable[[Any], Any],
+    write: Callable[..., Any],
+    retries: int,
+) -> Any:
+    """Optimistic update: write with ``If-Match`` and start over on a conflict."""
+    attempt = 0
+    while True:
+        current = await read()
+        version = current.version
+        changed = mutate(current)
+        record = current if changed is None else changed
+        try:
+            return await write(record, expected_version=version)
+        except VersionConflict:
+            attempt += 1
+            if attempt > retries:
+                raise
+            logger.debug("version conflict on attempt %d; re-reading", attempt)
+
+
+__all__ = ["DEFAULT_LIST_LIMIT", "DEFAULT_UPDATE_RETRIES", "MemoryClient"]

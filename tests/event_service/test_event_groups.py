@@ -67,6 +67,36 @@ async def test_two_consumers_split_1000_events_with_no_loss_and_no_duplicate(
     assert received["c2"] == sorted(received["c2"])
 
 
+async def test_idle_consumers_take_turns_when_events_arrive_one_at_a_time(
+    service: Service,
+) -> None:
+    group = {"topics": "action-requests", "group": "replicas"}
+    handled: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
+    async with SSEStream(service.client, consumer="r1", **group) as r1, \
+            SSEStream(service.client, consumer="r2", **group) as r2:
+
+        async def consume(name: str, stream: SSEStream) -> None:
+            while True:
+                frame = await stream.next(within=60)
+                assert await service.ack("replicas", [frame.id or ""]) == 1
+                handled.put_nowait((name, frame.json()["data"]["n"]))
+
+        consumers = [asyncio.create_task(consume("r1", r1)),
+                     asyncio.create_task(consume("r2", r2))]
+        try:
+            seen = []
+            for n in range(8):
+                await service.publish("action-requests", "job", {"n": n})
+                async with asyncio.timeout(15):
+                    seen.append(await handled.get())
+        finally:
+            for task in consumers:
+                task.cancel()
+            await asyncio.gather(*consumers, return_exceptions=True)
+    assert [n for _, n in seen] == list(range(8))
+    assert {name for name, _ in seen} == {"r1", "r2"}
+
+
 async def test_an_event_unacked_by_a_killed_consumer_is_redelivered_to_another(
     service: Service,
 ) -> None:

@@ -177,15 +177,21 @@ class MemoryEventLog(EventLog):
         # work is shared rather than swallowed by whichever consumer runs first.
         count = min(count, _GROUP_SLICE)
         await asyncio.sleep(0)
-        taken = self._take_new(state, topics, group, consumer, count)
-        if taken or self._closed:
-            return taken
-        try:
-            async with asyncio.timeout(block):
-                await state.changed.wait()
-        except TimeoutError:
-            return []
-        return self._take_new(state, topics, group, consumer, count)
+        deadline = asyncio.get_running_loop().time() + block
+        while True:
+            taken = self._take_new(state, topics, group, consumer, count)
+            if taken or self._closed:
+                return taken
+            # Lost the race for this append: wait again at once, which puts this
+            # consumer ahead of the one just served (it re-waits only after a yield).
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return []
+            try:
+                async with asyncio.timeout(remaining):
+                    await state.changed.wait()
+            except TimeoutError:
+                return []
 
     async def claim_expired(
         self,

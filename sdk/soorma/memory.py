@@ -11,8 +11,9 @@ return ``None`` for a missing record instead, and the ``delete_*`` calls return 
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -34,15 +35,24 @@ DEFAULT_LIST_LIMIT = 20
 DEFAULT_UPDATE_RETRIES = 5
 
 R = TypeVar("R", TaskContextRecord, PlanContextRecord)
-Mutator = Callable[[R], R | None]
+Mutator = Callable[[R], R | Awaitable[R | None] | None]
 
 # Server-owned fields never sent back on a write.
 _SERVER_FIELDS = {"version", "created_at", "updated_at"}
 
 
 def _seg(value: str) -> str:
-    """One path segment (ids may contain ``/``, ``:`` or spaces)."""
+    """An id as one path segment (``:`` and spaces are fine; ``/`` cannot be routed)."""
+    if not isinstance(value, str) or not value or "/" in value:
+        raise ValueError(f"ids must be non-empty strings without '/', got {value!r}")
     return quote(value, safe="")
+
+
+def _key(value: str) -> str:
+    """A working-memory key: the last part of the path, so it may contain ``/``."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"working-memory keys must be non-empty strings, got {value!r}")
+    return quote(value, safe="/")
 
 
 def _body(record: TaskContextRecord | PlanContextRecord) -> dict[str, Any]:
@@ -186,8 +196,8 @@ class MemoryClient(ServiceClient):
 
         Args:
             task_id: The task context to change.
-            mutate: Called with a fresh copy; changes it in place (or returns a new record).
-                It may run several times, so it must not have side effects.
+            mutate: Called with a fresh copy; changes it in place (or returns a new record;
+                may be ``async``). It may run several times, so keep it free of side effects.
             retries: Re-reads after a conflict before giving up.
 
         Raises:
@@ -283,8 +293,8 @@ class MemoryClient(ServiceClient):
 
         Args:
             plan_id: The plan to change.
-            mutate: Called with a fresh copy; changes it in place (or returns a new record).
-                It may run several times, so it must not have side effects.
+            mutate: Called with a fresh copy; changes it in place (or returns a new record;
+                may be ``async``). It may run several times, so keep it free of side effects.
             retries: Re-reads after a conflict before giving up.
 
         Raises:
@@ -426,12 +436,12 @@ class MemoryClient(ServiceClient):
 
     async def retrieve_item(self, key: str, plan_id: str) -> WorkingMemoryItem | None:
         """The stored item (value and ``updated_at``), or ``None`` when there is none."""
-        data = await self._get_or_none(f"/v1/working-memory/{_seg(plan_id)}/{_seg(key)}")
+        data = await self._get_or_none(f"/v1/working-memory/{_seg(plan_id)}/{_key(key)}")
         return None if data is None else WorkingMemoryItem.model_validate(data)
 
     async def delete(self, key: str, plan_id: str) -> bool:
         """Delete one key; ``False`` when it did not exist."""
-        return await self._delete(f"/v1/working-memory/{_seg(plan_id)}/{_seg(key)}")
+        return await self._delete(f"/v1/working-memory/{_seg(plan_id)}/{_key(key)}")
 
     async def list_items(self, plan_id: str) -> list[WorkingMemoryItem]:
         """Every item of the plan's working memory, by key."""
@@ -470,6 +480,8 @@ async def _read_modify_write(
         current = await read()
         version = current.version
         changed = mutate(current)
+        if inspect.isawaitable(changed):
+            changed = await changed
         record = current if changed is None else changed
         try:
             return await write(record, expected_version=version)

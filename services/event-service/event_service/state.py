@@ -21,7 +21,7 @@ class EventState:
     settings: Settings
 
 
-def get_events(request: Request) -> EventState:
+async def get_events(request: Request) -> EventState:
     """FastAPI dependency: the event state yielded by the app's lifespan."""
     return request.state.events  # type: ignore[no-any-return]
 

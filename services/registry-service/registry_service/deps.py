@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from registry_service.store import RegistryStore
 
 
-def get_store(request: Request) -> RegistryStore:
+async def get_store(request: Request) -> RegistryStore:
     """The request's store (the lifespan yields it as ``state["store"]``)."""
     store: RegistryStore = request.state.store
     return store

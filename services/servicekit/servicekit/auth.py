@@ -82,8 +82,12 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
     return Identity(tenant_id=tenant, user_id=user)
 
 
-def get_identity(request: Request) -> Identity:
-    """FastAPI dependency: the caller's identity (settings from ``app.state.settings``)."""
+async def get_identity(request: Request) -> Identity:
+    """FastAPI dependency: the caller's identity.
+
+    Async on purpose: FastAPI runs sync dependencies in a thread pool, which costs more
+    than resolving the identity itself.
+    """
     return resolve_identity(request.headers, request.app.state.settings)
 
 

@@ -116,3 +116,16 @@ async def test_health_and_ready(client: httpx.AsyncClient) -> None:
     ready = await client.get("/ready")
     assert ready.status_code == 200
     assert ready.json()["checks"] == {"database": "ok"}
+
+
+async def test_integers_beyond_64_bits_are_422_not_a_server_error(
+    client: httpx.AsyncClient,
+) -> None:
+    huge = b"123456789012345678901234567890"
+    for path, body in [
+        ("/v1/working-memory/p1", b'{"key": "k", "value": ' + huge + b"}"),
+        ("/v1/memory/task-context", b'{"task_id": "t1", "data": {"n": ' + huge + b"}}"),
+    ]:
+        r = await client.post(path, content=body, headers={"Content-Type": "application/json"})
+        assert r.status_code == 422, (path, r.text)
+        assert "64-bit" in str(_shape(r)["message"])

@@ -62,3 +62,21 @@ async def test_missing_key_or_value_field_is_422_naming_it(client: httpx.AsyncCl
     r = await client.post(f"{WM}/p1", json={"key": "k"})
     assert r.status_code == 422
     assert r.json()["error"]["details"][0]["field"] == "value"
+
+
+TRICKY_VALUES = [
+    0, -1, 2**53 + 1, 2**63 - 1, -(2**63), 0.1, 1e308, -2.5e-300, 1.0,
+    "", "1", "true", "null", "[]", "ünïcødé ✓ 🚀", "line\nbreak\t\"quoted\"",
+    True, None, [], {}, [[[]]], {"": {"nested": [1, {"x": None}]}},
+]
+
+
+async def test_values_round_trip_exactly(client: httpx.AsyncClient) -> None:
+    """JSON fidelity on both backends: numbers stay numbers, strings stay strings."""
+    for i, value in enumerate(TRICKY_VALUES):
+        r = await client.post(f"{WM}/p1", json={"key": f"k{i}", "value": value})
+        assert r.status_code == 200, (value, r.text)
+    items = (await client.get(f"{WM}/p1")).json()["items"]
+    got = {item["key"]: item["value"] for item in items}
+    for i, value in enumerate(TRICKY_VALUES):
+        assert got[f"k{i}"] == value and type(got[f"k{i}"]) is type(value), (i, value)

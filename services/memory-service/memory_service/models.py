@@ -7,9 +7,40 @@ caller's tenant. Look-up side tables (sub-tasks by id, plans by correlation id) 
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
 
 metadata = sa.MetaData()
+
+
+class JSONDocument(sa.TypeDecorator[Any]):
+    """JSON on Postgres; JSON text in a ``TEXT`` column on SQLite.
+
+    SQLite gives a column declared ``JSON`` numeric affinity, which turns a stored ``1.0``
+    into the integer ``1``; a ``TEXT`` column keeps the document byte for byte.
+    """
+
+    impl = sa.JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(sa.Text())
+        return dialect.type_descriptor(sa.JSON(none_as_null=False))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite":
+            return orjson.dumps(value).decode()
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite" and value is not None:
+            return orjson.loads(value)
+        return value
+
 
 ID = sa.String(256)
 TENANT = sa.String(128)
@@ -26,8 +57,8 @@ task_contexts = sa.Table(
     sa.Column("correlation_id", ID, nullable=True),
     sa.Column("response_event", sa.Text, nullable=True),
     sa.Column("response_topic", sa.Text, nullable=False),
-    sa.Column("data", sa.JSON, nullable=False),
-    sa.Column("state", sa.JSON, nullable=False),
+    sa.Column("data", JSONDocument(), nullable=False),
+    sa.Column("state", JSONDocument(), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
@@ -46,7 +77,7 @@ sub_tasks = sa.Table(
     sa.Column("response_event", sa.Text, nullable=False),
     sa.Column("status", sa.String(32), nullable=False),
     sa.Column("parallel_group_id", ID, nullable=True),
-    sa.Column("result", sa.JSON, nullable=True),
+    sa.Column("result", JSONDocument(), nullable=True),
     sa.Column("error", sa.Text, nullable=True),
     sa.ForeignKeyConstraint(
         ["tenant_id", "task_id"],
@@ -64,13 +95,13 @@ plans = sa.Table(
     sa.Column("session_id", ID, nullable=True),
     sa.Column("parent_plan_id", ID, nullable=True),
     sa.Column("goal_event", sa.Text, nullable=False),
-    sa.Column("goal_data", sa.JSON, nullable=False),
+    sa.Column("goal_data", JSONDocument(), nullable=False),
     sa.Column("response_event", sa.Text, nullable=True),
     sa.Column("status", sa.String(32), nullable=False),
     sa.Column("current_state", sa.Text, nullable=True),
-    sa.Column("state_machine", sa.JSON, nullable=False),
-    sa.Column("results", sa.JSON, nullable=False),
-    sa.Column("state", sa.JSON, nullable=False),
+    sa.Column("state_machine", JSONDocument(), nullable=False),
+    sa.Column("results", JSONDocument(), nullable=False),
+    sa.Column("state", JSONDocument(), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
@@ -102,7 +133,7 @@ sessions = sa.Table(
     sa.Column("tenant_id", TENANT, primary_key=True),
     sa.Column("session_id", ID, primary_key=True),
     sa.Column("name", sa.Text, nullable=True),
-    sa.Column("metadata", sa.JSON, nullable=False),
+    sa.Column("metadata", JSONDocument(), nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
 )
@@ -115,7 +146,7 @@ working_memory = sa.Table(
     sa.Column("tenant_id", TENANT, primary_key=True),
     sa.Column("plan_id", ID, primary_key=True),
     sa.Column("key", sa.Text, primary_key=True),
-    sa.Column("value", sa.JSON(none_as_null=False), nullable=True),
+    sa.Column("value", JSONDocument(), nullable=True),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
 )

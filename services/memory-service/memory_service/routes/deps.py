@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated
 
+import orjson
 from fastapi import Depends, Header, Path, Request
+from pydantic import BaseModel
 
 from memory_service.store import MemoryStore
 from soorma_common.errors import PayloadTooLarge, ValidationFailed
@@ -13,7 +15,7 @@ from soorma_common.errors import PayloadTooLarge, ValidationFailed
 MAX_ID_LENGTH = 256
 
 
-def get_store(request: Request) -> MemoryStore:
+async def get_store(request: Request) -> MemoryStore:
     """The store the lifespan opened (request state, never a module global)."""
     return request.state.store  # type: ignore[no-any-return]
 
@@ -23,7 +25,7 @@ Store = Annotated[MemoryStore, Depends(get_store)]
 RecordId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
 
 
-def if_match_version(
+async def if_match_version(
     if_match: Annotated[str | None, Header(alias="If-Match")] = None,
 ) -> int | None:
     """``If-Match: 3`` (quotes and a weak ``W/`` prefix accepted, as ETags carry them)."""
@@ -81,3 +83,14 @@ def check_ids(field: str, values: Iterable[str | None]) -> None:
                 f"{field}: ids must be 1-{MAX_ID_LENGTH} characters, got {len(value)}",
                 details=[{"field": field, "message": "bad id length"}],
             )
+
+
+def check_storable(body: BaseModel) -> None:
+    """422 for JSON the store cannot keep exactly (integers beyond 64 bits)."""
+    try:
+        orjson.dumps(body.model_dump(mode="json"))
+    except TypeError as exc:
+        raise ValidationFailed(
+            f"body cannot be stored: {exc}; send such numbers as strings",
+            details=[{"field": "body", "message": str(exc)}],
+        ) from None

@@ -11,6 +11,7 @@ from memory_service.routes.deps import (
     SizeChecked,
     Store,
     check_ids,
+    check_storable,
     expected_version,
 )
 from servicekit import CurrentIdentity
@@ -37,6 +38,7 @@ class PlanContextReplace(PlanContextWrite):
 
 
 def _validate(body: PlanContextWrite) -> None:
+    check_storable(body)
     check_ids("session_id", [body.session_id])
     check_ids("parent_plan_id", [body.parent_plan_id])
     check_ids("correlation_ids", body.correlation_ids)

@@ -13,6 +13,7 @@ from memory_service.routes.deps import (
     SizeChecked,
     Store,
     check_ids,
+    check_storable,
     expected_version,
 )
 from servicekit import CurrentIdentity
@@ -56,6 +57,7 @@ def _summary(record: object) -> PlanSummary:
 @router.post("", response_model=PlanSummary, status_code=201, dependencies=[SizeChecked])
 async def create_plan(body: PlanCreate, identity: CurrentIdentity, store: Store) -> PlanSummary:
     """Create a plan (a new id when ``plan_id`` is omitted; 409 if the id exists)."""
+    check_storable(body)
     check_ids("plan_id", [body.plan_id])
     check_ids("session_id", [body.session_id])
     check_ids("parent_plan_id", [body.parent_plan_id])

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from memory_service.routes.deps import RecordId, SizeChecked, Store, check_ids
+from memory_service.routes.deps import RecordId, SizeChecked, Store, check_ids, check_storable
 from memory_service.routes.plans import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from servicekit import CurrentIdentity
 from soorma_common._base import BaseDTO
@@ -24,6 +24,7 @@ async def create_session(
     body: SessionCreate, identity: CurrentIdentity, store: Store
 ) -> SessionSummary:
     """Create a session (a new id when ``session_id`` is omitted; 409 if the id exists)."""
+    check_storable(body)
     check_ids("session_id", [body.session_id])
     return await store.create_session(identity.tenant_id, body)
 

@@ -11,6 +11,7 @@ from memory_service.routes.deps import (
     SizeChecked,
     Store,
     check_ids,
+    check_storable,
     expected_version,
 )
 from servicekit import CurrentIdentity
@@ -37,6 +38,7 @@ class TaskContextReplace(TaskContextWrite):
 
 
 def _validate(body: TaskContextWrite) -> None:
+    check_storable(body)
     check_ids("correlation_id", [body.correlation_id])
     check_ids("plan_id", [body.plan_id])
     check_ids("sub_tasks", list(body.sub_tasks))
@@ -123,4 +125,5 @@ async def record_sub_task_result(
     Concurrent results for one task are serialized on the task's row, so none is lost,
     and each response shows every result recorded up to and including this one.
     """
+    check_storable(body)
     return await store.record_sub_task_result(identity.tenant_id, task_id, sub_task_id, body)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
 
-from memory_service.routes.deps import RecordId, SizeChecked, Store
+from memory_service.routes.deps import RecordId, SizeChecked, Store, check_storable
 from servicekit import CurrentIdentity
 from soorma_common._base import BaseDTO
 from soorma_common.memory import WorkingMemoryItem, WorkingMemoryWrite
@@ -32,6 +32,7 @@ async def put_working_memory(
     plan_id: RecordId, body: WorkingMemoryWrite, identity: CurrentIdentity, store: Store
 ) -> WorkingMemoryItem:
     """Store ``value`` under ``key`` (replacing any previous value)."""
+    check_storable(body)
     return await store.put_memory(identity.tenant_id, plan_id, body.key, body.value)
 
 

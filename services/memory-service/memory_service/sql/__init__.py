@@ -28,16 +28,11 @@ def _json_dumps(value: object) -> str:
     return orjson.dumps(value).decode()
 
 
-def _json_loads(value: str | int | float) -> object:
-    # SQLite gives a JSON column numeric affinity: a bare number comes back as a number.
-    if isinstance(value, int | float):
-        return value
-    return orjson.loads(value)
 
 
 async def open_sql_store(url: str) -> SqlMemoryStore:
     """Build the engine for ``url``, apply the migrations, return the store."""
-    engine = make_engine(url, json_serializer=_json_dumps, json_deserializer=_json_loads)
+    engine = make_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads)
     try:
         await migrate(engine, MIGRATIONS, version_table=VERSION_TABLE)
     except BaseException:

@@ -16,6 +16,8 @@ depends_on = None
 ID = sa.String(256)
 TENANT = sa.String(128)
 TS = sa.DateTime(timezone=True)
+# TEXT on SQLite: a column declared JSON there has numeric affinity (1.0 would read back as 1).
+JSON = sa.JSON().with_variant(sa.Text(), "sqlite")
 
 
 def upgrade() -> None:
@@ -28,8 +30,8 @@ def upgrade() -> None:
         sa.Column("correlation_id", ID, nullable=True),
         sa.Column("response_event", sa.Text, nullable=True),
         sa.Column("response_topic", sa.Text, nullable=False),
-        sa.Column("data", sa.JSON, nullable=False),
-        sa.Column("state", sa.JSON, nullable=False),
+        sa.Column("data", JSON, nullable=False),
+        sa.Column("state", JSON, nullable=False),
         sa.Column("version", sa.Integer, nullable=False),
         sa.Column("created_at", TS, nullable=False),
         sa.Column("updated_at", TS, nullable=False),
@@ -48,7 +50,7 @@ def upgrade() -> None:
         sa.Column("response_event", sa.Text, nullable=False),
         sa.Column("status", sa.String(32), nullable=False),
         sa.Column("parallel_group_id", ID, nullable=True),
-        sa.Column("result", sa.JSON, nullable=True),
+        sa.Column("result", JSON, nullable=True),
         sa.Column("error", sa.Text, nullable=True),
         sa.ForeignKeyConstraint(
             ["tenant_id", "task_id"],
@@ -67,13 +69,13 @@ def upgrade() -> None:
         sa.Column("session_id", ID, nullable=True),
         sa.Column("parent_plan_id", ID, nullable=True),
         sa.Column("goal_event", sa.Text, nullable=False),
-        sa.Column("goal_data", sa.JSON, nullable=False),
+        sa.Column("goal_data", JSON, nullable=False),
         sa.Column("response_event", sa.Text, nullable=True),
         sa.Column("status", sa.String(32), nullable=False),
         sa.Column("current_state", sa.Text, nullable=True),
-        sa.Column("state_machine", sa.JSON, nullable=False),
-        sa.Column("results", sa.JSON, nullable=False),
-        sa.Column("state", sa.JSON, nullable=False),
+        sa.Column("state_machine", JSON, nullable=False),
+        sa.Column("results", JSON, nullable=False),
+        sa.Column("state", JSON, nullable=False),
         sa.Column("version", sa.Integer, nullable=False),
         sa.Column("created_at", TS, nullable=False),
         sa.Column("updated_at", TS, nullable=False),
@@ -106,7 +108,7 @@ def upgrade() -> None:
         sa.Column("tenant_id", TENANT, primary_key=True),
         sa.Column("session_id", ID, primary_key=True),
         sa.Column("name", sa.Text, nullable=True),
-        sa.Column("metadata", sa.JSON, nullable=False),
+        sa.Column("metadata", JSON, nullable=False),
         sa.Column("created_at", TS, nullable=False),
         sa.Column("updated_at", TS, nullable=False),
     )
@@ -116,7 +118,7 @@ def upgrade() -> None:
         sa.Column("tenant_id", TENANT, primary_key=True),
         sa.Column("plan_id", ID, primary_key=True),
         sa.Column("key", sa.Text, primary_key=True),
-        sa.Column("value", sa.JSON(none_as_null=False), nullable=True),
+        sa.Column("value", JSON, nullable=True),
         sa.Column("created_at", TS, nullable=False),
         sa.Column("updated_at", TS, nullable=False),
     )

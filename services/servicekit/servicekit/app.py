@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -22,6 +23,15 @@ ReadyCheck = Callable[[], Awaitable[Any]]
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] | None]]
 
 access_log = logging.getLogger("servicekit.access")
+
+# Request ids: a random per-process prefix plus a counter. uuid4() per request cost ~5% of
+# the event service's CPU under publish load (an os.urandom syscall each time).
+_RID_PREFIX = os.urandom(6).hex()
+_rid_counter = itertools.count(1)
+
+
+def new_request_id() -> str:
+    return f"{_RID_PREFIX}-{next(_rid_counter):x}"
 
 
 class RequestContextMiddleware:
@@ -44,7 +54,7 @@ class RequestContextMiddleware:
             if key == b"x-request-id":
                 rid = value.decode("latin-1")[:128]
                 break
-        rid = rid or uuid.uuid4().hex
+        rid = rid or new_request_id()
         token = request_id_var.set(rid)
         started = time.perf_counter()
         status = 0

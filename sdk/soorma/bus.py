@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from soorma._http import ServiceClient
@@ -33,6 +33,9 @@ from soorma_common.events import (
 
 DEFAULT_CALL_TIMEOUT = 30.0
 DEFAULT_SOURCE = "soorma-sdk"
+
+# Checks an envelope before it is sent (raises to refuse it); see BusClient.payload_validator.
+PayloadValidator = Callable[[EventEnvelope], Awaitable[None]]
 
 
 def _check_topic(topic: object, *, what: str = "topic") -> str:
@@ -69,6 +72,9 @@ class BusClient(ServiceClient):
         source: ``source`` attribute of the events this client publishes.
         heartbeat_timeout: Seconds of silence after which a stream is reconnected.
         max_backoff: Longest delay between stream reconnect attempts.
+        payload_validator: Awaited with every envelope before it is published; raising
+            refuses the publish. ``PlatformContext.from_env`` installs the registry's
+            schema check for ``action-requests`` (seed 001 Q5, option B).
         **kwargs: See :class:`soorma._http.ServiceClient`.
     """
 
@@ -78,12 +84,14 @@ class BusClient(ServiceClient):
         source: str = DEFAULT_SOURCE,
         heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
         max_backoff: float = DEFAULT_MAX_BACKOFF,
+        payload_validator: PayloadValidator | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.source = source
         self.heartbeat_timeout = heartbeat_timeout
         self.max_backoff = max_backoff
+        self.payload_validator = payload_validator
 
     # -- building events -------------------------------------------------------------
 
@@ -234,6 +242,8 @@ class BusClient(ServiceClient):
     ) -> str:
         """Publish a prepared envelope (context inherited as in :meth:`publish`)."""
         envelope = self.inherit(envelope)
+        if self.payload_validator is not None:
+            await self.payload_validator(envelope)
         body = {"event": envelope.model_dump(mode="json", exclude_none=True)}
         result = await self._send(
             "POST", "/v1/events/publish", json=body, tenant_id=tenant_id, user_id=user_id
@@ -256,6 +266,9 @@ class BusClient(ServiceClient):
         """
         if not events:
             return []
+        if self.payload_validator is not None:
+            for envelope in events:
+                await self.payload_validator(envelope)
         body = {
             "events": [
                 self.inherit(e).model_dump(mode="json", exclude_none=True) for e in events
@@ -459,4 +472,4 @@ class BusClient(ServiceClient):
         return int((result or {}).get("count", 0))
 
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "BusClient"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "BusClient", "PayloadValidator"]

@@ -10,8 +10,10 @@ from typing import Any
 import httpx
 
 from soorma._http import Identity
+from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
 from soorma.memory import MemoryClient
+from soorma.registry import RegistryClient
 
 DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
 DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
@@ -121,7 +123,14 @@ class PlatformContext:
         identity = settings.identity
         bus = BusClient(base_url=settings.event_service_url, http=client, identity=identity)
         memory = MemoryClient(base_url=settings.memory_url, http=client, identity=identity)
-        return cls(bus=bus, memory=memory, settings=settings, http=client, owns_http=owns_http)
+        registry = RegistryClient(base_url=settings.registry_url, http=client, identity=identity)
+        # Seed 001 Q5 option B: action requests are checked against registered schemas.
+        bus.payload_validator = registry.validate_envelope
+        toolkit = EventToolkit(registry=registry)
+        return cls(
+            bus=bus, memory=memory, registry=registry, toolkit=toolkit, settings=settings,
+            http=client, owns_http=owns_http,
+        )
 
     async def close(self) -> None:
         """Close the shared HTTP client if this context created it."""

@@ -28,7 +28,8 @@ from soorma.agents._lru import RecentIds
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.subscription import Subscription
-from soorma_common.registry import AgentCapability
+from soorma_common.errors import AgentNotFound, SoormaError, ValidationFailed
+from soorma_common.registry import DEFAULT_AGENT_TTL_SECONDS, AgentCapability, EventDefinition
 
 logger = logging.getLogger("soorma.agent")
 
@@ -57,7 +58,13 @@ class Agent:
         name: Agent name; also the consumer group, so replicas share events.
         description: Human description (published to the registry).
         version: Agent version.
-        capabilities: Capabilities registered with the registry.
+        capabilities: Capabilities registered with the registry
+            (:class:`AgentCapability`, or plain task names).
+        events_consumed: Events the agent consumes: plain names, or
+            :class:`EventDefinition` objects (registered with the agent).
+        events_produced: Events the agent produces (same forms).
+        agent_id: Registry id (default: ``name``, so replicas share one entry).
+        ttl_seconds: Registry lease; the agent heartbeats every third of it.
         max_concurrency: Most events handled at once.
         context: Platform clients; built with ``PlatformContext.from_env()`` at start
             (and closed at stop) when omitted.
@@ -79,6 +86,10 @@ class Agent:
         description: str = "",
         version: str = "0.1.0",
         capabilities: Sequence[AgentCapability | str] = (),
+        events_consumed: Sequence[EventDefinition | str] = (),
+        events_produced: Sequence[EventDefinition | str] = (),
+        agent_id: str | None = None,
+        ttl_seconds: int = DEFAULT_AGENT_TTL_SECONDS,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         context: PlatformContext | None = None,
         group: str | None = None,
@@ -96,6 +107,12 @@ class Agent:
         self.description = description
         self.version = version
         self.capabilities = list(capabilities)
+        self.events_consumed = list(events_consumed)
+        self.events_produced = list(events_produced)
+        self.agent_id = agent_id or name
+        self.ttl_seconds = ttl_seconds
+        self._registry_task: asyncio.Task[None] | None = None
+        self._registered = False
         self.max_concurrency = max_concurrency
         self.group = group or name
         self.consumer_id = f"{name}-{uuid.uuid4().hex[:8]}"
@@ -325,17 +342,78 @@ class Agent:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(self.serve())
 
-    # -- registry hooks (filled in by the registry client) ---------------------------
+    # -- registry --------------------------------------------------------------------
+
+    def agent_definition(self) -> Any:
+        """The :class:`AgentDefinition` this agent registers, and its standalone events."""
+        from soorma.registry import build_agent_definition
+
+        return build_agent_definition(
+            agent_id=self.agent_id, name=self.name, description=self.description,
+            version=self.version, agent_type=self.agent_type,
+            capabilities=self.capabilities, events_consumed=self.events_consumed,
+            events_produced=self.events_produced, ttl_seconds=self.ttl_seconds,
+        )
+
+    async def _register_once(self) -> bool:
+        registry = self.context.registry.without_retries()
+        definition, standalone = self.agent_definition()
+        try:
+            for event in standalone:
+                await registry.register_event(event)
+            await registry.register(definition)
+        except ValidationFailed:
+            raise  # an invalid schema or topic in the agent's own events: a bug to fix
+        except SoormaError as exc:
+            # The registry only serves discovery: an agent keeps working without it and
+            # the heartbeat loop registers it once the registry is reachable.
+            logger.warning("agent %s: registration failed (%s); will retry", self.name, exc)
+            return False
+        return True
 
     async def _register(self) -> None:
-        """Register with the registry; no-op while ``context.registry`` is ``None``."""
+        """Register with the registry and start heartbeating (no-op without a registry).
+
+        Schema errors in the agent's own events fail the start: they are bugs to fix,
+        not outages to wait out.
+        """
         if self.context.registry is None:
             return
+        self.agent_definition()  # malformed capabilities/events fail the start here
+        self._registered = await self._register_once()
+        self._registry_task = asyncio.create_task(
+            self._heartbeat_loop(), name=f"agent {self.name} heartbeat"
+        )
+
+    async def _heartbeat_loop(self) -> None:
+        registry = self.context.registry.without_retries()
+        interval = max(self.ttl_seconds / 3, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if not self._registered:
+                    self._registered = await self._register_once()
+                    continue
+                try:
+                    await registry.heartbeat(self.agent_id)
+                except AgentNotFound:
+                    # Expired (e.g. paused past the TTL) or purged: announce again.
+                    self._registered = await self._register_once()
+            except SoormaError as exc:
+                logger.warning("agent %s: heartbeat failed: %s", self.name, exc)
 
     async def _deregister(self) -> None:
-        """Deregister from the registry; no-op while ``context.registry`` is ``None``."""
-        if self._context is None or self._context.registry is None:
+        """Stop heartbeating and deregister (no-op without a registry)."""
+        task, self._registry_task = self._registry_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._context is None or self._context.registry is None or not self._registered:
             return
+        self._registered = False
+        with contextlib.suppress(SoormaError):
+            await self._context.registry.without_retries().deregister(self.agent_id)
 
     # -- dispatch --------------------------------------------------------------------
 

@@ -1,0 +1,82 @@
+"""Audit records of LLM calls, kept with the plan (``plan.state["llm_audit"]``).
+
+Each record says what was asked (the prompt), what came back (raw output), from which
+model, how long it took, the tokens used and whether the answer passed validation -- with
+credentials redacted, since plan state is readable through the memory service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, MutableMapping
+from datetime import UTC, datetime
+from typing import Any
+
+from soorma.ai._redact import redact
+
+AUDIT_KEY = "llm_audit"
+DEFAULT_AUDIT_LIMIT = 50
+# Prompts carry event schemas and results; stored trimmed to keep plan records small.
+MAX_AUDIT_TEXT = 8000
+
+ATTEMPT_FIRST = "first"
+ATTEMPT_REPAIR = "repair"
+ATTEMPT_FALLBACK_MODEL = "fallback_model"
+ATTEMPT_FALLBACK_PLANNER = "fallback_planner"
+
+
+def _trim(text: str) -> str:
+    return text if len(text) <= MAX_AUDIT_TEXT else text[:MAX_AUDIT_TEXT] + "...(truncated)"
+
+
+def audit_record(
+    *,
+    attempt: str,
+    model: str | None,
+    messages: list[dict[str, str]] | None,
+    raw_output: str | None,
+    latency_ms: float | None,
+    tokens: dict[str, int] | None,
+    errors: list[str],
+    secrets: Iterable[str] = (),
+) -> dict[str, Any]:
+    """One redacted audit entry."""
+    secrets = tuple(secrets)
+    prompt = (
+        [{"role": m["role"], "content": _trim(m["content"])} for m in messages]
+        if messages is not None else None
+    )
+    return redact(
+        {
+            "at": datetime.now(UTC).isoformat(),
+            "attempt": attempt,
+            "model": model,
+            "prompt": prompt,
+            "raw_output": _trim(raw_output) if raw_output is not None else None,
+            "latency_ms": round(latency_ms, 2) if latency_ms is not None else None,
+            "tokens": tokens or {},
+            "valid": not errors,
+            "errors": list(errors),
+        },
+        secrets,
+    )
+
+
+def append_audit(
+    state: MutableMapping[str, Any], records: list[dict[str, Any]], limit: int
+) -> None:
+    """Add ``records`` to ``state[AUDIT_KEY]``, keeping the newest ``limit``."""
+    log = list(state.get(AUDIT_KEY) or [])
+    log.extend(records)
+    state[AUDIT_KEY] = log[-limit:] if limit > 0 else []
+
+
+__all__ = [
+    "ATTEMPT_FALLBACK_MODEL",
+    "ATTEMPT_FALLBACK_PLANNER",
+    "ATTEMPT_FIRST",
+    "ATTEMPT_REPAIR",
+    "AUDIT_KEY",
+    "DEFAULT_AUDIT_LIMIT",
+    "append_audit",
+    "audit_record",
+]

@@ -60,3 +60,22 @@ async def test_fan_in_keeps_all_results_through_a_real_server(
         limits = httpx.Limits(max_connections=N, max_keepalive_connections=N)
         async with httpx.AsyncClient(base_url=srv.url, limits=limits, timeout=60) as client:
             await _fan_in(client)
+
+
+async def test_results_survive_concurrent_whole_record_saves(client: httpx.AsyncClient) -> None:
+    """Workers re-saving their stale (all-pending) copy while results land lose none."""
+    n = 20
+    stale = task_body("t1", sub_tasks={f"s{i}": sub_task(f"s{i}", group="g") for i in range(n)})
+    await client.post(BASE, json=stale)
+    results = [
+        client.post(f"{BASE}/t1/sub-tasks/s{i}/result", json={"result": {"i": i}})
+        for i in range(n)
+    ]
+    saves = [client.post(BASE, json={**stale, "state": {"save": k}}) for k in range(10)]
+    responses = await asyncio.gather(*results, *saves)
+    assert all(r.status_code == 200 for r in responses)
+    final = (await client.get(f"{BASE}/t1")).json()
+    assert final["version"] == 1 + n + 10
+    assert {k: s["result"] for k, s in final["sub_tasks"].items()} == {
+        f"s{i}": {"i": i} for i in range(n)
+    }

@@ -163,3 +163,17 @@ async def test_deleting_a_plan_removes_its_context_memory_and_tasks(
     again = await client.delete(f"{CTX}/p1")
     assert again.status_code == 404
     assert again.json()["error"]["code"] == "plan_not_found"
+
+
+async def test_etag_carries_the_version_for_if_match(client: httpx.AsyncClient) -> None:
+    created = await client.post(CTX, json=plan_body("p1"))
+    assert created.headers["ETag"] == '"1"'
+    got = await client.get(f"{CTX}/p1")
+    assert got.headers["ETag"] == '"1"'
+    put = await client.put(f"{CTX}/p1", json=plan_body("p1"),
+                           headers={"If-Match": got.headers["ETag"]})
+    assert put.status_code == 200
+    assert put.headers["ETag"] == '"2"'
+    assert (await client.get(f"{PLANS}/p1")).headers["ETag"] == '"2"'
+    task = await client.post("/v1/memory/task-context", json={"task_id": "t1"})
+    assert task.headers["ETag"] == '"1"'

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Annotated
 
 import orjson
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Header, Path, Request, Response
 from pydantic import BaseModel
 
 from memory_service.store import MemoryStore
@@ -94,3 +94,8 @@ def check_storable(body: BaseModel) -> None:
             f"body cannot be stored: {exc}; send such numbers as strings",
             details=[{"field": "body", "message": str(exc)}],
         ) from None
+
+
+def set_etag(response: Response, version: int) -> None:
+    """``ETag: "<version>"``, ready to send back as ``If-Match``."""
+    response.headers["ETag"] = f'"{version}"'

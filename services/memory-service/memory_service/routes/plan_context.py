@@ -13,6 +13,7 @@ from memory_service.routes.deps import (
     check_ids,
     check_storable,
     expected_version,
+    set_etag,
 )
 from servicekit import CurrentIdentity
 from soorma_common.errors import ValidationFailed
@@ -46,28 +47,38 @@ def _validate(body: PlanContextWrite) -> None:
 
 @router.post("", response_model=PlanContextRecord, dependencies=[SizeChecked])
 async def upsert_plan_context(
-    body: PlanContextWrite, identity: CurrentIdentity, store: Store, if_match: IfMatch
+    body: PlanContextWrite,
+    identity: CurrentIdentity,
+    store: Store,
+    if_match: IfMatch,
+    response: Response,
 ) -> PlanContextRecord:
     """Create or replace a plan context; returns the stored record with its version."""
     _validate(body)
-    return await store.save_plan(
+    result = await store.save_plan(
         identity.tenant_id, body, expected_version=expected_version(if_match, body.expected_version)
     )
+    set_etag(response, result.version)
+    return result
 
 
 @router.get("/by-correlation/{correlation_id}", response_model=PlanContextRecord)
 async def get_plan_context_by_correlation(
-    correlation_id: RecordId, identity: CurrentIdentity, store: Store
+    correlation_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanContextRecord:
     """The plan whose ``plan_id`` or ``correlation_ids`` contains ``correlation_id``."""
-    return await store.get_plan_by_correlation(identity.tenant_id, correlation_id)
+    result = await store.get_plan_by_correlation(identity.tenant_id, correlation_id)
+    set_etag(response, result.version)
+    return result
 
 
 @router.get("/{plan_id}", response_model=PlanContextRecord)
 async def get_plan_context(
-    plan_id: RecordId, identity: CurrentIdentity, store: Store
+    plan_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanContextRecord:
-    return await store.get_plan(identity.tenant_id, plan_id)
+    result = await store.get_plan(identity.tenant_id, plan_id)
+    set_etag(response, result.version)
+    return result
 
 
 @router.put("/{plan_id}", response_model=PlanContextRecord, dependencies=[SizeChecked])
@@ -77,6 +88,7 @@ async def replace_plan_context(
     identity: CurrentIdentity,
     store: Store,
     if_match: IfMatch,
+    response: Response,
 ) -> PlanContextRecord:
     """Replace an existing plan context (404 if it does not exist)."""
     if body.plan_id is not None and body.plan_id != plan_id:
@@ -86,10 +98,14 @@ async def replace_plan_context(
         )
     record = PlanContextWrite.model_validate({**body.model_dump(), "plan_id": plan_id})
     _validate(record)
-    return await store.save_plan(
-        identity.tenant_id, record,
-        expected_version=expected_version(if_match, body.expected_version), must_exist=True,
+    result = await store.save_plan(
+        identity.tenant_id,
+        record,
+        expected_version=expected_version(if_match, body.expected_version),
+        must_exist=True,
     )
+    set_etag(response, result.version)
+    return result
 
 
 @router.delete("/{plan_id}", status_code=204)

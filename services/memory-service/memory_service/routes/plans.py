@@ -15,6 +15,7 @@ from memory_service.routes.deps import (
     check_ids,
     check_storable,
     expected_version,
+    set_etag,
 )
 from servicekit import CurrentIdentity
 from soorma_common._base import BaseDTO
@@ -55,13 +56,17 @@ def _summary(record: object) -> PlanSummary:
 
 
 @router.post("", response_model=PlanSummary, status_code=201, dependencies=[SizeChecked])
-async def create_plan(body: PlanCreate, identity: CurrentIdentity, store: Store) -> PlanSummary:
+async def create_plan(
+    body: PlanCreate, identity: CurrentIdentity, store: Store, response: Response
+) -> PlanSummary:
     """Create a plan (a new id when ``plan_id`` is omitted; 409 if the id exists)."""
     check_storable(body)
     check_ids("plan_id", [body.plan_id])
     check_ids("session_id", [body.session_id])
     check_ids("parent_plan_id", [body.parent_plan_id])
-    return _summary(await store.create_plan(identity.tenant_id, body))
+    result = _summary(await store.create_plan(identity.tenant_id, body))
+    set_etag(response, result.version)
+    return result
 
 
 @router.get("", response_model=PlanList)
@@ -75,27 +80,43 @@ async def list_plans(
 ) -> PlanList:
     """The caller's plans, most recently updated first."""
     plans = await store.list_plans(
-        identity.tenant_id, statuses=_statuses(status), session_id=session_id,
-        parent_plan_id=parent_plan_id, limit=limit,
+        identity.tenant_id,
+        statuses=_statuses(status),
+        session_id=session_id,
+        parent_plan_id=parent_plan_id,
+        limit=limit,
     )
     return PlanList(plans=plans)
 
 
 @router.get("/{plan_id}", response_model=PlanSummary)
-async def get_plan(plan_id: RecordId, identity: CurrentIdentity, store: Store) -> PlanSummary:
-    return _summary(await store.get_plan(identity.tenant_id, plan_id))
+async def get_plan(
+    plan_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
+) -> PlanSummary:
+    result = _summary(await store.get_plan(identity.tenant_id, plan_id))
+    set_etag(response, result.version)
+    return result
 
 
 @router.put("/{plan_id}", response_model=PlanSummary)
 async def update_plan(
-    plan_id: RecordId, body: PlanUpdate, identity: CurrentIdentity, store: Store, if_match: IfMatch
+    plan_id: RecordId,
+    body: PlanUpdate,
+    identity: CurrentIdentity,
+    store: Store,
+    if_match: IfMatch,
+    response: Response,
 ) -> PlanSummary:
     """Change a plan's status (optionally guarded by ``If-Match``/``expected_version``)."""
     record = await store.update_plan_status(
-        identity.tenant_id, plan_id, status=body.status,
+        identity.tenant_id,
+        plan_id,
+        status=body.status,
         expected_version=expected_version(if_match, body.expected_version),
     )
-    return _summary(record)
+    result = _summary(record)
+    set_etag(response, result.version)
+    return result
 
 
 @router.delete("/{plan_id}", status_code=204)

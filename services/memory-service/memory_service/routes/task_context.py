@@ -13,6 +13,7 @@ from memory_service.routes.deps import (
     check_ids,
     check_storable,
     expected_version,
+    set_etag,
 )
 from servicekit import CurrentIdentity
 from soorma_common.errors import ValidationFailed
@@ -53,28 +54,38 @@ def _validate(body: TaskContextWrite) -> None:
 
 @router.post("", response_model=TaskContextRecord, dependencies=[SizeChecked])
 async def upsert_task_context(
-    body: TaskContextWrite, identity: CurrentIdentity, store: Store, if_match: IfMatch
+    body: TaskContextWrite,
+    identity: CurrentIdentity,
+    store: Store,
+    if_match: IfMatch,
+    response: Response,
 ) -> TaskContextRecord:
     """Create or replace a task context; returns the stored record with its version."""
     _validate(body)
-    return await store.save_task(
+    result = await store.save_task(
         identity.tenant_id, body, expected_version=expected_version(if_match, body.expected_version)
     )
+    set_etag(response, result.version)
+    return result
 
 
 @router.get("/by-subtask/{sub_task_id}", response_model=TaskContextRecord)
 async def get_task_context_by_sub_task(
-    sub_task_id: RecordId, identity: CurrentIdentity, store: Store
+    sub_task_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> TaskContextRecord:
     """The task context that owns ``sub_task_id`` (fan-in: find the parent of a result)."""
-    return await store.get_task_by_sub_task(identity.tenant_id, sub_task_id)
+    result = await store.get_task_by_sub_task(identity.tenant_id, sub_task_id)
+    set_etag(response, result.version)
+    return result
 
 
 @router.get("/{task_id}", response_model=TaskContextRecord)
 async def get_task_context(
-    task_id: RecordId, identity: CurrentIdentity, store: Store
+    task_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> TaskContextRecord:
-    return await store.get_task(identity.tenant_id, task_id)
+    result = await store.get_task(identity.tenant_id, task_id)
+    set_etag(response, result.version)
+    return result
 
 
 @router.put("/{task_id}", response_model=TaskContextRecord, dependencies=[SizeChecked])
@@ -84,6 +95,7 @@ async def replace_task_context(
     identity: CurrentIdentity,
     store: Store,
     if_match: IfMatch,
+    response: Response,
 ) -> TaskContextRecord:
     """Replace an existing task context (404 if it does not exist)."""
     if body.task_id is not None and body.task_id != task_id:
@@ -93,10 +105,14 @@ async def replace_task_context(
         )
     record = TaskContextWrite.model_validate({**body.model_dump(), "task_id": task_id})
     _validate(record)
-    return await store.save_task(
-        identity.tenant_id, record,
-        expected_version=expected_version(if_match, body.expected_version), must_exist=True,
+    result = await store.save_task(
+        identity.tenant_id,
+        record,
+        expected_version=expected_version(if_match, body.expected_version),
+        must_exist=True,
     )
+    set_etag(response, result.version)
+    return result
 
 
 @router.delete("/{task_id}", status_code=204)
@@ -119,6 +135,7 @@ async def record_sub_task_result(
     body: SubTaskResultRequest,
     identity: CurrentIdentity,
     store: Store,
+    response: Response,
 ) -> TaskContextRecord:
     """Record one sub-task's result atomically and return the whole updated context.
 
@@ -126,4 +143,7 @@ async def record_sub_task_result(
     and each response shows every result recorded up to and including this one.
     """
     check_storable(body)
-    return await store.record_sub_task_result(identity.tenant_id, task_id, sub_task_id, body)
+    result = await store.record_sub_task_result(identity.tenant_id, task_id, sub_task_id, body)
+
+    set_etag(response, result.version)
+    return result

@@ -172,14 +172,8 @@ async def test_trace_and_parent_chain_propagate_across_two_hops(context: Platfor
 
 
 async def test_two_replicas_of_one_agent_split_the_work(
-    event_service: LiveServer, event_settings: Settings, request: pytest.FixtureRequest
+    event_service: LiveServer, event_settings: Settings
 ):
-    if event_settings.event_backend == "memory":
-        # Every job is still handled exactly once (asserted first), but the memory log
-        # wakes the same waiting reader first each time, so one replica takes all jobs.
-        request.applymarker(
-            pytest.mark.xfail(reason="event-service memory backend: group reads not fair")
-        )
     handled_by: dict[int, str] = {}
     contexts = [make_context(event_service.url) for _ in range(2)]
     replicas = [Agent(name="splitter", context=ctx, max_concurrency=1) for ctx in contexts]

@@ -7,6 +7,7 @@ keyed ``(tenant_id, correlation_id, plan_id)`` so by-correlation is an index see
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -295,7 +296,7 @@ class SqlPlans(SqlBase):
             if deleted.rowcount == 0:
                 raise _plan_not_found(plan_id)
 
-    async def prune_finished_plans(self, *, updated_before: Any) -> int:
+    async def prune_finished_plans(self, *, updated_before: datetime) -> int:
         old = sa.and_(
             plans.c.status.in_([s.value for s in FINISHED_PLAN_STATUSES]),
             plans.c.updated_at < updated_before,

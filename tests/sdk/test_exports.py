@@ -8,13 +8,18 @@ def test_top_level_exports_are_pinned():
     assert sorted(soorma.__all__) == [
         "Agent",
         "BusClient",
+        "DelegationSpec",
         "Event",
         "Identity",
         "InvocationContext",
+        "MemoryClient",
         "PlatformContext",
         "PlatformSettings",
+        "ResultContext",
         "Subscription",
+        "TaskContext",
         "Tool",
+        "Worker",
         "__version__",
         "current_event",
     ]
@@ -23,7 +28,15 @@ def test_top_level_exports_are_pinned():
 
 
 def test_agents_package_exports_are_pinned():
-    assert sorted(soorma.agents.__all__) == ["Agent", "InvocationContext", "Tool"]
+    assert sorted(soorma.agents.__all__) == [
+        "Agent",
+        "DelegationSpec",
+        "InvocationContext",
+        "ResultContext",
+        "TaskContext",
+        "Tool",
+        "Worker",
+    ]
 
 
 def test_sdk_does_not_import_server_libraries():

@@ -1,6 +1,17 @@
-"""Agent types: :class:`Agent` (raw events) and :class:`Tool` (request/response)."""
+"""Agent types: :class:`Agent` (raw events), :class:`Tool` (request/response)
+and :class:`Worker` (async tasks with delegation)."""
 
 from soorma.agents.base import Agent
 from soorma.agents.tool import InvocationContext, Tool
+from soorma.agents.worker import Worker
+from soorma.task import DelegationSpec, ResultContext, TaskContext
 
-__all__ = ["Agent", "InvocationContext", "Tool"]
+__all__ = [
+    "Agent",
+    "DelegationSpec",
+    "InvocationContext",
+    "ResultContext",
+    "TaskContext",
+    "Tool",
+    "Worker",
+]

@@ -534,6 +534,14 @@ class PlanContext:
         elif events:
             await bus.publish_batch(events, **self._identity())
 
+    async def resend_current_action(self) -> None:
+        """Publish the current state's outstanding request again, under the same id.
+
+        For a redelivered trigger whose first handling may have died before sending.
+        """
+        if self._action_correlation(self.current_state) is not None:
+            await self._publish_action(self.current_state, lifecycle=[])
+
     def interpolation_sources(self) -> dict[str, Any]:
         """What ``{...}`` placeholders in action data can reference."""
         return {

@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from servicekit import CurrentIdentity, ServiceSettings, create_service_app
 from servicekit.auth import issue_token
 from soorma_common import PlanNotFound
+from soorma_common._base import BaseDTO
 
 pytestmark = pytest.mark.asyncio
 
@@ -24,6 +25,16 @@ async def whoami(identity: CurrentIdentity) -> dict[str, str]:
 @router.get("/missing/{plan_id}")
 async def missing(plan_id: str) -> None:
     raise PlanNotFound(f"plan {plan_id!r} not found", details={"plan_id": plan_id})
+
+
+class _Envelope(BaseDTO):
+    task_id: str
+    count: int = 0
+
+
+@router.post("/dto")
+async def dto(body: _Envelope) -> dict[str, str]:
+    return {"task_id": body.task_id}
 
 
 @router.post("/echo")
@@ -100,6 +111,10 @@ async def test_validation_errors_name_the_field() -> None:
         assert body["code"] == "validation_error"
         assert "count" in body["message"]
         assert body["details"][0]["field"] == "count"
+        r = await client.post("/dto", json={"count": 1})
+        assert r.status_code == 422
+        assert r.json()["error"]["details"][0]["field"] == "task_id"
+        assert "task_id" in r.json()["error"]["message"]
 
 
 async def test_oversized_body_is_rejected_with_413() -> None:

@@ -7,6 +7,7 @@ Every error a service returns looks like
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -60,8 +61,18 @@ def error_response(status: int, code: str, message: str, details: Any = None) ->
     )
 
 
+_CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _snake(part: Any) -> str:
+    # DTOs accept camelCase aliases on input, so pydantic reports a missing field by its
+    # alias ("taskId"); the wire format is snake_case, so name it that way.
+    text = str(part)
+    return _CAMEL_HUMP.sub("_", text).lower() if text[:1].islower() else text
+
+
 def _field_path(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    parts = [_snake(p) for p in loc if p not in ("body", "query", "path", "header")]
     return ".".join(parts) or ".".join(str(p) for p in loc)
 
 
@@ -78,15 +89,32 @@ def describe_validation_errors(errors: list[dict[str, Any]]) -> tuple[str, list[
     return f"invalid request: {summary}", details
 
 
+def response_for(exc: Exception) -> Response | None:
+    """The error response for a domain or request-validation error; None for others.
+
+    For pure-ASGI fast paths that run outside FastAPI's exception handlers but must
+    answer exactly as they would.
+    """
+    if isinstance(exc, e.SoormaError):
+        return error_response(status_for(exc), exc.code, exc.message, exc.details)
+    if isinstance(exc, RequestValidationError):
+        message, details = describe_validation_errors(list(exc.errors()))
+        return error_response(422, "validation_error", message, details)
+    return None
+
+
 async def _soorma_error(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, e.SoormaError)
-    return error_response(status_for(exc), exc.code, exc.message, exc.details)
+    response = response_for(exc)
+    assert response is not None
+    return response
 
 
 async def _validation_error(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
-    message, details = describe_validation_errors(list(exc.errors()))
-    return error_response(422, "validation_error", message, details)
+    response = response_for(exc)
+    assert response is not None
+    return response
 
 
 async def _http_error(_: Request, exc: Exception) -> Response:

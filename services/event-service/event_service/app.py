@@ -9,11 +9,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from starlette.middleware import Middleware
 from starlette.responses import Response
 
 from event_service.backends.base import EventLog
 from event_service.backends.memory import MemoryEventLog
 from event_service.fanout import BroadcastHub
+from event_service.fastpath import PublishFastPath
 from event_service.groups import GroupWaker
 from event_service.routes import router
 from event_service.settings import Settings
@@ -28,17 +30,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
-        client = None
+        clients: list[Any] = []
         log: EventLog
         if settings.event_backend == "redis":
-            from redis.asyncio import Redis
+            from event_service.backends.redis import RedisEventLog, open_redis
 
-            from event_service.backends.redis import RedisEventLog
-
-            # One pool per process, shared by publishes, fan-out readers and groups.
-            client = Redis.from_url(settings.redis_url)
+            client, blocking = open_redis(settings)
+            clients = [client, blocking]
             log = RedisEventLog(
-                redis=client, prefix=settings.redis_prefix,
+                redis=client, blocking_redis=blocking, prefix=settings.redis_prefix,
                 max_length=settings.stream_max_length,
             )
         else:
@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await hub.close()
             await log.close()
-            if client is not None:
+            for client in clients:
                 await client.aclose()
 
     app = create_service_app(
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         routers=[router],
         max_body_bytes=settings.max_request_bytes,
+        inner_middleware=[Middleware(PublishFastPath, settings=settings)],
     )
     # Redis unreachable is the caller's cue to retry, not a bug: 503, not 500.
     app.add_exception_handler(RedisConnectionError, _backend_unavailable)

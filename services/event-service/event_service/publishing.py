@@ -9,7 +9,9 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
 from event_service.backends.base import NewEvent
+from event_service.state import EventState
 from servicekit.auth import Identity
+from soorma_common.bus import PublishBatchRequest, PublishRequest
 from soorma_common.errors import PayloadTooLarge
 from soorma_common.events import EventEnvelope
 
@@ -49,3 +51,26 @@ def to_new_event(
                 details={"field": f"{field}.data", "size": size, "limit": max_data_bytes},
             )
     return NewEvent(event.topic, event.type, payload)
+
+
+async def publish_one(state: EventState, identity: Identity, body: bytes) -> bytes:
+    """``POST /v1/events/publish``: validate, stamp, append; the JSON answer."""
+    request = parse_body(PublishRequest, body)
+    new = to_new_event(request.event, identity, max_data_bytes=state.settings.max_payload_bytes)
+    stream_ids = await state.log.append(identity.tenant_id, [new])
+    return orjson.dumps({"event_id": request.event.id, "stream_id": stream_ids[0]})
+
+
+async def publish_many(state: EventState, identity: Identity, body: bytes) -> bytes:
+    """``POST /v1/events/publish-batch``: all validated first, then appended atomically."""
+    request = parse_body(PublishBatchRequest, body)
+    limit = state.settings.max_payload_bytes
+    new = [
+        to_new_event(e, identity, max_data_bytes=limit, field=f"events.{i}")
+        for i, e in enumerate(request.events)
+    ]
+    stream_ids = await state.log.append(identity.tenant_id, new)
+    return orjson.dumps({"results": [
+        {"event_id": e.id, "stream_id": sid}
+        for e, sid in zip(request.events, stream_ids, strict=True)
+    ]})

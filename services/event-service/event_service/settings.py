@@ -20,6 +20,11 @@ class Settings(ServiceSettings):
 
     event_backend: Literal["memory", "redis"] = "memory"
     redis_url: str = "redis://127.0.0.1:6379/0"
+    # Connections for short commands (publishes, acks, reads); requests beyond this
+    # wait for a free one instead of failing. Blocking reads have their own pool.
+    redis_max_connections: int = Field(default=64, ge=2, le=10_000)
+    # Bound on one short Redis command; blocking reads are bounded by ``block_seconds``.
+    redis_command_timeout: float = Field(default=5.0, gt=0)
     redis_prefix: str = Field(default="soorma", pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
     # Approximate cap on entries kept per topic (Redis ``XADD MAXLEN ~``).
     stream_max_length: int = Field(default=100_000, ge=100)

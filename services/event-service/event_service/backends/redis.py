@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.exceptions import ResponseError
 
 from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
+from event_service.backends.redis_appends import AppendCoalescer
 from event_service.ids import ZERO_ID, parse_id
+from event_service.settings import Settings
 from soorma_common.errors import EventNotFound
 from soorma_common.events import dead_letter_topic
 
@@ -28,6 +30,8 @@ from soorma_common.events import dead_letter_topic
 # the stream's visibility timeout (which is capped well below this).
 _NACKED_IDLE_MS = 10**12
 _NACKED_OWNER = "_nacked"
+# Blocking reads: one per broadcast topic and one per group stream in this process.
+_MAX_BLOCKING_CONNECTIONS = 10_000
 
 
 def _entry(topic: str, raw_id: bytes, fields: dict[bytes, bytes]) -> Entry:
@@ -37,13 +41,49 @@ def _entry(topic: str, raw_id: bytes, fields: dict[bytes, bytes]) -> Entry:
     )
 
 
-class RedisEventLog(EventLog):
-    """Event log on Redis Streams; the client (and its pool) is injected and shared."""
+def open_redis(settings: Settings) -> tuple[Redis, Redis]:
+    """The two clients a process needs: short commands, and blocking reads.
 
-    def __init__(self, *, redis: Redis, prefix: str = "soorma", max_length: int = 100_000):
+    Short commands share a bounded pool: a burst of requests (say 1,000 SSE clients
+    connecting at once) waits for a connection instead of failing. Blocking reads
+    (``XREAD``/``XREADGROUP BLOCK``) each hold a connection for up to ``block_seconds``
+    and are bounded by that server-side, so they get their own pool and no socket
+    timeout (which would also cost a timer per read).
+    """
+    commands = Redis.from_pool(BlockingConnectionPool.from_url(
+        settings.redis_url, max_connections=settings.redis_max_connections,
+        timeout=settings.redis_command_timeout,
+        socket_timeout=settings.redis_command_timeout,
+        socket_connect_timeout=settings.redis_command_timeout,
+    ))
+    blocking = Redis.from_pool(ConnectionPool.from_url(
+        settings.redis_url, max_connections=_MAX_BLOCKING_CONNECTIONS,
+        socket_timeout=None, socket_keepalive=True,
+        socket_connect_timeout=settings.redis_command_timeout,
+    ))
+    return commands, blocking
+
+
+class RedisEventLog(EventLog):
+    """Event log on Redis Streams; the clients (and their pools) are injected and shared.
+
+    ``blocking_redis`` serves the blocking reads (defaults to ``redis``); see
+    :func:`open_redis`. Single-event appends are coalesced: see :class:`AppendCoalescer`.
+    """
+
+    def __init__(
+        self,
+        *,
+        redis: Redis,
+        blocking_redis: Redis | None = None,
+        prefix: str = "soorma",
+        max_length: int = 100_000,
+    ):
         self._r = redis
+        self._blocking = blocking_redis or redis
         self._prefix = prefix
         self._max_length = max_length
+        self._appends = AppendCoalescer(redis=redis, max_length=max_length)
 
     def _key(self, tenant: str, topic: str) -> str:
         return f"{self._prefix}:{{{tenant}}}:t:{topic}"
@@ -54,10 +94,7 @@ class RedisEventLog(EventLog):
     async def append(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
         if len(events) == 1:
             e = events[0]
-            raw = await self._r.xadd(
-                self._key(tenant, e.topic), {b"e": e.payload, b"y": e.type},
-                maxlen=self._max_length, approximate=True,
-            )
+            raw = await self._appends.xadd(self._key(tenant, e.topic), e.payload, e.type)
             return [raw.decode()]
         async with self._r.pipeline(transaction=True) as pipe:
             for e in events:
@@ -89,7 +126,7 @@ class RedisEventLog(EventLog):
     async def read_live(
         self, tenant: str, topic: str, *, after: str, count: int, block: float
     ) -> list[Entry]:
-        found = await self._r.xread(
+        found = await self._blocking.xread(
             {self._key(tenant, topic): after}, count=count, block=max(1, int(block * 1000))
         )
         return [_entry(topic, raw_id, fields) for _, rows in found for raw_id, fields in rows]
@@ -120,7 +157,7 @@ class RedisEventLog(EventLog):
     ) -> list[Entry]:
         by_key = {self._key(tenant, topic): topic for topic in topics}
         try:
-            found = await self._r.xreadgroup(
+            found = await self._blocking.xreadgroup(
                 group, consumer, dict.fromkeys(by_key, ">"), count=count,
                 block=max(1, int(block * 1000)),
             )
@@ -287,4 +324,4 @@ class RedisEventLog(EventLog):
         await self._r.ping()
 
     async def close(self) -> None:
-        return None
+        await self._appends.close()

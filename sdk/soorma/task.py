@@ -347,6 +347,16 @@ class TaskContext:
                     "error": error}
         )
 
+    def group_of(self, sub_task_id: str | None) -> str | None:
+        """The ``parallel_group_id`` a sub-task was delegated in (``None`` if none).
+
+        Use it in ``on_result`` to find the fan-out a result belongs to: unlike a group
+        id saved in ``state`` after ``delegate_parallel()`` returns, it is stored before
+        any request goes out, so even the fastest answer finds it.
+        """
+        sub = self.sub_tasks.get(sub_task_id or "")
+        return None if sub is None else sub.parallel_group_id
+
     def group(self, parallel_group_id: str) -> list[SubTaskRecord]:
         """The sub-tasks of one fan-out, in delegation order."""
         return [s for s in self.sub_tasks.values() if s.parallel_group_id == parallel_group_id]

@@ -82,16 +82,18 @@ async def test_parallel_specs_with_the_same_event_type_keep_their_own_data(
 
     @worker.on_task("fan.requested")
     async def fan(task, ctx):
-        task.state["group"] = await task.delegate_parallel(
+        group = await task.delegate_parallel(
             [DelegationSpec("shard.requested", {"shard": n}, "shard.done") for n in range(4)]
         )
+        # Saving after the fan-out races with the answers; it must not erase them.
+        task.state["group"] = group
         await task.save()
 
     @worker.on_result("shard.done")
     async def gather(result, ctx):
         task = await result.restore_task()
         task.update_sub_task_result(result.correlation_id, result.data)
-        results = task.aggregate_parallel_results(task.state["group"])
+        results = task.aggregate_parallel_results(task.group_of(result.correlation_id))
         if results is not None:
             # Delegation order is kept, and every sub-task saw its own data.
             await task.complete([r["result"]["echo"] for r in results.values()])

@@ -23,16 +23,15 @@ def replica(context: PlatformContext, handled: list[tuple[int, str]], completion
 
     @worker.on_task("bulk.requested")
     async def fan_out(task, ctx):
-        task.state["group"] = await task.delegate_parallel(
+        await task.delegate_parallel(
             [DelegationSpec("item.process", {"i": i}, "item.done") for i in range(FAN_OUT)]
         )
-        await task.save()
 
     @worker.on_result("item.done")
     async def fan_in(result, ctx):
         try:
             task = await result.restore_task()
-            results = task.aggregate_parallel_results(task.state["group"])
+            results = task.aggregate_parallel_results(task.group_of(result.correlation_id))
             if results is not None:
                 completions.append(
                     await task.complete(sorted(r["i"] for r in results.values()))

@@ -36,19 +36,19 @@ class Worker(Agent):
 
         @worker.on_task("analyze.requested")
         async def analyze(task, context):
-            task.state["group"] = await task.delegate_parallel([
+            await task.delegate_parallel([
                 DelegationSpec("sentiment.analyze", {"text": task.data["text"]},
                                "sentiment.completed"),
                 DelegationSpec("entity.extract", {"text": task.data["text"]},
                                "entity.completed"),
             ])
-            await task.save()
 
         @worker.on_result("sentiment.completed")
         @worker.on_result("entity.completed")
         async def collect(result, context):
             task = await result.restore_task()
-            results = task.aggregate_parallel_results(task.state["group"])
+            group = task.group_of(result.correlation_id)
+            results = task.aggregate_parallel_results(group)
             if results is not None:
                 await task.complete({"parts": list(results.values())})
 

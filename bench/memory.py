@@ -1,0 +1,430 @@
+"""Memory-service benchmark B4 (ARCHITECTURE §7) beside a plain-asyncpg baseline.
+
+Usage: .venv/bin/python bench/memory.py [--database-url URL] [--seconds 5] [--clients 50]
+
+Creates a fresh PostgreSQL database, starts the memory service on it (uvicorn subprocess,
+uvloop + httptools, pinned to core 0; the load generator pins itself to the last core),
+and measures with 50 concurrent keep-alive clients:
+
+- plan-context read+write: ``GET /v1/memory/plan-context/{id}`` then ``PUT`` it back with
+  ``If-Match`` (one op = both requests; each client owns one plan, so no conflicts);
+- by-correlation lookup: ``GET /v1/memory/plan-context/by-correlation/{id}``.
+
+In the same run, the SAME SQL statements the service issues for these operations are sent
+directly with asyncpg (50 concurrent tasks on a pool as large as the service's), on the
+same tables. Prints p50/p99 and ops/s with the service/asyncpg ratios (target: service
+p99 <= 3x asyncpg p99), writes bench/results/memory-<timestamp>.json and the "B4" section
+of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import asyncpg
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from loadgen import KeepAliveClient
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks.md"
+TENANT = "bench"
+# The service's SQLAlchemy pool (servicekit.db.make_engine default): the baseline gets
+# the same number of connections.
+SERVICE_POOL_SIZE = 20
+EXTRA_PLANS = 500
+
+
+class RestClient(KeepAliveClient):
+    """The lean keep-alive client with GET/PUT/POST and per-request headers."""
+
+    async def request(
+        self, method: str, path: str, body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, bytes]:
+        assert self._writer is not None
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        head = f"{method} {path} HTTP/1.1\r\n{self._head}{extra}"
+        if body is None:
+            self._writer.write(f"{head}\r\n".encode())
+        else:
+            self._writer.write(
+                f"{head}Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                .encode() + body
+            )
+        return await self._read_response()
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] if ordered else float("nan")
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    if pid is None:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return ru.ru_utime + ru.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def plan_body(plan_id: str, n: int, step: int = 0) -> dict:
+    """A plan context of realistic size: a small state machine, results, 3 correlation ids."""
+    return {
+        "plan_id": plan_id, "session_id": f"s-{n % 10}", "goal_event": "research.goal",
+        "goal_data": {"topic": f"topic {n}", "depth": 2}, "response_event": "research.done",
+        "status": "running", "current_state": f"step{step % 3}",
+        "state_machine": {f"step{i}": {"action": f"do.{i}", "next": f"step{i + 1}"}
+                          for i in range(3)},
+        "results": {f"step{i}": {"ok": True, "items": list(range(5))} for i in range(step % 3)},
+        "correlation_ids": [f"{plan_id}-c{i}" for i in range(3)],
+        "state": {"attempt": step},
+    }
+
+
+# ---------------------------------------------------------------- the service
+
+
+class MemoryService:
+    def __init__(self, database_url: str, port: int) -> None:
+        self.database_url = database_url
+        self.url = f"http://127.0.0.1:{port}"
+        self.port = port
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="soorma-bench-")
+
+    def start(self) -> None:
+        env = {**os.environ, "SOORMA_MEMORY_DATABASE_URL": self.database_url,
+               "SOORMA_LOG_LEVEL": "WARNING", "SOORMA_DATA_DIR": self._tmp.name,
+               "SOORMA_MEMORY_RETENTION_DAYS": "0"}
+        cmd = [sys.executable, "-m", "uvicorn", "--factory", "memory_service:create_app",
+               "--host", "127.0.0.1", "--port", str(self.port), "--loop", "uvloop",
+               "--http", "httptools", "--no-access-log", "--log-level", "warning"]
+        if (os.cpu_count() or 1) >= 2:
+            cmd = ["taskset", "-c", "0", *cmd]
+        self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
+        for _ in range(400):
+            try:
+                with urllib.request.urlopen(self.url + "/ready", timeout=1) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("memory service did not become ready")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._tmp.cleanup()
+
+
+async def seed(svc: MemoryService, plan_ids: list[str]) -> None:
+    queue = list(enumerate(plan_ids))
+
+    async def writer() -> None:
+        client = RestClient(svc.url, {"X-Tenant-ID": TENANT})
+        await client.connect()
+        while queue:
+            n, plan_id = queue.pop()
+            status, body = await client.request(
+                "POST", "/v1/memory/plan-context", orjson.dumps(plan_body(plan_id, n))
+            )
+            if status != 200:
+                raise RuntimeError(f"seeding failed: {status} {body[:200]!r}")
+        await client.close()
+
+    await asyncio.gather(*(writer() for _ in range(10)))
+
+
+Op = Callable[[int, int], Awaitable[None]]
+
+
+async def run_load(clients: int, seconds: float, make_op: Callable[[int], Awaitable[Op]],
+                   server_pid: int | None = None) -> dict:
+    """Run ``clients`` concurrent loops of one op for ``seconds``; latencies in ms."""
+    ops = [await make_op(i) for i in range(clients)]
+    latencies: list[float] = []
+    stop = time.perf_counter() + seconds
+
+    async def loop(i: int) -> None:
+        op = ops[i]
+        step = 0
+        while time.perf_counter() < stop:
+            step += 1
+            t0 = time.perf_counter()
+            await op(i, step)
+            latencies.append((time.perf_counter() - t0) * 1000)
+
+    srv0 = cpu_seconds(server_pid) if server_pid else 0.0
+    cpu0, t0 = cpu_seconds(), time.perf_counter()
+    await asyncio.gather(*(loop(i) for i in range(clients)))
+    wall = time.perf_counter() - t0
+    row = {
+        "ops": len(latencies), "ops_s": len(latencies) / wall,
+        "p50_ms": pct(latencies, 50), "p99_ms": pct(latencies, 99),
+        "client_cpu_pct": 100 * (cpu_seconds() - cpu0) / wall,
+    }
+    if server_pid:
+        row["server_cpu_pct"] = 100 * (cpu_seconds(server_pid) - srv0) / wall
+    return row
+
+
+OpFactories = dict[str, Callable[[int], Awaitable[Op]]]
+
+
+def service_ops(svc: MemoryService, plan_ids: list[str]) -> OpFactories:
+    async def read_write(i: int) -> Op:
+        client = RestClient(svc.url, {"X-Tenant-ID": TENANT})
+        await client.connect()
+        plan_id = plan_ids[i]
+        path = f"/v1/memory/plan-context/{plan_id}"
+
+        async def op(_: int, step: int) -> None:
+            status, body = await client.request("GET", path)
+            assert status == 200, body
+            plan = orjson.loads(body)
+            plan["current_state"] = f"step{step % 3}"
+            plan["state"] = {"attempt": step}
+            status, body = await client.request(
+                "PUT", path, orjson.dumps(plan), {"If-Match": str(plan["version"])}
+            )
+            assert status == 200, body
+
+        return op
+
+    async def by_correlation(i: int) -> Op:
+        client = RestClient(svc.url, {"X-Tenant-ID": TENANT})
+        await client.connect()
+        rng = random.Random(i)
+
+        async def op(_: int, step: int) -> None:
+            cid = f"{rng.choice(plan_ids)}-c{step % 3}"
+            status, body = await client.request(
+                "GET", f"/v1/memory/plan-context/by-correlation/{cid}"
+            )
+            assert status == 200, body
+
+        return op
+
+    return {"read_write": read_write, "by_correlation": by_correlation}
+
+
+# ---------------------------------------------------------------- asyncpg baseline
+
+PLAN_COLUMNS = ("session_id", "parent_plan_id", "goal_event", "goal_data", "response_event",
+                "status", "current_state", "state_machine", "results", "state")
+JSON_COLUMNS = {"goal_data", "state_machine", "results", "state"}
+
+
+async def baseline_ops(pool: asyncpg.Pool, plan_ids: list[str]) -> OpFactories:
+    """The statements the service issues (see memory_service/sql/plans.py), sent directly."""
+    async with pool.acquire() as conn:
+        kind = await conn.fetchval(
+            "SELECT data_type FROM information_schema.columns "
+            "WHERE table_name = 'memory_plans' AND column_name = 'results'"
+        )
+    cast = {"jsonb": "::jsonb", "json": "::json"}.get(kind, "")
+    sets = ", ".join(
+        f"{c} = ${n + 3}{cast if c in JSON_COLUMNS else ''}" for n, c in enumerate(PLAN_COLUMNS)
+    )
+    k = len(PLAN_COLUMNS) + 3
+    update = (f"UPDATE memory_plans SET {sets}, version = version + 1, updated_at = ${k} "
+              f"WHERE tenant_id = $1 AND plan_id = $2 AND version = ${k + 1} RETURNING version")
+    select_plan = "SELECT * FROM memory_plans WHERE tenant_id = $1 AND plan_id = $2"
+    select_corr = ("SELECT correlation_id FROM memory_plan_correlations "
+                   "WHERE tenant_id = $1 AND plan_id = $2 ORDER BY position")
+    delete_corr = "DELETE FROM memory_plan_correlations WHERE tenant_id = $1 AND plan_id = $2"
+    insert_corr = ("INSERT INTO memory_plan_correlations (tenant_id, plan_id, correlation_id, "
+                   "position) VALUES ($1, $2, $3, $4)")
+    plan_exists = "SELECT plan_id FROM memory_plans WHERE tenant_id = $1 AND plan_id = $2"
+    by_corr = ("SELECT memory_plans.plan_id FROM memory_plans JOIN memory_plan_correlations "
+               "ON memory_plan_correlations.tenant_id = memory_plans.tenant_id "
+               "AND memory_plan_correlations.plan_id = memory_plans.plan_id "
+               "WHERE memory_plan_correlations.tenant_id = $1 "
+               "AND memory_plan_correlations.correlation_id = $2 "
+               "ORDER BY memory_plans.updated_at DESC LIMIT 1")
+
+    def encode(column: str, value: object) -> object:
+        return orjson.dumps(value).decode() if column in JSON_COLUMNS else value
+
+    async def read(conn: asyncpg.Connection, plan_id: str) -> dict:
+        row = await conn.fetchrow(select_plan, TENANT, plan_id)
+        corr = await conn.fetch(select_corr, TENANT, plan_id)
+        plan = dict(row)
+        plan["correlation_ids"] = [r[0] for r in corr]
+        return plan
+
+    async def read_write(i: int) -> Op:
+        plan_id = plan_ids[i]
+
+        async def op(_: int, step: int) -> None:
+            async with pool.acquire() as conn:
+                plan = await read(conn, plan_id)
+            values = {c: plan[c] for c in PLAN_COLUMNS}
+            for c in JSON_COLUMNS:
+                if isinstance(values[c], str):
+                    values[c] = orjson.loads(values[c])
+            values["current_state"] = f"step{step % 3}"
+            values["state"] = {"attempt": step}
+            async with pool.acquire() as conn, conn.transaction():
+                version = await conn.fetchval(
+                    update, TENANT, plan_id, *(encode(c, values[c]) for c in PLAN_COLUMNS),
+                    datetime.now(UTC), plan["version"],
+                )
+                assert version is not None
+                await conn.execute(delete_corr, TENANT, plan_id)
+                await conn.executemany(
+                    insert_corr,
+                    [(TENANT, plan_id, cid, n) for n, cid in enumerate(plan["correlation_ids"])],
+                )
+                await read(conn, plan_id)
+
+        return op
+
+    async def by_correlation(i: int) -> Op:
+        rng = random.Random(i)
+
+        async def op(_: int, step: int) -> None:
+            cid = f"{rng.choice(plan_ids)}-c{step % 3}"
+            async with pool.acquire() as conn:
+                plan_id = await conn.fetchval(plan_exists, TENANT, cid)
+                plan_id = plan_id or await conn.fetchval(by_corr, TENANT, cid)
+                assert plan_id is not None
+                await read(conn, plan_id)
+
+        return op
+
+    return {"read_write": read_write, "by_correlation": by_correlation}
+
+
+# ---------------------------------------------------------------- report
+
+
+def table(rows: list[dict]) -> str:
+    lines = [
+        "| operation (50 clients) | asyncpg p50 / p99 ms | service p50 / p99 ms | "
+        "asyncpg ops/s | service ops/s | p99 ratio | target |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        raw, svc = r["asyncpg"], r["service"]
+        lines.append(
+            f"| {r['what']} | {raw['p50_ms']:.2f} / {raw['p99_ms']:.2f} | "
+            f"{svc['p50_ms']:.2f} / {svc['p99_ms']:.2f} | {raw['ops_s']:.0f} | "
+            f"{svc['ops_s']:.0f} | {r['p99_ratio']:.2f}x | <= 3x "
+            f"{'met' if r['p99_ratio'] <= 3 else 'NOT met'} |"
+        )
+    return "\n".join(lines)
+
+
+def write_doc(rows: list[dict], meta: dict) -> None:
+    section = (
+        "## B4 — memory service vs. asyncpg\n\n"
+        "`bench/memory.py`: plan-context read+write (GET then PUT with `If-Match`, one op) and "
+        "by-correlation lookup through the memory service on PostgreSQL (uvicorn, uvloop + "
+        "httptools, one process pinned to core 0), 50 concurrent keep-alive clients, beside "
+        "the same SQL statements sent directly with asyncpg (pool of "
+        f"{SERVICE_POOL_SIZE}, like the service's) in the same run.\n\n"
+        f"Run {meta['when']} on {meta['machine']}, {meta['seconds']:g} s per measurement "
+        f"(load average at the start: {meta['load']}).\n\n"
+        f"{table(rows)}\n\n"
+        "CPU during the service runs (client = load generator, one core): "
+        + "; ".join(
+            f"{r['what']}: client {r['service']['client_cpu_pct']:.0f} %, "
+            f"server {r['service'].get('server_cpu_pct', float('nan')):.0f} %"
+            for r in rows
+        )
+        + ".\n"
+    )
+    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n\nResults of `bench/`.\n"
+    start = text.find("## B4")
+    if start == -1:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + section + ("" if end == -1 else text[end:])
+    DOC.write_text(text)
+
+
+async def main(args: argparse.Namespace) -> None:
+    if (os.cpu_count() or 1) >= 2:
+        os.sched_setaffinity(0, {(os.cpu_count() or 2) - 1})
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    admin_url = args.database_url.replace("postgresql+asyncpg://", "postgresql://")
+    name = f"soorma_bench_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(admin_url)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    db_url = f"{admin_url.rpartition('/')[0]}/{name}"
+    svc = MemoryService(db_url.replace("postgresql://", "postgresql+asyncpg://"), args.port)
+    rows: list[dict] = []
+    try:
+        svc.start()
+        plan_ids = [f"plan-{n}" for n in range(args.clients + EXTRA_PLANS)]
+        await seed(svc, plan_ids)
+        pool = await asyncpg.create_pool(db_url, min_size=SERVICE_POOL_SIZE,
+                                         max_size=SERVICE_POOL_SIZE)
+        try:
+            raw_ops = await baseline_ops(pool, plan_ids)
+            http_ops = service_ops(svc, plan_ids)
+            for key, what in (("read_write", "plan-context read+write"),
+                              ("by_correlation", "by-correlation lookup")):
+                # Warm both paths (connections, statement caches) before measuring.
+                await run_load(args.clients, 1.0, http_ops[key])
+                await run_load(args.clients, 1.0, raw_ops[key])
+                raw = await run_load(args.clients, args.seconds, raw_ops[key])
+                service = await run_load(args.clients, args.seconds, http_ops[key],
+                                         server_pid=svc.proc.pid if svc.proc else None)
+                rows.append({"what": what, "asyncpg": raw, "service": service,
+                             "p99_ratio": service["p99_ms"] / raw["p99_ms"]})
+                print(f"{what}: asyncpg {raw}\n  service {service}", flush=True)
+        finally:
+            await pool.close()
+    finally:
+        svc.stop()
+        admin = await asyncpg.connect(admin_url)
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+    meta = {"when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+                       f"{platform.python_version()}",
+            "seconds": args.seconds, "clients": args.clients, "load": load}
+    print()
+    print(table(rows))
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    (out / f"memory-{stamp}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    if not args.no_doc:
+        write_doc(rows, meta)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", default=os.environ.get(
+        "SOORMA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"))
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--port", type=int, default=18083)
+    parser.add_argument("--no-doc", action="store_true", help="do not update docs/benchmarks.md")
+    asyncio.run(main(parser.parse_args()))

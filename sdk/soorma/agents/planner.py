@@ -1,0 +1,324 @@
+"""Planner: goals in, durable state machines out (layer 4, seed 000 / RF-SDK-006).
+
+``@planner.on_goal("research.goal")`` receives a :class:`GoalContext` for each goal
+request on ``action-requests``; the handler usually creates a
+:class:`~soorma.plan_context.PlanContext` and calls ``execute_next()``.
+``@planner.on_transition()`` receives a :class:`TransitionContext` for every event on
+``action-results`` / ``action-requests`` (plus any ``transition_topics``) whose
+correlation id leads to a known plan; events of unknown plans are ignored.
+
+For the common case no handlers are needed::
+
+    planner = Planner(name="research-planner", plan_definition=PlanDefinition(
+        plan_type="research.goal", states=RESEARCH_STATES))
+
+runs the machine: goal → plan → first action; each answer → result recorded → next
+state's action; a terminal state → ``finalize()`` (or ``fail()`` for ``failed``).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from soorma.agents._handlers import HandlerSpec, check_handler, make_spec
+from soorma.agents.base import Agent, _placeholder
+from soorma.context import PlatformContext
+from soorma.event import Event
+from soorma.plan_context import START_STATE, PlanContext
+from soorma_common.errors import VersionConflict
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
+from soorma_common.memory import PlanStatus
+from soorma_common.registry import AgentCapability, EventDefinition
+from soorma_common.state import PlanDefinition, StateConfig
+
+logger = logging.getLogger("soorma.planner")
+
+GoalHandler = Callable[[Any, Any], Awaitable[Any]]
+G = TypeVar("G", bound=GoalHandler)
+
+DEFAULT_TRANSITION_TOPICS = (ACTION_RESULTS, ACTION_REQUESTS)
+_GOAL_NAMESPACE = uuid.UUID("0b8e6a4e-3d51-4b8e-a3c3-9f0f3f7d2c11")
+
+
+@dataclass(frozen=True, slots=True)
+class GoalContext:
+    """A goal request, as passed to an ``on_goal`` handler.
+
+    Attributes:
+        goal_id: Id of the goal event.
+        event_type: The goal's event type.
+        data: The goal's payload.
+        correlation_id: Correlation id the final answer carries.
+        response_event: Event type the caller wants the final answer as.
+        response_topic: Topic of that answer.
+        session_id: Conversation the goal belongs to.
+        parent_plan_id: The plan that sent this goal (nested plans), if any.
+        tenant_id: Caller's tenant.
+        user_id: Caller's user.
+        event: The full goal event.
+    """
+
+    goal_id: str
+    event_type: str
+    data: dict[str, Any]
+    correlation_id: str | None
+    response_event: str | None
+    response_topic: str = ACTION_RESULTS
+    session_id: str | None = None
+    parent_plan_id: str | None = None
+    tenant_id: str | None = None
+    user_id: str | None = None
+    event: Event | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_event(cls, event: Event) -> GoalContext:
+        """Build the goal from its request event (``plan_id`` = the parent plan)."""
+        return cls(
+            goal_id=event.id, event_type=event.type, data=dict(event.data),
+            correlation_id=event.correlation_id or event.id,
+            response_event=event.response_event,
+            response_topic=event.response_topic or ACTION_RESULTS,
+            session_id=event.session_id, parent_plan_id=event.plan_id,
+            tenant_id=event.tenant_id, user_id=event.user_id, event=event,
+        )
+
+    @property
+    def requirements(self) -> list[str]:
+        """Capabilities the goal asks for (``data["requirements"]``), for discovery."""
+        value = self.data.get("requirements") or []
+        return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+    def plan_id_for(self) -> str:
+        """A plan id derived from the goal: a redelivered goal finds its plan again."""
+        return str(uuid.uuid5(_GOAL_NAMESPACE, self.goal_id))
+
+    async def create_plan(
+        self,
+        context: PlatformContext,
+        state_machine: Mapping[str, StateConfig | Mapping[str, Any]],
+        *,
+        plan_id: str | None = None,
+        initial_state: str = START_STATE,
+    ) -> PlanContext:
+        """Create (and store) the plan for this goal.
+
+        The plan answers this goal on :meth:`PlanContext.finalize`, and is a sub-plan
+        of the plan that sent the goal, if any.
+        """
+        return await PlanContext.create(
+            context, goal_event=self.event_type, goal_data=self.data,
+            state_machine=state_machine, response_event=self.response_event,
+            response_topic=self.response_topic, correlation_id=self.correlation_id,
+            plan_id=plan_id or self.plan_id_for(), parent_plan_id=self.parent_plan_id,
+            session_id=self.session_id, tenant_id=self.tenant_id, user_id=self.user_id,
+            initial_state=initial_state,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionContext:
+    """An event that belongs to a plan, as passed to an ``on_transition`` handler.
+
+    Attributes:
+        event: The event (an answer, a HITL reply, a correlated fact …).
+        plan: The plan it belongs to, freshly restored from memory.
+    """
+
+    event: Event
+    plan: PlanContext
+
+    @property
+    def step(self) -> str | None:
+        """The state whose action this event answers, if it answers one."""
+        return self.plan.step_for(self.event)
+
+
+class Planner(Agent):
+    """An agent that turns goals into durable state-machine plans.
+
+    Args:
+        plan_definition: A state machine to run for every goal of type
+            ``plan_definition.plan_type`` without writing handlers (see module doc).
+        goal_description: Description of the goal capability (registry).
+        transition_topics: Topics whose correlated events drive transitions
+            (``action-results`` and ``action-requests``; add e.g. ``business-facts``
+            or ``notification-events`` for replies published there).
+        **kwargs: See :class:`~soorma.agents.base.Agent`.
+    """
+
+    agent_type = "planner"
+
+    def __init__(
+        self,
+        *,
+        plan_definition: PlanDefinition | None = None,
+        goal_description: str = "",
+        transition_topics: Sequence[str] = DEFAULT_TRANSITION_TOPICS,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.transition_topics = list(dict.fromkeys(transition_topics))
+        self.plan_definition = plan_definition
+        self._has_transition_handler = False
+        self._goal_events: list[str] = []
+        if plan_definition is not None:
+            states = plan_definition.states
+            from soorma.plan_context import validate_state_machine
+
+            validate_state_machine(states, plan_definition.initial_state)
+
+            async def run_goal(goal: GoalContext, context: PlatformContext) -> None:
+                await self.run_state_machine(
+                    goal, states, context, initial_state=plan_definition.initial_state
+                )
+
+            async def drive(transition: TransitionContext, context: PlatformContext) -> None:
+                await self.advance(transition)
+
+            run_goal.__qualname__ = f"{plan_definition.plan_type} goal"
+            drive.__qualname__ = f"{plan_definition.plan_type} transition"
+            self.on_goal(plan_definition.plan_type, description=goal_description
+                         or plan_definition.description)(run_goal)
+            self.on_transition()(drive)
+
+    # -- decorators ------------------------------------------------------------------
+
+    def on_goal(
+        self, event_type: str, *, description: str = "", topic: str = ACTION_REQUESTS
+    ) -> Callable[[G], G]:
+        """Register ``async def handler(goal: GoalContext, context)`` for goal requests.
+
+        The goal event becomes a registered capability of the planner.
+
+        Raises:
+            TypeError: the handler is not ``async def f(goal, context)``.
+            ValueError: invalid topic or empty event type.
+        """
+        checked = make_spec(
+            topic=topic, event_type=event_type, func=_placeholder, decorator="on_goal()"
+        )
+
+        def decorator(func: G) -> G:
+            check_handler(func, params=("goal", "context"), decorator="on_goal()")
+
+            async def handle(event: Event, context: PlatformContext) -> None:
+                await func(GoalContext.from_event(event), context)
+
+            self._add_handler(
+                HandlerSpec(
+                    topic=checked.topic, event_type=checked.event_type, func=handle,
+                    name=getattr(func, "__qualname__", repr(func)),
+                )
+            )
+            if event_type not in self._goal_events and "*" not in event_type:
+                self._goal_events.append(event_type)
+                self.capabilities.append(
+                    AgentCapability(
+                        task_name=event_type, description=description or self.description,
+                        consumed_event=EventDefinition(
+                            event_name=event_type, topic=topic, description=description
+                        ),
+                    )
+                )
+            return func
+
+        return decorator
+
+    def on_transition(self) -> Callable[[G], G]:
+        """Register ``async def handler(transition: TransitionContext, context)``.
+
+        Called for each event on the transition topics whose ``correlation_id`` leads
+        to a stored plan (restored by correlation). Fresh requests (their correlation
+        id is their own id, so nothing can be waiting for them) and the plans' own
+        action requests are skipped; so are events of unknown plans.
+
+        Raises:
+            TypeError: the handler is not ``async def f(transition, context)``.
+            RuntimeError: a second ``on_transition`` handler.
+        """
+
+        def decorator(func: G) -> G:
+            check_handler(func, params=("transition", "context"), decorator="on_transition()")
+            if self._has_transition_handler:
+                raise RuntimeError(
+                    f"planner {self.name!r} already has an on_transition() handler; "
+                    "dispatch on transition.plan / transition.event inside one handler"
+                )
+            self._has_transition_handler = True
+
+            async def handle(event: Event, context: PlatformContext) -> None:
+                if not event.correlation_id:
+                    return
+                if event.topic == ACTION_REQUESTS and event.correlation_id == event.id:
+                    return
+                plan = await PlanContext.restore_by_correlation(event.correlation_id, context)
+                if plan is None or plan.is_own_request(event):
+                    return
+                await func(TransitionContext(event=event, plan=plan), context)
+
+            for topic in self.transition_topics:
+                self._add_handler(
+                    HandlerSpec(
+                        topic=topic, event_type="*", func=handle,
+                        name=getattr(func, "__qualname__", repr(func)),
+                    )
+                )
+            return func
+
+        return decorator
+
+    # -- the declarative driver ------------------------------------------------------
+
+    async def run_state_machine(
+        self,
+        goal: GoalContext,
+        state_machine: Mapping[str, StateConfig | Mapping[str, Any]],
+        context: PlatformContext | None = None,
+        *,
+        initial_state: str = START_STATE,
+    ) -> PlanContext:
+        """Create the goal's plan and start it (idempotent for a redelivered goal).
+
+        Returns:
+            The plan, after its first action was published (or finalized, when the
+            machine goes straight to a terminal state).
+        """
+        context = context or self.context
+        try:
+            plan = await goal.create_plan(context, state_machine, initial_state=initial_state)
+        except VersionConflict:
+            # The goal was delivered before: continue the plan it created.
+            restored = await PlanContext.restore(goal.plan_id_for(), context)
+            if restored is None:
+                raise
+            plan = restored
+            if plan.status == PlanStatus.RUNNING:
+                await plan.resend_current_action()
+                return plan
+        await plan.execute_next()
+        await self._finish_if_terminal(plan)
+        return plan
+
+    async def advance(self, transition: TransitionContext) -> str | None:
+        """Apply one event to its plan: record the result, move, act or finish.
+
+        Returns:
+            The state entered, or ``None``.
+        """
+        plan = transition.plan
+        entered = await plan.execute_next(transition.event)
+        await self._finish_if_terminal(plan)
+        return entered
+
+    @staticmethod
+    async def _finish_if_terminal(plan: PlanContext) -> None:
+        if plan.is_complete() and not plan.is_finished():
+            final = {k: v for k, v in plan.results.items() if k not in ("final",)}
+            await plan.finalize(final)
+
+
+__all__ = ["GoalContext", "Planner", "TransitionContext"]

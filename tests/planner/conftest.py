@@ -1,0 +1,61 @@
+"""Planner fixtures: event + memory + registry services under uvicorn.
+
+``embedded`` = in-memory event log + SQLite; ``real`` = Redis Streams + PostgreSQL (when
+their URLs are set; CI always runs it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from planner_support import Platform
+
+import memory_service
+import registry_service
+from event_service import create_app as create_event_app
+from event_service.settings import Settings as EventSettings
+from memory_service.settings import Settings as MemorySettings
+from testsupport.server import serve
+
+
+@pytest.fixture(params=["embedded", pytest.param("real", marks=[pytest.mark.redis,
+                                                                   pytest.mark.postgres])])
+def backend(request: pytest.FixtureRequest) -> dict[str, Any]:
+    if request.param == "embedded":
+        return {
+            "events": EventSettings(event_backend="memory", claim_interval_seconds=0.05),
+            "db": request.getfixturevalue("sqlite_url"),
+        }
+    return {
+        "events": EventSettings(
+            event_backend="redis", redis_url=request.getfixturevalue("redis_url"),
+            redis_prefix=request.getfixturevalue("redis_prefix"),
+            claim_interval_seconds=0.05, block_seconds=0.5,
+        ),
+        "db": request.getfixturevalue("postgres_url"),
+    }
+
+
+@pytest_asyncio.fixture
+async def platform(backend: dict[str, Any], tmp_path: Any) -> AsyncIterator[Platform]:
+    db = backend["db"]
+    # The registry keeps its own SQLite file: its Postgres path is covered by
+    # tests/registry_client, and two services migrating one database would collide.
+    registry_db = f"sqlite+aiosqlite:///{tmp_path}/registry.db"
+    async with (
+        serve(create_event_app(backend["events"])) as events,
+        serve(memory_service.create_app(
+            MemorySettings(memory_database_url=db, data_dir=tmp_path)
+        )) as memory,
+        serve(registry_service.create_app(registry_service.Settings(
+            registry_database_url=registry_db, data_dir=tmp_path,
+        ))) as registry,
+    ):
+        platform = Platform(events=events.url, memory=memory.url, registry=registry.url)
+        try:
+            yield platform
+        finally:
+            await platform.close()

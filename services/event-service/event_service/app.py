@@ -40,6 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log = RedisEventLog(
                 redis=client, blocking_redis=blocking, prefix=settings.redis_prefix,
                 max_length=settings.stream_max_length,
+                command_timeout=settings.redis_command_timeout,
             )
         else:
             log = MemoryEventLog(max_length=settings.stream_max_length)

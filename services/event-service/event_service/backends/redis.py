@@ -21,6 +21,7 @@ from redis.exceptions import ResponseError
 
 from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
 from event_service.backends.redis_appends import AppendCoalescer
+from event_service.backends.redis_direct import DirectCommands, fields_of, xread_entries
 from event_service.ids import ZERO_ID, parse_id
 from event_service.settings import Settings
 from soorma_common.errors import EventNotFound
@@ -78,12 +79,20 @@ class RedisEventLog(EventLog):
         blocking_redis: Redis | None = None,
         prefix: str = "soorma",
         max_length: int = 100_000,
+        command_timeout: float = 5.0,
     ):
         self._r = redis
         self._blocking = blocking_redis or redis
         self._prefix = prefix
         self._max_length = max_length
-        self._appends = AppendCoalescer(redis=redis, max_length=max_length)
+        # The hot commands skip the client layer; both use the blocking pool's
+        # timer-free connections (appends bound each round trip themselves).
+        blocking_pool = self._blocking.connection_pool
+        self._live = DirectCommands(pool=blocking_pool)
+        self._appends = AppendCoalescer(
+            commands=DirectCommands(pool=blocking_pool), max_length=max_length,
+            timeout=command_timeout,
+        )
 
     def _key(self, tenant: str, topic: str) -> str:
         return f"{self._prefix}:{{{tenant}}}:t:{topic}"
@@ -126,10 +135,14 @@ class RedisEventLog(EventLog):
     async def read_live(
         self, tenant: str, topic: str, *, after: str, count: int, block: float
     ) -> list[Entry]:
-        found = await self._blocking.xread(
-            {self._key(tenant, topic): after}, count=count, block=max(1, int(block * 1000))
+        reply = await self._live.execute(
+            "XREAD", "COUNT", count, "BLOCK", max(1, int(block * 1000)),
+            "STREAMS", self._key(tenant, topic), after,
         )
-        return [_entry(topic, raw_id, fields) for _, rows in found for raw_id, fields in rows]
+        return [
+            _entry(topic, raw_id, fields_of(flat))
+            for _, rows in xread_entries(reply) for raw_id, flat in rows
+        ]
 
     async def ensure_group(
         self, tenant: str, topics: Sequence[str], group: str, *, from_earliest: bool
@@ -325,3 +338,4 @@ class RedisEventLog(EventLog):
 
     async def close(self) -> None:
         await self._appends.close()
+        await self._live.close()

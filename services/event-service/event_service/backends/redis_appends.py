@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from event_service.backends.redis_direct import DirectCommands
 
 # Upper bound on one pipeline: keeps a single write (and its reply) small.
 MAX_COALESCED = 512
@@ -25,9 +27,10 @@ MAX_COALESCED = 512
 class AppendCoalescer:
     """Coalesces concurrent single ``XADD`` calls into pipelined round trips."""
 
-    def __init__(self, *, redis: Redis, max_length: int) -> None:
-        self._r = redis
-        self._max_length = max_length
+    def __init__(self, *, commands: DirectCommands, max_length: int, timeout: float) -> None:
+        self._commands = commands
+        self._max_length = str(max_length)
+        self._timeout = timeout
         self._queue: list[tuple[str, bytes, str, asyncio.Future[bytes]]] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -56,25 +59,24 @@ class AppendCoalescer:
             self._queue.clear()
 
     async def _write(self, batch: list[tuple[str, bytes, str, asyncio.Future[bytes]]]) -> None:
-        results: list[object]
+        maxlen = self._max_length
+        commands = [
+            ("XADD", key, "MAXLEN", "~", maxlen, "*", "e", payload, "y", event_type)
+            for key, payload, event_type, _ in batch
+        ]
         try:
-            if len(batch) == 1:
-                key, payload, event_type, _ = batch[0]
-                results = [await self._r.xadd(
-                    key, {b"e": payload, b"y": event_type},
-                    maxlen=self._max_length, approximate=True,
-                )]
-            else:
-                async with self._r.pipeline(transaction=False) as pipe:
-                    for key, payload, event_type, _ in batch:
-                        pipe.xadd(key, {b"e": payload, b"y": event_type},
-                                  maxlen=self._max_length, approximate=True)
-                    results = await pipe.execute(raise_on_error=False)
+            # One timer per round trip, not per reply.
+            async with asyncio.timeout(self._timeout):
+                results = await self._commands.pipeline(commands)
         except BaseException as exc:
+            error: BaseException = exc
+            if isinstance(exc, TimeoutError):
+                error = RedisTimeoutError(f"no answer from Redis within {self._timeout} s")
+            elif not isinstance(exc, Exception):
+                error = RedisConnectionError("event log closed")
             for *_, future in batch:
                 if not future.done():
-                    future.set_exception(exc if isinstance(exc, Exception)
-                                         else RedisConnectionError("event log closed"))
+                    future.set_exception(error)
             if not isinstance(exc, Exception):
                 raise
             return
@@ -84,7 +86,7 @@ class AppendCoalescer:
             if isinstance(result, Exception):
                 future.set_exception(result)
             else:
-                future.set_result(result)  # type: ignore[arg-type]
+                future.set_result(result)
 
     async def close(self) -> None:
         """Stop writing; waiting callers get an error."""

@@ -39,10 +39,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-try:
-    from soorma.agents.planner import Planner
-except ImportError:  # pragma: no cover - until the Planner module lands alongside
-    from soorma.agents.base import Agent as Planner  # type: ignore[assignment]
+from soorma.agents.base import Agent
+from soorma.agents.planner import Planner
 from soorma.ai._audit import (
     ATTEMPT_FALLBACK_MODEL,
     ATTEMPT_FALLBACK_PLANNER,
@@ -83,6 +81,7 @@ DEFAULT_REPAIR_RETRIES = 1
 # Keys the planner keeps in ``plan.state`` (persisted with the plan).
 ACTIONS_KEY = "choreography_actions"
 PENDING_KEY = "choreography_pending"
+OWNER_KEY = "choreography_planner"
 WAITING_KEY = "_waiting_for"
 WAIT_TIMEOUT_KEY = "_wait_timeout"
 WAITING_FOR_INPUT = "plan.waiting_for_input"
@@ -446,8 +445,6 @@ class ChoreographyPlanner(Planner):
                 _count_action(p)
                 _add_correlation(p, correlation_id)
                 p.state[PENDING_KEY] = {**(p.state.get(PENDING_KEY) or {}), correlation_id: request}
-                if _status(p) == "pending":
-                    p.status = "running"
 
             # Registered and stored BEFORE publishing: a fast answer must find its plan.
             # update() re-runs the change after a conflicting write, so concurrent
@@ -493,7 +490,9 @@ class ChoreographyPlanner(Planner):
 
         await plan.update(expect)
         await plan.pause(action.reason)
-        correlation_id = getattr(plan, "correlation_id", None) or plan.plan_id
+        # The plan id always leads back to the plan (by-correlation), whatever the goal's
+        # own correlation id was: whoever answers the wait must use it.
+        correlation_id = plan.plan_id
         await context.bus.publish(
             SYSTEM_EVENTS, WAITING_FOR_INPUT,
             {
@@ -538,6 +537,9 @@ class ChoreographyPlanner(Planner):
         Called for you by :meth:`on_transition` handlers. Records answers, resumes a
         WAIT on its expected event and keeps a paused plan paused otherwise.
         """
+        owner = plan.state.get(OWNER_KEY)
+        if owner is not None and owner != self.name:
+            return False  # another planner's plan (e.g. the parent of our sub-plan)
         status = _status(plan)
         if status in _FINISHED:
             logger.debug("plan %s is %s; ignoring %s", plan.plan_id, status, event.type)
@@ -619,8 +621,9 @@ class ChoreographyPlanner(Planner):
                 response_topic=_value(goal, "response_topic") or ACTION_RESULTS,
                 correlation_id=_value(goal, "correlation_id"),
                 plan_id=plan_id,
-                parent_plan_id=parent_plan_id,
+                parent_plan_id=parent_plan_id or _value(goal, "parent_plan_id"),
                 session_id=_value(goal, "session_id"),
+                state={OWNER_KEY: self.name},
                 tenant_id=_value(goal, "tenant_id"),
                 user_id=_value(goal, "user_id"),
             )
@@ -726,18 +729,20 @@ class ChoreographyPlanner(Planner):
         }
 
 
-# Planner/Agent constructor options accepted among ``**llm_kwargs``.
+# Planner/Agent constructor options accepted among ``**llm_kwargs`` (everything else
+# goes to litellm).
 _AGENT_OPTIONS = frozenset(
-    {
-        "version", "capabilities", "max_concurrency", "context", "group",
-        "visibility_timeout", "max_deliveries", "start_from", "dedupe_capacity",
-        "shutdown_timeout", "events_consumed", "events_produced",
-    }
+    name
+    for cls in (Planner, Agent)
+    for name in inspect.signature(cls.__init__).parameters
+    if name not in {"self", "kwargs", "name", "description"}
 )
 
 
 def _count_action(plan: Any) -> None:
     plan.state[ACTIONS_KEY] = int(plan.state.get(ACTIONS_KEY, 0)) + 1
+    if _status(plan) == "pending":
+        plan.status = "running"
 
 
 def _add_correlation(plan: Any, correlation_id: str) -> None:

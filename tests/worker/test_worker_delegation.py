@@ -253,3 +253,16 @@ async def test_task_save_and_restore_round_trip(context: PlatformContext):
     assert await TaskContext.restore("missing", context) is None
     with pytest.raises(ValueError):
         await task.delegate_parallel([])
+
+
+async def test_a_worker_without_a_memory_client_refuses_to_start(context: PlatformContext):
+    bare = PlatformContext(bus=context.bus)
+    worker = Worker(name="amnesiac", context=bare)
+
+    @worker.on_task("x.requested")
+    async def handle(task, ctx):
+        return None
+
+    with pytest.raises(RuntimeError, match=r"needs context\.memory"):
+        await worker.start()
+    assert not worker.running

@@ -61,6 +61,16 @@ class Worker(Agent):
 
     agent_type = "worker"
 
+    async def start(self) -> None:
+        """Start like any agent; refuses a given context without a memory client."""
+        if self._context is not None and self._context.memory is None:
+            raise RuntimeError(
+                f"worker {self.name!r} needs context.memory: its tasks live in the memory "
+                "service (build the context with PlatformContext.from_env(), which reads "
+                "SOORMA_MEMORY_URL)"
+            )
+        await super().start()
+
     def on_task(self, event_type: str, *, topic: str = ACTION_REQUESTS) -> Callable[[W], W]:
         """Register ``async def handler(task: TaskContext, context)`` for requests.
 

@@ -2,6 +2,7 @@
 and :class:`Worker` (async tasks with delegation)."""
 
 from soorma.agents.base import Agent
+from soorma.agents.planner import GoalContext, Planner, TransitionContext
 from soorma.agents.tool import InvocationContext, Tool
 from soorma.agents.worker import Worker
 from soorma.task import DelegationSpec, ResultContext, TaskContext
@@ -9,9 +10,12 @@ from soorma.task import DelegationSpec, ResultContext, TaskContext
 __all__ = [
     "Agent",
     "DelegationSpec",
+    "GoalContext",
     "InvocationContext",
+    "Planner",
     "ResultContext",
     "TaskContext",
     "Tool",
+    "TransitionContext",
     "Worker",
 ]

@@ -1,9 +1,38 @@
-"""AI helpers for agents: event discovery and payload validation for LLM prompts.
+"""AI helpers for agents: event discovery, payload validation and the LLM planner.
 
-Nothing here imports an LLM library; the LLM-driven planner lives in its own module and
-imports litellm lazily.
+Nothing here imports an LLM library at import time: the ChoreographyPlanner imports
+litellm on its first decision.
 """
 
+from typing import TYPE_CHECKING, Any
+
+from soorma.ai._errors import (
+    CircuitBreakerOpen,
+    DecisionInvalid,
+    LLMNotConfigured,
+    PlannerError,
+)
 from soorma.ai.toolkit import EventToolkit
 
-__all__ = ["EventToolkit"]
+if TYPE_CHECKING:
+    from soorma.ai.choreography import ChoreographyPlanner
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: soorma.context imports this package (for EventToolkit)
+    # while soorma.agents is still loading, and the planner is built on soorma.agents.
+    if name == "ChoreographyPlanner":
+        from soorma.ai.choreography import ChoreographyPlanner
+
+        return ChoreographyPlanner
+    raise AttributeError(f"module 'soorma.ai' has no attribute {name!r}")
+
+
+__all__ = [
+    "ChoreographyPlanner",
+    "CircuitBreakerOpen",
+    "DecisionInvalid",
+    "EventToolkit",
+    "LLMNotConfigured",
+    "PlannerError",
+]

@@ -58,7 +58,7 @@ from soorma.ai._errors import (
     LLMNotConfigured,
     PlannerError,
 )
-from soorma.ai._llm import complete
+from soorma.ai._llm import check_credentials, complete
 from soorma.ai._prompt import STRATEGIES, build_messages, repair_messages, response_format
 from soorma.ai._validation import parse_decision, validate_decision
 from soorma_common.decisions import (
@@ -219,6 +219,28 @@ class ChoreographyPlanner(Planner):
         self.llm_kwargs = llm_kwargs
         # Audit of calls made without a plan (and a recent copy of all), in process only.
         self.audit_log: deque[dict[str, Any]] = deque(maxlen=max(audit_limit, 1))
+
+    def check_llm_configured(self) -> None:
+        """Fail fast when no model can be called, naming the variable to set.
+
+        Call it at start-up so a missing key stops the process with a clear message
+        instead of failing the first plan. Does not import litellm or call the model.
+
+        Raises:
+            LLMNotConfigured: neither ``reasoning_model`` nor any of ``fallback_models``
+                has its provider key (the message names the reasoning model's
+                environment variable, e.g. ``OPENAI_API_KEY``).
+        """
+        first: LLMNotConfigured | None = None
+        for model in (self.reasoning_model, *self.fallback_models):
+            try:
+                check_credentials(model, api_key=self.api_key, options=self.llm_kwargs)
+            except LLMNotConfigured as exc:
+                first = first or exc
+            else:
+                return
+        if first is not None:
+            raise first
 
     # -- reasoning -------------------------------------------------------------------
 

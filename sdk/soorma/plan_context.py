@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +103,46 @@ def validate_state_machine(machine: Mapping[str, StateConfig], initial_state: st
 
 CONDITION_NAMES = ("data", "event", "results", "goal_data", "state")
 
+DEFAULT_CACHE_PLANS = 2048
+
+
+class PlanCache:
+    """The last stored version of recently written plans, found by correlation id.
+
+    Lets a planner skip the by-correlation read when it wrote the plan itself. A cached
+    copy is only a guess: every write is still guarded by its version, and a decision
+    to do nothing taken on a cached copy is re-checked on a fresh read (another replica
+    may have moved the plan on).
+
+    Args:
+        capacity: Plans kept (least recently written dropped first).
+    """
+
+    def __init__(self, *, capacity: int = DEFAULT_CACHE_PLANS) -> None:
+        self.capacity = capacity
+        self._records: OrderedDict[str, PlanContextRecord] = OrderedDict()
+        self._by_correlation: dict[str, str] = {}
+
+    def put(self, record: PlanContextRecord) -> None:
+        """Remember ``record`` (the version just stored)."""
+        self._records[record.plan_id] = record
+        self._records.move_to_end(record.plan_id)
+        for corr in record.correlation_ids:
+            self._by_correlation[corr] = record.plan_id
+        while len(self._records) > self.capacity:
+            _, old = self._records.popitem(last=False)
+            for corr in old.correlation_ids:
+                if self._by_correlation.get(corr) == old.plan_id:
+                    del self._by_correlation[corr]
+
+    def by_correlation(self, correlation_id: str) -> PlanContextRecord | None:
+        """The cached plan ``correlation_id`` leads to, if any."""
+        plan_id = self._by_correlation.get(correlation_id)
+        return self._records.get(plan_id) if plan_id else None
+
+    def __len__(self) -> int:
+        return len(self._records)
+
 
 class PlanContext:
     """One plan: its goal, state machine, position and results, persisted in memory.
@@ -131,13 +172,31 @@ class PlanContext:
         version: Stored version (optimistic concurrency).
     """
 
-    def __init__(self, record: PlanContextRecord, context: PlatformContext) -> None:
+    def __init__(
+        self,
+        record: PlanContextRecord,
+        context: PlatformContext,
+        *,
+        cache: PlanCache | None = None,
+        cached: bool = False,
+    ) -> None:
         self._context = context
+        self._cache = cache
         self._load(record)
+        # Restored from the cache rather than read: must be verified before trusting
+        # a decision that writes nothing.
+        self._cached = cached
 
     # -- (de)serialisation -----------------------------------------------------------
 
+    def _stored(self, record: PlanContextRecord) -> None:
+        """Adopt the record the memory service just returned for a write."""
+        self._load(record)
+        if self._cache is not None:
+            self._cache.put(record)
+
     def _load(self, record: PlanContextRecord) -> None:
+        self._cached = False
         state = dict(record.state)
         meta = dict(state.pop(_META, {}) or {})
         self.plan_id: str = record.plan_id
@@ -221,6 +280,8 @@ class PlanContext:
         user_id: str | None = None,
         initial_state: str = START_STATE,
         state: Mapping[str, Any] | None = None,
+        start: bool = False,
+        cache: PlanCache | None = None,
     ) -> PlanContext:
         """Create and store a new plan (status ``pending``, at ``initial_state``).
 
@@ -239,6 +300,9 @@ class PlanContext:
             user_id: User of the goal's caller (recorded).
             initial_state: Where the plan starts (``"start"``).
             state: Initial free-form state.
+            start: Also take the first step (as :meth:`execute_next` would) in the
+                same write, and publish its action: one round trip less per plan.
+            cache: See :meth:`restore_by_correlation`.
 
         Raises:
             ValueError: the state machine references unknown states or has bad
@@ -256,16 +320,25 @@ class PlanContext:
             correlation_ids=[plan_id],
             state=dict(state or {}),
         )
-        plan = cls(record, context)
+        plan = cls(record, context, cache=cache)
         plan.state_machine = machine
         plan.response_topic = response_topic
         plan.correlation_id = correlation_id
         plan.tenant_id = tenant_id
         plan.user_id = user_id
+        previous = entered = None
+        if start:
+            _, previous, entered = plan._apply(None)
         stored = await context.memory.store_plan_context(
             plan_id, session_id, plan.to_record(), expected_version=0
         )
-        plan._load(stored)
+        plan._stored(stored)
+        if entered is not None:
+            await plan._publish_action(entered, lifecycle=[
+                (PLAN_STARTED, {"status": PlanStatus.RUNNING.value}),
+                (PLAN_STATE_CHANGED, {"from_state": previous, "to_state": entered,
+                                      "status": plan.status, "trigger_event": None}),
+            ])
         return plan
 
     @classmethod
@@ -276,11 +349,22 @@ class PlanContext:
 
     @classmethod
     async def restore_by_correlation(
-        cls, correlation_id: str, context: PlatformContext
+        cls, correlation_id: str, context: PlatformContext, *, cache: PlanCache | None = None
     ) -> PlanContext | None:
-        """The plan one of whose actions (or itself) has ``correlation_id``, or ``None``."""
+        """The plan one of whose actions (or itself) has ``correlation_id``, or ``None``.
+
+        Args:
+            correlation_id: The id an event carries.
+            context: Platform clients.
+            cache: Try this cache first; the plan's writes then update it. A cached
+                plan may be stale until its next write (see :class:`PlanCache`).
+        """
+        if cache is not None:
+            hit = cache.by_correlation(correlation_id)
+            if hit is not None:
+                return cls(hit, context, cache=cache, cached=True)
         record = await context.memory.get_plan_by_correlation(correlation_id)
-        return None if record is None else cls(record, context)
+        return None if record is None else cls(record, context, cache=cache)
 
     # -- saving ----------------------------------------------------------------------
 
@@ -304,7 +388,7 @@ class PlanContext:
                 stored = await self._context.memory.replace_plan_context(
                     record, expected_version=record.version
                 )
-                self._load(stored)
+                self._stored(stored)
                 return
             except VersionConflict:
                 if attempt == retries:
@@ -330,7 +414,7 @@ class PlanContext:
                 stored = await self._context.memory.replace_plan_context(
                     self.to_record(), expected_version=self.version
                 )
-                self._load(stored)
+                self._stored(stored)
                 return
             except VersionConflict:
                 if attempt == retries:
@@ -473,15 +557,26 @@ class PlanContext:
         was_pending = self.status == PlanStatus.PENDING
         entered: str | None = None
         previous: str | None = None
-        for attempt in range(DEFAULT_SAVE_RETRIES + 1):
+        for attempt in range(DEFAULT_SAVE_RETRIES + 2):
             changed, previous, entered = self._apply(trigger_event)
+            if not changed and self._cached:
+                # Nothing to do by a possibly stale copy: ask the service before
+                # dropping the event.
+                await self.reload()
+                if self.is_finished():
+                    return None
+                if self.status == PlanStatus.PAUSED:
+                    if trigger_event is not None:
+                        await self._defer(trigger_event)
+                    return None
+                continue
             if not changed:
                 break
             try:
                 stored = await self._context.memory.replace_plan_context(
                     self.to_record(), expected_version=self.version
                 )
-                self._load(stored)
+                self._stored(stored)
                 break
             except VersionConflict:
                 if attempt == DEFAULT_SAVE_RETRIES:
@@ -611,8 +706,10 @@ class PlanContext:
         already = await self._transition_status(complete)
         if already:
             return
-        await self._emit(PLAN_COMPLETED, {"status": PlanStatus.COMPLETED.value})
-        await self._reply({"plan_id": self.plan_id, "status": "completed", "result": final})
+        await self._announce_end(
+            PLAN_COMPLETED, {"status": PlanStatus.COMPLETED.value},
+            {"plan_id": self.plan_id, "status": "completed", "result": final},
+        )
 
     async def fail(self, reason: str) -> None:
         """End the plan as failed and answer the goal with ``status: failed``."""
@@ -626,8 +723,10 @@ class PlanContext:
         already = await self._transition_status(failed)
         if already:
             return
-        await self._emit(PLAN_FAILED, {"status": PlanStatus.FAILED.value, "reason": reason})
-        await self._reply({"plan_id": self.plan_id, "status": "failed", "error": reason})
+        await self._announce_end(
+            PLAN_FAILED, {"status": PlanStatus.FAILED.value, "reason": reason},
+            {"plan_id": self.plan_id, "status": "failed", "error": reason},
+        )
 
     async def _transition_status(self, change: Callable[[PlanContext], None]) -> bool:
         """Apply a status change exactly once; True when another writer finished first."""
@@ -639,7 +738,7 @@ class PlanContext:
                 stored = await self._context.memory.replace_plan_context(
                     self.to_record(), expected_version=self.version
                 )
-                self._load(stored)
+                self._stored(stored)
                 return False
             except VersionConflict:
                 if attempt == DEFAULT_SAVE_RETRIES:
@@ -647,16 +746,21 @@ class PlanContext:
                 await self.reload()
         return True
 
-    async def _reply(self, data: dict[str, Any]) -> None:
-        if not self.response_event:
+    async def _announce_end(
+        self, lifecycle_type: str, lifecycle_data: dict[str, Any], reply: dict[str, Any]
+    ) -> None:
+        """Publish the lifecycle event and the goal's answer in one request."""
+        bus = self._context.bus
+        events = [self._lifecycle_event(lifecycle_type, lifecycle_data)]
+        if self.response_event:
+            events.append(bus.build_event(
+                self.response_topic, self.response_event, reply,
+                correlation_id=self.correlation_id or self.plan_id,
+                plan_id=self.parent_plan_id or self.plan_id, session_id=self.session_id,
+            ))
+        else:
             logger.info("plan %s ended; its goal asked for no response", self.plan_id)
-            return
-        await self._context.bus.respond(
-            self.response_event, data,
-            correlation_id=self.correlation_id or self.plan_id,
-            topic=self.response_topic, plan_id=self.parent_plan_id or self.plan_id,
-            session_id=self.session_id, **self._identity(),
-        )
+        await bus.publish_batch(events, **self._identity())
 
     async def pause(self, reason: str = "user_input_required") -> None:
         """Pause the plan (e.g. waiting for an approval); it ignores transitions until

@@ -28,7 +28,7 @@ from soorma.agents._handlers import HandlerSpec, check_handler, make_spec
 from soorma.agents.base import Agent, _placeholder
 from soorma.context import PlatformContext
 from soorma.event import Event
-from soorma.plan_context import START_STATE, PlanContext
+from soorma.plan_context import START_STATE, PlanCache, PlanContext
 from soorma_common.errors import VersionConflict
 from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
 from soorma_common.memory import PlanStatus
@@ -103,11 +103,14 @@ class GoalContext:
         *,
         plan_id: str | None = None,
         initial_state: str = START_STATE,
+        start: bool = False,
+        cache: PlanCache | None = None,
     ) -> PlanContext:
         """Create (and store) the plan for this goal.
 
         The plan answers this goal on :meth:`PlanContext.finalize`, and is a sub-plan
-        of the plan that sent the goal, if any.
+        of the plan that sent the goal, if any. ``start`` takes the first step in the
+        same write (see :meth:`PlanContext.create`).
         """
         return await PlanContext.create(
             context, goal_event=self.event_type, goal_data=self.data,
@@ -115,7 +118,7 @@ class GoalContext:
             response_topic=self.response_topic, correlation_id=self.correlation_id,
             plan_id=plan_id or self.plan_id_for(), parent_plan_id=self.parent_plan_id,
             session_id=self.session_id, tenant_id=self.tenant_id, user_id=self.user_id,
-            initial_state=initial_state,
+            initial_state=initial_state, start=start, cache=cache,
         )
 
 
@@ -165,6 +168,8 @@ class Planner(Agent):
         self.plan_definition = plan_definition
         self._has_transition_handler = False
         self._goal_events: list[str] = []
+        # Plans this process wrote last, so answers skip the by-correlation read.
+        self.plan_cache = PlanCache()
         if plan_definition is not None:
             states = plan_definition.states
             from soorma.plan_context import validate_state_machine
@@ -183,7 +188,7 @@ class Planner(Agent):
             drive.__qualname__ = f"{plan_definition.plan_type} transition"
             self.on_goal(plan_definition.plan_type, description=goal_description
                          or plan_definition.description)(run_goal)
-            self.on_transition()(drive)
+            self.on_transition(use_cache=True)(drive)
 
     # -- decorators ------------------------------------------------------------------
 
@@ -228,13 +233,20 @@ class Planner(Agent):
 
         return decorator
 
-    def on_transition(self) -> Callable[[G], G]:
+    def on_transition(self, *, use_cache: bool = False) -> Callable[[G], G]:
         """Register ``async def handler(transition: TransitionContext, context)``.
 
         Called for each event on the transition topics whose ``correlation_id`` leads
         to a stored plan (restored by correlation). Fresh requests (their correlation
         id is their own id, so nothing can be waiting for them) and the plans' own
         action requests are skipped; so are events of unknown plans.
+
+        Args:
+            use_cache: Restore plans this process wrote from :attr:`plan_cache`
+                (one read less per event). Such a copy may be stale until its next
+                write; :meth:`PlanContext.execute_next` copes (guarded writes, and a
+                fresh read before ignoring an event), so it suits handlers that only
+                call :meth:`advance` / ``execute_next``.
 
         Raises:
             TypeError: the handler is not ``async def f(transition, context)``.
@@ -255,7 +267,9 @@ class Planner(Agent):
                     return
                 if event.topic == ACTION_REQUESTS and event.correlation_id == event.id:
                     return
-                plan = await PlanContext.restore_by_correlation(event.correlation_id, context)
+                plan = await PlanContext.restore_by_correlation(
+                    event.correlation_id, context, cache=self.plan_cache if use_cache else None
+                )
                 if plan is None or plan.is_own_request(event):
                     return
                 await func(TransitionContext(event=event, plan=plan), context)
@@ -289,7 +303,10 @@ class Planner(Agent):
         """
         context = context or self.context
         try:
-            plan = await goal.create_plan(context, state_machine, initial_state=initial_state)
+            plan = await goal.create_plan(
+                context, state_machine, initial_state=initial_state, start=True,
+                cache=self.plan_cache,
+            )
         except VersionConflict:
             # The goal was delivered before: continue the plan it created.
             restored = await PlanContext.restore(goal.plan_id_for(), context)
@@ -299,7 +316,7 @@ class Planner(Agent):
             if plan.status == PlanStatus.RUNNING:
                 await plan.resend_current_action()
                 return plan
-        await plan.execute_next()
+            await plan.execute_next()
         await self._finish_if_terminal(plan)
         return plan
 

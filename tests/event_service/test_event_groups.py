@@ -5,9 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import pytest
-from conftest import Service
+import redis.asyncio as aioredis
+from conftest import Service, make_settings
 from event_sse_client import SSEStream
+
+from event_service import create_app
+from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
 
@@ -252,3 +257,40 @@ async def test_dlq_requests_are_validated(service: Service) -> None:
     )
     assert r.status_code == 422
     assert "stream id" in r.json()["error"]["message"]
+
+
+@pytest.mark.redis
+async def test_closed_group_streams_drop_their_consumer_unless_it_owns_deliveries(
+    request: pytest.FixtureRequest,
+) -> None:
+    settings = make_settings("redis", request)
+    key = f"{settings.redis_prefix}:{{default}}:t:action-requests"
+    group = {"topics": "action-requests", "group": "tidy"}
+    r = aioredis.from_url(settings.redis_url)
+
+    async def consumers() -> dict[str, int]:
+        rows = await r.xinfo_consumers(key, "tidy")
+        return {row["name"].decode(): int(row["pending"]) for row in rows}
+
+    try:
+        async with serve(create_app(settings)) as server, \
+                httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+            service = Service(server, client, settings)
+            async with SSEStream(client, consumer="holder", **group) as holder:
+                await service.publish("action-requests", "job")
+                await holder.next()  # delivered, never acked: "holder" owns it
+            for _ in range(3):  # random consumer ids, one per connection, all acked
+                async with SSEStream(client, **group) as stream:
+                    await service.publish("action-requests", "job")
+                    assert await service.ack("tidy", [(await stream.next()).id or ""]) == 1
+            assert len(await consumers()) >= 1
+            # Dropping happens just after a stream closes: poll (bounded) for it.
+            async with asyncio.timeout(10):
+                while True:
+                    found = await consumers()
+                    if len(found) == 1:
+                        break
+                    await asyncio.sleep(0.05)
+        assert found == {"holder": 1}
+    finally:
+        await r.aclose()

@@ -161,3 +161,35 @@ async def test_an_unreachable_redis_answers_503_and_not_ready(
         assert r.json()["error"]["code"] == "service_unavailable"
         r = await client.get("/ready")
         assert r.status_code == 503
+
+
+async def test_publish_keeps_request_ids_body_limit_and_openapi_docs(
+    request: pytest.FixtureRequest,
+) -> None:
+    # Publishing is served ahead of FastAPI's router; the platform behaviour stays.
+    settings = make_settings("memory", request, max_request_bytes=4096)
+    async with serve(create_app(settings)) as server, \
+            httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+        event = {"event": {"topic": "business-facts", "type": "x"}}
+        r = await client.post("/v1/events/publish", json=event,
+                              headers={"X-Request-ID": "req-42"})
+        assert r.status_code == 200, r.text
+        assert r.headers["x-request-id"] == "req-42"
+        assert r.headers["content-type"] == "application/json"
+
+        r = await client.post("/v1/events/publish-batch",
+                              json={"events": [{"topic": "business-facts", "type": "x",
+                                                "data": {"pad": "x" * 5000}}]})
+        assert r.status_code == 413
+        assert r.json()["error"]["code"] == "payload_too_large"
+        assert r.headers["x-request-id"]
+
+        r = await client.get("/v1/events/publish")
+        assert r.status_code == 405
+        assert r.json()["error"]["code"] == "method_not_allowed"
+
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        for path, field in (("/v1/events/publish", "event"),
+                            ("/v1/events/publish-batch", "events")):
+            body = paths[path]["post"]["requestBody"]["content"]["application/json"]
+            assert field in body["schema"]["properties"]

@@ -19,6 +19,8 @@ from event_service.fanout import Subscriber
 
 log = logging.getLogger("event_service.groups")
 
+_cleanups: set[asyncio.Task[None]] = set()
+
 
 class GroupWaker:
     """Lets a nack wake the claim loops of that (tenant, group) in this process."""
@@ -84,10 +86,27 @@ class GroupSession:
         ]
 
     def close(self) -> None:
-        """Stop reading. Synchronous so it is safe in a cancelled generator's finally."""
+        """Stop reading. Synchronous so it is safe in a cancelled generator's finally.
+
+        Once the reads have stopped, the consumer is dropped from the group where it
+        owns nothing pending, so per-connection consumer ids do not accumulate.
+        """
         self._waker.unregister(self.tenant, self.group, self._nacked)
         for task in self._tasks:
             task.cancel()
+        cleanup = asyncio.get_running_loop().create_task(self._forget(list(self._tasks)))
+        _cleanups.add(cleanup)  # keep a reference until it is done
+        cleanup.add_done_callback(_cleanups.discard)
+
+    async def _forget(self, tasks: list[asyncio.Task[None]]) -> None:
+        # A read in flight may still hand this consumer deliveries: wait for it, so
+        # the pending check below sees them and the consumer is kept.
+        await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            await self.log.forget_consumer(self.tenant, self.topics, self.group, self.consumer)
+        except Exception as exc:  # best effort: a leftover consumer only costs memory
+            log.warning("could not drop consumer %s of group %s: %s",
+                        self.consumer, self.group, exc)
 
     async def _backpressure(self) -> None:
         # Taking more than the client can write would only pin deliveries to a slow

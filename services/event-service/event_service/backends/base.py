@@ -132,6 +132,17 @@ class EventLog(abc.ABC):
             EventNotFound: some ids are not in the DLQ (nothing is replayed).
         """
 
+    async def forget_consumer(
+        self, tenant: str, topics: Sequence[str], group: str, consumer: str
+    ) -> None:
+        """Drop ``consumer`` from ``group`` on each topic where it has nothing pending.
+
+        Called when a group stream closes, so per-connection consumer ids do not pile
+        up. A consumer still owning deliveries is kept (they stay claimable). The
+        default does nothing: a backend without a consumer registry has nothing to drop.
+        """
+        return None
+
     @abc.abstractmethod
     async def ping(self) -> None:
         """Raise when the backend is unreachable."""

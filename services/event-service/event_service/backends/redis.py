@@ -31,6 +31,19 @@ from soorma_common.events import dead_letter_topic
 # the stream's visibility timeout (which is capped well below this).
 _NACKED_IDLE_MS = 10**12
 _NACKED_OWNER = "_nacked"
+# Drop a consumer from a group on each stream where it owns no pending entry. Checked
+# and deleted in one script: XGROUP DELCONSUMER would silently drop pending entries.
+_FORGET_CONSUMER = """
+local dropped = 0
+for _, key in ipairs(KEYS) do
+  local ok, pending = pcall(redis.call, 'XPENDING', key, ARGV[1], '-', '+', 1, ARGV[2])
+  if ok and #pending == 0 then
+    redis.call('XGROUP', 'DELCONSUMER', key, ARGV[1], ARGV[2])
+    dropped = dropped + 1
+  end
+end
+return dropped
+"""
 # Blocking reads: one per broadcast topic and one per group stream in this process.
 _MAX_BLOCKING_CONNECTIONS = 10_000
 
@@ -89,6 +102,7 @@ class RedisEventLog(EventLog):
         # timer-free connections (appends bound each round trip themselves).
         blocking_pool = self._blocking.connection_pool
         self._live = DirectCommands(pool=blocking_pool)
+        self._forget = redis.register_script(_FORGET_CONSUMER)
         self._appends = AppendCoalescer(
             commands=DirectCommands(pool=blocking_pool), max_length=max_length,
             timeout=command_timeout,
@@ -332,6 +346,12 @@ class RedisEventLog(EventLog):
         return [
             _entry(topic, raw_id, f) for raw_id, f in zip(results[:-1], fields, strict=True)
         ]
+
+    async def forget_consumer(
+        self, tenant: str, topics: Sequence[str], group: str, consumer: str
+    ) -> None:
+        keys = [self._key(tenant, topic) for topic in topics]
+        await self._forget(keys=keys, args=[group, consumer])
 
     async def ping(self) -> None:
         await self._r.ping()

@@ -67,7 +67,16 @@ class AppendCoalescer:
         try:
             # One timer per round trip, not per reply.
             async with asyncio.timeout(self._timeout):
-                results = await self._commands.pipeline(commands)
+                if len(commands) == 1:
+                    results = await self._commands.pipeline(commands)
+                else:
+                    # MULTI: readers blocked on the topic wake once for the whole
+                    # batch instead of once for its first entry and again for the rest.
+                    replies = await self._commands.pipeline(
+                        [("MULTI",), *commands, ("EXEC",)])
+                    results = replies[-1]
+                    if isinstance(results, Exception):
+                        raise results
         except BaseException as exc:
             error: BaseException = exc
             if isinstance(exc, TimeoutError):

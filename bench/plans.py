@@ -61,19 +61,26 @@ class TimingTransport(httpx.AsyncBaseTransport):
         )
         self.seconds: dict[int, float] = defaultdict(float)
         self.calls: dict[int, int] = defaultdict(int)
+        self.by_path: dict[str, list[float]] = defaultdict(list)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         start = time.perf_counter()
         response = await self.inner.handle_async_request(request)
         if "/stream" not in request.url.path:
             port = request.url.port or 80
-            self.seconds[port] += time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            self.seconds[port] += elapsed
             self.calls[port] += 1
+            # Ids in paths would make every call its own row: keep the route's shape.
+            parts = request.url.path.strip("/").split("/")[:4]
+            key = f"{request.method} /{'/'.join(p if len(p) < 24 else '{id}' for p in parts)}"
+            self.by_path[key].append(elapsed)
         return response
 
     def reset(self) -> None:
         self.seconds.clear()
         self.calls.clear()
+        self.by_path.clear()
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -251,6 +258,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     "sdk_process": round(time.process_time() - self_before, 2),
                 },
                 "wall_s": round(wall, 2),
+                "routes_ms": {
+                    key: {"calls_per_plan": round(len(v) / max(len(latencies), 1), 1),
+                          "p50": round(pct(v, 50) * 1000, 2), "p99": round(pct(v, 99) * 1000, 2)}
+                    for key, v in sorted(transport.by_path.items())
+                },
             }
             report["runs"].append(run)
             print(json.dumps(run), flush=True)

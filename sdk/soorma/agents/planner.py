@@ -265,8 +265,10 @@ class Planner(Agent):
             async def handle(event: Event, context: PlatformContext) -> None:
                 if not event.correlation_id:
                     return
-                if event.topic == ACTION_REQUESTS and event.correlation_id == event.id:
-                    return
+                if event.topic == ACTION_REQUESTS and (
+                    event.correlation_id == event.id or event.type in self._goal_events
+                ):
+                    return  # a new request or goal: nothing can be waiting for it
                 plan = await PlanContext.restore_by_correlation(
                     event.correlation_id, context, cache=self.plan_cache if use_cache else None
                 )

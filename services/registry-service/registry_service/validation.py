@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from servicekit.jsoncheck import check_json, json_problem
 from soorma_common.errors import InvalidTopic, SchemaInvalid, ValidationFailed
 from soorma_common.events import TOPIC_PATTERN, is_valid_topic
 from soorma_common.registry import AgentDefinition, EventDefinition
 
 SCHEMA_FIELDS = ("payload_schema", "response_schema")
+# jsonschema checks a schema recursively (several Python frames per level): bound the
+# nesting well below the recursion limit. Real payload schemas are a few levels deep.
+MAX_SCHEMA_DEPTH = 64
+# ``ttl_seconds`` is a 32-bit column on Postgres (and 68 years is long enough).
+MAX_TTL_SECONDS = 2**31 - 1
 
 
 def check_schema(event_name: str, field: str, schema: dict[str, Any] | None) -> None:
@@ -23,8 +29,15 @@ def check_schema(event_name: str, field: str, schema: dict[str, Any] | None) -> 
     """
     if schema is None:
         return
+    # Schemas are JSON columns: NUL inside them is storable, unlike in text columns.
+    problem = json_problem(schema, max_depth=MAX_SCHEMA_DEPTH)
+    if problem is not None:
+        where, what = problem
+        _schema_invalid(event_name, field, where.replace(".", "/") or "(root)", what)
     try:
         Draft202012Validator.check_schema(schema)
+    except RecursionError:
+        _schema_invalid(event_name, field, "(root)", "nests too deeply to check")
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "(root)"
         raise SchemaInvalid(
@@ -35,8 +48,17 @@ def check_schema(event_name: str, field: str, schema: dict[str, Any] | None) -> 
         ) from None
 
 
+def _schema_invalid(event_name: str, field: str, where: str, error: str) -> NoReturn:
+    raise SchemaInvalid(
+        f"event {event_name!r}: {field} is not a valid JSON Schema (draft 2020-12) "
+        f"at {where}: {error}",
+        details={"event_name": event_name, "field": field, "schema_path": where,
+                 "error": error},
+    )
+
+
 def check_event(event: EventDefinition) -> None:
-    """Validate one event definition's topic and schemas."""
+    """Validate one event definition's topic, schemas and strings."""
     if not is_valid_topic(event.topic):
         raise InvalidTopic(
             f"event {event.event_name!r}: topic {event.topic!r} must match "
@@ -45,6 +67,8 @@ def check_event(event: EventDefinition) -> None:
         )
     for field in SCHEMA_FIELDS:
         check_schema(event.event_name, field, getattr(event, field))
+    # NUL cannot be stored in Postgres text columns: refused in every other string too.
+    check_json(event.model_dump(exclude=set(SCHEMA_FIELDS)), field="", allow_nul=False)
 
 
 def declared_events(agent: AgentDefinition) -> list[EventDefinition]:
@@ -71,6 +95,21 @@ def declared_events(agent: AgentDefinition) -> list[EventDefinition]:
 
 def check_agent(agent: AgentDefinition) -> list[EventDefinition]:
     """Validate an agent registration; return the events it declares (owned by it)."""
+    if agent.ttl_seconds > MAX_TTL_SECONDS:
+        raise ValidationFailed(
+            f"ttl_seconds must be 1-{MAX_TTL_SECONDS}, got {str(agent.ttl_seconds)[:24]}",
+            details=[{"field": "ttl_seconds", "message": "out of range"}],
+        )
+    # Schemas are checked per event below (schema_invalid); the rest of the definition
+    # (names, metadata) must be storable: no NUL, 64-bit integers, finite numbers.
+    check_json(
+        agent.model_dump(exclude={"capabilities", "tenant_id", "last_heartbeat"}), field="",
+        max_depth=MAX_SCHEMA_DEPTH,
+        allow_nul=False,
+    )
+    for i, cap in enumerate(agent.capabilities):
+        check_json(cap.model_dump(include={"task_name", "description"}),
+                   field=f"capabilities.{i}", allow_nul=False)
     names = [cap.task_name for cap in agent.capabilities]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

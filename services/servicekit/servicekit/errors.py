@@ -117,8 +117,27 @@ async def _validation_error(_: Request, exc: Exception) -> Response:
     return response
 
 
+# FastAPI answers a body json.loads() cannot read for reasons other than a JSON syntax
+# error (invalid UTF-8, nesting deep enough to hit the recursion limit) with this bare 400.
+_BODY_PARSE_DETAIL = "There was an error parsing the body"
+
+
+def _unreadable_body(cause: BaseException | None) -> Response:
+    if isinstance(cause, UnicodeDecodeError):
+        reason = "it is not valid UTF-8"
+    elif isinstance(cause, RecursionError):
+        reason = "it nests arrays/objects too deeply"
+    else:
+        reason = f"it could not be parsed ({type(cause).__name__})"
+    message = f"invalid request: body: not readable as JSON: {reason}"
+    return error_response(422, "validation_error", message,
+                          [{"field": "body", "message": message, "type": "json_invalid"}])
+
+
 async def _http_error(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == _BODY_PARSE_DETAIL:
+        return _unreadable_body(exc.__cause__)
     code = _CODE_BY_STATUS.get(exc.status_code, "http_error")
     return error_response(exc.status_code, code, str(exc.detail))
 

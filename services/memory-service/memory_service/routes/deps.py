@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated
+from typing import Annotated, Any
 
 import orjson
 from fastapi import Depends, Header, Path, Request, Response
 from pydantic import BaseModel
 
 from memory_service.store import MemoryStore
+from servicekit.jsoncheck import NUL, NUL_MESSAGE, NulFree, check_json
 from soorma_common.errors import PayloadTooLarge, ValidationFailed
 
 MAX_ID_LENGTH = 256
+# ``version`` columns are 32-bit integers on Postgres; a larger expected version can never
+# match and would fail inside the driver.
+MAX_VERSION = 2**31 - 1
 
 
 async def get_store(request: Request) -> MemoryStore:
@@ -22,7 +26,7 @@ async def get_store(request: Request) -> MemoryStore:
 
 Store = Annotated[MemoryStore, Depends(get_store)]
 
-RecordId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
+RecordId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH), NulFree]
 
 
 async def if_match_version(
@@ -53,7 +57,13 @@ def expected_version(header: int | None, body: int | None) -> int | None:
             f"If-Match ({header}) and expected_version ({body}) disagree; send one of them",
             details={"field": "expected_version"},
         )
-    return header if header is not None else body
+    wanted = header if header is not None else body
+    if wanted is not None and not 0 <= wanted <= MAX_VERSION:
+        raise ValidationFailed(
+            f"expected_version (or If-Match) must be 0-{MAX_VERSION}, got {str(wanted)[:24]}",
+            details=[{"field": "expected_version", "message": "out of range"}],
+        )
+    return wanted
 
 
 async def check_body_size(request: Request) -> None:
@@ -86,7 +96,14 @@ def check_ids(field: str, values: Iterable[str | None]) -> None:
 
 
 def check_storable(body: BaseModel) -> None:
-    """422 for JSON the store cannot keep exactly (integers beyond 64 bits)."""
+    """422 for input the store cannot keep exactly.
+
+    Integers beyond 64 bits, NaN/Infinity (would silently become ``null``), and NUL
+    characters in the record's text columns (ids, names, keys: Postgres text cannot
+    hold them; inside JSON values they are fine).
+    """
+    _check_text_fields(body, "")
+    check_json(body.model_dump(), field="")
     try:
         orjson.dumps(body.model_dump(mode="json"))
     except TypeError as exc:
@@ -94,6 +111,31 @@ def check_storable(body: BaseModel) -> None:
             f"body cannot be stored: {exc}; send such numbers as strings",
             details=[{"field": "body", "message": str(exc)}],
         ) from None
+
+
+def _check_text_fields(model: BaseModel, prefix: str) -> None:
+    # Only model-typed structure is walked: plain dicts are JSON documents, stored as JSON.
+    for name, info in type(model).model_fields.items():
+        if info.annotation is Any:  # a JSON value (working memory), not a text column
+            continue
+        value = getattr(model, name)
+        field = f"{prefix}{name}"
+        if isinstance(value, str) and NUL in value:
+            raise ValidationFailed(f"invalid request: {field}: {NUL_MESSAGE}",
+                                   details=[{"field": field, "message": NUL_MESSAGE}])
+        if isinstance(value, BaseModel):
+            _check_text_fields(value, f"{field}.")
+        elif isinstance(value, list) and any(isinstance(v, str) and NUL in v for v in value):
+            raise ValidationFailed(f"invalid request: {field}: {NUL_MESSAGE}",
+                                   details=[{"field": field, "message": NUL_MESSAGE}])
+        elif isinstance(value, dict) and any(isinstance(v, BaseModel) for v in value.values()):
+            for key, child in value.items():
+                if NUL in key:
+                    raise ValidationFailed(
+                        f"invalid request: {field}: keys {NUL_MESSAGE}",
+                        details=[{"field": field, "message": NUL_MESSAGE}],
+                    )
+                _check_text_fields(child, f"{field}.{key}.")
 
 
 def set_etag(response: Response, version: int) -> None:

@@ -18,6 +18,7 @@ from memory_service.routes.deps import (
     set_etag,
 )
 from servicekit import CurrentIdentity
+from servicekit.jsoncheck import NulFree
 from soorma_common._base import BaseDTO
 from soorma_common.errors import ValidationFailed
 from soorma_common.memory import PlanCreate, PlanStatus, PlanSummary, PlanUpdate
@@ -74,8 +75,8 @@ async def list_plans(
     identity: CurrentIdentity,
     store: Store,
     status: Annotated[list[str] | None, Query()] = None,
-    session_id: Annotated[str | None, Query(max_length=MAX_ID_LENGTH)] = None,
-    parent_plan_id: Annotated[str | None, Query(max_length=MAX_ID_LENGTH)] = None,
+    session_id: Annotated[str | None, Query(max_length=MAX_ID_LENGTH), NulFree] = None,
+    parent_plan_id: Annotated[str | None, Query(max_length=MAX_ID_LENGTH), NulFree] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = DEFAULT_LIST_LIMIT,
 ) -> PlanList:
     """The caller's plans, most recently updated first."""

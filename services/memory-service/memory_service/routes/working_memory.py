@@ -11,12 +11,13 @@ from fastapi import APIRouter, Path, Response
 
 from memory_service.routes.deps import RecordId, SizeChecked, Store, check_storable
 from servicekit import CurrentIdentity
+from servicekit.jsoncheck import NulFree
 from soorma_common._base import BaseDTO
 from soorma_common.memory import WorkingMemoryItem, WorkingMemoryWrite
 
 router = APIRouter(prefix="/v1/working-memory", tags=["working-memory"])
 
-MemoryKey = Annotated[str, Path(min_length=1, max_length=512)]
+MemoryKey = Annotated[str, Path(min_length=1, max_length=512), NulFree]
 
 
 class WorkingMemoryList(BaseDTO):

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 
 from registry_service.card import agent_card
 from registry_service.deps import Store
 from registry_service.store import MatchMode
 from servicekit import CurrentIdentity
+from servicekit.jsoncheck import NulFree
 from soorma_common.registry import AgentCapability, AgentDefinition, DiscoveredAgent
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
+
+# NUL cannot reach a Postgres text comparison: 422 naming the parameter instead.
+AgentId = Annotated[str, Path(), NulFree]
+Filter = Annotated[str | None, Query(), NulFree]
 
 
 @router.post("", responses={200: {"description": "Existing agent replaced"}},
@@ -35,10 +40,10 @@ async def register_agent(
 async def list_agents(
     identity: CurrentIdentity,
     store: Store,
-    name: str | None = None,
-    consumed_event: str | None = None,
-    produced_event: str | None = None,
-    capability: str | None = None,
+    name: Filter = None,
+    consumed_event: Filter = None,
+    produced_event: Filter = None,
+    capability: Filter = None,
     include_expired: bool = False,
 ) -> list[AgentDefinition]:
     """Live agents of the caller's tenant; every filter given must match."""
@@ -67,7 +72,9 @@ async def discover_agents(
     identity: CurrentIdentity,
     store: Store,
     requirements: Annotated[
-        str, Query(description="Comma-separated capability task names or consumed event names.")
+        str,
+        Query(description="Comma-separated capability task names or consumed event names."),
+        NulFree,
     ] = "",
     include_events: Annotated[bool, Query(description="Include event JSON Schemas.")] = True,
     match: Annotated[
@@ -100,14 +107,14 @@ async def discover_agents(
 
 @router.get("/{agent_id}")
 async def get_agent(
-    agent_id: str, identity: CurrentIdentity, store: Store, include_expired: bool = False
+    agent_id: AgentId, identity: CurrentIdentity, store: Store, include_expired: bool = False
 ) -> AgentDefinition:
     """One agent (404 once it has expired, unless ``include_expired``)."""
     return await store.get_agent(identity.tenant_id, agent_id, include_expired=include_expired)
 
 
 @router.put("/{agent_id}/heartbeat")
-async def heartbeat(agent_id: str, identity: CurrentIdentity, store: Store) -> AgentDefinition:
+async def heartbeat(agent_id: AgentId, identity: CurrentIdentity, store: Store) -> AgentDefinition:
     """Extend the agent's lease by its ``ttl_seconds``.
 
     404 ``agent_not_found`` when the agent is unknown or already expired: re-register it.
@@ -116,14 +123,14 @@ async def heartbeat(agent_id: str, identity: CurrentIdentity, store: Store) -> A
 
 
 @router.delete("/{agent_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def deregister_agent(agent_id: str, identity: CurrentIdentity, store: Store) -> None:
+async def deregister_agent(agent_id: AgentId, identity: CurrentIdentity, store: Store) -> None:
     """Remove the agent; events it owns pass to another live declarer or are deleted."""
     await store.delete_agent(identity.tenant_id, agent_id)
 
 
 @router.get("/{agent_id}/card")
 async def get_agent_card(
-    agent_id: str, identity: CurrentIdentity, store: Store, request: Request
+    agent_id: AgentId, identity: CurrentIdentity, store: Store, request: Request
 ) -> dict[str, Any]:
     """The agent as an A2A Agent Card (legacy ``soorma_common.a2a`` shape)."""
     agent = await store.get_agent(identity.tenant_id, agent_id)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, status
 
 from registry_service.deps import Store
 from servicekit import CurrentIdentity
+from servicekit.jsoncheck import NulFree
 from soorma_common.registry import EventDefinition
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
+
+# NUL cannot reach a Postgres text comparison: 422 naming the parameter instead.
+Filter = Annotated[str | None, Query(), NulFree]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
@@ -23,9 +29,9 @@ async def register_event(
 async def list_events(
     identity: CurrentIdentity,
     store: Store,
-    topic: str | None = None,
-    event_name: str | None = None,
-    owner: str | None = None,
+    topic: Filter = None,
+    event_name: Filter = None,
+    owner: Filter = None,
 ) -> list[EventDefinition]:
     """Event definitions of the caller's tenant, filtered by topic, name and owner agent."""
     return await store.list_events(
@@ -34,6 +40,8 @@ async def list_events(
 
 
 @router.get("/{event_name}")
-async def get_event(event_name: str, identity: CurrentIdentity, store: Store) -> EventDefinition:
+async def get_event(
+    event_name: Annotated[str, Path(), NulFree], identity: CurrentIdentity, store: Store
+) -> EventDefinition:
     """One event definition by name."""
     return await store.get_event(identity.tenant_id, event_name)

@@ -2,8 +2,8 @@
 
     python client.py "event-driven agents"
 
-The last line names the plan, so you can look at it afterwards (``soorma plans show ID``
-shows its results and the audit of every LLM call).
+The last line names the plan, so you can look at it afterwards: its results and the audit
+of every LLM call are in the memory service (``GET /v1/memory/plan-context/{plan_id}``).
 """
 
 from __future__ import annotations

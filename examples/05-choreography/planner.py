@@ -32,10 +32,13 @@ If a step failed, complete with {"error": <what failed>}.
 """
 
 
-def build_planner(model: str, *, offline: bool) -> ChoreographyPlanner:
+def build_planner(
+    model: str, *, offline: bool, api_base: str | None = None
+) -> ChoreographyPlanner:
     planner = ChoreographyPlanner(
         name="research-planner",
         reasoning_model=model,
+        api_base=api_base,
         system_instructions=INSTRUCTIONS,
         temperature=0.0,
         max_actions=8,  # fetch, analyze, report, complete -- and room for a retry or two
@@ -48,8 +51,8 @@ def build_planner(model: str, *, offline: bool) -> ChoreographyPlanner:
         if decision is not None:  # None: the plan failed, and step() logged why
             action = decision.next_action
             what = getattr(action, "event_type", None) or getattr(action, "goal_event", "")
-            logger.info("plan %s: %s %s -- %s", plan.plan_id, action.action.value, what,
-                        decision.reasoning)
+            logger.info("plan %s: %s -- %s", plan.plan_id,
+                        f"{action.action.value} {what}".strip(), decision.reasoning)
 
     @planner.on_goal("research.requested", description="Research a topic, answer a report.")
     async def on_goal(goal, context):
@@ -81,11 +84,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="litellm model id (gpt-4o-mini, anthropic/claude-..., ollama/...)")
     parser.add_argument("--offline", action="store_true",
                         help="scripted model answers (litellm mock_response); no key, no network")
+    parser.add_argument("--api-base", help="custom endpoint (a proxy, Azure, a local server)")
     args = parser.parse_args(argv)
     if args.offline:
         # litellm otherwise downloads its model price list when imported.
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    planner = build_planner(args.model, offline=args.offline)
+    planner = build_planner(args.model, offline=args.offline, api_base=args.api_base)
     if not args.offline:
         try:
             planner.check_llm_configured()

@@ -88,9 +88,10 @@ LIBRARY = [
      "decisions are validated against the registered schemas before anything happens."),
 ]
 STOPWORDS = {
-    "a", "after", "an", "and", "any", "at", "be", "before", "can", "each", "every", "from",
-    "its", "is", "in", "instead", "never", "no", "of", "on", "one", "own", "so", "that",
-    "the", "their", "to", "when", "which", "with", "anything", "happens", "versus", "other",
+    "a", "after", "an", "and", "any", "anything", "are", "at", "be", "before", "can", "each",
+    "every", "from", "happens", "in", "instead", "is", "its", "never", "no", "not", "of",
+    "on", "one", "other", "own", "so", "that", "the", "their", "to", "versus", "when",
+    "which", "with",
 }
 
 

@@ -685,6 +685,10 @@ class ChoreographyPlanner(Planner):
             return None
         except PlannerError as exc:
             logger.warning("planner %s: plan %s failed: %s", self.name, plan.plan_id, exc)
+            # Most planner errors failed the plan already (fail() is then a no-op); the
+            # others (e.g. no registry to read events from) must not leave it running
+            # with nobody left to move it on.
+            await plan.fail(exc.message)
             return None
         return decision
 

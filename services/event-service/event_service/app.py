@@ -16,7 +16,7 @@ from event_service.backends.base import EventLog
 from event_service.backends.memory import MemoryEventLog
 from event_service.fanout import BroadcastHub
 from event_service.fastpath import PublishFastPath
-from event_service.groups import GroupWaker
+from event_service.groups import GroupWaker, finish_cleanups
 from event_service.routes import router
 from event_service.settings import Settings
 from event_service.state import EventState
@@ -49,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield {"events": state, "ready_checks": {"event_log": log.ping}}
         finally:
+            await finish_cleanups()
             await hub.close()
             await log.close()
             for client in clients:

@@ -20,6 +20,14 @@ from event_service.fanout import Subscriber
 log = logging.getLogger("event_service.groups")
 
 _cleanups: set[asyncio.Task[None]] = set()
+_CLEANUP_WAIT = 2.0  # seconds the lifespan waits for them at shutdown
+
+
+async def finish_cleanups() -> None:
+    """Wait (bounded) for closed streams to drop their consumers: call before closing
+    the event log, so no cleanup opens a connection on a closed pool."""
+    if _cleanups:
+        await asyncio.wait(list(_cleanups), timeout=_CLEANUP_WAIT)
 
 
 class GroupWaker:

@@ -103,6 +103,7 @@ class RedisEventLog(EventLog):
         blocking_pool = self._blocking.connection_pool
         self._live = DirectCommands(pool=blocking_pool)
         self._forget = redis.register_script(_FORGET_CONSUMER)
+        self._closed = False
         self._appends = AppendCoalescer(
             commands=DirectCommands(pool=blocking_pool), max_length=max_length,
             timeout=command_timeout,
@@ -350,6 +351,8 @@ class RedisEventLog(EventLog):
     async def forget_consumer(
         self, tenant: str, topics: Sequence[str], group: str, consumer: str
     ) -> None:
+        if self._closed:
+            return  # a stream closing during shutdown: its consumer stays, harmlessly
         keys = [self._key(tenant, topic) for topic in topics]
         await self._forget(keys=keys, args=[group, consumer])
 
@@ -357,5 +360,6 @@ class RedisEventLog(EventLog):
         await self._r.ping()
 
     async def close(self) -> None:
+        self._closed = True
         await self._appends.close()
         await self._live.close()

@@ -131,3 +131,33 @@ async def test_planner_without_a_key_names_the_variable_to_set():
     assert await planner.wait() == 2
     assert "set the OPENAI_API_KEY environment variable" in planner.output
     assert "--offline" in planner.output
+
+
+async def test_offline_plan_fails_with_the_reason_when_no_tool_is_registered(
+    services: dict[str, str],
+):
+    # No workers.py: the scripted answer names fetch.requested, which no live agent
+    # consumes, so validation rejects it (first try and repair) and the plan fails.
+    env = offline_env(**services)
+    planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline",
+                               env=env)
+    try:
+        await planner.wait_for("agent research-planner ready", within=60)
+        client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"), "anything",
+                                  env=env)
+        assert await client.wait(within=60) == 1, client.output + "\n" + planner.output
+        assert "research failed: no valid decision after 2 attempt(s)" in client.output
+        assert "'fetch.requested' does not exist or no live agent consumes it" in client.output
+        plan_id = client.lines[-1].removeprefix("plan ").removesuffix(": failed")
+
+        settings = PlatformSettings(memory_url=services["SOORMA_MEMORY_URL"])
+        async with PlatformContext.from_env(settings=settings) as context:
+            plan = await context.memory.get_plan_context(plan_id)
+        assert plan is not None and plan.status == "failed"
+        assert [(r["attempt"], r["valid"]) for r in plan.state["llm_audit"]] == [
+            ("first", False), ("repair", False),
+        ]
+        assert "choreography_actions" not in plan.state  # nothing was published
+        assert await planner.stop(signal.SIGINT) == 0, planner.output
+    finally:
+        await planner.kill()

@@ -120,13 +120,9 @@ class RedisEventLog(EventLog):
             e = events[0]
             raw = await self._appends.xadd(self._key(tenant, e.topic), e.payload, e.type)
             return [raw.decode()]
-        async with self._r.pipeline(transaction=True) as pipe:
-            for e in events:
-                pipe.xadd(
-                    self._key(tenant, e.topic), {b"e": e.payload, b"y": e.type},
-                    maxlen=self._max_length, approximate=True,
-                )
-            raws = await pipe.execute()
+        raws = await self._appends.xadd_atomic(
+            [(self._key(tenant, e.topic), e.payload, e.type) for e in events]
+        )
         return [raw.decode() for raw in raws]
 
     async def last_ids(self, tenant: str, topics: Sequence[str]) -> dict[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -43,6 +44,27 @@ class AppendCoalescer:
             # disconnect cancels its request) must not strand the others' writes.
             self._writer = asyncio.create_task(self._write_all(), name="redis-appends")
         return await future
+
+    async def xadd_atomic(self, items: Sequence[tuple[str, bytes, str]]) -> list[bytes]:
+        """Append ``(key, payload, type)`` entries in one ``MULTI``; their stream ids.
+
+        A batch is one request already, so it goes out at once, not through the queue.
+        """
+        maxlen = self._max_length
+        commands = [("MULTI",), *(
+            ("XADD", key, "MAXLEN", "~", maxlen, "*", "e", payload, "y", event_type)
+            for key, payload, event_type in items
+        ), ("EXEC",)]
+        try:
+            async with asyncio.timeout(self._timeout):
+                replies = await self._commands.pipeline(commands)
+        except TimeoutError:
+            raise RedisTimeoutError(
+                f"no answer from Redis within {self._timeout} s") from None
+        for reply in (*replies, *(replies[-1] or ())):
+            if isinstance(reply, Exception):
+                raise reply
+        return list(replies[-1])
 
     async def _write_all(self) -> None:
         try:

@@ -12,6 +12,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -42,6 +43,42 @@ _CODE_BY_STATUS = {
     422: "validation_error",
     429: "rate_limited",
 }
+
+
+class ErrorInfo(BaseModel):
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorBody(BaseModel):
+    """The body of every error answer (documented in OpenAPI by :func:`error_responses`)."""
+
+    error: ErrorInfo
+
+
+_ERROR_DESCRIPTIONS = {
+    400: "Bad request",
+    401: "Missing or invalid token",
+    403: "Identity not allowed",
+    404: "Not found (or another tenant's)",
+    409: "Conflict (existing id or stale version)",
+    413: "Body over the size limit",
+    422: "Invalid request: the message names each failing field",
+    503: "A dependency is unavailable",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` entries for error statuses, all with the common error body.
+
+    Declaring 422 this way also replaces FastAPI's default ``HTTPValidationError`` schema,
+    which is not what our handlers send.
+    """
+    return {
+        status: {"model": ErrorBody, "description": _ERROR_DESCRIPTIONS.get(status, "Error")}
+        for status in statuses
+    }
 
 
 def status_for(exc: e.SoormaError) -> int:

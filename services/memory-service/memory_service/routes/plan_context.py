@@ -16,10 +16,13 @@ from memory_service.routes.deps import (
     set_etag,
 )
 from servicekit import CurrentIdentity
+from servicekit.errors import error_responses
 from soorma_common.errors import ValidationFailed
 from soorma_common.memory import PlanContextRecord
 
-router = APIRouter(prefix="/v1/memory/plan-context", tags=["plan-context"])
+router = APIRouter(
+    prefix="/v1/memory/plan-context", tags=["plan-context"], responses=error_responses(422)
+)
 
 
 class PlanContextWrite(PlanContextRecord):
@@ -45,7 +48,12 @@ def _validate(body: PlanContextWrite) -> None:
     check_ids("correlation_ids", body.correlation_ids)
 
 
-@router.post("", response_model=PlanContextRecord, dependencies=[SizeChecked])
+@router.post(
+    "",
+    responses=error_responses(404, 409, 413),
+    response_model=PlanContextRecord,
+    dependencies=[SizeChecked],
+)
 async def upsert_plan_context(
     body: PlanContextWrite,
     identity: CurrentIdentity,
@@ -62,7 +70,11 @@ async def upsert_plan_context(
     return result
 
 
-@router.get("/by-correlation/{correlation_id}", response_model=PlanContextRecord)
+@router.get(
+    "/by-correlation/{correlation_id}",
+    responses=error_responses(404),
+    response_model=PlanContextRecord,
+)
 async def get_plan_context_by_correlation(
     correlation_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanContextRecord:
@@ -72,7 +84,7 @@ async def get_plan_context_by_correlation(
     return result
 
 
-@router.get("/{plan_id}", response_model=PlanContextRecord)
+@router.get("/{plan_id}", responses=error_responses(404), response_model=PlanContextRecord)
 async def get_plan_context(
     plan_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanContextRecord:
@@ -81,7 +93,12 @@ async def get_plan_context(
     return result
 
 
-@router.put("/{plan_id}", response_model=PlanContextRecord, dependencies=[SizeChecked])
+@router.put(
+    "/{plan_id}",
+    responses=error_responses(404, 409, 413),
+    response_model=PlanContextRecord,
+    dependencies=[SizeChecked],
+)
 async def replace_plan_context(
     plan_id: RecordId,
     body: PlanContextReplace,
@@ -108,7 +125,7 @@ async def replace_plan_context(
     return result
 
 
-@router.delete("/{plan_id}", status_code=204)
+@router.delete("/{plan_id}", responses=error_responses(404), status_code=204)
 async def delete_plan_context(
     plan_id: RecordId, identity: CurrentIdentity, store: Store
 ) -> Response:

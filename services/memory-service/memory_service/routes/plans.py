@@ -18,12 +18,13 @@ from memory_service.routes.deps import (
     set_etag,
 )
 from servicekit import CurrentIdentity
+from servicekit.errors import error_responses
 from servicekit.jsoncheck import NulFree
 from soorma_common._base import BaseDTO
 from soorma_common.errors import ValidationFailed
 from soorma_common.memory import PlanCreate, PlanStatus, PlanSummary, PlanUpdate
 
-router = APIRouter(prefix="/v1/memory/plans", tags=["plans"])
+router = APIRouter(prefix="/v1/memory/plans", tags=["plans"], responses=error_responses(422))
 
 DEFAULT_LIST_LIMIT = 100
 MAX_LIST_LIMIT = 1000
@@ -56,7 +57,13 @@ def _summary(record: object) -> PlanSummary:
     return PlanSummary.model_validate(record, from_attributes=True)
 
 
-@router.post("", response_model=PlanSummary, status_code=201, dependencies=[SizeChecked])
+@router.post(
+    "",
+    responses=error_responses(409, 413),
+    response_model=PlanSummary,
+    status_code=201,
+    dependencies=[SizeChecked],
+)
 async def create_plan(
     body: PlanCreate, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanSummary:
@@ -90,7 +97,7 @@ async def list_plans(
     return PlanList(plans=plans)
 
 
-@router.get("/{plan_id}", response_model=PlanSummary)
+@router.get("/{plan_id}", responses=error_responses(404), response_model=PlanSummary)
 async def get_plan(
     plan_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanSummary:
@@ -99,7 +106,7 @@ async def get_plan(
     return result
 
 
-@router.put("/{plan_id}", response_model=PlanSummary)
+@router.put("/{plan_id}", responses=error_responses(404, 409, 413), response_model=PlanSummary)
 async def update_plan(
     plan_id: RecordId,
     body: PlanUpdate,
@@ -120,7 +127,7 @@ async def update_plan(
     return result
 
 
-@router.delete("/{plan_id}", status_code=204)
+@router.delete("/{plan_id}", responses=error_responses(404), status_code=204)
 async def delete_plan(plan_id: RecordId, identity: CurrentIdentity, store: Store) -> Response:
     """Delete the plan, its correlation ids, working memory and task contexts."""
     await store.delete_plan(identity.tenant_id, plan_id)

@@ -9,17 +9,24 @@ from fastapi import APIRouter, Query, Response
 from memory_service.routes.deps import RecordId, SizeChecked, Store, check_ids, check_storable
 from memory_service.routes.plans import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from servicekit import CurrentIdentity
+from servicekit.errors import error_responses
 from soorma_common._base import BaseDTO
 from soorma_common.memory import SessionCreate, SessionSummary
 
-router = APIRouter(prefix="/v1/memory/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/memory/sessions", tags=["sessions"], responses=error_responses(422))
 
 
 class SessionList(BaseDTO):
     sessions: list[SessionSummary]
 
 
-@router.post("", response_model=SessionSummary, status_code=201, dependencies=[SizeChecked])
+@router.post(
+    "",
+    responses=error_responses(409, 413),
+    response_model=SessionSummary,
+    status_code=201,
+    dependencies=[SizeChecked],
+)
 async def create_session(
     body: SessionCreate, identity: CurrentIdentity, store: Store
 ) -> SessionSummary:
@@ -39,14 +46,14 @@ async def list_sessions(
     return SessionList(sessions=await store.list_sessions(identity.tenant_id, limit=limit))
 
 
-@router.get("/{session_id}", response_model=SessionSummary)
+@router.get("/{session_id}", responses=error_responses(404), response_model=SessionSummary)
 async def get_session(
     session_id: RecordId, identity: CurrentIdentity, store: Store
 ) -> SessionSummary:
     return await store.get_session(identity.tenant_id, session_id)
 
 
-@router.delete("/{session_id}", status_code=204)
+@router.delete("/{session_id}", responses=error_responses(404), status_code=204)
 async def delete_session(session_id: RecordId, identity: CurrentIdentity, store: Store) -> Response:
     """Delete the session and every plan in it (with their data)."""
     await store.delete_session(identity.tenant_id, session_id)

@@ -16,10 +16,13 @@ from memory_service.routes.deps import (
     set_etag,
 )
 from servicekit import CurrentIdentity
+from servicekit.errors import error_responses
 from soorma_common.errors import ValidationFailed
 from soorma_common.memory import SubTaskResultRequest, TaskContextRecord
 
-router = APIRouter(prefix="/v1/memory/task-context", tags=["task-context"])
+router = APIRouter(
+    prefix="/v1/memory/task-context", tags=["task-context"], responses=error_responses(422)
+)
 
 
 class TaskContextWrite(TaskContextRecord):
@@ -52,7 +55,12 @@ def _validate(body: TaskContextWrite) -> None:
             )
 
 
-@router.post("", response_model=TaskContextRecord, dependencies=[SizeChecked])
+@router.post(
+    "",
+    responses=error_responses(404, 409, 413),
+    response_model=TaskContextRecord,
+    dependencies=[SizeChecked],
+)
 async def upsert_task_context(
     body: TaskContextWrite,
     identity: CurrentIdentity,
@@ -69,7 +77,11 @@ async def upsert_task_context(
     return result
 
 
-@router.get("/by-subtask/{sub_task_id}", response_model=TaskContextRecord)
+@router.get(
+    "/by-subtask/{sub_task_id}",
+    responses=error_responses(404),
+    response_model=TaskContextRecord,
+)
 async def get_task_context_by_sub_task(
     sub_task_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> TaskContextRecord:
@@ -79,7 +91,7 @@ async def get_task_context_by_sub_task(
     return result
 
 
-@router.get("/{task_id}", response_model=TaskContextRecord)
+@router.get("/{task_id}", responses=error_responses(404), response_model=TaskContextRecord)
 async def get_task_context(
     task_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> TaskContextRecord:
@@ -88,7 +100,12 @@ async def get_task_context(
     return result
 
 
-@router.put("/{task_id}", response_model=TaskContextRecord, dependencies=[SizeChecked])
+@router.put(
+    "/{task_id}",
+    responses=error_responses(404, 409, 413),
+    response_model=TaskContextRecord,
+    dependencies=[SizeChecked],
+)
 async def replace_task_context(
     task_id: RecordId,
     body: TaskContextReplace,
@@ -115,7 +132,7 @@ async def replace_task_context(
     return result
 
 
-@router.delete("/{task_id}", status_code=204)
+@router.delete("/{task_id}", responses=error_responses(404), status_code=204)
 async def delete_task_context(
     task_id: RecordId, identity: CurrentIdentity, store: Store
 ) -> Response:
@@ -126,6 +143,7 @@ async def delete_task_context(
 
 @router.post(
     "/{task_id}/sub-tasks/{sub_task_id}/result",
+    responses=error_responses(404, 413),
     response_model=TaskContextRecord,
     dependencies=[SizeChecked],
 )

@@ -11,11 +11,14 @@ from fastapi import APIRouter, Path, Response
 
 from memory_service.routes.deps import RecordId, SizeChecked, Store, check_storable
 from servicekit import CurrentIdentity
+from servicekit.errors import error_responses
 from servicekit.jsoncheck import NulFree
 from soorma_common._base import BaseDTO
 from soorma_common.memory import WorkingMemoryItem, WorkingMemoryWrite
 
-router = APIRouter(prefix="/v1/working-memory", tags=["working-memory"])
+router = APIRouter(
+    prefix="/v1/working-memory", tags=["working-memory"], responses=error_responses(422)
+)
 
 MemoryKey = Annotated[str, Path(min_length=1, max_length=512), NulFree]
 
@@ -28,7 +31,12 @@ class WorkingMemoryCleared(BaseDTO):
     deleted: int
 
 
-@router.post("/{plan_id}", response_model=WorkingMemoryItem, dependencies=[SizeChecked])
+@router.post(
+    "/{plan_id}",
+    responses=error_responses(413),
+    response_model=WorkingMemoryItem,
+    dependencies=[SizeChecked],
+)
 async def put_working_memory(
     plan_id: RecordId, body: WorkingMemoryWrite, identity: CurrentIdentity, store: Store
 ) -> WorkingMemoryItem:
@@ -53,14 +61,18 @@ async def clear_working_memory(
     return WorkingMemoryCleared(deleted=await store.clear_memory(identity.tenant_id, plan_id))
 
 
-@router.get("/{plan_id}/{key:path}", response_model=WorkingMemoryItem)
+@router.get(
+    "/{plan_id}/{key:path}",
+    responses=error_responses(404),
+    response_model=WorkingMemoryItem,
+)
 async def get_working_memory(
     plan_id: RecordId, key: MemoryKey, identity: CurrentIdentity, store: Store
 ) -> WorkingMemoryItem:
     return await store.get_memory(identity.tenant_id, plan_id, key)
 
 
-@router.delete("/{plan_id}/{key:path}", status_code=204)
+@router.delete("/{plan_id}/{key:path}", responses=error_responses(404), status_code=204)
 async def delete_working_memory(
     plan_id: RecordId, key: MemoryKey, identity: CurrentIdentity, store: Store
 ) -> Response:

@@ -10,17 +10,19 @@ from registry_service.card import agent_card
 from registry_service.deps import Store
 from registry_service.store import MatchMode
 from servicekit import CurrentIdentity
+from servicekit.errors import error_responses
 from servicekit.jsoncheck import NulFree
 from soorma_common.registry import AgentCapability, AgentDefinition, DiscoveredAgent
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"])
+router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=error_responses(422))
 
 # NUL cannot reach a Postgres text comparison: 422 naming the parameter instead.
 AgentId = Annotated[str, Path(), NulFree]
 Filter = Annotated[str | None, Query(), NulFree]
 
 
-@router.post("", responses={200: {"description": "Existing agent replaced"}},
+@router.post("", responses={200: {"description": "Existing agent replaced"},
+                            **error_responses(413)},
              status_code=status.HTTP_201_CREATED)
 async def register_agent(
     agent: AgentDefinition, identity: CurrentIdentity, store: Store, response: Response
@@ -105,7 +107,7 @@ async def discover_agents(
     return found
 
 
-@router.get("/{agent_id}")
+@router.get("/{agent_id}", responses=error_responses(404))
 async def get_agent(
     agent_id: AgentId, identity: CurrentIdentity, store: Store, include_expired: bool = False
 ) -> AgentDefinition:
@@ -113,7 +115,7 @@ async def get_agent(
     return await store.get_agent(identity.tenant_id, agent_id, include_expired=include_expired)
 
 
-@router.put("/{agent_id}/heartbeat")
+@router.put("/{agent_id}/heartbeat", responses=error_responses(404))
 async def heartbeat(agent_id: AgentId, identity: CurrentIdentity, store: Store) -> AgentDefinition:
     """Extend the agent's lease by its ``ttl_seconds``.
 
@@ -122,13 +124,14 @@ async def heartbeat(agent_id: AgentId, identity: CurrentIdentity, store: Store) 
     return await store.heartbeat(identity.tenant_id, agent_id)
 
 
-@router.delete("/{agent_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{agent_id}", status_code=status.HTTP_204_NO_CONTENT,
+               responses=error_responses(404))
 async def deregister_agent(agent_id: AgentId, identity: CurrentIdentity, store: Store) -> None:
     """Remove the agent; events it owns pass to another live declarer or are deleted."""
     await store.delete_agent(identity.tenant_id, agent_id)
 
 
-@router.get("/{agent_id}/card")
+@router.get("/{agent_id}/card", responses=error_responses(404))
 async def get_agent_card(
     agent_id: AgentId, identity: CurrentIdentity, store: Store, request: Request
 ) -> dict[str, Any]:

@@ -8,16 +8,17 @@ from fastapi import APIRouter, Path, Query, status
 
 from registry_service.deps import Store
 from servicekit import CurrentIdentity
+from servicekit.errors import error_responses
 from servicekit.jsoncheck import NulFree
 from soorma_common.registry import EventDefinition
 
-router = APIRouter(prefix="/v1/events", tags=["events"])
+router = APIRouter(prefix="/v1/events", tags=["events"], responses=error_responses(422))
 
 # NUL cannot reach a Postgres text comparison: 422 naming the parameter instead.
 Filter = Annotated[str | None, Query(), NulFree]
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(413))
 async def register_event(
     event: EventDefinition, identity: CurrentIdentity, store: Store
 ) -> EventDefinition:
@@ -39,7 +40,7 @@ async def list_events(
     )
 
 
-@router.get("/{event_name}")
+@router.get("/{event_name}", responses=error_responses(404))
 async def get_event(
     event_name: Annotated[str, Path(), NulFree], identity: CurrentIdentity, store: Store
 ) -> EventDefinition:

@@ -1,0 +1,101 @@
+"""Fuzz fixtures: each service once per test module and backend, served in a thread.
+
+One server per module keeps hundreds of generated requests cheap; the Postgres and Redis
+variants get their own database / key prefix per module, removed afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fuzz_support import ThreadedServer, serve_in_thread
+
+RUN = uuid.uuid4().hex[:8]
+
+
+def _postgres_database(server_url: str) -> Iterator[str]:
+    import asyncpg
+
+    plain = server_url.replace("postgresql+asyncpg://", "postgresql://")
+    name = f"soorma_fuzz_{RUN}_{uuid.uuid4().hex[:8]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(plain)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    base, _, _ = server_url.rpartition("/")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="module",
+                params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_url(request: pytest.FixtureRequest, tmp_path_factory: Any) -> Iterator[str]:
+    """A fresh database for one test module: SQLite always, PostgreSQL when configured."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('fuzzdb')}/fuzz.db"
+        return
+    yield from _postgres_database(request.getfixturevalue("postgres_server_url"))
+
+
+@pytest.fixture(scope="module")
+def memory_server(sql_url: str, tmp_path_factory: Any) -> Iterator[ThreadedServer]:
+    from memory_service import create_app
+    from memory_service.settings import Settings
+
+    settings = Settings(memory_database_url=sql_url, data_dir=tmp_path_factory.mktemp("mem"),
+                        memory_prune_interval_seconds=3600)
+    with serve_in_thread(create_app(settings)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def registry_server(sql_url: str, tmp_path_factory: Any) -> Iterator[ThreadedServer]:
+    from registry_service import Settings, create_app
+
+    settings = Settings(registry_database_url=sql_url, data_dir=tmp_path_factory.mktemp("reg"))
+    with serve_in_thread(create_app(settings)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module",
+                params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def event_backend(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """Event-service settings for one module: in-process log, or Redis under a fresh prefix."""
+    base: dict[str, Any] = {"event_backend": request.param, "block_seconds": 0.5,
+                            "claim_interval_seconds": 0.05}
+    if request.param == "memory":
+        yield base
+        return
+    url = request.getfixturevalue("redis_base_url")
+    prefix = f"soorma-fuzz-{RUN}-{uuid.uuid4().hex[:8]}"
+    yield {**base, "redis_url": url, "redis_prefix": prefix}
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def event_server(event_backend: dict[str, Any]) -> Iterator[ThreadedServer]:
+    from event_service import create_app
+    from event_service.settings import Settings
+
+    settings = Settings(**event_backend)
+    with serve_in_thread(create_app(settings)) as server:
+        yield server

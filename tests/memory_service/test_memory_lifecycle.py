@@ -14,8 +14,9 @@ from memory_bodies import plan_body
 
 from memory_service.retention import prune_finished_plans
 from memory_service.settings import Settings
-from memory_service.sql import VERSION_TABLE, open_sql_store
+from memory_service.sql import MIGRATIONS, VERSION_TABLE, open_sql_store
 from memory_service.sql.base import utcnow
+from servicekit.db import make_engine
 
 pytestmark = pytest.mark.asyncio
 
@@ -43,7 +44,46 @@ async def test_schema_comes_from_alembic_with_its_own_version_table(db_url: str)
     assert VERSION_TABLE in tables
     assert {"memory_task_contexts", "memory_sub_tasks", "memory_plans",
             "memory_plan_correlations", "memory_sessions", "memory_working_memory"} <= tables
-    assert [row[0] for row in head] == ["0001_initial"]
+    assert [row[0] for row in head] == ["0002_plan_correlation_ids"]
+
+
+def _upgrade_to(connection: sa.Connection, revision: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    config.attributes["version_table"] = VERSION_TABLE
+    command.upgrade(config, revision)
+
+
+async def test_upgrade_copies_existing_correlation_ids_into_the_plan_rows(db_url: str) -> None:
+    # A database written by the first schema: correlation ids only in the side table.
+    engine = make_engine(db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(_upgrade_to, "0001_initial")
+            await conn.execute(sa.text(
+                "INSERT INTO memory_plans (tenant_id, plan_id, goal_event, goal_data, status, "
+                "state_machine, results, state, version, created_at, updated_at) VALUES "
+                "('t', 'old', 'g', '{}', 'running', '{}', '{}', '{}', 3, :now, :now), "
+                "('t', 'bare', 'g', '{}', 'running', '{}', '{}', '{}', 1, :now, :now)"
+            ), {"now": utcnow()})
+            await conn.execute(sa.text(
+                "INSERT INTO memory_plan_correlations (tenant_id, plan_id, correlation_id, "
+                "position) VALUES ('t', 'old', 'second', 1), ('t', 'old', 'first', 0)"
+            ))
+    finally:
+        await engine.dispose()
+    store = await open_sql_store(db_url)
+    try:
+        old = await store.get_plan("t", "old")
+        assert (old.correlation_ids, old.version) == (["first", "second"], 3)
+        assert (await store.get_plan("t", "bare")).correlation_ids == []
+        assert (await store.get_plan_by_correlation("t", "second")).plan_id == "old"
+    finally:
+        await store.close()
 
 
 async def _plan(client: httpx.AsyncClient, plan_id: str, status: str) -> None:

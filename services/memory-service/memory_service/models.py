@@ -105,6 +105,9 @@ plans = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
+    # The ordered list the record returns, so a plan context is one row read; the side
+    # table below is the index by-correlation seeks (both written in one transaction).
+    sa.Column("correlation_ids", JSONDocument(), nullable=False),
     sa.Index("ix_memory_plans_session", "tenant_id", "session_id"),
     sa.Index("ix_memory_plans_parent", "tenant_id", "parent_plan_id"),
     sa.Index("ix_memory_plans_status", "tenant_id", "status", "updated_at"),

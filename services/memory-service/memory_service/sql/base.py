@@ -37,6 +37,9 @@ class SqlBase:
     def __init__(self, *, engine: AsyncEngine) -> None:
         self.engine = engine
         self._pg = engine.dialect.name == "postgresql"
+        # Same pool, no transaction: a single statement is atomic on its own, and the
+        # driver's BEGIN/ROLLBACK would double the round trips of a one-row read.
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def insert(self, table: sa.Table) -> Any:
         """A dialect ``insert`` that supports ``on_conflict_do_update/nothing``."""
@@ -52,6 +55,12 @@ class SqlBase:
         async with self.engine.connect() as conn:
             if self._pg:
                 await conn.execution_options(isolation_level="REPEATABLE READ")
+            yield conn
+
+    @asynccontextmanager
+    async def single_statement(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for one self-contained statement (a read), outside a transaction."""
+        async with self._autocommit.connect() as conn:
             yield conn
 
     async def ping(self) -> None:

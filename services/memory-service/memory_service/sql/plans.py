@@ -54,6 +54,61 @@ def summary_from_row(row: Any) -> PlanSummary:
     )
 
 
+def record_from_row(row: Any) -> PlanContextRecord:
+    """The plan context of a full ``memory_plans`` row."""
+    return PlanContextRecord(
+        plan_id=row.plan_id,
+        session_id=row.session_id,
+        parent_plan_id=row.parent_plan_id,
+        goal_event=row.goal_event,
+        goal_data=row.goal_data,
+        response_event=row.response_event,
+        status=PlanStatus(row.status),
+        current_state=row.current_state,
+        state_machine=row.state_machine,
+        results=row.results,
+        correlation_ids=row.correlation_ids,
+        state=row.state,
+        version=row.version,
+        created_at=utc(row.created_at),
+        updated_at=utc(row.updated_at),
+    )
+
+
+def _by_correlation(tenant: str, correlation_id: str) -> sa.Select[Any]:
+    """One statement: the plan named ``correlation_id``, else the one listing it.
+
+    Every lookup is an equality on a primary key (plans by ``(tenant_id, plan_id)``, the
+    side table by its ``(tenant_id, correlation_id)`` prefix), so it is an index seek
+    even on a fresh database without planner statistics. Should two plans list the id,
+    the most recently updated wins.
+    """
+    exact = plans.alias("exact")
+    named = (
+        sa.select(exact.c.plan_id)
+        .where(exact.c.tenant_id == tenant, exact.c.plan_id == correlation_id)
+        .scalar_subquery()
+    )
+    owner = plans.alias("owner")
+    owner_updated = (
+        sa.select(owner.c.updated_at)
+        .where(owner.c.tenant_id == plan_correlations.c.tenant_id,
+               owner.c.plan_id == plan_correlations.c.plan_id)
+        .scalar_subquery()
+    )
+    listing = (
+        sa.select(plan_correlations.c.plan_id)
+        .where(plan_correlations.c.tenant_id == tenant,
+               plan_correlations.c.correlation_id == correlation_id)
+        .order_by(owner_updated.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    return sa.select(plans).where(
+        plans.c.tenant_id == tenant, plans.c.plan_id == sa.func.coalesce(named, listing)
+    )
+
+
 def plan_data_deletes(owned: sa.ColumnElement[bool]) -> list[sa.Delete]:
     """Deletes for what belongs to the plans matching ``owned`` (besides the plan rows).
 
@@ -70,7 +125,13 @@ def plan_data_deletes(owned: sa.ColumnElement[bool]) -> list[sa.Delete]:
 
 
 class SqlPlans(SqlBase):
-    """Plan and plan-context part of the SQL store."""
+    """Plan and plan-context part of the SQL store.
+
+    The hot paths are few statements: a plan context is one row (its correlation ids
+    included), so reads and by-correlation are a single ``SELECT`` outside any
+    transaction, and a write is the version-guarded ``UPDATE``/upsert ``... RETURNING``
+    the stored row, plus two statements keeping the correlation side table in step.
+    """
 
     async def save_plan(
         self,
@@ -82,6 +143,9 @@ class SqlPlans(SqlBase):
     ) -> PlanContextRecord:
         now = utcnow()
         fields = _fields(record)
+        # Duplicates would collide in the side table's primary key; first position wins.
+        correlation_ids = list(dict.fromkeys(record.correlation_ids))
+        fields["correlation_ids"] = correlation_ids
         key = _key(tenant, record.plan_id)
         async with self.engine.begin() as conn:
             if expected_version is None and not must_exist:
@@ -91,16 +155,17 @@ class SqlPlans(SqlBase):
                 ).on_conflict_do_update(
                     index_elements=[plans.c.tenant_id, plans.c.plan_id],
                     set_={**fields, "version": plans.c.version + 1, "updated_at": now},
-                )
-                await conn.execute(stmt)
+                ).returning(*plans.c)
+                row = (await conn.execute(stmt)).first()
             elif expected_version == 0:
                 stmt = self.insert(plans).values(
                     tenant_id=tenant, plan_id=record.plan_id, version=1,
                     created_at=now, updated_at=now, **fields,
                 ).on_conflict_do_nothing(
                     index_elements=[plans.c.tenant_id, plans.c.plan_id]
-                ).returning(plans.c.version)
-                if (await conn.execute(stmt)).first() is None:
+                ).returning(*plans.c)
+                row = (await conn.execute(stmt)).first()
+                if row is None:
                     current = (
                         await conn.execute(sa.select(plans.c.version).where(key))
                     ).scalar_one()
@@ -112,71 +177,50 @@ class SqlPlans(SqlBase):
                 stmt = (
                     sa.update(plans).where(where)
                     .values(**fields, version=plans.c.version + 1, updated_at=now)
-                    .returning(plans.c.version)
+                    .returning(*plans.c)
                 )
-                if (await conn.execute(stmt)).first() is None:
+                row = (await conn.execute(stmt)).first()
+                if row is None:
                     if expected_version is None:
                         raise _plan_not_found(record.plan_id)
                     await check_version_update(
                         conn, plans, key, expected_version=expected_version,
                         not_found=_plan_not_found(record.plan_id),
                     )
-            await self._replace_correlations(conn, tenant, record)
-            return await self._read_plan(conn, tenant, record.plan_id)
+            assert row is not None
+            await self._sync_correlations(conn, tenant, record.plan_id, correlation_ids)
+            return record_from_row(row)
 
-    async def _replace_correlations(
-        self, conn: AsyncConnection, tenant: str, record: PlanContextRecord
+    async def _sync_correlations(
+        self, conn: AsyncConnection, tenant: str, plan_id: str, correlation_ids: list[str]
     ) -> None:
+        """Make the side table hold exactly ``correlation_ids`` for the plan.
+
+        Deletes the ids no longer listed and inserts the new ones; ids kept from the last
+        write are left alone (the usual case: a transition rarely changes them). The side
+        table's ``position`` is the order at first insert; readers take the order from
+        the plan row's ``correlation_ids``.
+        """
         await conn.execute(
             sa.delete(plan_correlations).where(
                 plan_correlations.c.tenant_id == tenant,
-                plan_correlations.c.plan_id == record.plan_id,
+                plan_correlations.c.plan_id == plan_id,
+                plan_correlations.c.correlation_id.not_in(correlation_ids),
             )
         )
-        unique = list(dict.fromkeys(record.correlation_ids))
-        if unique:
+        if correlation_ids:
             await conn.execute(
-                sa.insert(plan_correlations),
+                self.insert(plan_correlations).on_conflict_do_nothing(
+                    index_elements=[plan_correlations.c.tenant_id,
+                                    plan_correlations.c.correlation_id,
+                                    plan_correlations.c.plan_id]
+                ),
                 [
-                    {"tenant_id": tenant, "plan_id": record.plan_id, "correlation_id": cid,
+                    {"tenant_id": tenant, "plan_id": plan_id, "correlation_id": cid,
                      "position": position}
-                    for position, cid in enumerate(unique)
+                    for position, cid in enumerate(correlation_ids)
                 ],
             )
-
-    async def _read_plan(
-        self, conn: AsyncConnection, tenant: str, plan_id: str
-    ) -> PlanContextRecord:
-        row = (await conn.execute(sa.select(plans).where(_key(tenant, plan_id)))).first()
-        if row is None:
-            raise _plan_not_found(plan_id)
-        correlation_ids = (
-            await conn.execute(
-                sa.select(plan_correlations.c.correlation_id)
-                .where(
-                    plan_correlations.c.tenant_id == tenant,
-                    plan_correlations.c.plan_id == plan_id,
-                )
-                .order_by(plan_correlations.c.position)
-            )
-        ).scalars().all()
-        return PlanContextRecord(
-            plan_id=row.plan_id,
-            session_id=row.session_id,
-            parent_plan_id=row.parent_plan_id,
-            goal_event=row.goal_event,
-            goal_data=row.goal_data,
-            response_event=row.response_event,
-            status=PlanStatus(row.status),
-            current_state=row.current_state,
-            state_machine=row.state_machine,
-            results=row.results,
-            correlation_ids=list(correlation_ids),
-            state=row.state,
-            version=row.version,
-            created_at=utc(row.created_at),
-            updated_at=utc(row.updated_at),
-        )
 
     async def create_plan(self, tenant: str, plan: PlanCreate) -> PlanContextRecord:
         plan_id = plan.plan_id or str(uuid.uuid4())
@@ -187,54 +231,37 @@ class SqlPlans(SqlBase):
                 parent_plan_id=plan.parent_plan_id, goal_event=plan.goal_event,
                 goal_data=plan.goal_data, response_event=plan.response_event,
                 status=plan.status.value, current_state=None, state_machine={}, results={},
-                state={}, version=1, created_at=now, updated_at=now,
+                state={}, correlation_ids=[], version=1, created_at=now, updated_at=now,
             ).on_conflict_do_nothing(
                 index_elements=[plans.c.tenant_id, plans.c.plan_id]
-            ).returning(plans.c.version)
-            if (await conn.execute(stmt)).first() is None:
+            ).returning(*plans.c)
+            row = (await conn.execute(stmt)).first()
+            if row is None:
                 raise Conflict(
                     f"plan {plan_id!r} already exists; omit plan_id to get a new one, or "
                     "update it with PUT /v1/memory/plans/{plan_id}",
                     details={"plan_id": plan_id},
                 )
-            return await self._read_plan(conn, tenant, plan_id)
+            return record_from_row(row)
 
     async def get_plan(self, tenant: str, plan_id: str) -> PlanContextRecord:
-        async with self.reading() as conn:
-            return await self._read_plan(conn, tenant, plan_id)
+        async with self.single_statement() as conn:
+            row = (await conn.execute(sa.select(plans).where(_key(tenant, plan_id)))).first()
+        if row is None:
+            raise _plan_not_found(plan_id)
+        return record_from_row(row)
 
     async def get_plan_by_correlation(
         self, tenant: str, correlation_id: str
     ) -> PlanContextRecord:
-        async with self.reading() as conn:
-            exists = (
-                await conn.execute(sa.select(plans.c.plan_id).where(_key(tenant, correlation_id)))
-            ).scalar()
-            plan_id = exists or (
-                await conn.execute(
-                    sa.select(plans.c.plan_id)
-                    .join(
-                        plan_correlations,
-                        sa.and_(
-                            plan_correlations.c.tenant_id == plans.c.tenant_id,
-                            plan_correlations.c.plan_id == plans.c.plan_id,
-                        ),
-                    )
-                    .where(
-                        plan_correlations.c.tenant_id == tenant,
-                        plan_correlations.c.correlation_id == correlation_id,
-                    )
-                    # Should two plans claim one id, the most recently active wins.
-                    .order_by(plans.c.updated_at.desc())
-                    .limit(1)
-                )
-            ).scalar()
-            if plan_id is None:
-                raise PlanNotFound(
-                    f"no plan has id or correlation id {correlation_id!r}",
-                    details={"correlation_id": correlation_id},
-                )
-            return await self._read_plan(conn, tenant, plan_id)
+        async with self.single_statement() as conn:
+            row = (await conn.execute(_by_correlation(tenant, correlation_id))).first()
+        if row is None:
+            raise PlanNotFound(
+                f"no plan has id or correlation id {correlation_id!r}",
+                details={"correlation_id": correlation_id},
+            )
+        return record_from_row(row)
 
     async def update_plan_status(
         self,
@@ -252,17 +279,20 @@ class SqlPlans(SqlBase):
         if status is not None:
             values["status"] = status.value
         async with self.engine.begin() as conn:
-            updated = await conn.execute(
-                sa.update(plans).where(where).values(**values).returning(plans.c.version)
-            )
-            if updated.first() is None:
+            row = (
+                await conn.execute(
+                    sa.update(plans).where(where).values(**values).returning(*plans.c)
+                )
+            ).first()
+            if row is None:
                 if expected_version is None:
                     raise _plan_not_found(plan_id)
                 await check_version_update(
                     conn, plans, key, expected_version=expected_version,
                     not_found=_plan_not_found(plan_id),
                 )
-            return await self._read_plan(conn, tenant, plan_id)
+            assert row is not None
+            return record_from_row(row)
 
     async def list_plans(
         self,

@@ -9,13 +9,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from starlette.middleware import Middleware
 from starlette.responses import Response
 
 from event_service.backends.base import EventLog
 from event_service.backends.memory import MemoryEventLog
 from event_service.fanout import BroadcastHub
-from event_service.fastpath import PublishFastPath
+from event_service.fastpath import EventServiceApp, PublishFastPath
 from event_service.groups import GroupWaker, finish_cleanups
 from event_service.routes import router
 from event_service.settings import Settings
@@ -61,8 +60,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         routers=[router],
         max_body_bytes=settings.max_request_bytes,
-        inner_middleware=[Middleware(PublishFastPath, settings=settings)],
+        app_class=EventServiceApp,
     )
+    assert isinstance(app, EventServiceApp)
+    app.fast_path = PublishFastPath(settings=settings, max_body_bytes=settings.max_request_bytes)
     # Redis unreachable is the caller's cue to retry, not a bug: 503, not 500.
     app.add_exception_handler(RedisConnectionError, _backend_unavailable)
     app.add_exception_handler(RedisTimeoutError, _backend_unavailable)

@@ -4,9 +4,9 @@ Publishing is the bus's hot path. FastAPI's routing, request object and dependen
 solving cost more CPU per request than validating and appending the event, so
 ``POST /v1/events/publish`` and ``/publish-batch`` are answered here, ahead of the
 router, by the same functions the FastAPI routes call (``publishing.publish_one`` and
-``publish_many``). It runs inside the request-id and body-size middleware, so both
-still apply; errors are rendered exactly as the app's exception handlers would.
-Anything else (other paths, other methods) goes to FastAPI unchanged.
+``publish_many``). It keeps the request-id and body-size middleware; errors are
+rendered exactly as the app's exception handlers would. Anything else (other paths,
+other methods) goes to FastAPI unchanged.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from fastapi import FastAPI
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from event_service.publishing import publish_many, publish_one
 from event_service.state import EventState
+from servicekit.app import BodySizeLimitMiddleware, BodyTooLarge, RequestContextMiddleware
 from servicekit.auth import Identity, resolve_identity
 from servicekit.errors import error_response, response_for
 from servicekit.settings import ServiceSettings
@@ -65,17 +67,26 @@ async def _read_body(receive: Receive) -> bytes:
 
 
 class PublishFastPath:
-    """ASGI middleware answering the publish routes without FastAPI's router."""
+    """Answers the publish routes with the platform's request-id and body-size middleware
+    (the same classes the app stack uses) but none of FastAPI's layers."""
 
-    def __init__(self, app: ASGIApp, *, settings: ServiceSettings) -> None:
-        self.app = app
+    def __init__(self, *, settings: ServiceSettings, max_body_bytes: int) -> None:
         self.settings = settings
+        self._app = RequestContextMiddleware(
+            BodySizeLimitMiddleware(self._publish, limit=max_body_bytes),
+            log_access=settings.access_log,
+        )
+
+    @staticmethod
+    def handles(scope: Scope) -> bool:
+        return (scope["type"] == "http" and scope["path"] in PUBLISH_PATHS
+                and scope["method"] == "POST")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        handler = PUBLISH_PATHS.get(scope["path"]) if scope["type"] == "http" else None
-        if handler is None or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
+        await self._app(scope, receive, send)
+
+    async def _publish(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = PUBLISH_PATHS[scope["path"]]
         state: EventState = scope["state"]["events"]
         try:
             identity = resolve_identity(_Headers(scope["headers"]), self.settings)
@@ -84,13 +95,33 @@ class PublishFastPath:
             # As the app's handler: Redis unreachable is the caller's cue to retry.
             response = error_response(503, "service_unavailable",
                                       f"event log unavailable: {exc}")
+        except BodyTooLarge:
+            raise  # the body-size middleware answers 413
         except Exception as exc:
             response = response_for(exc)
             if response is None:
-                raise  # unexpected: the app's outermost handler logs it and answers 500
+                log.exception("unhandled error on POST %s", scope["path"])
+                response = error_response(500, "internal_error", "internal server error")
         else:
             await send({"type": "http.response.start", "status": 200, "headers": [
                 *_JSON_HEADERS, (b"content-length", str(len(answer)).encode())]})
             await send({"type": "http.response.body", "body": answer})
             return
         await response(scope, receive, send)
+
+
+class EventServiceApp(FastAPI):
+    """The event service's FastAPI app: publishes skip the middleware stack and routing.
+
+    ``fast_path`` is set by ``create_app``; every other request (and the publish routes'
+    OpenAPI documentation) is FastAPI's as usual.
+    """
+
+    fast_path: PublishFastPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        fast = self.fast_path
+        if fast is not None and fast.handles(scope):
+            await fast(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)

@@ -11,7 +11,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
-from starlette.middleware import Middleware
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -126,6 +125,10 @@ class _BodyTooLarge(Exception):
     pass
 
 
+# Raised from ``receive`` inside ``BodySizeLimitMiddleware``: let it propagate.
+BodyTooLarge = _BodyTooLarge
+
+
 def create_service_app(
     *,
     name: str,
@@ -134,14 +137,14 @@ def create_service_app(
     routers: Sequence[APIRouter] = (),
     version: str = "0.1.0",
     max_body_bytes: int | None = None,
-    inner_middleware: Sequence[Middleware] = (),
+    app_class: type[FastAPI] = FastAPI,
 ) -> FastAPI:
     """Build a service's FastAPI app with the platform's common behaviour.
 
     ``lifespan`` may yield a mapping; it becomes the request state. A
     ``"ready_checks"`` entry (``{name: async callable}``) feeds ``GET /ready``.
-    ``inner_middleware`` runs inside the request-id and body-size middleware (so it
-    keeps both) but ahead of FastAPI's routing: the place for pure-ASGI fast paths.
+    ``app_class`` lets a service use a ``FastAPI`` subclass (e.g. one answering a hot
+    route before the middleware stack).
     """
     configure_logging(name, settings.log_level)
 
@@ -155,7 +158,7 @@ def create_service_app(
             merged.setdefault("ready_checks", {})
             yield merged
 
-    app = FastAPI(
+    app = app_class(
         title=name,
         version=version,
         lifespan=_lifespan,
@@ -187,8 +190,6 @@ def create_service_app(
     for router in routers:
         app.include_router(router)
     limit = max_body_bytes if max_body_bytes is not None else settings.max_payload_bytes * 4
-    for middleware in reversed(inner_middleware):
-        app.add_middleware(middleware.cls, *middleware.args, **middleware.kwargs)
     app.add_middleware(BodySizeLimitMiddleware, limit=limit)
     app.add_middleware(RequestContextMiddleware, log_access=settings.access_log)
     return app

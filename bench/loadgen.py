@@ -19,7 +19,7 @@ class KeepAliveClient:
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        self._head = f"Host: {self.host}:{self.port}\r\n{extra}"
+        self._head_bytes = f"Host: {self.host}:{self.port}\r\n{extra}".encode()
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
 
@@ -37,38 +37,43 @@ class KeepAliveClient:
     async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
         assert self._reader is not None and self._writer is not None
         self._writer.write(
-            (
-                f"POST {path} HTTP/1.1\r\n{self._head}Content-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n"
-            ).encode()
-            + body
+            b"POST %s HTTP/1.1\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (path.encode(), self._head_bytes, len(body), body)
         )
         return await self._read_response()
 
     async def _read_response(self) -> tuple[int, bytes]:
         assert self._reader is not None
         head = await self._reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split(" ", 2)[1])
-        length = 0
-        chunked = False
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            lname = name.strip().lower()
-            if lname == "content-length":
-                length = int(value.strip())
-            elif lname == "transfer-encoding" and "chunked" in value.lower():
-                chunked = True
-        if chunked:
-            body = b""
-            while True:
-                size = int((await self._reader.readuntil(b"\r\n")).strip(), 16)
-                chunk = await self._reader.readexactly(size + 2)
-                if size == 0:
-                    break
-                body += chunk[:-2]
-            return status, body
-        return status, await self._reader.readexactly(length)
+        status = int(head[9:12])
+        lower = head.lower()
+        at = lower.find(b"\r\ncontent-length:")
+        if at >= 0:
+            end = lower.index(b"\r\n", at + 2)
+            return status, await self._reader.readexactly(int(lower[at + 17:end]))
+        if b"\r\ntransfer-encoding: chunked" not in lower:
+            return status, b""
+        body = b""
+        while True:
+            size = int((await self._reader.readuntil(b"\r\n")).strip(), 16)
+            chunk = await self._reader.readexactly(size + 2)
+            if size == 0:
+                return status, body
+            body += chunk[:-2]
+
+
+def _parse_frame(frame: bytes) -> tuple[str, str, bytes] | None:
+    event, eid, payload = "message", "", []
+    for line in frame.split(b"\n"):
+        if line.startswith(b"data:"):
+            payload.append(line[5:].lstrip(b" "))
+        elif line.startswith(b"event:"):
+            event = line[6:].strip().decode()
+        elif line.startswith(b"id:"):
+            eid = line[3:].strip().decode()
+    if payload or event != "message":
+        return event, eid, b"\n".join(payload)
+    return None
 
 
 async def sse_frames(
@@ -95,26 +100,20 @@ async def sse_frames(
                 data = await reader.readexactly(size + 2)
                 if size == 0:
                     return
-                buf += data[:-2]
+                data = data[:-2]
             else:
                 data = await reader.read(65536)
                 if not data:
                     return
-                buf += data
-            buf = buf.replace(b"\r\n", b"\n")
-            while b"\n\n" in buf:
-                frame, buf = buf.split(b"\n\n", 1)
-                event, eid, payload = "message", "", []
-                for line in frame.split(b"\n"):
-                    if line.startswith(b"event:"):
-                        event = line[6:].strip().decode()
-                    elif line.startswith(b"id:"):
-                        eid = line[3:].strip().decode()
-                    elif line.startswith(b"data:"):
-                        payload.append(line[5:].lstrip(b" "))
-                    elif line.startswith(b":"):
-                        continue
-                if payload or event != "message":
-                    yield event, eid, b"\n".join(payload)
+            buf += data.replace(b"\r\n", b"\n") if b"\r" in data else data
+            if b"\n\n" not in buf:
+                continue
+            # Split once per read (not once per frame): bursts carry hundreds of frames.
+            frames = buf.split(b"\n\n")
+            buf = frames.pop()
+            for frame in frames:
+                parsed = _parse_frame(frame)
+                if parsed is not None:
+                    yield parsed
     finally:
         writer.close()

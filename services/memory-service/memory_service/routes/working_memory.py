@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Depends, Path, Request, Response
 
 from memory_service.routes.deps import RecordId, SizeChecked, Store, check_storable
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
 from servicekit.jsoncheck import NulFree
 from soorma_common._base import BaseDTO
+from soorma_common.errors import ValidationFailed
 from soorma_common.memory import WorkingMemoryItem, WorkingMemoryWrite
 
 router = APIRouter(
@@ -21,6 +22,18 @@ router = APIRouter(
 )
 
 MemoryKey = Annotated[str, Path(min_length=1, max_length=512), NulFree]
+
+_LINE_BREAK = "keys must not contain line breaks (a key is read back through its URL path)"
+
+
+async def _no_line_break_in_path(request: Request) -> None:
+    # Starlette matches ``{key:path}`` with ``.*`` and ``$``: a trailing "\n" is dropped
+    # (GET "k\n" would answer key "k") and an inner one makes the route unreachable.
+    if "\n" in request.scope["path"]:
+        raise ValidationFailed(_LINE_BREAK, details=[{"field": "key", "message": _LINE_BREAK}])
+
+
+KeyPathChecked = Depends(_no_line_break_in_path)
 
 
 class WorkingMemoryList(BaseDTO):
@@ -42,6 +55,8 @@ async def put_working_memory(
 ) -> WorkingMemoryItem:
     """Store ``value`` under ``key`` (replacing any previous value)."""
     check_storable(body)
+    if "\n" in body.key:
+        raise ValidationFailed(_LINE_BREAK, details=[{"field": "key", "message": _LINE_BREAK}])
     return await store.put_memory(identity.tenant_id, plan_id, body.key, body.value)
 
 
@@ -63,6 +78,7 @@ async def clear_working_memory(
 
 @router.get(
     "/{plan_id}/{key:path}",
+    dependencies=[KeyPathChecked],
     responses=error_responses(404),
     response_model=WorkingMemoryItem,
 )
@@ -72,7 +88,12 @@ async def get_working_memory(
     return await store.get_memory(identity.tenant_id, plan_id, key)
 
 
-@router.delete("/{plan_id}/{key:path}", responses=error_responses(404), status_code=204)
+@router.delete(
+    "/{plan_id}/{key:path}",
+    dependencies=[KeyPathChecked],
+    responses=error_responses(404),
+    status_code=204,
+)
 async def delete_working_memory(
     plan_id: RecordId, key: MemoryKey, identity: CurrentIdentity, store: Store
 ) -> Response:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from soorma import PlatformContext
+from soorma import PlatformContext, PlatformSettings
 from soorma_common.registry import AgentCapability, AgentDefinition, EventDefinition
 
 MODEL = "scripted/planner"
@@ -128,3 +129,16 @@ async def register_event(
     context: PlatformContext, name: str, topic: str = "action-results"
 ) -> None:
     await context.registry.register_event(EventDefinition(event_name=name, topic=topic))
+
+
+@dataclass
+class Stack:
+    event_url: str
+    memory_url: str
+    registry_url: str
+
+    def settings(self, tenant: str = "choreo") -> PlatformSettings:
+        return PlatformSettings(
+            event_service_url=self.event_url, memory_url=self.memory_url,
+            registry_url=self.registry_url, tenant_id=tenant,
+        )

@@ -8,12 +8,11 @@ completion path.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from choreo_helpers import ScriptedLLM
+from choreo_helpers import ScriptedLLM, Stack
 
 from event_service import create_app as create_event_app
 from event_service.settings import Settings as EventSettings
@@ -21,21 +20,8 @@ from memory_service import create_app as create_memory_app
 from memory_service.settings import Settings as MemorySettings
 from registry_service import create_app as create_registry_app
 from registry_service.settings import Settings as RegistrySettings
-from soorma import PlatformContext, PlatformSettings
+from soorma import PlatformContext
 from testsupport.server import serve
-
-
-@dataclass
-class Stack:
-    event_url: str
-    memory_url: str
-    registry_url: str
-
-    def settings(self, tenant: str = "choreo") -> PlatformSettings:
-        return PlatformSettings(
-            event_service_url=self.event_url, memory_url=self.memory_url,
-            registry_url=self.registry_url, tenant_id=tenant,
-        )
 
 
 @pytest.fixture(

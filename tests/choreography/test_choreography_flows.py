@@ -17,13 +17,13 @@ from choreo_helpers import (
     MODEL,
     SEARCH_SCHEMA,
     ScriptedLLM,
+    Stack,
     complete,
     delegate,
     publish,
     register_event,
     wait,
 )
-from conftest import Stack
 
 from soorma import PlatformContext, Tool
 from soorma.agents.base import Agent

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from memory_service.fastpath import MemoryServiceApp, PlanContextFastPath
 from memory_service.retention import run_pruner
 from memory_service.routes import ROUTERS
 from memory_service.settings import Settings
@@ -18,11 +19,17 @@ from servicekit import create_service_app
 from servicekit.db import database_url
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, fast_path: bool = True) -> FastAPI:
     """Build the memory-service app. Nothing connects until the lifespan starts.
 
     The lifespan opens the SQL store (applying migrations), starts the retention pruner
     and yields the store as request state (``request.state.store``).
+
+    Args:
+        settings: Service settings (from the environment when omitted).
+        fast_path: Answer the plan-context hot routes in pure ASGI
+            (:mod:`memory_service.fastpath`); ``False`` leaves every request to FastAPI
+            (tests compare the two).
     """
     settings = settings or Settings()
 
@@ -49,6 +56,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     await pruner
             await store.close()
 
-    return create_service_app(
-        name="memory-service", settings=settings, lifespan=lifespan, routers=ROUTERS
+    app = create_service_app(
+        name="memory-service", settings=settings, lifespan=lifespan, routers=ROUTERS,
+        app_class=MemoryServiceApp,
     )
+    assert isinstance(app, MemoryServiceApp)
+    if fast_path:
+        app.fast_path = PlanContextFastPath(settings=settings)
+    return app

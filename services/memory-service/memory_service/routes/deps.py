@@ -33,6 +33,15 @@ async def if_match_version(
     if_match: Annotated[str | None, Header(alias="If-Match")] = None,
 ) -> int | None:
     """``If-Match: 3`` (quotes and a weak ``W/`` prefix accepted, as ETags carry them)."""
+    return parse_if_match(if_match)
+
+
+def parse_if_match(if_match: str | None) -> int | None:
+    """The version in an ``If-Match`` header value (None when absent).
+
+    Raises:
+        ValidationFailed: the value is not an integer version.
+    """
     if if_match is None:
         return None
     raw = if_match.strip()

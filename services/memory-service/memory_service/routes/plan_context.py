@@ -15,6 +15,7 @@ from memory_service.routes.deps import (
     expected_version,
     set_etag,
 )
+from memory_service.store import MemoryStore
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
 from soorma_common.errors import ValidationFailed
@@ -108,21 +109,33 @@ async def replace_plan_context(
     response: Response,
 ) -> PlanContextRecord:
     """Replace an existing plan context (404 if it does not exist)."""
+    result = await replace_plan(store, identity.tenant_id, plan_id, body, if_match)
+    set_etag(response, result.version)
+    return result
+
+
+async def replace_plan(
+    store: MemoryStore, tenant: str, plan_id: str, body: PlanContextReplace,
+    if_match: int | None,
+) -> PlanContextRecord:
+    """What ``PUT /plan-context/{plan_id}`` does once the request is parsed.
+
+    Shared by the route and the pure-ASGI fast path (``memory_service.fastpath``).
+    """
     if body.plan_id is not None and body.plan_id != plan_id:
         raise ValidationFailed(
             f"plan_id in the body ({body.plan_id!r}) differs from the path ({plan_id!r})",
             details=[{"field": "plan_id", "message": "must match the path"}],
         )
-    record = PlanContextWrite.model_validate({**body.model_dump(), "plan_id": plan_id})
+    # Already validated: only the path's id is filled in (it passed the same checks).
+    record = body if body.plan_id is not None else body.model_copy(update={"plan_id": plan_id})
     _validate(record)
-    result = await store.save_plan(
-        identity.tenant_id,
+    return await store.save_plan(
+        tenant,
         record,
         expected_version=expected_version(if_match, body.expected_version),
         must_exist=True,
     )
-    set_etag(response, result.version)
-    return result
 
 
 @router.delete("/{plan_id}", responses=error_responses(404), status_code=204)

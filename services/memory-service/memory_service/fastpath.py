@@ -1,0 +1,210 @@
+"""Pure-ASGI fast path for the plan-context hot routes.
+
+A planner reads and writes its plan context on every transition and resolves answers by
+correlation id, so these three routes carry the service's load (benchmark B4):
+
+- ``GET /v1/memory/plan-context/{plan_id}``
+- ``PUT /v1/memory/plan-context/{plan_id}``
+- ``GET /v1/memory/plan-context/by-correlation/{correlation_id}``
+
+FastAPI's middleware stack, routing, dependency solving and response-model re-validation
+cost more CPU per request than the store's work, so well-formed requests to these routes
+are answered here, ahead of all of it, through the same store calls (and, for ``PUT``,
+the same ``routes.plan_context.replace_plan``) the routes use, with servicekit's
+request-id middleware. Anything this path does not accept as well-formed (odd ids,
+identity problems, unparsable or invalid bodies, other content types, bodies over the
+record limit or without a length) is handed to the full FastAPI app unchanged (the body
+replayed), so those errors come from the routes themselves. Errors of the store and of
+``replace_plan`` (404, 409, 422 for unstorable values) are rendered exactly as the app's
+exception handlers would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memory_service.routes.deps import MAX_ID_LENGTH, parse_if_match
+from memory_service.routes.plan_context import PlanContextReplace, replace_plan
+from memory_service.store import MemoryStore
+from servicekit.app import RequestContextMiddleware
+from servicekit.auth import resolve_identity
+from servicekit.errors import error_response, response_for
+from servicekit.jsoncheck import NUL
+from servicekit.settings import ServiceSettings
+from soorma_common.errors import SoormaError
+from soorma_common.memory import PlanContextRecord
+
+log = logging.getLogger("memory_service.fastpath")
+
+PREFIX = "/v1/memory/plan-context/"
+# Scope key carrying the parsed request's pending store call to the responder.
+_WORK = "memory_service.fastpath.work"
+BY_CORRELATION = "by-correlation/"
+_to_json = PlanContextRecord.__pydantic_serializer__.to_json
+
+
+class _Headers:
+    """Just enough of a header mapping for ``resolve_identity``: ``get`` by lowercase name."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self._raw = raw
+
+    def get(self, name: str, default: Any = None) -> Any:
+        wanted = name.encode("latin-1")
+        for key, value in self._raw:
+            if key == wanted:  # ASGI servers lowercase header names
+                return value.decode("latin-1")
+        return default
+
+
+def _plain_id(value: str) -> bool:
+    """An id the route would accept as a path parameter (else FastAPI answers)."""
+    return 0 < len(value) <= MAX_ID_LENGTH and "/" not in value and NUL not in value
+
+
+def _is_json(content_type: str | None) -> bool:
+    if content_type is None:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json"
+
+
+async def _read_body(receive: Receive) -> bytes:
+    message = await receive()
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False):
+        return body
+    chunks = [body]
+    while message.get("more_body", False):
+        message = await receive()
+        chunks.append(message.get("body", b""))
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands FastAPI the body this path already read."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # then disconnects etc., as usual
+
+    return replay
+
+
+class PlanContextFastPath:
+    """Answers the plan-context hot routes with the platform's request-id middleware (the
+    class the app stack uses) but none of FastAPI's layers; hands the rest to ``fallback``.
+    """
+
+    def __init__(self, *, settings: ServiceSettings) -> None:
+        self.settings = settings
+        self._respond_with_id = RequestContextMiddleware(
+            self._respond, log_access=settings.access_log
+        )
+
+    @staticmethod
+    def handles(scope: Scope) -> bool:
+        return (scope["type"] == "http" and scope["method"] in ("GET", "PUT")
+                and scope["path"].startswith(PREFIX))
+
+    async def __call__(
+        self, scope: Scope, receive: Receive, send: Send, *, fallback: ASGIApp
+    ) -> None:
+        method = scope["method"]
+        rest = scope["path"][len(PREFIX):]
+        by_correlation = method == "GET" and rest.startswith(BY_CORRELATION)
+        record_id = rest[len(BY_CORRELATION):] if by_correlation else rest
+        if not _plain_id(record_id):
+            await fallback(scope, receive, send)
+            return
+        headers = _Headers(scope["headers"])
+        try:
+            tenant = resolve_identity(headers, self.settings).tenant_id
+        except SoormaError:
+            await fallback(scope, receive, send)  # the route's dependency says why
+            return
+        store: MemoryStore = scope["state"]["store"]
+        if method == "GET":
+            work = (store.get_plan_by_correlation(tenant, record_id) if by_correlation
+                    else store.get_plan(tenant, record_id))
+        else:
+            parsed = None
+            body = b""
+            if self._small_json(headers):
+                body = await _read_body(receive)
+                parsed = _parse_put(headers, body)
+            if parsed is None:
+                await fallback(scope, _replay(body, receive) if body else receive, send)
+                return
+            work = replace_plan(store, tenant, record_id, *parsed)
+        scope[_WORK] = work
+        await self._respond_with_id(scope, receive, send)
+
+    def _small_json(self, headers: _Headers) -> bool:
+        """A JSON body declared within the record limit (else FastAPI answers, e.g. 413)."""
+        length = headers.get("content-length")
+        return (_is_json(headers.get("content-type")) and length is not None
+                and length.isdigit() and int(length) <= self.settings.max_payload_bytes)
+
+    @staticmethod
+    async def _respond(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            record: PlanContextRecord = await scope.pop(_WORK)
+        except SoormaError as exc:
+            response = response_for(exc)
+            assert response is not None
+            await response(scope, receive, send)
+            return
+        except Exception:
+            # As the app's last-resort handler: logged, and the common error shape.
+            log.exception("unhandled error on %s %s", scope["method"], scope["path"])
+            await error_response(500, "internal_error", "internal server error")(
+                scope, receive, send
+            )
+            return
+        body = _to_json(record)
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"etag", f'"{record.version}"'.encode()),
+        ]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _parse_put(headers: _Headers, body: bytes) -> tuple[PlanContextReplace, int | None] | None:
+    """The parsed body and ``If-Match`` of a well-formed PUT; None hands it to FastAPI."""
+    try:
+        if_match = parse_if_match(headers.get("if-match"))
+        # Exactly what FastAPI does (the stdlib parser, then the model): a faster parser
+        # would differ on edge cases (orjson turns integers beyond 64 bits into floats).
+        return PlanContextReplace.model_validate(json.loads(body)), if_match
+    except (ValueError, RecursionError, SoormaError):  # ValidationError is a ValueError
+        return None
+
+
+class MemoryServiceApp(FastAPI):
+    """The memory service's FastAPI app: plan-context hot routes skip FastAPI's layers.
+
+    ``fast_path`` is set by ``create_app``; every other request (and these routes'
+    OpenAPI documentation and error answers) is FastAPI's as usual.
+    """
+
+    fast_path: PlanContextFastPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        fast = self.fast_path
+        if fast is not None and fast.handles(scope):
+            await fast(scope, receive, send, fallback=super().__call__)
+            return
+        await super().__call__(scope, receive, send)

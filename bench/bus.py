@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -160,8 +161,14 @@ async def raw_throughput(url: str, key: str, seconds: float, *, batch: int,
 # ---------------------------------------------------------------- the event service
 
 
+_RUN = uuid.uuid4().hex[:12]
+_ids = itertools.count()
+
+
 def envelope(i: int, topic: str = TOPIC) -> dict:
-    return {"type": "bench.tick", "topic": topic,
+    # Envelopes carry their id, as the SDK sends them (it builds each EventEnvelope
+    # client-side); a counter keeps the load generator cheap.
+    return {"id": f"{_RUN}-{next(_ids)}", "type": "bench.tick", "topic": topic,
             "data": {"i": i, "t": time.perf_counter(), "pad": "x" * 200}}
 
 

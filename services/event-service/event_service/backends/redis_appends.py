@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from event_service.backends.redis_direct import DirectCommands
+from event_service.backends.redis_direct import EXEC, MULTI, DirectCommands, pack_xadd
 
 # Upper bound on one pipeline: keeps a single write (and its reply) small.
 MAX_COALESCED = 512
@@ -30,7 +30,7 @@ class AppendCoalescer:
 
     def __init__(self, *, commands: DirectCommands, max_length: int, timeout: float) -> None:
         self._commands = commands
-        self._max_length = str(max_length)
+        self._max_length = str(max_length).encode()
         self._timeout = timeout
         self._queue: list[tuple[str, bytes, str, asyncio.Future[bytes]]] = []
         self._writer: asyncio.Task[None] | None = None
@@ -51,13 +51,12 @@ class AppendCoalescer:
         A batch is one request already, so it goes out at once, not through the queue.
         """
         maxlen = self._max_length
-        commands = [("MULTI",), *(
-            ("XADD", key, "MAXLEN", "~", maxlen, "*", "e", payload, "y", event_type)
-            for key, payload, event_type in items
-        ), ("EXEC",)]
+        packed = b"".join([MULTI, *(
+            pack_xadd(key, payload, event_type, maxlen) for key, payload, event_type in items
+        ), EXEC])
         try:
             async with asyncio.timeout(self._timeout):
-                replies = await self._commands.pipeline(commands)
+                replies = await self._commands.send_packed(packed, len(items) + 2)
         except TimeoutError:
             raise RedisTimeoutError(
                 f"no answer from Redis within {self._timeout} s") from None
@@ -83,19 +82,18 @@ class AppendCoalescer:
     async def _write(self, batch: list[tuple[str, bytes, str, asyncio.Future[bytes]]]) -> None:
         maxlen = self._max_length
         commands = [
-            ("XADD", key, "MAXLEN", "~", maxlen, "*", "e", payload, "y", event_type)
-            for key, payload, event_type, _ in batch
+            pack_xadd(key, payload, event_type, maxlen) for key, payload, event_type, _ in batch
         ]
         try:
             # One timer per round trip, not per reply.
             async with asyncio.timeout(self._timeout):
                 if len(commands) == 1:
-                    results = await self._commands.pipeline(commands)
+                    results = await self._commands.send_packed(commands[0], 1)
                 else:
                     # MULTI: readers blocked on the topic wake once for the whole
                     # batch instead of once for its first entry and again for the rest.
-                    replies = await self._commands.pipeline(
-                        [("MULTI",), *commands, ("EXEC",)])
+                    replies = await self._commands.send_packed(
+                        b"".join([MULTI, *commands, EXEC]), len(commands) + 2)
                     results = replies[-1]
                     if isinstance(results, Exception):
                         raise results

@@ -382,10 +382,21 @@ async def service_fanout(svc: ServiceUnderTest, subscribers: int, burst: int) ->
 # ---------------------------------------------------------------- main
 
 
+def raise_open_files_limit(wanted: int = 65536) -> None:
+    """B5 holds two sockets per subscriber (client and server side, both processes
+    inherit this limit): raise the soft limit as far as the hard one allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 async def main(args: argparse.Namespace) -> None:
+    raise_open_files_limit()
     if (os.cpu_count() or 1) >= 2:
         os.sched_setaffinity(0, {(os.cpu_count() or 2) - 1})
     res = Results()
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     base = f"bench-raw-{uuid.uuid4().hex[:8]}"
     svc = ServiceUnderTest(args.redis_url, args.port)
     svc.start()
@@ -432,8 +443,10 @@ async def main(args: argparse.Namespace) -> None:
             await r.delete(*keys)
         await r.aclose()
 
+    # Other work on the machine skews every number: record how busy it was.
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\nmachine: {platform.node()} {os.cpu_count()} cores, {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}")
+          f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load} (before: {load_before})")
     print(f"{'bench':5} {'what':45} {'raw redis-py':>13} {'service':>10} {'unit':>5} "
           f"{'ratio':>7} {'target':>8}")
     for row in res.rows:
@@ -449,7 +462,8 @@ async def main(args: argparse.Namespace) -> None:
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"bus-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps({"rows": res.rows, "b5": fan, "cpu": cpu}, indent=2))
+    path.write_text(json.dumps({"rows": res.rows, "b5": fan, "cpu": cpu,
+                                "load_before": load_before, "load_after": load}, indent=2))
     print(f"results: {path.relative_to(ROOT)}")
     _ = statistics  # kept for ad-hoc analysis
 

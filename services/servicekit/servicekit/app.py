@@ -106,7 +106,7 @@ class BodySizeLimitMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    raise _BodyTooLarge
+                    raise _BodyTooLarge(self.limit)
             return message
 
         try:

@@ -160,6 +160,12 @@ _BODY_PARSE_DETAIL = "There was an error parsing the body"
 
 
 def _unreadable_body(cause: BaseException | None) -> Response:
+    from servicekit.app import BodyTooLarge  # app imports this module
+
+    if isinstance(cause, BodyTooLarge):
+        # A body without Content-Length that outgrew the limit while FastAPI read it.
+        limit = cause.args[0] if cause.args else "the"
+        return error_response(413, "payload_too_large", f"request body exceeds {limit} bytes")
     if isinstance(cause, UnicodeDecodeError):
         reason = "it is not valid UTF-8"
     elif isinstance(cause, RecursionError):

@@ -101,7 +101,8 @@ def _malformed_bodies_are_refused(name: str, client: httpx.Client, body: bytes,
                                   content_type: str) -> None:
     for path, _ in VALID_WRITES[name]:
         r = client.post(path, content=body, headers={"Content-Type": content_type})
-        assert_client_error(r)
+        error = assert_client_error(r)
+        assert "body" in named_fields(error), (path, error)  # says what to fix
     _still_works(name, client)
 
 

@@ -113,13 +113,20 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or ".".join(str(p) for p in loc)
 
 
+def _detail(err: dict[str, Any]) -> dict[str, Any]:
+    loc, msg = tuple(err.get("loc", ())), str(err.get("msg", ""))
+    if err.get("type") == "json_invalid" and loc[:1] == ("body",):
+        # FastAPI reports unparsable JSON at ("body", <offset>): name the body and say
+        # why parsing stopped.
+        loc = ("body",)
+        reason = (err.get("ctx") or {}).get("error")
+        msg = f"{msg}: {reason}" if reason and str(reason) not in msg else msg
+    return {"field": _field_path(loc), "message": msg, "type": err.get("type", "")}
+
+
 def describe_validation_errors(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """A one-line message naming each failing field, plus structured details."""
-    details = [
-        {"field": _field_path(tuple(err.get("loc", ()))), "message": err.get("msg", ""),
-         "type": err.get("type", "")}
-        for err in errors
-    ]
+    details = [_detail(err) for err in errors]
     summary = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
     if len(details) > 5:
         summary += f" (and {len(details) - 5} more)"

@@ -59,14 +59,15 @@ class RestClient(KeepAliveClient):
         headers: dict[str, str] | None = None,
     ) -> tuple[int, bytes]:
         assert self._writer is not None
-        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        head = f"{method} {path} HTTP/1.1\r\n{self._head}{extra}"
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items()).encode()
+        head = b"%s %s HTTP/1.1\r\n%s%s" % (method.encode(), path.encode(), self._head_bytes,
+                                            extra)
         if body is None:
-            self._writer.write(f"{head}\r\n".encode())
+            self._writer.write(head + b"\r\n")
         else:
             self._writer.write(
-                f"{head}Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-                .encode() + body
+                b"%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                % (head, len(body), body)
             )
         return await self._read_response()
 
@@ -232,12 +233,23 @@ def service_ops(svc: MemoryService, plan_ids: list[str]) -> OpFactories:
 # ---------------------------------------------------------------- asyncpg baseline
 
 PLAN_COLUMNS = ("session_id", "parent_plan_id", "goal_event", "goal_data", "response_event",
-                "status", "current_state", "state_machine", "results", "state")
-JSON_COLUMNS = {"goal_data", "state_machine", "results", "state"}
+                "status", "current_state", "state_machine", "results", "state",
+                "correlation_ids")
+JSON_COLUMNS = {"goal_data", "state_machine", "results", "state", "correlation_ids"}
+# The service reads and returns whole rows (every column, in table order).
+ALL_COLUMNS = ("tenant_id, plan_id, session_id, parent_plan_id, goal_event, goal_data, "
+               "response_event, status, current_state, state_machine, results, state, "
+               "version, created_at, updated_at, correlation_ids")
 
 
 async def baseline_ops(pool: asyncpg.Pool, plan_ids: list[str]) -> OpFactories:
-    """The statements the service issues (see memory_service/sql/plans.py), sent directly."""
+    """The statements the service issues (see memory_service/sql/plans.py), sent directly.
+
+    Read: one ``SELECT`` outside a transaction. Write: one transaction of the
+    version-guarded ``UPDATE ... RETURNING`` and the correlation side-table sync (delete
+    the ids no longer listed, insert the listed ones ``ON CONFLICT DO NOTHING``).
+    By-correlation: one ``SELECT`` (the plan named by the id, else the one listing it).
+    """
     async with pool.acquire() as conn:
         kind = await conn.fetchval(
             "SELECT data_type FROM information_schema.columns "
@@ -249,55 +261,52 @@ async def baseline_ops(pool: asyncpg.Pool, plan_ids: list[str]) -> OpFactories:
     )
     k = len(PLAN_COLUMNS) + 3
     update = (f"UPDATE memory_plans SET {sets}, version = version + 1, updated_at = ${k} "
-              f"WHERE tenant_id = $1 AND plan_id = $2 AND version = ${k + 1} RETURNING version")
-    select_plan = "SELECT * FROM memory_plans WHERE tenant_id = $1 AND plan_id = $2"
-    select_corr = ("SELECT correlation_id FROM memory_plan_correlations "
-                   "WHERE tenant_id = $1 AND plan_id = $2 ORDER BY position")
-    delete_corr = "DELETE FROM memory_plan_correlations WHERE tenant_id = $1 AND plan_id = $2"
-    insert_corr = ("INSERT INTO memory_plan_correlations (tenant_id, plan_id, correlation_id, "
-                   "position) VALUES ($1, $2, $3, $4)")
-    plan_exists = "SELECT plan_id FROM memory_plans WHERE tenant_id = $1 AND plan_id = $2"
-    by_corr = ("SELECT memory_plans.plan_id FROM memory_plans JOIN memory_plan_correlations "
-               "ON memory_plan_correlations.tenant_id = memory_plans.tenant_id "
-               "AND memory_plan_correlations.plan_id = memory_plans.plan_id "
-               "WHERE memory_plan_correlations.tenant_id = $1 "
-               "AND memory_plan_correlations.correlation_id = $2 "
-               "ORDER BY memory_plans.updated_at DESC LIMIT 1")
+              f"WHERE tenant_id = $1 AND plan_id = $2 AND version = ${k + 1} "
+              f"RETURNING {ALL_COLUMNS}")
+    select_plan = f"SELECT {ALL_COLUMNS} FROM memory_plans WHERE tenant_id = $1 AND plan_id = $2"
+    # Every bench plan has 3 correlation ids.
+    delete_corr = ("DELETE FROM memory_plan_correlations WHERE tenant_id = $1 AND plan_id = $2 "
+                   "AND correlation_id NOT IN ($3, $4, $5)")
+    insert_corr = ("INSERT INTO memory_plan_correlations (tenant_id, correlation_id, plan_id, "
+                   "position) VALUES ($1, $2, $3, $4) "
+                   "ON CONFLICT (tenant_id, correlation_id, plan_id) DO NOTHING")
+    by_corr = (
+        f"SELECT {ALL_COLUMNS} FROM memory_plans WHERE tenant_id = $1 AND plan_id = coalesce("
+        "(SELECT exact.plan_id FROM memory_plans AS exact "
+        " WHERE exact.tenant_id = $1 AND exact.plan_id = $2), "
+        "(SELECT c.plan_id FROM memory_plan_correlations AS c "
+        " WHERE c.tenant_id = $1 AND c.correlation_id = $2 "
+        " ORDER BY (SELECT owner.updated_at FROM memory_plans AS owner "
+        "           WHERE owner.tenant_id = c.tenant_id AND owner.plan_id = c.plan_id) DESC "
+        " LIMIT 1))"
+    )
 
     def encode(column: str, value: object) -> object:
         return orjson.dumps(value).decode() if column in JSON_COLUMNS else value
-
-    async def read(conn: asyncpg.Connection, plan_id: str) -> dict:
-        row = await conn.fetchrow(select_plan, TENANT, plan_id)
-        corr = await conn.fetch(select_corr, TENANT, plan_id)
-        plan = dict(row)
-        plan["correlation_ids"] = [r[0] for r in corr]
-        return plan
 
     async def read_write(i: int) -> Op:
         plan_id = plan_ids[i]
 
         async def op(_: int, step: int) -> None:
             async with pool.acquire() as conn:
-                plan = await read(conn, plan_id)
+                plan = dict(await conn.fetchrow(select_plan, TENANT, plan_id))
             values = {c: plan[c] for c in PLAN_COLUMNS}
             for c in JSON_COLUMNS:
                 if isinstance(values[c], str):
                     values[c] = orjson.loads(values[c])
             values["current_state"] = f"step{step % 3}"
             values["state"] = {"attempt": step}
+            ids = values["correlation_ids"]
             async with pool.acquire() as conn, conn.transaction():
-                version = await conn.fetchval(
+                row = await conn.fetchrow(
                     update, TENANT, plan_id, *(encode(c, values[c]) for c in PLAN_COLUMNS),
                     datetime.now(UTC), plan["version"],
                 )
-                assert version is not None
-                await conn.execute(delete_corr, TENANT, plan_id)
+                assert row is not None
+                await conn.execute(delete_corr, TENANT, plan_id, *ids)
                 await conn.executemany(
-                    insert_corr,
-                    [(TENANT, plan_id, cid, n) for n, cid in enumerate(plan["correlation_ids"])],
+                    insert_corr, [(TENANT, cid, plan_id, n) for n, cid in enumerate(ids)]
                 )
-                await read(conn, plan_id)
 
         return op
 
@@ -307,10 +316,7 @@ async def baseline_ops(pool: asyncpg.Pool, plan_ids: list[str]) -> OpFactories:
         async def op(_: int, step: int) -> None:
             cid = f"{rng.choice(plan_ids)}-c{step % 3}"
             async with pool.acquire() as conn:
-                plan_id = await conn.fetchval(plan_exists, TENANT, cid)
-                plan_id = plan_id or await conn.fetchval(by_corr, TENANT, cid)
-                assert plan_id is not None
-                await read(conn, plan_id)
+                assert await conn.fetchrow(by_corr, TENANT, cid) is not None
 
         return op
 

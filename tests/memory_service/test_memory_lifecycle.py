@@ -143,3 +143,34 @@ async def test_the_lifespan_pruner_runs_at_start_up(make_client: Any) -> None:
             await asyncio.sleep(0.01)
         assert (await client.get("/v1/memory/plans/done")).status_code == 404
         assert (await client.get("/v1/memory/plans/busy")).status_code == 200
+
+
+async def test_reads_survive_the_database_dropping_connections(
+    db_url: str, make_client: Any
+) -> None:
+    # The pool does not ping connections before use (three round trips per request on
+    # asyncpg); a read on a connection the server closed is retried on a fresh one.
+    if not db_url.startswith("postgresql"):
+        pytest.skip("only a database server drops connections")
+    import asyncpg
+
+    async with make_client() as client:
+        body = plan_body("p1", correlation_ids=["c"])
+        r = await client.post("/v1/memory/plan-context", json=body)
+        assert r.status_code == 200
+        assert (await client.get("/v1/memory/plan-context/p1")).status_code == 200
+        admin = await asyncpg.connect(db_url.replace("postgresql+asyncpg://", "postgresql://"))
+        try:
+            killed = await admin.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        finally:
+            await admin.close()
+        assert killed >= 1
+        assert (await client.get("/v1/memory/plan-context/p1")).json()["version"] == 1
+        assert (await client.get("/v1/memory/plan-context/by-correlation/c")).status_code == 200
+        # Writes then run on fresh connections (the pool replaced the dropped ones).
+        r = await client.put("/v1/memory/plan-context/p1", json=plan_body("p1"),
+                             headers={"If-Match": "1"})
+        assert r.status_code == 200

@@ -32,7 +32,11 @@ def _json_dumps(value: object) -> str:
 
 async def open_sql_store(url: str) -> SqlMemoryStore:
     """Build the engine for ``url``, apply the migrations, return the store."""
-    engine = make_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads)
+    # No pre-ping: on asyncpg it is three round trips (BEGIN, ping, ROLLBACK) per checkout,
+    # more than a plan read itself. A connection the database dropped fails its statement
+    # instead; SQLAlchemy then replaces every pooled connection, and reads retry once.
+    engine = make_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads,
+                         pool_pre_ping=False)
     try:
         await migrate(engine, MIGRATIONS, version_table=VERSION_TABLE)
     except BaseException:

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from soorma_common.errors import VersionConflict
@@ -57,11 +58,20 @@ class SqlBase:
                 await conn.execution_options(isolation_level="REPEATABLE READ")
             yield conn
 
-    @asynccontextmanager
-    async def single_statement(self) -> AsyncIterator[AsyncConnection]:
-        """A connection for one self-contained statement (a read), outside a transaction."""
-        async with self._autocommit.connect() as conn:
-            yield conn
+    async def fetch_row(self, statement: sa.Executable, params: dict[str, Any]) -> Any:
+        """The first row of one self-contained read, run outside a transaction.
+
+        Retried once on a connection the database dropped (e.g. after a restart; the
+        pool does not ping connections before use): a read is safe to repeat.
+        """
+        for attempt in range(2):
+            try:
+                async with self._autocommit.connect() as conn:
+                    return (await conn.execute(statement, params)).first()
+            except DBAPIError as exc:
+                if attempt or not exc.connection_invalidated:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def ping(self) -> None:
         async with self.engine.connect() as conn:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import sqlalchemy as sa
@@ -75,18 +76,48 @@ def record_from_row(row: Any) -> PlanContextRecord:
     )
 
 
-def _by_correlation(tenant: str, correlation_id: str) -> sa.Select[Any]:
-    """One statement: the plan named ``correlation_id``, else the one listing it.
+# Hot-path statements are built once with bind parameters: building a statement per call
+# (and computing its cache key) cost more CPU than executing it.
+_TENANT = sa.bindparam("key_tenant")
+_PLAN_ID = sa.bindparam("key_plan_id")
+_KEY = sa.and_(plans.c.tenant_id == _TENANT, plans.c.plan_id == _PLAN_ID)
+GET_PLAN = sa.select(plans).where(_KEY)
+# Bind parameter names differ from column names: SQLAlchemy reserves those for its own
+# VALUES/SET parameters.
+_WRITTEN = (*_FIELDS, "status", "correlation_ids")
+_BIND = {name: sa.bindparam(f"new_{name}", type_=plans.c[name].type) for name in _WRITTEN}
+_NOW = sa.bindparam("now", type_=plans.c.updated_at.type)
+UPDATE_PLAN = (
+    sa.update(plans)
+    .where(_KEY, plans.c.version == sa.bindparam("expected_version"))
+    .values(**_BIND, version=plans.c.version + 1, updated_at=_NOW)
+    .returning(*plans.c)
+)
+UPDATE_PLAN_ANY_VERSION = (
+    sa.update(plans).where(_KEY)
+    .values(**_BIND, version=plans.c.version + 1, updated_at=_NOW)
+    .returning(*plans.c)
+)
+DROP_UNLISTED_CORRELATIONS = sa.delete(plan_correlations).where(
+    plan_correlations.c.tenant_id == _TENANT,
+    plan_correlations.c.plan_id == _PLAN_ID,
+    plan_correlations.c.correlation_id.not_in(sa.bindparam("keep", expanding=True)),
+)
+
+
+def _by_correlation_statement() -> sa.Select[Any]:
+    """One statement: the plan named ``:correlation_id``, else the one listing it.
 
     Every lookup is an equality on a primary key (plans by ``(tenant_id, plan_id)``, the
     side table by its ``(tenant_id, correlation_id)`` prefix), so it is an index seek
     even on a fresh database without planner statistics. Should two plans list the id,
     the most recently updated wins.
     """
+    correlation_id = sa.bindparam("correlation_id")
     exact = plans.alias("exact")
     named = (
         sa.select(exact.c.plan_id)
-        .where(exact.c.tenant_id == tenant, exact.c.plan_id == correlation_id)
+        .where(exact.c.tenant_id == _TENANT, exact.c.plan_id == correlation_id)
         .scalar_subquery()
     )
     owner = plans.alias("owner")
@@ -98,15 +129,18 @@ def _by_correlation(tenant: str, correlation_id: str) -> sa.Select[Any]:
     )
     listing = (
         sa.select(plan_correlations.c.plan_id)
-        .where(plan_correlations.c.tenant_id == tenant,
+        .where(plan_correlations.c.tenant_id == _TENANT,
                plan_correlations.c.correlation_id == correlation_id)
         .order_by(owner_updated.desc())
         .limit(1)
         .scalar_subquery()
     )
     return sa.select(plans).where(
-        plans.c.tenant_id == tenant, plans.c.plan_id == sa.func.coalesce(named, listing)
+        plans.c.tenant_id == _TENANT, plans.c.plan_id == sa.func.coalesce(named, listing)
     )
+
+
+BY_CORRELATION = _by_correlation_statement()
 
 
 def plan_data_deletes(owned: sa.ColumnElement[bool]) -> list[sa.Delete]:
@@ -133,6 +167,34 @@ class SqlPlans(SqlBase):
     the stored row, plus two statements keeping the correlation side table in step.
     """
 
+    @cached_property
+    def _upsert_plan(self) -> Any:
+        stmt = self.insert(plans).values(
+            tenant_id=_TENANT, plan_id=_PLAN_ID, **_BIND, version=1, created_at=_NOW,
+            updated_at=_NOW,
+        )
+        return stmt.on_conflict_do_update(
+            index_elements=[plans.c.tenant_id, plans.c.plan_id],
+            set_={**{name: stmt.excluded[name] for name in _WRITTEN},
+                  "version": plans.c.version + 1, "updated_at": stmt.excluded.updated_at},
+        ).returning(*plans.c)
+
+    @cached_property
+    def _insert_new_plan(self) -> Any:
+        return self.insert(plans).values(
+            tenant_id=_TENANT, plan_id=_PLAN_ID, **_BIND, version=1, created_at=_NOW,
+            updated_at=_NOW,
+        ).on_conflict_do_nothing(
+            index_elements=[plans.c.tenant_id, plans.c.plan_id]
+        ).returning(*plans.c)
+
+    @cached_property
+    def _add_correlations(self) -> Any:
+        return self.insert(plan_correlations).on_conflict_do_nothing(
+            index_elements=[plan_correlations.c.tenant_id, plan_correlations.c.correlation_id,
+                            plan_correlations.c.plan_id]
+        )
+
     async def save_plan(
         self,
         tenant: str,
@@ -141,50 +203,34 @@ class SqlPlans(SqlBase):
         expected_version: int | None = None,
         must_exist: bool = False,
     ) -> PlanContextRecord:
-        now = utcnow()
-        fields = _fields(record)
         # Duplicates would collide in the side table's primary key; first position wins.
         correlation_ids = list(dict.fromkeys(record.correlation_ids))
-        fields["correlation_ids"] = correlation_ids
-        key = _key(tenant, record.plan_id)
+        params = {f"new_{name}": getattr(record, name) for name in _FIELDS}
+        params.update(new_status=record.status.value, new_correlation_ids=correlation_ids,
+                      key_tenant=tenant, key_plan_id=record.plan_id, now=utcnow())
         async with self.engine.begin() as conn:
             if expected_version is None and not must_exist:
-                stmt = self.insert(plans).values(
-                    tenant_id=tenant, plan_id=record.plan_id, version=1,
-                    created_at=now, updated_at=now, **fields,
-                ).on_conflict_do_update(
-                    index_elements=[plans.c.tenant_id, plans.c.plan_id],
-                    set_={**fields, "version": plans.c.version + 1, "updated_at": now},
-                ).returning(*plans.c)
-                row = (await conn.execute(stmt)).first()
+                row = (await conn.execute(self._upsert_plan, params)).first()
             elif expected_version == 0:
-                stmt = self.insert(plans).values(
-                    tenant_id=tenant, plan_id=record.plan_id, version=1,
-                    created_at=now, updated_at=now, **fields,
-                ).on_conflict_do_nothing(
-                    index_elements=[plans.c.tenant_id, plans.c.plan_id]
-                ).returning(*plans.c)
-                row = (await conn.execute(stmt)).first()
+                row = (await conn.execute(self._insert_new_plan, params)).first()
                 if row is None:
                     current = (
-                        await conn.execute(sa.select(plans.c.version).where(key))
+                        await conn.execute(
+                            sa.select(plans.c.version).where(_key(tenant, record.plan_id))
+                        )
                     ).scalar_one()
                     raise conflict_on_create(current)
-            else:
-                where = key
-                if expected_version is not None:
-                    where = sa.and_(key, plans.c.version == expected_version)
-                stmt = (
-                    sa.update(plans).where(where)
-                    .values(**fields, version=plans.c.version + 1, updated_at=now)
-                    .returning(*plans.c)
-                )
-                row = (await conn.execute(stmt)).first()
+            elif expected_version is None:
+                row = (await conn.execute(UPDATE_PLAN_ANY_VERSION, params)).first()
                 if row is None:
-                    if expected_version is None:
-                        raise _plan_not_found(record.plan_id)
+                    raise _plan_not_found(record.plan_id)
+            else:
+                params["expected_version"] = expected_version
+                row = (await conn.execute(UPDATE_PLAN, params)).first()
+                if row is None:
                     await check_version_update(
-                        conn, plans, key, expected_version=expected_version,
+                        conn, plans, _key(tenant, record.plan_id),
+                        expected_version=expected_version,
                         not_found=_plan_not_found(record.plan_id),
                     )
             assert row is not None
@@ -202,19 +248,12 @@ class SqlPlans(SqlBase):
         the plan row's ``correlation_ids``.
         """
         await conn.execute(
-            sa.delete(plan_correlations).where(
-                plan_correlations.c.tenant_id == tenant,
-                plan_correlations.c.plan_id == plan_id,
-                plan_correlations.c.correlation_id.not_in(correlation_ids),
-            )
+            DROP_UNLISTED_CORRELATIONS,
+            {"key_tenant": tenant, "key_plan_id": plan_id, "keep": correlation_ids},
         )
         if correlation_ids:
             await conn.execute(
-                self.insert(plan_correlations).on_conflict_do_nothing(
-                    index_elements=[plan_correlations.c.tenant_id,
-                                    plan_correlations.c.correlation_id,
-                                    plan_correlations.c.plan_id]
-                ),
+                self._add_correlations,
                 [
                     {"tenant_id": tenant, "plan_id": plan_id, "correlation_id": cid,
                      "position": position}
@@ -245,8 +284,7 @@ class SqlPlans(SqlBase):
             return record_from_row(row)
 
     async def get_plan(self, tenant: str, plan_id: str) -> PlanContextRecord:
-        async with self.single_statement() as conn:
-            row = (await conn.execute(sa.select(plans).where(_key(tenant, plan_id)))).first()
+        row = await self.fetch_row(GET_PLAN, {"key_tenant": tenant, "key_plan_id": plan_id})
         if row is None:
             raise _plan_not_found(plan_id)
         return record_from_row(row)
@@ -254,8 +292,9 @@ class SqlPlans(SqlBase):
     async def get_plan_by_correlation(
         self, tenant: str, correlation_id: str
     ) -> PlanContextRecord:
-        async with self.single_statement() as conn:
-            row = (await conn.execute(_by_correlation(tenant, correlation_id))).first()
+        row = await self.fetch_row(
+            BY_CORRELATION, {"key_tenant": tenant, "correlation_id": correlation_id}
+        )
         if row is None:
             raise PlanNotFound(
                 f"no plan has id or correlation id {correlation_id!r}",

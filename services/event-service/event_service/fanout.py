@@ -98,6 +98,9 @@ class BroadcastHub:
                 reader.position = entries[-1].id
                 for sub in list(reader.subscribers):
                     sub.push(entries)
+                # Let the woken streams write their SSE chunks before this task sends
+                # its next XREAD: delivery latency should not include that syscall.
+                await asyncio.sleep(0)
             if not reader.subscribers:
                 # Decided and removed in one step, so a concurrent attach either found
                 # this reader (and we would not be here) or creates a fresh one.

@@ -7,6 +7,7 @@ keyed ``(tenant_id, correlation_id, plan_id)`` so by-correlation is an index see
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -55,24 +56,24 @@ def summary_from_row(row: Any) -> PlanSummary:
     )
 
 
-def record_from_row(row: Any) -> PlanContextRecord:
-    """The plan context of a full ``memory_plans`` row."""
+def record_from_row(row: Mapping[str, Any]) -> PlanContextRecord:
+    """The plan context of a full ``memory_plans`` row (columns by name)."""
     return PlanContextRecord(
-        plan_id=row.plan_id,
-        session_id=row.session_id,
-        parent_plan_id=row.parent_plan_id,
-        goal_event=row.goal_event,
-        goal_data=row.goal_data,
-        response_event=row.response_event,
-        status=PlanStatus(row.status),
-        current_state=row.current_state,
-        state_machine=row.state_machine,
-        results=row.results,
-        correlation_ids=row.correlation_ids,
-        state=row.state,
-        version=row.version,
-        created_at=utc(row.created_at),
-        updated_at=utc(row.updated_at),
+        plan_id=row["plan_id"],
+        session_id=row["session_id"],
+        parent_plan_id=row["parent_plan_id"],
+        goal_event=row["goal_event"],
+        goal_data=row["goal_data"],
+        response_event=row["response_event"],
+        status=PlanStatus(row["status"]),
+        current_state=row["current_state"],
+        state_machine=row["state_machine"],
+        results=row["results"],
+        correlation_ids=row["correlation_ids"],
+        state=row["state"],
+        version=row["version"],
+        created_at=utc(row["created_at"]),
+        updated_at=utc(row["updated_at"]),
     )
 
 
@@ -235,7 +236,7 @@ class SqlPlans(SqlBase):
                     )
             assert row is not None
             await self._sync_correlations(conn, tenant, record.plan_id, correlation_ids)
-            return record_from_row(row)
+            return record_from_row(row._mapping)
 
     async def _sync_correlations(
         self, conn: AsyncConnection, tenant: str, plan_id: str, correlation_ids: list[str]
@@ -281,7 +282,7 @@ class SqlPlans(SqlBase):
                     "update it with PUT /v1/memory/plans/{plan_id}",
                     details={"plan_id": plan_id},
                 )
-            return record_from_row(row)
+            return record_from_row(row._mapping)
 
     async def get_plan(self, tenant: str, plan_id: str) -> PlanContextRecord:
         row = await self.fetch_row(GET_PLAN, {"key_tenant": tenant, "key_plan_id": plan_id})
@@ -331,7 +332,7 @@ class SqlPlans(SqlBase):
                     not_found=_plan_not_found(plan_id),
                 )
             assert row is not None
-            return record_from_row(row)
+            return record_from_row(row._mapping)
 
     async def list_plans(
         self,

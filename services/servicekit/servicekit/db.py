@@ -7,10 +7,12 @@ its ``env.py`` calls :func:`run_migrations_in_env`.
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -65,9 +67,33 @@ def _upgrade(connection: Connection, script_location: Path, version_table: str) 
     command.upgrade(config, "head")
 
 
+# Alembic keeps the running migration's context in a module-level proxy. Two migrations
+# interleaving in one process (``soorma dev`` starts every service's lifespan at once, and
+# run_sync yields to the event loop on each statement) would overwrite each other's context,
+# so migrations in one process run one at a time.
+_process_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+# Across processes (replicas starting together on one PostgreSQL database) a transaction-level
+# advisory lock does the same; SQLite's single writer already serializes DDL.
+MIGRATION_LOCK_KEY = 0x50_0A_4D_A1
+
+
+def _process_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    lock = _process_locks.get(loop)
+    if lock is None:
+        lock = _process_locks[loop] = asyncio.Lock()
+    return lock
+
+
 async def migrate(engine: AsyncEngine, script_location: Path, *, version_table: str) -> None:
-    """Apply the service's Alembic migrations up to head (idempotent)."""
-    async with engine.begin() as conn:
+    """Apply the service's Alembic migrations up to head (idempotent, safe to race)."""
+    async with _process_lock(), engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+            )
         await conn.run_sync(_upgrade, script_location, version_table)
 
 

@@ -192,9 +192,12 @@ class ServiceUnderTest:
         import urllib.request
 
         for _ in range(200):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"event service exited (is port {self.port} taken?)")
             try:
                 with urllib.request.urlopen(self.url + "/ready", timeout=1) as resp:
-                    if resp.status == 200:
+                    # Make sure it is ours, not another service holding the port.
+                    if resp.status == 200 and b'"event-service"' in resp.read():
                         return
             except OSError:
                 time.sleep(0.05)

@@ -264,9 +264,8 @@ async def baseline_ops(pool: asyncpg.Pool, plan_ids: list[str]) -> OpFactories:
               f"WHERE tenant_id = $1 AND plan_id = $2 AND version = ${k + 1} "
               f"RETURNING {ALL_COLUMNS}")
     select_plan = f"SELECT {ALL_COLUMNS} FROM memory_plans WHERE tenant_id = $1 AND plan_id = $2"
-    # Every bench plan has 3 correlation ids.
     delete_corr = ("DELETE FROM memory_plan_correlations WHERE tenant_id = $1 AND plan_id = $2 "
-                   "AND correlation_id NOT IN ($3, $4, $5)")
+                   "AND correlation_id <> ALL($3::varchar[])")
     insert_corr = ("INSERT INTO memory_plan_correlations (tenant_id, correlation_id, plan_id, "
                    "position) VALUES ($1, $2, $3, $4) "
                    "ON CONFLICT (tenant_id, correlation_id, plan_id) DO NOTHING")
@@ -303,7 +302,7 @@ async def baseline_ops(pool: asyncpg.Pool, plan_ids: list[str]) -> OpFactories:
                     datetime.now(UTC), plan["version"],
                 )
                 assert row is not None
-                await conn.execute(delete_corr, TENANT, plan_id, *ids)
+                await conn.execute(delete_corr, TENANT, plan_id, ids)
                 await conn.executemany(
                     insert_corr, [(TENANT, cid, plan_id, n) for n, cid in enumerate(ids)]
                 )

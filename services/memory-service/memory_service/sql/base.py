@@ -11,6 +11,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memory_service.sql.driver import (
+    AsyncpgRunner,
+    DriverStatements,
+    SqlAlchemyRunner,
+    StatementRunner,
+)
 from soorma_common.errors import VersionConflict
 
 
@@ -40,7 +46,7 @@ class SqlBase:
         # Same pool, no transaction: a single statement is atomic on its own, and the
         # driver's BEGIN/ROLLBACK would double the round trips of a one-row read.
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
-        self._compiled: dict[sa.Executable, tuple[str, tuple[tuple[str, Any], ...]]] = {}
+        self._statements = DriverStatements(engine.dialect)
 
     def insert(self, table: sa.Table) -> Any:
         """A dialect ``insert`` that supports ``on_conflict_do_update/nothing``."""
@@ -63,48 +69,51 @@ class SqlBase:
     ) -> Mapping[str, Any] | None:
         """The first row of one self-contained read (by column name), outside a transaction.
 
-        On PostgreSQL the statement's SQL (compiled once by SQLAlchemy) is sent straight to
-        the pooled asyncpg connection: SQLAlchemy's execution layer cost more CPU than the
-        driver itself on the hot reads. JSON columns still come back decoded (the dialect
-        installs its codec on each connection). Retried once on a connection the database
+        On PostgreSQL the statement goes straight to the pooled asyncpg connection (see
+        :mod:`memory_service.sql.driver`). Retried once on a connection the database
         dropped (e.g. after a restart; the pool does not ping connections before use): a
         read is safe to repeat.
         """
         for attempt in range(2):
             async with self._autocommit.connect() as conn:
                 if not self._pg:
-                    return (await conn.execute(statement, params)).mappings().first()
-                sql, binds = self._driver_sql(statement)
+                    return await SqlAlchemyRunner(conn).fetchrow(statement, params)
                 raw = (await conn.get_raw_connection()).driver_connection
                 try:
-                    record: Mapping[str, Any] | None = await raw.fetchrow(
-                        sql, *[params.get(name, fixed) for name, fixed in binds]
-                    )
-                    return record
+                    return await AsyncpgRunner(raw, self._statements).fetchrow(statement, params)
                 except Exception:
                     if not raw.is_closed():
                         raise
-                    # The server dropped it (restart?): the pool's other connections are
-                    # likely gone too. Replace the pool as SQLAlchemy does on a disconnect.
-                    await conn.invalidate()
-                    await self.engine.dispose(close=False)
+                    await self._drop_if_closed(conn, raw)
                     if attempt:
                         raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _driver_sql(self, statement: sa.Executable) -> tuple[str, tuple[tuple[str, Any], ...]]:
-        """Driver SQL of a statement and its ``$n`` parameters: ``(name, fixed value)``.
+    @asynccontextmanager
+    async def writing(self) -> AsyncIterator[StatementRunner]:
+        """One write transaction of prebuilt statements (asyncpg directly on PostgreSQL).
 
-        Fixed values are the statement's own literals (e.g. ``LIMIT 1``); named bind
-        parameters are taken from the call's ``params``. Compiled once per statement.
+        Not retried: whether a failed commit happened is unknown to us.
         """
-        cached = self._compiled.get(statement)
-        if cached is None:
-            compiled = statement.compile(dialect=self.engine.dialect)  # type: ignore[attr-defined]
-            binds = tuple((name, compiled.params.get(name))
-                          for name in compiled.positiontup or ())
-            cached = self._compiled[statement] = (str(compiled), binds)
-        return cached
+        if not self._pg:
+            async with self.engine.begin() as conn:
+                yield SqlAlchemyRunner(conn)
+            return
+        async with self._autocommit.connect() as conn:
+            raw = (await conn.get_raw_connection()).driver_connection
+            try:
+                async with raw.transaction():
+                    yield AsyncpgRunner(raw, self._statements)
+            except BaseException:
+                await self._drop_if_closed(conn, raw)
+                raise
+
+    async def _drop_if_closed(self, conn: AsyncConnection, raw: Any) -> None:
+        if raw.is_closed():
+            # The server dropped it (restart?): the pool's other connections are likely
+            # gone too. Replace the pool, as SQLAlchemy does on a disconnect it detects.
+            await conn.invalidate()
+            await self.engine.dispose(close=False)
 
     async def ping(self) -> None:
         async with self.engine.connect() as conn:
@@ -126,7 +135,11 @@ async def check_version_update(
     current = (await conn.execute(sa.select(table.c.version).where(where))).scalar()
     if current is None:
         raise not_found
-    raise VersionConflict(
+    raise version_conflict(expected_version, current)
+
+
+def version_conflict(expected_version: int, current: int) -> VersionConflict:
+    return VersionConflict(
         f"version conflict: expected version {expected_version}, current version is "
         f"{current}; re-read the record and retry",
         details={"expected_version": expected_version, "current_version": current},

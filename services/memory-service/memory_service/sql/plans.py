@@ -13,10 +13,18 @@ from functools import cached_property
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.dialects import postgresql
 
 from memory_service.models import plan_correlations, plans, task_contexts, working_memory
-from memory_service.sql.base import SqlBase, check_version_update, conflict_on_create, utc, utcnow
+from memory_service.sql.base import (
+    SqlBase,
+    check_version_update,
+    conflict_on_create,
+    utc,
+    utcnow,
+    version_conflict,
+)
+from memory_service.sql.driver import StatementRunner
 from soorma_common.errors import Conflict, PlanNotFound
 from soorma_common.memory import (
     FINISHED_PLAN_STATUSES,
@@ -99,10 +107,19 @@ UPDATE_PLAN_ANY_VERSION = (
     .values(**_BIND, version=plans.c.version + 1, updated_at=_NOW)
     .returning(*plans.c)
 )
+GET_VERSION = sa.select(plans.c.version).where(_KEY)
 DROP_UNLISTED_CORRELATIONS = sa.delete(plan_correlations).where(
     plan_correlations.c.tenant_id == _TENANT,
     plan_correlations.c.plan_id == _PLAN_ID,
     plan_correlations.c.correlation_id.not_in(sa.bindparam("keep", expanding=True)),
+)
+# The same on PostgreSQL as one fixed statement (``<> ALL(array)``): an expanding IN list
+# is new SQL for every list length, which the driver path does not compile.
+DROP_UNLISTED_CORRELATIONS_PG = sa.delete(plan_correlations).where(
+    plan_correlations.c.tenant_id == _TENANT,
+    plan_correlations.c.plan_id == _PLAN_ID,
+    plan_correlations.c.correlation_id
+    != sa.all_(sa.bindparam("keep", type_=postgresql.ARRAY(sa.String()))),
 )
 
 
@@ -209,37 +226,33 @@ class SqlPlans(SqlBase):
         params = {f"new_{name}": getattr(record, name) for name in _FIELDS}
         params.update(new_status=record.status.value, new_correlation_ids=correlation_ids,
                       key_tenant=tenant, key_plan_id=record.plan_id, now=utcnow())
-        async with self.engine.begin() as conn:
+        async with self.writing() as tx:
             if expected_version is None and not must_exist:
-                row = (await conn.execute(self._upsert_plan, params)).first()
+                row = await tx.fetchrow(self._upsert_plan, params)
             elif expected_version == 0:
-                row = (await conn.execute(self._insert_new_plan, params)).first()
+                row = await tx.fetchrow(self._insert_new_plan, params)
                 if row is None:
-                    current = (
-                        await conn.execute(
-                            sa.select(plans.c.version).where(_key(tenant, record.plan_id))
-                        )
-                    ).scalar_one()
-                    raise conflict_on_create(current)
+                    current = await tx.fetchrow(GET_VERSION, params)
+                    assert current is not None
+                    raise conflict_on_create(current["version"])
             elif expected_version is None:
-                row = (await conn.execute(UPDATE_PLAN_ANY_VERSION, params)).first()
+                row = await tx.fetchrow(UPDATE_PLAN_ANY_VERSION, params)
                 if row is None:
                     raise _plan_not_found(record.plan_id)
             else:
                 params["expected_version"] = expected_version
-                row = (await conn.execute(UPDATE_PLAN, params)).first()
+                row = await tx.fetchrow(UPDATE_PLAN, params)
                 if row is None:
-                    await check_version_update(
-                        conn, plans, _key(tenant, record.plan_id),
-                        expected_version=expected_version,
-                        not_found=_plan_not_found(record.plan_id),
-                    )
+                    current = await tx.fetchrow(GET_VERSION, params)
+                    if current is None:
+                        raise _plan_not_found(record.plan_id)
+                    raise version_conflict(expected_version, current["version"])
             assert row is not None
-            await self._sync_correlations(conn, tenant, record.plan_id, correlation_ids)
-            return record_from_row(row._mapping)
+            await self._sync_correlations(tx, tenant, record.plan_id, correlation_ids)
+            return record_from_row(row)
 
     async def _sync_correlations(
-        self, conn: AsyncConnection, tenant: str, plan_id: str, correlation_ids: list[str]
+        self, tx: StatementRunner, tenant: str, plan_id: str, correlation_ids: list[str]
     ) -> None:
         """Make the side table hold exactly ``correlation_ids`` for the plan.
 
@@ -248,12 +261,11 @@ class SqlPlans(SqlBase):
         table's ``position`` is the order at first insert; readers take the order from
         the plan row's ``correlation_ids``.
         """
-        await conn.execute(
-            DROP_UNLISTED_CORRELATIONS,
-            {"key_tenant": tenant, "key_plan_id": plan_id, "keep": correlation_ids},
-        )
+        drop = DROP_UNLISTED_CORRELATIONS_PG if self._pg else DROP_UNLISTED_CORRELATIONS
+        await tx.execute(drop, {"key_tenant": tenant, "key_plan_id": plan_id,
+                                "keep": correlation_ids})
         if correlation_ids:
-            await conn.execute(
+            await tx.executemany(
                 self._add_correlations,
                 [
                     {"tenant_id": tenant, "plan_id": plan_id, "correlation_id": cid,

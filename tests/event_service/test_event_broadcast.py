@@ -6,8 +6,8 @@ import asyncio
 
 import httpx
 import pytest
-from conftest import Service, make_settings
 from event_sse_client import SSEStream
+from event_stack import Service, make_settings
 
 from event_service import create_app
 from testsupport.server import serve

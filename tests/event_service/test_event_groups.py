@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from conftest import Service, make_settings
 from event_sse_client import SSEStream
+from event_stack import Service, make_settings
 
 from event_service import create_app
 from testsupport.server import serve

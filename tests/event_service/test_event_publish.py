@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import Service, make_settings
 from event_sse_client import SSEStream
+from event_stack import Service, make_settings
 
 from event_service import create_app
 from servicekit.auth import issue_token

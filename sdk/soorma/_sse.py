@@ -3,6 +3,10 @@
 Parses ``event``/``id``/``data`` frames, remembers the last id, reconnects with
 ``Last-Event-ID`` and exponential backoff, and treats a silent connection (no bytes,
 not even a heartbeat, for ``heartbeat_timeout`` seconds) as dead.
+
+Lines end at LF, CRLF or CR only, as the SSE format defines them. (httpx's
+``aiter_lines()`` also ends lines at U+2028, U+2029, U+0085 …, which JSON carries
+unescaped inside strings: an event holding one was cut apart.)
 """
 
 from __future__ import annotations
@@ -74,26 +78,59 @@ class SSEParser:
         return None
 
 
+class SSELineSplitter:
+    """Splits a byte stream into SSE lines: at LF, CRLF or CR, and nowhere else.
+
+    Splitting happens on bytes, so a multi-byte UTF-8 character is never cut; a CR at
+    the end of one chunk and an LF at the start of the next are one line end.
+    """
+
+    __slots__ = ("_rest", "_skip_lf")
+
+    def __init__(self) -> None:
+        self._rest = b""
+        self._skip_lf = False
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The complete lines ``chunk`` finishes (without their line ends)."""
+        if not chunk:
+            return []
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+                if not chunk:
+                    return []
+        data = self._rest + chunk if self._rest else chunk
+        if b"\r" in data:
+            self._skip_lf = data.endswith(b"\r")
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        *lines, self._rest = data.split(b"\n")
+        return [line.decode("utf-8", "replace") for line in lines]
+
+
 class SSEConnectionLost(Exception):
     """The stream ended or went silent; the caller may reconnect."""
 
 
 async def _frames(response: httpx.Response, heartbeat_timeout: float) -> AsyncIterator[SSEFrame]:
     parser = SSEParser()
-    lines = response.aiter_lines()
+    splitter = SSELineSplitter()
+    chunks = response.aiter_bytes()
     while True:
         try:
             async with asyncio.timeout(heartbeat_timeout):
-                line = await anext(lines)
+                chunk = await anext(chunks)
         except StopAsyncIteration:
             raise SSEConnectionLost("stream closed by the server") from None
         except TimeoutError:
             raise SSEConnectionLost(
                 f"no data or heartbeat for {heartbeat_timeout:.0f} s"
             ) from None
-        frame = parser.feed(line.rstrip("\r"))
-        if frame is not None:
-            yield frame
+        for line in splitter.feed(chunk):
+            frame = parser.feed(line)
+            if frame is not None:
+                yield frame
 
 
 async def stream_frames(

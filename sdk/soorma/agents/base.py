@@ -2,7 +2,8 @@
 
 An agent subscribes with ONE SSE stream covering all its handlers (consumer group = its
 name, so replicas share the work), dispatches each event to the handlers whose topic and
-event-type pattern match, acks after they return and nacks when one raises.
+event-type pattern match, acks after they return and nacks when one raises. Acks and nacks
+are sent in batches (see :mod:`soorma.agents._acks`), never before the handlers finished.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from soorma._propagation import handling
+from soorma.agents._acks import DEFAULT_ACK_BATCH, DEFAULT_ACK_WINDOW, AckBatcher
 from soorma.agents._handlers import (
     EventHandler,
     HandlerSpec,
@@ -36,6 +38,7 @@ logger = logging.getLogger("soorma.agent")
 DEFAULT_MAX_CONCURRENCY = 16
 DEFAULT_DEDUPE_CAPACITY = 10_000
 DEFAULT_SHUTDOWN_TIMEOUT = 30.0
+DISPATCH_CACHE_SIZE = 4096
 
 H = TypeVar("H", bound=EventHandler)
 K = TypeVar("K", bound=LifecycleHook)
@@ -75,6 +78,9 @@ class Agent:
         dedupe_capacity: How many completed event ids to remember for the
             duplicate-delivery guard.
         shutdown_timeout: Seconds :meth:`stop` waits for in-flight handlers.
+        ack_window: Seconds an ack (or nack) may wait so that others share its
+            request; ``0`` sends whatever is queued as soon as the loop runs.
+        ack_batch_size: Queued acks that are sent at once, without waiting.
     """
 
     agent_type: ClassVar[str] = "agent"
@@ -98,11 +104,17 @@ class Agent:
         start_from: str | None = None,
         dedupe_capacity: int = DEFAULT_DEDUPE_CAPACITY,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        ack_window: float = DEFAULT_ACK_WINDOW,
+        ack_batch_size: int = DEFAULT_ACK_BATCH,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ValueError("Agent name must be a non-empty string")
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
+        if ack_window < 0:
+            raise ValueError("ack_window must be 0 or more seconds")
+        if not 1 <= ack_batch_size <= 1000:
+            raise ValueError("ack_batch_size must be between 1 and 1000")
         self.name = name
         self.description = description
         self.version = version
@@ -120,9 +132,14 @@ class Agent:
         self.max_deliveries = max_deliveries
         self.start_from = start_from
         self.shutdown_timeout = shutdown_timeout
+        self.ack_window = ack_window
+        self.ack_batch_size = ack_batch_size
+        self._acks: AckBatcher | None = None
         self._context = context
         self._owns_context = False
         self._handlers: list[HandlerSpec] = []
+        # (topic, event type) -> matching handlers; event types are few, globbing is not free.
+        self._dispatch: dict[tuple[str, str], list[HandlerSpec]] = {}
         self._startup_hooks: list[LifecycleHook] = []
         self._shutdown_hooks: list[LifecycleHook] = []
         self._completed = RecentIds(dedupe_capacity)
@@ -180,6 +197,7 @@ class Agent:
         if self._running:
             raise RuntimeError("handlers must be registered before the agent starts")
         self._handlers.append(spec)
+        self._dispatch.clear()
 
     # -- introspection ---------------------------------------------------------------
 
@@ -243,6 +261,10 @@ class Agent:
             await self._register()
             bus = self.context.bus
             self._slots = asyncio.Semaphore(self.max_concurrency)
+            self._acks = AckBatcher(
+                bus=bus, group=self.group, window=self.ack_window,
+                max_batch=self.ack_batch_size, name=self.name,
+            )
             self._subscription = bus.subscribe(
                 self.topics, event_types=self.event_type_filters, group=self.group,
                 consumer=self.consumer_id, start_from=self.start_from,
@@ -288,6 +310,10 @@ class Agent:
 
     async def _teardown(self) -> None:
         try:
+            acks, self._acks = self._acks, None
+            if acks is not None:
+                # Before the context closes: settle what the finished handlers did.
+                await acks.close()
             with contextlib.suppress(Exception):
                 await self._deregister()
             for hook in self._shutdown_hooks:
@@ -423,7 +449,7 @@ class Agent:
             if event.id in self._completed:
                 # A redelivery of work already done (e.g. our ack was lost): settle it.
                 logger.debug("agent %s: skipping completed event %s", self.name, event.id)
-                await self._settle(event, error=None)
+                self._settle(event, error=None)
                 continue
             if event.id in self._in_flight:
                 # Redelivered while still running here; the running one will settle it.
@@ -439,7 +465,21 @@ class Agent:
             self._slots.release()
 
     def _matching(self, event: Event) -> list[HandlerSpec]:
-        return [spec for spec in self._handlers if spec.matches(event.topic, event.type)]
+        """Handlers for the event's (topic, type), each function once, cached.
+
+        A function registered under overlapping patterns runs once per event.
+        """
+        key = (event.topic, event.type)
+        found = self._dispatch.get(key)
+        if found is None:
+            found, seen = [], set()
+            for spec in self._handlers:
+                if spec.matches(event.topic, event.type) and id(spec.func) not in seen:
+                    seen.add(id(spec.func))
+                    found.append(spec)
+            if len(self._dispatch) < DISPATCH_CACHE_SIZE:
+                self._dispatch[key] = found
+        return found
 
     async def _process(self, event: Event) -> None:
         error: BaseException | None = None
@@ -457,21 +497,16 @@ class Agent:
         if error is None:
             # Remember first: if the ack is lost, the redelivery is recognised and skipped.
             self._completed.add(event.id)
-        await self._settle(event, error=error)
+        self._settle(event, error=error)
 
-    async def _settle(self, event: Event, *, error: BaseException | None) -> None:
-        if event.delivery_id is None:
+    def _settle(self, event: Event, *, error: BaseException | None) -> None:
+        """Queue the delivery's ack (or nack); the batcher sends it shortly."""
+        if event.delivery_id is None or self._acks is None:
             return
-        bus = self.context.bus
-        try:
-            if error is None:
-                await bus.ack(self.group, [event.delivery_id])
-            else:
-                reason = f"{type(error).__name__}: {error}"
-                await bus.nack(self.group, [event.delivery_id], reason)
-        except Exception as exc:
-            # The service redelivers after the visibility timeout; the guard copes.
-            logger.warning("agent %s: could not settle %s: %s", self.name, event.id, exc)
+        if error is None:
+            self._acks.ack(event.delivery_id)
+        else:
+            self._acks.nack(event.delivery_id, f"{type(error).__name__}: {error}")
 
 
 async def _placeholder(event: Any, context: Any) -> None:

@@ -4,7 +4,7 @@
 request on ``action-requests``; the handler usually creates a
 :class:`~soorma.plan_context.PlanContext` and calls ``execute_next()``.
 ``@planner.on_transition()`` receives a :class:`TransitionContext` for every event on
-``action-results`` / ``action-requests`` (plus any ``transition_topics``) whose
+``action-results`` / ``action-requests`` (or the ``transition_topics`` given) whose
 correlation id leads to a known plan; events of unknown plans are ignored.
 
 For the common case no handlers are needed::
@@ -13,7 +13,10 @@ For the common case no handlers are needed::
         plan_type="research.goal", states=RESEARCH_STATES))
 
 runs the machine: goal → plan → first action; each answer → result recorded → next
-state's action; a terminal state → ``finalize()`` (or ``fail()`` for ``failed``).
+state's action; a terminal state → ``finalize()`` (or ``fail()`` for ``failed``). Such a
+planner's stream carries only what can move its machine: its goals, and the event types
+its transitions name, on ``action-results`` (not its own step requests on
+``action-requests``, nor the final answers it sends).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, TypeVar
 
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec
 from soorma.agents.base import Agent, _placeholder
+from soorma.bus import _check_event_type
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.plan_context import START_STATE, PlanCache, PlanContext
@@ -40,7 +44,11 @@ logger = logging.getLogger("soorma.planner")
 GoalHandler = Callable[[Any, Any], Awaitable[Any]]
 G = TypeVar("G", bound=GoalHandler)
 
+# Seed 000/001: a hand-written on_transition() sees every event on both topics.
 DEFAULT_TRANSITION_TOPICS = (ACTION_RESULTS, ACTION_REQUESTS)
+# A plan_definition's machine moves on answers; requests (its own step requests
+# included) never answer a step, so it does not read them unless asked to.
+DEFINITION_TRANSITION_TOPICS = (ACTION_RESULTS,)
 _GOAL_NAMESPACE = uuid.UUID("0b8e6a4e-3d51-4b8e-a3c3-9f0f3f7d2c11")
 
 
@@ -147,9 +155,15 @@ class Planner(Agent):
         plan_definition: A state machine to run for every goal of type
             ``plan_definition.plan_type`` without writing handlers (see module doc).
         goal_description: Description of the goal capability (registry).
-        transition_topics: Topics whose correlated events drive transitions
-            (``action-results`` and ``action-requests``; add e.g. ``business-facts``
-            or ``notification-events`` for replies published there).
+        transition_topics: Topics whose correlated events drive transitions.
+            Default: ``action-results`` and ``action-requests`` for a hand-written
+            :meth:`on_transition` handler, only ``action-results`` for the
+            ``plan_definition`` driver. Add e.g. ``business-facts`` or
+            ``notification-events`` for replies published there.
+        transition_event_types: Event types the ``plan_definition`` driver listens
+            for (default: the ``on_event`` of every transition of its machine). Widen
+            it (e.g. ``["*"]``) when goals you add with :meth:`on_goal` run other
+            machines through the same driver.
         **kwargs: See :class:`~soorma.agents.base.Agent`.
     """
 
@@ -160,10 +174,16 @@ class Planner(Agent):
         *,
         plan_definition: PlanDefinition | None = None,
         goal_description: str = "",
-        transition_topics: Sequence[str] = DEFAULT_TRANSITION_TOPICS,
+        transition_topics: Sequence[str] | None = None,
+        transition_event_types: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if transition_topics is None:
+            transition_topics = (
+                DEFAULT_TRANSITION_TOPICS if plan_definition is None
+                else DEFINITION_TRANSITION_TOPICS
+            )
         self.transition_topics = list(dict.fromkeys(transition_topics))
         self.plan_definition = plan_definition
         self._has_transition_handler = False
@@ -188,7 +208,11 @@ class Planner(Agent):
             drive.__qualname__ = f"{plan_definition.plan_type} transition"
             self.on_goal(plan_definition.plan_type, description=goal_description
                          or plan_definition.description)(run_goal)
-            self.on_transition(use_cache=True)(drive)
+            if transition_event_types is None:
+                transition_event_types = sorted(
+                    {t.on_event for cfg in states.values() for t in cfg.transitions}
+                ) or None
+            self.on_transition(use_cache=True, event_types=transition_event_types)(drive)
 
     # -- decorators ------------------------------------------------------------------
 
@@ -233,7 +257,9 @@ class Planner(Agent):
 
         return decorator
 
-    def on_transition(self, *, use_cache: bool = False) -> Callable[[G], G]:
+    def on_transition(
+        self, *, use_cache: bool = False, event_types: Sequence[str] | None = None
+    ) -> Callable[[G], G]:
         """Register ``async def handler(transition: TransitionContext, context)``.
 
         Called for each event on the transition topics whose ``correlation_id`` leads
@@ -247,11 +273,25 @@ class Planner(Agent):
                 write; :meth:`PlanContext.execute_next` copes (guarded writes, and a
                 fresh read before ignoring an event), so it suits handlers that only
                 call :meth:`advance` / ``execute_next``.
+            event_types: Only these event types (globs) reach the handler; the
+                service filters the rest out of the planner's stream. Default: all.
 
         Raises:
             TypeError: the handler is not ``async def f(transition, context)``.
+            ValueError: an empty or non-string event type.
             RuntimeError: a second ``on_transition`` handler.
         """
+        patterns = ["*"] if event_types is None else list(dict.fromkeys(event_types))
+        if not patterns:
+            raise ValueError("on_transition(event_types=...) needs at least one event type")
+        for pattern in patterns:
+            try:
+                _check_event_type(pattern, what="on_transition() event type")
+            except ValueError:
+                raise ValueError(
+                    f"on_transition() event types must be non-empty strings such as "
+                    f"'order.*', got {pattern!r}"
+                ) from None
 
         def decorator(func: G) -> G:
             check_handler(func, params=("transition", "context"), decorator="on_transition()")
@@ -276,13 +316,16 @@ class Planner(Agent):
                     return
                 await func(TransitionContext(event=event, plan=plan), context)
 
+            # One record per (topic, pattern): the agent's dispatch runs every matching
+            # record, so overlapping patterns are collapsed to "*" first.
             for topic in self.transition_topics:
-                self._add_handler(
-                    HandlerSpec(
-                        topic=topic, event_type="*", func=handle,
-                        name=getattr(func, "__qualname__", repr(func)),
+                for pattern in ["*"] if "*" in patterns else patterns:
+                    self._add_handler(
+                        HandlerSpec(
+                            topic=topic, event_type=pattern, func=handle,
+                            name=getattr(func, "__qualname__", repr(func)),
+                        )
                     )
-                )
             return func
 
         return decorator

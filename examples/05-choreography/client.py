@@ -20,7 +20,7 @@ DEFAULT_TOPIC = "event-driven choreography"
 async def main(topic: str, wait_seconds: float) -> int:
     async with PlatformContext.from_env() as context:
         answer = await context.bus.call(
-            "research.requested", {"topic": topic}, response_event="research.completed",
+            "doc.research.requested", {"topic": topic}, response_event="doc.research.completed",
             timeout=wait_seconds,
         )
     data = answer.data

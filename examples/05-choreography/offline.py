@@ -36,18 +36,18 @@ def scripted_decision(plan: Any) -> dict[str, Any]:
     if failed:
         error = results[failed[0]].get("error")
         return _complete({"error": f"{failed[0]} failed: {error}"}, "a step failed")
-    if "fetch.requested" not in results:
-        return _publish("fetch.requested", {"topic": topic, "max_sources": 3},
+    if "doc.fetch.requested" not in results:
+        return _publish("doc.fetch.requested", {"topic": topic, "max_sources": 3},
                         "nothing is known yet: fetch sources first")
-    if "analyze.requested" not in results:
-        sources = results["fetch.requested"]["result"]["sources"]
-        return _publish("analyze.requested", {"sources": sources},
+    if "doc.analyze.requested" not in results:
+        sources = results["doc.fetch.requested"]["result"]["sources"]
+        return _publish("doc.analyze.requested", {"sources": sources},
                         "sources fetched: analyze them")
-    if "report.requested" not in results:
-        analysis = results["analyze.requested"]["result"]
-        return _publish("report.requested", {"topic": topic, "analysis": analysis},
+    if "doc.report.requested" not in results:
+        analysis = results["doc.analyze.requested"]["result"]
+        return _publish("doc.report.requested", {"topic": topic, "analysis": analysis},
                         "analysis ready: write the report")
-    report = results["report.requested"]["result"]["report"]
+    report = results["doc.report.requested"]["result"]["report"]
     return _complete({"report": report}, "the report is written")
 
 

@@ -21,7 +21,7 @@ from offline import mock_response
 
 from soorma.ai import ChoreographyPlanner, LLMNotConfigured
 
-logger = logging.getLogger("research-planner")
+logger = logging.getLogger("doc-research-planner")
 
 INSTRUCTIONS = """\
 You research a topic and deliver a written report.
@@ -36,7 +36,7 @@ def build_planner(
     model: str, *, offline: bool, api_base: str | None = None
 ) -> ChoreographyPlanner:
     planner = ChoreographyPlanner(
-        name="research-planner",
+        name="doc-research-planner",
         reasoning_model=model,
         api_base=api_base,
         system_instructions=INSTRUCTIONS,
@@ -54,7 +54,7 @@ def build_planner(
             logger.info("plan %s: %s -- %s", plan.plan_id,
                         f"{action.action.value} {what}".strip(), decision.reasoning)
 
-    @planner.on_goal("research.requested", description="Research a topic, answer a report.")
+    @planner.on_goal("doc.research.requested", description="Research a topic, answer a report.")
     async def on_goal(goal, context):
         plan = await planner.create_plan(goal, context)
         decision = await planner.step(plan, context, trigger=f"new goal: {goal.data}",

@@ -1,9 +1,9 @@
 """The three tools the planner chooses from: fetch, analyze, report.
 
-    fetch.requested   {"topic", "max_sources"?}  -> {"topic", "sources": [{"title", "text"}]}
-    analyze.requested {"sources": [...]}         -> {"source_count", "word_count",
+    doc.fetch.requested   {"topic", "max_sources"?}  -> {"topic", "sources": [{"title", "text"}]}
+    doc.analyze.requested {"sources": [...]}         -> {"source_count", "word_count",
                                                      "key_terms", "highlights"}
-    report.requested  {"topic", "analysis"}      -> {"report": "<text>"}
+    doc.report.requested  {"topic", "analysis"}      -> {"report": "<text>"}
 
 Each tool registers a capability: the event it consumes with its payload JSON Schema, and
 the event it answers with. That registration is everything the planner knows about them:
@@ -46,7 +46,7 @@ ANALYZE_SCHEMA = {
     "properties": {
         "sources": {
             "type": "array", "minItems": 1, "items": SOURCE_SCHEMA,
-            "description": "the sources returned by fetch.requested",
+            "description": "the sources returned by doc.fetch.requested",
         },
     },
     "required": ["sources"],
@@ -57,7 +57,7 @@ REPORT_SCHEMA = {
         "topic": {"type": "string", "minLength": 1},
         "analysis": {
             "type": "object",
-            "description": "the result of analyze.requested",
+            "description": "the result of doc.analyze.requested",
             "properties": {
                 "key_terms": {"type": "array", "items": {"type": "string"}},
                 "highlights": {"type": "array", "items": {"type": "string"}},
@@ -109,24 +109,24 @@ def capability(task: str, consumes: str, schema: dict, answers: str, what: str) 
 
 
 fetcher = Tool(
-    name="fetcher", description="Finds sources about a topic.",
-    capabilities=[capability("fetch", "fetch.requested", FETCH_SCHEMA, "fetch.completed",
+    name="doc-fetcher", description="Finds sources about a topic.",
+    capabilities=[capability("fetch", "doc.fetch.requested", FETCH_SCHEMA, "doc.fetch.completed",
                              "Fetch up to max_sources sources (title, text) about a topic.")],
 )
 analyzer = Tool(
-    name="analyzer", description="Extracts key terms and highlights from sources.",
-    capabilities=[capability("analyze", "analyze.requested", ANALYZE_SCHEMA,
-                             "analyze.completed",
+    name="doc-analyzer", description="Extracts key terms and highlights from sources.",
+    capabilities=[capability("analyze", "doc.analyze.requested", ANALYZE_SCHEMA,
+                             "doc.analyze.completed",
                              "Analyze fetched sources: key terms, highlights, counts.")],
 )
 reporter = Tool(
-    name="reporter", description="Writes the final report.",
-    capabilities=[capability("report", "report.requested", REPORT_SCHEMA, "report.completed",
+    name="doc-reporter", description="Writes the final report.",
+    capabilities=[capability("report", "doc.report.requested", REPORT_SCHEMA, "doc.report.completed",
                              "Write the final report of a topic from its analysis.")],
 )
 
 
-@fetcher.on_invoke("fetch.requested")
+@fetcher.on_invoke("doc.fetch.requested")
 async def fetch(request, context):
     topic = request.data["topic"]
     wanted = set(words(topic))
@@ -137,7 +137,7 @@ async def fetch(request, context):
             "sources": [{"title": title, "text": text} for title, text in ranked[:limit]]}
 
 
-@analyzer.on_invoke("analyze.requested")
+@analyzer.on_invoke("doc.analyze.requested")
 async def analyze(request, context):
     sources = request.data["sources"]
     counts = Counter(
@@ -152,7 +152,7 @@ async def analyze(request, context):
     }
 
 
-@reporter.on_invoke("report.requested")
+@reporter.on_invoke("doc.report.requested")
 async def report(request, context):
     analysis = request.data["analysis"]
     lines = [f"Report: {request.data['topic']}", ""]

@@ -76,9 +76,9 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
     planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline",
                                env=env)
     try:
-        for name in ("fetcher", "analyzer", "reporter"):
+        for name in ("doc-fetcher", "doc-analyzer", "doc-reporter"):
             await workers.wait_for(f"agent {name} ready")
-        await planner.wait_for("agent research-planner ready", within=60)
+        await planner.wait_for("agent doc-research-planner ready", within=60)
 
         client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"),
                                   "choreography of events", env=env)
@@ -97,11 +97,11 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
         async with PlatformContext.from_env(settings=settings) as context:
             plan = await context.memory.get_plan_context(plan_id)
         assert plan is not None and plan.status == "completed"
-        steps = ["fetch.requested", "analyze.requested", "report.requested"]
+        steps = ["doc.fetch.requested", "doc.analyze.requested", "doc.report.requested"]
         assert set(plan.results) == {*steps, "final"}
         assert all(plan.results[step]["success"] for step in steps)
-        sources = plan.results["fetch.requested"]["result"]["sources"]
-        assert plan.results["analyze.requested"]["result"]["source_count"] == len(sources) == 3
+        sources = plan.results["doc.fetch.requested"]["result"]["sources"]
+        assert plan.results["doc.analyze.requested"]["result"]["source_count"] == len(sources) == 3
         assert plan.results["final"]["report"] == "\n".join(client.lines[:-2])
         # Four decisions in order, each one model call that passed validation at once;
         # each tool was fed the previous tool's answer.
@@ -112,7 +112,7 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
         decisions = [json.loads(r["raw_output"])["next_action"] for r in audit]
         assert [d.get("event_type", d["action"]) for d in decisions] == [*steps, "complete"]
         assert decisions[1]["data"]["sources"] == sources
-        assert decisions[2]["data"]["analysis"] == plan.results["analyze.requested"]["result"]
+        assert decisions[2]["data"]["analysis"] == plan.results["doc.analyze.requested"]["result"]
         assert plan.state["choreography_actions"] == 4
 
         for proc in (planner, workers):
@@ -120,7 +120,7 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
     finally:
         await planner.kill()
         await workers.kill()
-    assert "publish fetch.requested" in planner.output
+    assert "publish doc.fetch.requested" in planner.output
     assert "complete" in planner.output
 
 
@@ -136,18 +136,18 @@ async def test_planner_without_a_key_names_the_variable_to_set():
 async def test_offline_plan_fails_with_the_reason_when_no_tool_is_registered(
     services: dict[str, str],
 ):
-    # No workers.py: the scripted answer names fetch.requested, which no live agent
+    # No workers.py: the scripted answer names doc.fetch.requested, which no live agent
     # consumes, so validation rejects it (first try and repair) and the plan fails.
     env = offline_env(**services)
     planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline",
                                env=env)
     try:
-        await planner.wait_for("agent research-planner ready", within=60)
+        await planner.wait_for("agent doc-research-planner ready", within=60)
         client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"), "anything",
                                   env=env)
         assert await client.wait(within=60) == 1, client.output + "\n" + planner.output
         assert "research failed: no valid decision after 2 attempt(s)" in client.output
-        assert "'fetch.requested' does not exist or no live agent consumes it" in client.output
+        assert "'doc.fetch.requested' does not exist or no live agent consumes it" in client.output
         plan_id = client.lines[-1].removeprefix("plan ").removesuffix(": failed")
 
         settings = PlatformSettings(memory_url=services["SOORMA_MEMORY_URL"])

@@ -69,10 +69,14 @@ class EventEnvelope(BaseDTO):
     time: datetime = Field(default_factory=utc_now)
     data: dict[str, Any] = Field(default_factory=dict)
     subject: str | None = None
-    topic: str
+    # The pattern is documentation (JSON Schema); ``_check_topic`` enforces it, with a
+    # message that says what a topic may contain.
+    topic: str = Field(json_schema_extra={"pattern": TOPIC_PATTERN.pattern})
     correlation_id: str | None = None
     response_event: str | None = None
-    response_topic: str = ACTION_RESULTS
+    response_topic: str = Field(
+        default=ACTION_RESULTS, json_schema_extra={"pattern": TOPIC_PATTERN.pattern}
+    )
     tenant_id: str | None = None
     user_id: str | None = None
     session_id: str | None = None

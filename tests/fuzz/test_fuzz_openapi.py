@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 import requests
 from fuzz_support import ThreadedServer
-from openapi_fuzzing import fuzz_operations, status_code_conformance
+from openapi_fuzzing import fuzz_operations
 
 # Bounded and derandomized: reproducible in CI, a few seconds per service.
 EXAMPLES = 15
-
-PUBLISH_OPERATIONS = ("POST /v1/events/publish", "POST /v1/events/publish-batch")
 
 
 def test_memory_service_answers_every_generated_request_as_documented(
@@ -30,19 +27,13 @@ def test_registry_service_answers_every_generated_request_as_documented(
 def test_event_service_answers_every_generated_request_as_documented(
     event_server: ThreadedServer,
 ) -> None:
-    # The SSE stream never ends (tested by hand in test_fuzz_event_hostile); the publish
-    # routes' undocumented 413/422 are pinned by the xfail test below.
+    # The SSE stream never ends (tested by hand in test_fuzz_event_hostile).
     failures = fuzz_operations(
         event_server.url, max_examples=EXAMPLES, skip=frozenset({"GET /v1/events/stream"}),
-        relaxed={label: [status_code_conformance] for label in PUBLISH_OPERATIONS},
     )
     assert not failures, "\n\n".join(failures)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "event-service bug: the publish routes read the raw body (fast path), so FastAPI "
-    "documents neither their 422/413 answers nor the topic pattern; schemathesis sees "
-    "undocumented 422s for schema-valid bodies"))
 def test_event_service_documents_the_publish_errors_it_returns(
     event_server: ThreadedServer,
 ) -> None:

@@ -18,6 +18,7 @@ from event_service.sse import TypeFilter
 from event_service.state import Events
 from event_service.streams import broadcast_stream, group_stream
 from servicekit.auth import CurrentIdentity
+from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
 from soorma_common.bus import (
     AckRequest,
@@ -35,7 +36,9 @@ from soorma_common.bus import (
 from soorma_common.errors import InvalidTopic, ValidationFailed
 from soorma_common.events import EventEnvelope, is_valid_topic
 
-router = APIRouter(prefix="/v1/events", tags=["events"])
+# Every route can answer 422 (bad input) and 503 (Redis unreachable), in the common
+# error body; routes add what else they can answer.
+router = APIRouter(prefix="/v1/events", tags=["events"], responses=error_responses(422, 503))
 
 MAX_TOPICS = 32
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
@@ -54,9 +57,24 @@ def _topic(topic: str, field: str = "topic") -> str:
 
 def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
     # The publish routes read raw bytes (validated straight from JSON), so FastAPI cannot
-    # infer their body: document it explicitly.
+    # infer their body: document it explicitly, self-contained (pydantic's "#/$defs/..."
+    # references would not resolve inside the OpenAPI document) and with the snake_case
+    # names the rest of the API documents.
+    schema = model.model_json_schema(by_alias=False)
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        return node
+
     return {"requestBody": {"required": True, "content": {"application/json": {
-        "schema": model.model_json_schema()}}}}
+        "schema": inline(schema)}}}}
 
 
 def _name(value: str, field: str) -> str:
@@ -84,7 +102,7 @@ def _topics(raw: str) -> list[str]:
 
 
 @router.post("/publish", response_model=PublishResponse, summary="Publish one event",
-             openapi_extra=_body_schema(PublishRequest))
+             openapi_extra=_body_schema(PublishRequest), responses=error_responses(413))
 async def publish(request: Request, identity: CurrentIdentity, events: Events) -> Response:
     """Body ``{"event": EventEnvelope}``; ``tenant_id``/``user_id`` come from the caller."""
     return Response(await publish_one(events, identity, await request.body()),
@@ -93,7 +111,7 @@ async def publish(request: Request, identity: CurrentIdentity, events: Events) -
 
 @router.post(
     "/publish-batch", response_model=PublishBatchResponse, summary="Publish events atomically",
-    openapi_extra=_body_schema(PublishBatchRequest),
+    openapi_extra=_body_schema(PublishBatchRequest), responses=error_responses(413),
 )
 async def publish_batch(request: Request, identity: CurrentIdentity, events: Events) -> Response:
     """Body ``{"events": [...]}``: all are validated first, then appended atomically."""
@@ -190,7 +208,8 @@ async def dead_letters(
     )
 
 
-@router.post("/dlq/replay", response_model=ReplayResponse, summary="Re-inject dead letters")
+@router.post("/dlq/replay", response_model=ReplayResponse, summary="Re-inject dead letters",
+             responses=error_responses(404))
 async def replay(req: ReplayRequest, identity: CurrentIdentity, events: Events) -> Response:
     topic = _topic(req.topic)
     ids = list(dict.fromkeys(req.ids))

@@ -35,12 +35,14 @@ NulFree = AfterValidator(reject_nul)
 
 
 def json_problem(
-    value: Any, *, max_depth: int | None = None, allow_nul: bool = True
+    value: Any, *, max_depth: int | None = None, allow_nul: bool = True,
+    allow_big_ints: bool = False,
 ) -> tuple[str, str] | None:
     """The first part of ``value`` that cannot be stored exactly, as ``(path, problem)``.
 
     Walks iteratively (no recursion, whatever the depth). ``path`` is dotted
-    (``"state.items.3"``); ``None`` when everything is storable.
+    (``"state.items.3"``); ``None`` when everything is storable. ``allow_big_ints``
+    is for values kept as JSON text by an encoder that writes any integer exactly.
     """
     stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
     while stack:
@@ -53,7 +55,7 @@ def json_problem(
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
-            if not INT64_MIN <= item <= INT64_MAX:
+            if not allow_big_ints and not INT64_MIN <= item <= INT64_MAX:
                 return _dotted(path), "integer exceeds 64-bit range: send it as a string"
         elif isinstance(item, float):
             if not math.isfinite(item):
@@ -69,14 +71,16 @@ def json_problem(
 
 
 def check_json(
-    value: Any, *, field: str, max_depth: int | None = None, allow_nul: bool = True
+    value: Any, *, field: str, max_depth: int | None = None, allow_nul: bool = True,
+    allow_big_ints: bool = False,
 ) -> None:
     """Raise a 422 naming the field when ``value`` holds something unstorable.
 
     Raises:
         ValidationFailed: details ``[{"field", "message"}]`` with the full dotted path.
     """
-    problem = json_problem(value, max_depth=max_depth, allow_nul=allow_nul)
+    problem = json_problem(value, max_depth=max_depth, allow_nul=allow_nul,
+                           allow_big_ints=allow_big_ints)
     if problem is None:
         return
     where, what = problem

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, TypeVar
 
 import orjson
 from fastapi import Depends, Header, Path, Request, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from memory_service.store import MemoryStore
 from servicekit.jsoncheck import NUL, NUL_MESSAGE, NulFree, check_json
+from soorma_common._base import BaseDTO
 from soorma_common.errors import PayloadTooLarge, ValidationFailed
 
 MAX_ID_LENGTH = 256
@@ -147,6 +148,46 @@ def _check_text_fields(model: BaseModel, prefix: str) -> None:
                 _check_text_fields(child, f"{field}.{key}.")
 
 
-def set_etag(response: Response, version: int) -> None:
-    """``ETag: "<version>"``, ready to send back as ``If-Match``."""
-    response.headers["ETag"] = f'"{version}"'
+class ConditionalWrite(BaseDTO):
+    """Mixed into a record's write body: ``version`` is server-owned and ignored on input.
+
+    ``expected_version`` (or ``If-Match``) makes the write conditional: ``0`` means
+    "create only", ``N`` means "only if the stored version is still N".
+    """
+
+    expected_version: int | None = Field(default=None, ge=0)
+
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+def with_path_id(body: Body, *, field: str, path_id: str) -> Body:
+    """``body`` with the path's id in ``field`` (a ``PUT`` body may omit it).
+
+    Raises:
+        ValidationFailed: the body names a different id than the path.
+    """
+    given = getattr(body, field)
+    if given is None:
+        # The path's id passed the same checks as the body field would: no re-validation.
+        return body.model_copy(update={field: path_id})
+    if given != path_id:
+        raise ValidationFailed(
+            f"{field} in the body ({given!r}) differs from the path ({path_id!r})",
+            details=[{"field": field, "message": "must match the path"}],
+        )
+    return body
+
+
+class Versioned(Protocol):
+    @property
+    def version(self) -> int: ...
+
+
+Record = TypeVar("Record", bound=Versioned)
+
+
+def with_etag(response: Response, record: Record) -> Record:
+    """``record``, with ``ETag: "<version>"`` set on ``response`` (ready for ``If-Match``)."""
+    response.headers["ETag"] = f'"{record.version}"'
+    return record

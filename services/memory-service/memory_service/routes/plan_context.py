@@ -6,6 +6,7 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 
 from memory_service.routes.deps import (
+    ConditionalWrite,
     IfMatch,
     RecordId,
     SizeChecked,
@@ -13,12 +14,12 @@ from memory_service.routes.deps import (
     check_ids,
     check_storable,
     expected_version,
-    set_etag,
+    with_etag,
+    with_path_id,
 )
 from memory_service.store import MemoryStore
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
-from soorma_common.errors import ValidationFailed
 from soorma_common.memory import PlanContextRecord
 
 router = APIRouter(
@@ -26,14 +27,8 @@ router = APIRouter(
 )
 
 
-class PlanContextWrite(PlanContextRecord):
-    """A plan context to store; ``version`` is server-owned and ignored on input.
-
-    ``expected_version`` (or ``If-Match``) makes the write conditional: ``0`` means
-    "create only", ``N`` means "only if the stored version is still N".
-    """
-
-    expected_version: int | None = Field(default=None, ge=0)
+class PlanContextWrite(PlanContextRecord, ConditionalWrite):
+    """A plan context to store, optionally conditional on ``expected_version``."""
 
 
 class PlanContextReplace(PlanContextWrite):
@@ -64,11 +59,10 @@ async def upsert_plan_context(
 ) -> PlanContextRecord:
     """Create or replace a plan context; returns the stored record with its version."""
     _validate(body)
-    result = await store.save_plan(
-        identity.tenant_id, body, expected_version=expected_version(if_match, body.expected_version)
-    )
-    set_etag(response, result.version)
-    return result
+    wanted = expected_version(if_match, body.expected_version)
+    return with_etag(response, await store.save_plan(
+        identity.tenant_id, body, expected_version=wanted
+    ))
 
 
 @router.get(
@@ -80,18 +74,16 @@ async def get_plan_context_by_correlation(
     correlation_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanContextRecord:
     """The plan whose ``plan_id`` or ``correlation_ids`` contains ``correlation_id``."""
-    result = await store.get_plan_by_correlation(identity.tenant_id, correlation_id)
-    set_etag(response, result.version)
-    return result
+    return with_etag(response, await store.get_plan_by_correlation(
+        identity.tenant_id, correlation_id
+    ))
 
 
 @router.get("/{plan_id}", responses=error_responses(404), response_model=PlanContextRecord)
 async def get_plan_context(
     plan_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanContextRecord:
-    result = await store.get_plan(identity.tenant_id, plan_id)
-    set_etag(response, result.version)
-    return result
+    return with_etag(response, await store.get_plan(identity.tenant_id, plan_id))
 
 
 @router.put(
@@ -109,9 +101,9 @@ async def replace_plan_context(
     response: Response,
 ) -> PlanContextRecord:
     """Replace an existing plan context (404 if it does not exist)."""
-    result = await replace_plan(store, identity.tenant_id, plan_id, body, if_match)
-    set_etag(response, result.version)
-    return result
+    return with_etag(response, await replace_plan(
+        store, identity.tenant_id, plan_id, body, if_match
+    ))
 
 
 async def replace_plan(
@@ -122,20 +114,10 @@ async def replace_plan(
 
     Shared by the route and the pure-ASGI fast path (``memory_service.fastpath``).
     """
-    if body.plan_id is not None and body.plan_id != plan_id:
-        raise ValidationFailed(
-            f"plan_id in the body ({body.plan_id!r}) differs from the path ({plan_id!r})",
-            details=[{"field": "plan_id", "message": "must match the path"}],
-        )
-    # Already validated: only the path's id is filled in (it passed the same checks).
-    record = body if body.plan_id is not None else body.model_copy(update={"plan_id": plan_id})
+    record = with_path_id(body, field="plan_id", path_id=plan_id)
     _validate(record)
-    return await store.save_plan(
-        tenant,
-        record,
-        expected_version=expected_version(if_match, body.expected_version),
-        must_exist=True,
-    )
+    wanted = expected_version(if_match, body.expected_version)
+    return await store.save_plan(tenant, record, expected_version=wanted, must_exist=True)
 
 
 @router.delete("/{plan_id}", responses=error_responses(404), status_code=204)

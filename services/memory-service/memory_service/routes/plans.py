@@ -15,7 +15,7 @@ from memory_service.routes.deps import (
     check_ids,
     check_storable,
     expected_version,
-    set_etag,
+    with_etag,
 )
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
@@ -72,9 +72,7 @@ async def create_plan(
     check_ids("plan_id", [body.plan_id])
     check_ids("session_id", [body.session_id])
     check_ids("parent_plan_id", [body.parent_plan_id])
-    result = _summary(await store.create_plan(identity.tenant_id, body))
-    set_etag(response, result.version)
-    return result
+    return with_etag(response, _summary(await store.create_plan(identity.tenant_id, body)))
 
 
 @router.get("", response_model=PlanList)
@@ -101,9 +99,7 @@ async def list_plans(
 async def get_plan(
     plan_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanSummary:
-    result = _summary(await store.get_plan(identity.tenant_id, plan_id))
-    set_etag(response, result.version)
-    return result
+    return with_etag(response, _summary(await store.get_plan(identity.tenant_id, plan_id)))
 
 
 @router.put("/{plan_id}", responses=error_responses(404, 409, 413), response_model=PlanSummary)
@@ -122,9 +118,7 @@ async def update_plan(
         status=body.status,
         expected_version=expected_version(if_match, body.expected_version),
     )
-    result = _summary(record)
-    set_etag(response, result.version)
-    return result
+    return with_etag(response, _summary(record))
 
 
 @router.delete("/{plan_id}", responses=error_responses(404), status_code=204)

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 
 from memory_service.routes.deps import (
+    ConditionalWrite,
     IfMatch,
     RecordId,
     SizeChecked,
@@ -13,7 +14,8 @@ from memory_service.routes.deps import (
     check_ids,
     check_storable,
     expected_version,
-    set_etag,
+    with_etag,
+    with_path_id,
 )
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
@@ -25,14 +27,8 @@ router = APIRouter(
 )
 
 
-class TaskContextWrite(TaskContextRecord):
-    """A task context to store; ``version`` is server-owned and ignored on input.
-
-    ``expected_version`` (or ``If-Match``) makes the write conditional: ``0`` means
-    "create only", ``N`` means "only if the stored version is still N".
-    """
-
-    expected_version: int | None = Field(default=None, ge=0)
+class TaskContextWrite(TaskContextRecord, ConditionalWrite):
+    """A task context to store, optionally conditional on ``expected_version``."""
 
 
 class TaskContextReplace(TaskContextWrite):
@@ -70,11 +66,10 @@ async def upsert_task_context(
 ) -> TaskContextRecord:
     """Create or replace a task context; returns the stored record with its version."""
     _validate(body)
-    result = await store.save_task(
-        identity.tenant_id, body, expected_version=expected_version(if_match, body.expected_version)
-    )
-    set_etag(response, result.version)
-    return result
+    wanted = expected_version(if_match, body.expected_version)
+    return with_etag(response, await store.save_task(
+        identity.tenant_id, body, expected_version=wanted
+    ))
 
 
 @router.get(
@@ -86,18 +81,16 @@ async def get_task_context_by_sub_task(
     sub_task_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> TaskContextRecord:
     """The task context that owns ``sub_task_id`` (fan-in: find the parent of a result)."""
-    result = await store.get_task_by_sub_task(identity.tenant_id, sub_task_id)
-    set_etag(response, result.version)
-    return result
+    return with_etag(response, await store.get_task_by_sub_task(
+        identity.tenant_id, sub_task_id
+    ))
 
 
 @router.get("/{task_id}", responses=error_responses(404), response_model=TaskContextRecord)
 async def get_task_context(
     task_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> TaskContextRecord:
-    result = await store.get_task(identity.tenant_id, task_id)
-    set_etag(response, result.version)
-    return result
+    return with_etag(response, await store.get_task(identity.tenant_id, task_id))
 
 
 @router.put(
@@ -115,21 +108,12 @@ async def replace_task_context(
     response: Response,
 ) -> TaskContextRecord:
     """Replace an existing task context (404 if it does not exist)."""
-    if body.task_id is not None and body.task_id != task_id:
-        raise ValidationFailed(
-            f"task_id in the body ({body.task_id!r}) differs from the path ({task_id!r})",
-            details=[{"field": "task_id", "message": "must match the path"}],
-        )
-    record = TaskContextWrite.model_validate({**body.model_dump(), "task_id": task_id})
+    record = with_path_id(body, field="task_id", path_id=task_id)
     _validate(record)
-    result = await store.save_task(
-        identity.tenant_id,
-        record,
-        expected_version=expected_version(if_match, body.expected_version),
-        must_exist=True,
-    )
-    set_etag(response, result.version)
-    return result
+    wanted = expected_version(if_match, body.expected_version)
+    return with_etag(response, await store.save_task(
+        identity.tenant_id, record, expected_version=wanted, must_exist=True
+    ))
 
 
 @router.delete("/{task_id}", responses=error_responses(404), status_code=204)
@@ -161,7 +145,6 @@ async def record_sub_task_result(
     and each response shows every result recorded up to and including this one.
     """
     check_storable(body)
-    result = await store.record_sub_task_result(identity.tenant_id, task_id, sub_task_id, body)
-
-    set_etag(response, result.version)
-    return result
+    return with_etag(response, await store.record_sub_task_result(
+        identity.tenant_id, task_id, sub_task_id, body
+    ))

@@ -22,6 +22,7 @@ import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from soorma._propagation import current_event
@@ -535,13 +536,22 @@ class PlanContext:
                 return corr
         return None
 
-    async def execute_next(self, trigger_event: EventEnvelope | None = None) -> str | None:
+    async def execute_next(
+        self, trigger_event: EventEnvelope | None = None, *, finish: bool = False
+    ) -> str | None:
         """Take the transition ``trigger_event`` selects (or ``default_next`` without one).
 
         Records the answered step's result under ``results[<state>]``, moves to the
         next state, stores the plan (re-applying on a conflicting write) and publishes
         the new state's action with a fresh correlation id, ``plan_id`` set, and
         ``{goal_data.x}`` / ``{results.<state>.<field>}`` placeholders filled.
+
+        Args:
+            trigger_event: The event to apply (``None``: take ``default_next``).
+            finish: When the state entered is terminal, also end the plan in the same
+                write, as :meth:`finalize` with the step results would (or
+                :meth:`fail`, for a state named like ``failed``), and publish the
+                state change, the end and the goal's answer in one request.
 
         Returns:
             The state entered, or ``None`` when the event leads nowhere (no matching
@@ -557,8 +567,13 @@ class PlanContext:
         was_pending = self.status == PlanStatus.PENDING
         entered: str | None = None
         previous: str | None = None
+        moved_status = self.status
+        ending: _Ending | None = None
         for attempt in range(DEFAULT_SAVE_RETRIES + 2):
             changed, previous, entered = self._apply(trigger_event)
+            moved_status, ending = self.status, None
+            if finish and entered is not None and self.is_complete():
+                ending = self._end(self._step_results())
             if not changed and self._cached:
                 # Nothing to do by a possibly stale copy: ask the service before
                 # dropping the event.
@@ -600,14 +615,39 @@ class PlanContext:
             lifecycle.append((PLAN_STARTED, {"status": PlanStatus.RUNNING.value}))
         lifecycle.append(
             (PLAN_STATE_CHANGED, {"from_state": previous, "to_state": entered,
-                                  "status": self.status,
+                                  "status": moved_status,
                                   "trigger_event": trigger_event.type if trigger_event else None})
         )
-        await self._publish_action(entered, lifecycle=lifecycle)
+        await self._publish_action(entered, lifecycle=lifecycle, ending=ending)
         return entered
 
+    def _step_results(self) -> dict[str, Any]:
+        """What the declarative driver answers a goal with: the step results."""
+        return {k: v for k, v in self.results.items() if k != "final"}
+
+    def _end(self, result: Mapping[str, Any] | None) -> _Ending:
+        """End the local copy as :meth:`finalize` would; the events announcing it.
+
+        Pure (no I/O), like :meth:`_apply`: it is re-run on a fresh copy after a
+        version conflict.
+        """
+        if self.current_state.lower() in FAILED_STATE_NAMES:
+            reason = (result or {}).get("reason") if isinstance(result, Mapping) else None
+            return self._fail_locally(str(reason or f"plan reached state {self.current_state!r}"))
+        final = dict(result) if result is not None else None
+        self.status = PlanStatus.COMPLETED
+        self.results["final"] = final
+        return _Ending(
+            PLAN_COMPLETED, {"status": PlanStatus.COMPLETED.value},
+            {"plan_id": self.plan_id, "status": "completed", "result": final},
+        )
+
     async def _publish_action(
-        self, state_name: str, *, lifecycle: list[tuple[str, dict[str, Any]]]
+        self,
+        state_name: str,
+        *,
+        lifecycle: list[tuple[str, dict[str, Any]]],
+        ending: _Ending | None = None,
     ) -> None:
         bus = self._context.bus
         events: list[EventEnvelope] = [
@@ -624,6 +664,8 @@ class PlanContext:
                     session_id=self.session_id, event_id=corr,
                 )
             )
+        if ending is not None:
+            events.extend(self._end_events(ending))
         if len(events) == 1:
             await bus.publish_event(events[0], **self._identity())
         elif events:
@@ -693,37 +735,35 @@ class PlanContext:
         """
         if self.is_finished():
             return
-        if self.current_state.lower() in FAILED_STATE_NAMES:
-            reason = (result or {}).get("reason") if isinstance(result, Mapping) else None
-            await self.fail(str(reason or f"plan reached state {self.current_state!r}"))
-            return
-        final = dict(result) if result is not None else None
+        endings: list[_Ending] = []
 
-        def complete(plan: PlanContext) -> None:
-            plan.status = PlanStatus.COMPLETED
-            plan.results["final"] = final
+        def end(plan: PlanContext) -> None:
+            endings[:] = [plan._end(result)]
 
-        already = await self._transition_status(complete)
+        already = await self._transition_status(end)
         if already:
             return
-        await self._announce_end(
-            PLAN_COMPLETED, {"status": PlanStatus.COMPLETED.value},
-            {"plan_id": self.plan_id, "status": "completed", "result": final},
-        )
+        await self._announce_end(endings[0])
 
     async def fail(self, reason: str) -> None:
         """End the plan as failed and answer the goal with ``status: failed``."""
         if self.is_finished():
             return
 
+        endings: list[_Ending] = []
+
         def failed(plan: PlanContext) -> None:
-            plan.status = PlanStatus.FAILED
-            plan.state["failure_reason"] = reason
+            endings[:] = [plan._fail_locally(reason)]
 
         already = await self._transition_status(failed)
         if already:
             return
-        await self._announce_end(
+        await self._announce_end(endings[0])
+
+    def _fail_locally(self, reason: str) -> _Ending:
+        self.status = PlanStatus.FAILED
+        self.state["failure_reason"] = reason
+        return _Ending(
             PLAN_FAILED, {"status": PlanStatus.FAILED.value, "reason": reason},
             {"plan_id": self.plan_id, "status": "failed", "error": reason},
         )
@@ -746,21 +786,22 @@ class PlanContext:
                 await self.reload()
         return True
 
-    async def _announce_end(
-        self, lifecycle_type: str, lifecycle_data: dict[str, Any], reply: dict[str, Any]
-    ) -> None:
+    async def _announce_end(self, ending: _Ending) -> None:
         """Publish the lifecycle event and the goal's answer in one request."""
-        bus = self._context.bus
-        events = [self._lifecycle_event(lifecycle_type, lifecycle_data)]
+        await self._context.bus.publish_batch(self._end_events(ending), **self._identity())
+
+    def _end_events(self, ending: _Ending) -> list[EventEnvelope]:
+        """The end's lifecycle event, and the goal's answer when it asked for one."""
+        events = [self._lifecycle_event(ending.lifecycle_type, ending.lifecycle_data)]
         if self.response_event:
-            events.append(bus.build_event(
-                self.response_topic, self.response_event, reply,
+            events.append(self._context.bus.build_event(
+                self.response_topic, self.response_event, ending.reply,
                 correlation_id=self.correlation_id or self.plan_id,
                 plan_id=self.parent_plan_id or self.plan_id, session_id=self.session_id,
             ))
         else:
             logger.info("plan %s ended; its goal asked for no response", self.plan_id)
-        await bus.publish_batch(events, **self._identity())
+        return events
 
     async def pause(self, reason: str = "user_input_required") -> None:
         """Pause the plan (e.g. waiting for an approval); it ignores transitions until
@@ -811,6 +852,15 @@ class PlanContext:
         if entered is None:
             entered = await self.execute_next()
         return entered
+
+
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """How a plan ended: its lifecycle event and the answer to its goal."""
+
+    lifecycle_type: str
+    lifecycle_data: dict[str, Any]
+    reply: dict[str, Any]
 
 
 def _merge(

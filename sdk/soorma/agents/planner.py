@@ -372,7 +372,8 @@ class Planner(Agent):
             The state entered, or ``None``.
         """
         plan = transition.plan
-        entered = await plan.execute_next(transition.event)
+        # A terminal state ends the plan in the same write and request as the move.
+        entered = await plan.execute_next(transition.event, finish=True)
         await self._finish_if_terminal(plan)
         return entered
 

@@ -8,33 +8,21 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from asgi_lifespan import LifespanManager
 
 from memory_service import create_app
-from memory_service.settings import Settings
 from soorma import Identity
 from soorma.memory import MemoryClient
+from testsupport.services import db_url, in_process, memory_settings
+
+__all__ = ["db_url"]  # a fixture: pytest finds it by its name in this module
 
 MemoryFactory = Callable[..., MemoryClient]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest) -> str:
-    """A fresh database per test: SQLite always, PostgreSQL when configured."""
-    name = "sqlite_url" if request.param == "sqlite" else "postgres_url"
-    url: str = request.getfixturevalue(name)
-    return url
 
 
 @pytest_asyncio.fixture
 async def memory_http(db_url: str, tmp_path: Any) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client wired to a live memory-service app (lifespan and migrations run)."""
-    app = create_app(
-        Settings(memory_database_url=db_url, data_dir=tmp_path, memory_prune_interval_seconds=3600)
-    )
-    async with LifespanManager(app) as manager, httpx.AsyncClient(
-        transport=httpx.ASGITransport(manager.app)
-    ) as http:
+    async with in_process(create_app(memory_settings(db_url, tmp_path))) as http:
         yield http
 
 

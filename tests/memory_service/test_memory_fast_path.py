@@ -13,13 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from memory_bodies import plan_body
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory_service import create_app
 from memory_service.fastpath import MemoryServiceApp, PlanContextFastPath
 from memory_service.settings import Settings
+from testsupport.services import in_process
 
 pytestmark = pytest.mark.asyncio
 
@@ -54,10 +54,8 @@ async def _fast_and_routed(make_settings: Callable[..., Settings]) -> AsyncItera
             if fast_path:
                 assert isinstance(app, MemoryServiceApp)
                 app.fast_path = spy = _CountingFastPath(settings=settings)
-            manager = await stack.enter_async_context(LifespanManager(app))
-            clients.append(await stack.enter_async_context(httpx.AsyncClient(
-                transport=httpx.ASGITransport(manager.app), base_url="http://memory",
-                headers={"X-Tenant-ID": tenant},
+            clients.append(await stack.enter_async_context(in_process(
+                app, base_url="http://memory", headers={"X-Tenant-ID": tenant}
             )))
         yield clients[0], clients[1], spy.handed_over
 

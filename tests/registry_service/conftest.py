@@ -3,44 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
-from asgi_lifespan import LifespanManager
 from registry_support import FakeClock
 
-from registry_service import Settings, SqlRegistryStore, create_app
+from registry_service import SqlRegistryStore, create_app
 from registry_service.app import MIGRATIONS, VERSION_TABLE
 from servicekit.db import make_engine, migrate
+from testsupport.services import db_url, in_process, registry_settings
+
+__all__ = ["db_url"]  # a fixture: pytest finds it by its name in this module
 
 ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest) -> str:
-    """A fresh database per test: SQLite always, PostgreSQL when configured."""
-    name = "sqlite_url" if request.param == "sqlite" else "postgres_url"
-    url: str = request.getfixturevalue(name)
-    return url
 
 
 @pytest.fixture
 def make_client(db_url: str, tmp_path: Any) -> ClientFactory:
     """Start a registry app on ``db_url`` (settings overridable) and give a client for it."""
 
-    @asynccontextmanager
-    async def factory(**overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
-        settings = Settings(
-            registry_database_url=db_url, data_dir=tmp_path, **overrides
-        )
-        app = create_app(settings)
-        async with LifespanManager(app) as manager, httpx.AsyncClient(
-            transport=httpx.ASGITransport(manager.app), base_url="http://registry"
-        ) as client:
-            yield client
+    def factory(**overrides: Any) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+        app = create_app(registry_settings(db_url, tmp_path, **overrides))
+        return in_process(app, base_url="http://registry")
 
     return factory
 

@@ -8,6 +8,7 @@ from registry_payloads import order_validator
 
 from registry_service.app import VERSION_TABLE
 from servicekit.db import make_engine
+from testsupport.services import in_process
 
 pytestmark = pytest.mark.asyncio
 
@@ -43,15 +44,9 @@ async def test_ready_reports_the_database(make_client) -> None:
 
 
 async def test_the_embedded_default_is_an_sqlite_file_in_the_data_dir(tmp_path) -> None:
-    import httpx
-    from asgi_lifespan import LifespanManager
-
     from registry_service import Settings, create_app
 
     settings = Settings(data_dir=tmp_path / "data", database_url=None, registry_database_url=None)
-    app = create_app(settings)
-    async with LifespanManager(app) as manager, httpx.AsyncClient(
-        transport=httpx.ASGITransport(manager.app), base_url="http://registry"
-    ) as client:
+    async with in_process(create_app(settings)) as client:
         assert (await client.post("/v1/agents", json=order_validator())).status_code == 201
     assert (tmp_path / "data" / "registry.db").is_file()

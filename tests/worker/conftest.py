@@ -9,60 +9,35 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 import pytest_asyncio
 
 from event_service import create_app as create_event_app
-from event_service.settings import Settings as EventSettings
 from memory_service import create_app as create_memory_app
-from memory_service.settings import Settings as MemorySettings
 from soorma import PlatformContext, PlatformSettings
 from testsupport.server import LiveServer, serve
+from testsupport.services import db_url, event_settings, memory_settings
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest) -> str:
-    name = "sqlite_url" if request.param == "sqlite" else "postgres_url"
-    url: str = request.getfixturevalue(name)
-    return url
+__all__ = ["db_url"]  # a fixture: pytest finds it by its name in this module
 
 
 @pytest_asyncio.fixture
 async def event_service() -> AsyncIterator[LiveServer]:
-    settings = EventSettings(
-        event_backend="memory", claim_interval_seconds=0.05, block_seconds=0.5
-    )
-    async with serve(create_event_app(settings)) as server:
+    async with serve(create_event_app(event_settings(block_seconds=0.5))) as server:
         yield server
-
-
-async def _memory_server(url: str, data_dir: Any) -> LiveServer:
-    settings = MemorySettings(
-        memory_database_url=url, data_dir=data_dir, memory_prune_interval_seconds=3600
-    )
-    server = LiveServer(create_memory_app(settings))
-    await server.start()
-    return server
 
 
 @pytest_asyncio.fixture
 async def memory_service(db_url: str, tmp_path: Any) -> AsyncIterator[LiveServer]:
     """The memory service on SQLite and (when configured) PostgreSQL."""
-    server = await _memory_server(db_url, tmp_path)
-    try:
+    async with serve(create_memory_app(memory_settings(db_url, tmp_path))) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest_asyncio.fixture
 async def sqlite_memory_service(sqlite_url: str, tmp_path: Any) -> AsyncIterator[LiveServer]:
     """The memory service on SQLite only (for tests whose subject is not the database)."""
-    server = await _memory_server(sqlite_url, tmp_path)
-    try:
+    async with serve(create_memory_app(memory_settings(sqlite_url, tmp_path))) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 def platform(event_service: LiveServer, memory_service: LiveServer) -> PlatformContext:

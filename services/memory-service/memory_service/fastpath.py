@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -32,6 +31,7 @@ from memory_service.routes.deps import MAX_ID_LENGTH, parse_if_match
 from memory_service.routes.plan_context import PlanContextReplace, replace_plan
 from memory_service.store import MemoryStore
 from servicekit.app import RequestContextMiddleware
+from servicekit.asgi import RawHeaders, read_body
 from servicekit.auth import resolve_identity
 from servicekit.errors import error_response, response_for
 from servicekit.jsoncheck import NUL
@@ -48,22 +48,6 @@ BY_CORRELATION = "by-correlation/"
 _to_json = PlanContextRecord.__pydantic_serializer__.to_json
 
 
-class _Headers:
-    """Just enough of a header mapping for ``resolve_identity``: ``get`` by lowercase name."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        self._raw = raw
-
-    def get(self, name: str, default: Any = None) -> Any:
-        wanted = name.encode("latin-1")
-        for key, value in self._raw:
-            if key == wanted:  # ASGI servers lowercase header names
-                return value.decode("latin-1")
-        return default
-
-
 def _plain_id(value: str) -> bool:
     """An id the route would accept as a path parameter (else FastAPI answers)."""
     return 0 < len(value) <= MAX_ID_LENGTH and "/" not in value and NUL not in value
@@ -74,18 +58,6 @@ def _is_json(content_type: str | None) -> bool:
         return False
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json"
-
-
-async def _read_body(receive: Receive) -> bytes:
-    message = await receive()
-    body: bytes = message.get("body", b"")
-    if not message.get("more_body", False):
-        return body
-    chunks = [body]
-    while message.get("more_body", False):
-        message = await receive()
-        chunks.append(message.get("body", b""))
-    return b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -128,7 +100,7 @@ class PlanContextFastPath:
         if not _plain_id(record_id):
             await fallback(scope, receive, send)
             return
-        headers = _Headers(scope["headers"])
+        headers = RawHeaders(scope["headers"])
         try:
             tenant = resolve_identity(headers, self.settings).tenant_id
         except SoormaError:
@@ -142,7 +114,7 @@ class PlanContextFastPath:
             parsed = None
             body = b""
             if self._small_json(headers):
-                body = await _read_body(receive)
+                body = await read_body(receive)
                 parsed = _parse_put(headers, body)
             if parsed is None:
                 await fallback(scope, _replay(body, receive) if body else receive, send)
@@ -151,7 +123,7 @@ class PlanContextFastPath:
         scope[_WORK] = work
         await self._respond_with_id(scope, receive, send)
 
-    def _small_json(self, headers: _Headers) -> bool:
+    def _small_json(self, headers: RawHeaders) -> bool:
         """A JSON body declared within the record limit (else FastAPI answers, e.g. 413)."""
         length = headers.get("content-length")
         return (_is_json(headers.get("content-type")) and length is not None
@@ -182,7 +154,7 @@ class PlanContextFastPath:
         await send({"type": "http.response.body", "body": body})
 
 
-def _parse_put(headers: _Headers, body: bytes) -> tuple[PlanContextReplace, int | None] | None:
+def _parse_put(headers: RawHeaders, body: bytes) -> tuple[PlanContextReplace, int | None] | None:
     """The parsed body and ``If-Match`` of a well-formed PUT; None hands it to FastAPI."""
     try:
         if_match = parse_if_match(headers.get("if-match"))

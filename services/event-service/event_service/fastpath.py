@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from fastapi import FastAPI
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -23,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from event_service.publishing import publish_many, publish_one
 from event_service.state import EventState
 from servicekit.app import BodySizeLimitMiddleware, BodyTooLarge, RequestContextMiddleware
+from servicekit.asgi import RawHeaders, read_body
 from servicekit.auth import Identity, resolve_identity
 from servicekit.errors import error_response, response_for
 from servicekit.settings import ServiceSettings
@@ -36,34 +36,6 @@ PUBLISH_PATHS: dict[str, Handler] = {
     "/v1/events/publish-batch": publish_many,
 }
 _JSON_HEADERS = [(b"content-type", b"application/json")]
-
-
-class _Headers:
-    """Just enough of a header mapping for ``resolve_identity``: ``get`` by lowercase name."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        self._raw = raw
-
-    def get(self, name: str, default: Any = None) -> Any:
-        wanted = name.encode("latin-1")
-        for key, value in self._raw:
-            if key == wanted:  # ASGI servers lowercase header names
-                return value.decode("latin-1")
-        return default
-
-
-async def _read_body(receive: Receive) -> bytes:
-    message = await receive()
-    body: bytes = message.get("body", b"")
-    if not message.get("more_body", False):
-        return body
-    chunks = [body]
-    while message.get("more_body", False):
-        message = await receive()
-        chunks.append(message.get("body", b""))
-    return b"".join(chunks)
 
 
 class PublishFastPath:
@@ -89,8 +61,8 @@ class PublishFastPath:
         handler = PUBLISH_PATHS[scope["path"]]
         state: EventState = scope["state"]["events"]
         try:
-            identity = resolve_identity(_Headers(scope["headers"]), self.settings)
-            answer = await handler(state, identity, await _read_body(receive))
+            identity = resolve_identity(RawHeaders(scope["headers"]), self.settings)
+            answer = await handler(state, identity, await read_body(receive))
         except (RedisConnectionError, RedisTimeoutError) as exc:
             # As the app's handler: Redis unreachable is the caller's cue to retry.
             response = error_response(503, "service_unavailable",

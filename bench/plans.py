@@ -213,10 +213,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         settings = PlatformSettings(event_service_url=events.url, memory_url=memory.url,
                                     registry_url=registry.url)
         context = PlatformContext.from_env(settings=settings, http=http)
+        tuning: dict[str, Any] = {}
+        if args.ack_window is not None:
+            tuning["ack_window"] = args.ack_window
         planner = Planner(name="bench-planner", context=context, max_concurrency=64,
                           plan_definition=PlanDefinition(plan_type="bench.goal",
-                                                         states=machine()))
-        echo = Agent(name="bench-echo", context=context, max_concurrency=64)
+                                                         states=machine()), **tuning)
+        echo = Agent(name="bench-echo", context=context, max_concurrency=64, **tuning)
 
         @echo.on_event(topic="action-requests", event_type="bench.step*.requested")
         async def answer(event, ctx):
@@ -289,4 +292,6 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--streams", type=lambda s: [int(x) for x in s.split(",")],
                         default=[1, 4])
+    parser.add_argument("--ack-window", type=float, default=None,
+                        help="agents' ack_window in seconds (default: the SDK's)")
     asyncio.run(main(parser.parse_args()))

@@ -79,7 +79,8 @@ class Agent:
             duplicate-delivery guard.
         shutdown_timeout: Seconds :meth:`stop` waits for in-flight handlers.
         ack_window: Seconds an ack (or nack) may wait so that others share its
-            request; ``0`` sends whatever is queued as soon as the loop runs.
+            request (at most a tenth of ``visibility_timeout``); ``0`` sends
+            whatever is queued as soon as the loop runs.
         ack_batch_size: Queued acks that are sent at once, without waiting.
     """
 
@@ -261,8 +262,12 @@ class Agent:
             await self._register()
             bus = self.context.bus
             self._slots = asyncio.Semaphore(self.max_concurrency)
+            window = self.ack_window
+            if self.visibility_timeout is not None:
+                # Settle well inside the redelivery deadline, however short it is.
+                window = min(window, self.visibility_timeout / 10)
             self._acks = AckBatcher(
-                bus=bus, group=self.group, window=self.ack_window,
+                bus=bus, group=self.group, window=window,
                 max_batch=self.ack_batch_size, name=self.name,
             )
             self._subscription = bus.subscribe(

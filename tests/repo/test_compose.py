@@ -30,3 +30,14 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert "./scripts/test.sh" in readme
     assert "scripts/test.sh" in ci
+
+
+def test_sdk_installs_without_server_libraries() -> None:
+    """`pip install ./sdk` must not pull a web framework, an ORM or Redis server libraries."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "sdk" / "pyproject.toml").read_text())["project"]
+    deps = " ".join(project["dependencies"]).lower()
+    for forbidden in ("fastapi", "starlette", "uvicorn", "sqlmodel", "sqlalchemy", "redis",
+                      "asyncpg", "litellm"):
+        assert forbidden not in deps, f"sdk depends on {forbidden}"

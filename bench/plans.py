@@ -267,6 +267,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     for key, v in sorted(transport.by_path.items())
                 },
             }
+            run["cpu_ms_per_plan"] = {
+                k: round(v * 1000 / max(len(latencies), 1), 1) for k, v in run["cpu_s"].items()
+            }
+            run["load_average"] = os.getloadavg()[0]
             report["runs"].append(run)
             print(json.dumps(run), flush=True)
         await echo.stop()

@@ -67,7 +67,6 @@ class AckBatcher:
         self._full = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
-        self.requests = 0
 
     @property
     def pending(self) -> int:
@@ -118,7 +117,6 @@ class AckBatcher:
                 await self._send(ids[start:start + MAX_IDS_PER_REQUEST], reason)
 
     async def _send(self, ids: list[str], reason: str | None) -> None:
-        self.requests += 1
         try:
             if reason is None:
                 await self.bus.ack(self.group, ids)

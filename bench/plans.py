@@ -213,6 +213,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         settings = PlatformSettings(event_service_url=events.url, memory_url=memory.url,
                                     registry_url=registry.url)
         context = PlatformContext.from_env(settings=settings, http=http)
+        context.bus.coalesce = not args.no_coalesce
         tuning: dict[str, Any] = {}
         if args.ack_window is not None:
             tuning["ack_window"] = args.ack_window
@@ -296,6 +297,8 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--streams", type=lambda s: [int(x) for x in s.split(",")],
                         default=[1, 4])
+    parser.add_argument("--no-coalesce", action="store_true",
+                        help="send every publish on its own (BusClient.coalesce=False)")
     parser.add_argument("--ack-window", type=float, default=None,
                         help="agents' ack_window in seconds (default: the SDK's)")
     asyncio.run(main(parser.parse_args()))

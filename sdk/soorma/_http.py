@@ -135,14 +135,21 @@ class ServiceClient:
         headers: Mapping[str, str] | None = None,
         tenant_id: str | None = None,
         user_id: str | None = None,
+        identity: Mapping[str, str] | None = None,
     ) -> Any:
         """Send a request and return the decoded JSON body (``None`` when empty).
+
+        ``identity``: identity headers resolved earlier (e.g. in the handler that
+        published, when the request leaves from another task); resolved now otherwise.
 
         Raises:
             SoormaError: the domain error the service returned, or
                 ``ServiceUnavailable`` when the service cannot be reached.
         """
-        all_headers = self.headers(tenant_id=tenant_id, user_id=user_id)
+        if identity is not None:
+            all_headers = dict(identity)
+        else:
+            all_headers = self.headers(tenant_id=tenant_id, user_id=user_id)
         if headers:
             all_headers.update(headers)
         attempt = 0

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from soorma._coalesce import PublishCoalescer
 from soorma._http import ServiceClient
 from soorma._propagation import current_event
 from soorma._sse import DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_BACKOFF
@@ -75,6 +76,9 @@ class BusClient(ServiceClient):
         payload_validator: Awaited with every envelope before it is published; raising
             refuses the publish. ``PlatformContext.from_env`` installs the registry's
             schema check for ``action-requests`` (seed 001 Q5, option B).
+        coalesce: Publishes made while another of the same identity is in flight
+            leave together in one ``publish-batch`` once it returned (see
+            :mod:`soorma._coalesce`); ``False`` sends each publish on its own.
         **kwargs: See :class:`soorma._http.ServiceClient`.
     """
 
@@ -85,6 +89,7 @@ class BusClient(ServiceClient):
         heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         payload_validator: PayloadValidator | None = None,
+        coalesce: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -92,6 +97,8 @@ class BusClient(ServiceClient):
         self.heartbeat_timeout = heartbeat_timeout
         self.max_backoff = max_backoff
         self.payload_validator = payload_validator
+        self.coalesce = coalesce
+        self._coalescer = PublishCoalescer(send=self._post_events)
 
     # -- building events -------------------------------------------------------------
 
@@ -244,11 +251,11 @@ class BusClient(ServiceClient):
         envelope = self.inherit(envelope)
         if self.payload_validator is not None:
             await self.payload_validator(envelope)
-        body = {"event": envelope.model_dump(mode="json", exclude_none=True)}
-        result = await self._send(
-            "POST", "/v1/events/publish", json=body, tenant_id=tenant_id, user_id=user_id
-        )
-        return str(result["event_id"])
+        events = [envelope.model_dump(mode="json", exclude_none=True)]
+        headers = self.headers(tenant_id=tenant_id, user_id=user_id)
+        if not self.coalesce:
+            return (await self._post_events(events, headers, True))[0]
+        return (await self._coalescer.submit(events, headers, single=True))[0]
 
     async def publish_batch(
         self,
@@ -269,13 +276,23 @@ class BusClient(ServiceClient):
         if self.payload_validator is not None:
             for envelope in events:
                 await self.payload_validator(envelope)
-        body = {
-            "events": [
-                self.inherit(e).model_dump(mode="json", exclude_none=True) for e in events
-            ]
-        }
+        dumped = [self.inherit(e).model_dump(mode="json", exclude_none=True) for e in events]
+        headers = self.headers(tenant_id=tenant_id, user_id=user_id)
+        if not self.coalesce:
+            return await self._post_events(dumped, headers, False)
+        return await self._coalescer.submit(dumped, headers, single=False)
+
+    async def _post_events(
+        self, events: list[dict[str, Any]], headers: dict[str, str], single: bool
+    ) -> list[str]:
+        """One publish (``single``) or one batch, as the given identity; the ids."""
+        if single:
+            result = await self._send(
+                "POST", "/v1/events/publish", json={"event": events[0]}, identity=headers
+            )
+            return [str(result["event_id"])]
         result = await self._send(
-            "POST", "/v1/events/publish-batch", json=body, tenant_id=tenant_id, user_id=user_id
+            "POST", "/v1/events/publish-batch", json={"events": events}, identity=headers
         )
         return [str(item["event_id"]) for item in result["results"]]
 

@@ -255,3 +255,28 @@ async def test_graceful_stop_waits_for_in_flight_handlers(context: PlatformConte
         await stopping
     assert finished == [event_id]
     assert not agent.running
+
+
+async def test_a_handler_registered_under_overlapping_patterns_runs_once_per_event(
+    context: PlatformContext,
+):
+    agent = Agent(name="overlap", context=context)
+    calls: list[str] = []
+    sentinel = asyncio.Event()
+
+    async def handle(event, ctx):
+        calls.append(event.type)
+        if event.type == "order.shipped":
+            sentinel.set()
+
+    agent.on_event(topic="business-facts", event_type="order.*")(handle)
+    agent.on_event(topic="business-facts", event_type="order.placed")(handle)
+    await agent.start()
+    try:
+        await context.bus.announce("order.placed", {})
+        await context.bus.announce("order.shipped", {})
+        async with asyncio.timeout(10):
+            await sentinel.wait()
+    finally:
+        await agent.stop()
+    assert calls == ["order.placed", "order.shipped"]

@@ -18,54 +18,23 @@ import os
 import platform
 import resource
 import statistics
-import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import ROOT, CpuMeter, UvicornService, pct
 from loadgen import KeepAliveClient, sse_frames
 
-ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "bench-events"
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
-
-
-class CpuMeter:
-    """CPU seconds used by this process (client) and by the server process."""
-
-    def __init__(self, server_pid: int | None = None) -> None:
-        self.server_pid = server_pid
-
-    def _server(self) -> float:
-        if self.server_pid is None:
-            return 0.0
-        fields = Path(f"/proc/{self.server_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def snapshot(self) -> tuple[float, float, float]:
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        return time.perf_counter(), ru.ru_utime + ru.ru_stime, self._server()
-
-    @staticmethod
-    def report(start: tuple[float, float, float], end: tuple[float, float, float]) -> dict:
-        wall = end[0] - start[0]
-        return {
-            "wall_s": round(wall, 3),
-            "client_cpu_pct": round(100 * (end[1] - start[1]) / wall, 1),
-            "server_cpu_pct": round(100 * (end[2] - start[2]) / wall, 1),
-        }
+T = TypeVar("T")
 
 
 @dataclass
@@ -172,51 +141,18 @@ def envelope(i: int, topic: str = TOPIC) -> dict:
             "data": {"i": i, "t": time.perf_counter(), "pad": "x" * 200}}
 
 
-class ServiceUnderTest:
+class ServiceUnderTest(UvicornService):
+    """The event service on Redis, under a key prefix of its own."""
+
     def __init__(self, redis_url: str, port: int) -> None:
-        self.url = f"http://127.0.0.1:{port}"
-        self.port = port
         self.prefix = f"bench-{uuid.uuid4().hex[:8]}"
         self.redis_url = redis_url
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {**os.environ, "SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": self.redis_url,
-               "SOORMA_REDIS_PREFIX": self.prefix, "SOORMA_LOG_LEVEL": "WARNING"}
-        cmd = [sys.executable, "-m", "uvicorn", "--factory", "event_service.app:create_app",
-               "--host", "127.0.0.1", "--port", str(self.port), "--loop", "uvloop",
-               "--http", "httptools", "--no-access-log", "--log-level", "warning"]
-        if (os.cpu_count() or 1) >= 2:
-            cmd = ["taskset", "-c", "0", *cmd]
-        self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
-        import urllib.request
-
-        for _ in range(200):
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"event service exited (is port {self.port} taken?)")
-            try:
-                with urllib.request.urlopen(self.url + "/ready", timeout=1) as resp:
-                    # Make sure it is ours, not another service holding the port.
-                    if resp.status == 200 and b'"event-service"' in resp.read():
-                        return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("event service did not become ready")
-
-    def rss_kib(self) -> int:
-        assert self.proc is not None
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        super().__init__(
+            name="event service", factory="event_service.app:create_app", port=port,
+            env={"SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": redis_url,
+                 "SOORMA_REDIS_PREFIX": self.prefix, "SOORMA_LOG_LEVEL": "WARNING"},
+            ready_marker=b'"event-service"',
+        )
 
     async def cleanup(self) -> None:
         r = aioredis.from_url(self.redis_url)
@@ -405,38 +341,43 @@ async def main(args: argparse.Namespace) -> None:
     svc.start()
     meter = CpuMeter(svc.proc.pid if svc.proc else None)
     cpu: dict[str, dict] = {}
+
+    async def metered(name: str, run: Awaitable[T]) -> T:
+        """Await ``run``, recording its wall time and CPU shares under ``name``."""
+        start = meter.snapshot()
+        result = await run
+        cpu[name] = meter.report(start, meter.snapshot())
+        return result
+
     try:
-        s = meter.snapshot()
-        raw_lat = await raw_latency(args.redis_url, f"{base}:lat", args.rate, args.seconds)
-        cpu["raw B1"] = meter.report(s, meter.snapshot())
-        s = meter.snapshot()
-        svc_lat = await service_latency(svc, args.rate, args.seconds)
-        cpu["service B1"] = meter.report(s, meter.snapshot())
+        raw_lat = await metered(
+            "raw B1", raw_latency(args.redis_url, f"{base}:lat", args.rate, args.seconds)
+        )
+        svc_lat = await metered("service B1", service_latency(svc, args.rate, args.seconds))
         for q in (50, 99):
             res.add("B1", f"publish→deliver p{q} @ {args.rate} ev/s", pct(raw_lat, q),
                     pct(svc_lat, q), "ms", "≤ 3x")
 
-        s = meter.snapshot()
-        raw_single = await raw_throughput(args.redis_url, f"{base}:t1", args.seconds, batch=1)
-        cpu["raw B2 single"] = meter.report(s, meter.snapshot())
-        s = meter.snapshot()
-        svc_single = await service_throughput(svc, args.seconds, batch=1)
-        cpu["service B2 single"] = meter.report(s, meter.snapshot())
+        raw_single = await metered(
+            "raw B2 single", raw_throughput(args.redis_url, f"{base}:t1", args.seconds, batch=1)
+        )
+        svc_single = await metered(
+            "service B2 single", service_throughput(svc, args.seconds, batch=1)
+        )
         res.add("B2", "single publishes, 4 keep-alive publishers", raw_single, svc_single,
                 "ev/s", "≥ 0.40x")
 
-        s = meter.snapshot()
-        raw_batch = await raw_throughput(args.redis_url, f"{base}:t2", args.seconds, batch=100)
-        cpu["raw B2 batch"] = meter.report(s, meter.snapshot())
-        s = meter.snapshot()
-        svc_batch = await service_throughput(svc, args.seconds, batch=100)
-        cpu["service B2 batch"] = meter.report(s, meter.snapshot())
+        raw_batch = await metered(
+            "raw B2 batch",
+            raw_throughput(args.redis_url, f"{base}:t2", args.seconds, batch=100),
+        )
+        svc_batch = await metered(
+            "service B2 batch", service_throughput(svc, args.seconds, batch=100)
+        )
         res.add("B2", "publish-batch (100/batch), 4 publishers", raw_batch, svc_batch,
                 "ev/s", "≥ 0.50x")
 
-        s = meter.snapshot()
-        fan = await service_fanout(svc, args.subscribers, 100)
-        cpu["service B5"] = meter.report(s, meter.snapshot())
+        fan = await metered("service B5", service_fanout(svc, args.subscribers, 100))
     finally:
         svc.stop()
         await svc.cleanup()

@@ -28,12 +28,9 @@ import json
 import os
 import platform
 import random
-import resource
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -43,9 +40,9 @@ import asyncpg
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import ROOT, UvicornService, cpu_seconds, pct
 from loadgen import KeepAliveClient
 
-ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
 TENANT = "bench"
 # The service's connection pool (memory_service.sql.POOL_SIZE, no overflow): the baseline
@@ -75,19 +72,6 @@ class RestClient(KeepAliveClient):
         return await self._read_response()
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] if ordered else float("nan")
-
-
-def cpu_seconds(pid: int | None = None) -> float:
-    if pid is None:
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        return ru.ru_utime + ru.ru_stime
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def plan_body(plan_id: str, n: int, step: int = 0) -> dict:
     """A plan context of realistic size: a small state machine, results, 3 correlation ids."""
     return {
@@ -105,40 +89,21 @@ def plan_body(plan_id: str, n: int, step: int = 0) -> dict:
 # ---------------------------------------------------------------- the service
 
 
-class MemoryService:
+class MemoryService(UvicornService):
+    """The memory service on ``database_url``, with a data dir of its own."""
+
     def __init__(self, database_url: str, port: int) -> None:
         self.database_url = database_url
-        self.url = f"http://127.0.0.1:{port}"
-        self.port = port
-        self.proc: subprocess.Popen[bytes] | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="soorma-bench-")
-
-    def start(self) -> None:
-        env = {**os.environ, "SOORMA_MEMORY_DATABASE_URL": self.database_url,
-               "SOORMA_LOG_LEVEL": "WARNING", "SOORMA_DATA_DIR": self._tmp.name,
-               "SOORMA_MEMORY_RETENTION_DAYS": "0"}
-        cmd = [sys.executable, "-m", "uvicorn", "--factory", "memory_service:create_app",
-               "--host", "127.0.0.1", "--port", str(self.port), "--loop", "uvloop",
-               "--http", "httptools", "--no-access-log", "--log-level", "warning"]
-        if (os.cpu_count() or 1) >= 2:
-            cmd = ["taskset", "-c", "0", *cmd]
-        self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
-        for _ in range(400):
-            try:
-                with urllib.request.urlopen(self.url + "/ready", timeout=1) as resp:
-                    if resp.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("memory service did not become ready")
+        super().__init__(
+            name="memory service", factory="memory_service:create_app", port=port,
+            env={"SOORMA_MEMORY_DATABASE_URL": database_url, "SOORMA_LOG_LEVEL": "WARNING",
+                 "SOORMA_DATA_DIR": self._tmp.name, "SOORMA_MEMORY_RETENTION_DAYS": "0"},
+            ready_attempts=400,
+        )
 
     def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        super().stop()
         self._tmp.cleanup()
 
 

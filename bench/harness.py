@@ -1,0 +1,127 @@
+"""What the benchmark scripts share: percentiles, CPU accounting and a service subprocess.
+
+Each script measures a different service against its own baseline; how a number is taken
+(percentile, CPU share, the server's pinning and start-up) must be the same in all of them
+so their results compare.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (nearest rank below); NaN for no values."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] if ordered else float("nan")
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU seconds (user + system) used by process ``pid``, or by this one."""
+    if pid is None:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return ru.ru_utime + ru.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds used by this process (client) and by the server process."""
+
+    def __init__(self, server_pid: int | None = None) -> None:
+        self.server_pid = server_pid
+
+    def snapshot(self) -> tuple[float, float, float]:
+        server = 0.0 if self.server_pid is None else cpu_seconds(self.server_pid)
+        return time.perf_counter(), cpu_seconds(), server
+
+    @staticmethod
+    def report(start: tuple[float, float, float], end: tuple[float, float, float]) -> dict:
+        wall = end[0] - start[0]
+        return {
+            "wall_s": round(wall, 3),
+            "client_cpu_pct": round(100 * (end[1] - start[1]) / wall, 1),
+            "server_cpu_pct": round(100 * (end[2] - start[2]) / wall, 1),
+        }
+
+
+class UvicornService:
+    """A service's app factory under uvicorn in a subprocess, as it is deployed.
+
+    uvloop + httptools, no access log, pinned to core 0 when there are two or more cores
+    (the load generator pins itself to the last one).
+
+    Args:
+        name: For error messages, e.g. ``"event service"``.
+        factory: ``module:function`` returning the app.
+        port: Loopback port to listen on.
+        env: Settings for the service, on top of this process's environment.
+        ready_marker: Bytes the ``/ready`` body must contain, so another service that
+            holds the port is not taken for ours (``None``: any 200 will do).
+        ready_attempts: ``/ready`` polls (about 50 ms apart) before giving up.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        factory: str,
+        port: int,
+        env: dict[str, str],
+        ready_marker: bytes | None = None,
+        ready_attempts: int = 200,
+    ) -> None:
+        self.name = name
+        self.factory = factory
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.env = env
+        self.ready_marker = ready_marker
+        self.ready_attempts = ready_attempts
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait until ``/ready`` answers 200."""
+        cmd = [sys.executable, "-m", "uvicorn", "--factory", self.factory,
+               "--host", "127.0.0.1", "--port", str(self.port), "--loop", "uvloop",
+               "--http", "httptools", "--no-access-log", "--log-level", "warning"]
+        if (os.cpu_count() or 1) >= 2:
+            cmd = ["taskset", "-c", "0", *cmd]
+        self.proc = subprocess.Popen(cmd, env={**os.environ, **self.env}, cwd=ROOT)
+        for _ in range(self.ready_attempts):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited (is port {self.port} taken?)")
+            try:
+                with urllib.request.urlopen(self.url + "/ready", timeout=1) as resp:
+                    if resp.status == 200 and (
+                        self.ready_marker is None or self.ready_marker in resp.read()
+                    ):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"{self.name} did not become ready")
+
+    def rss_kib(self) -> int:
+        """The server's resident memory in KiB."""
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self) -> None:
+        """Terminate the server (kill it if it lingers)."""
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()

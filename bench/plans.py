@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python bench/plans.py [--redis-url URL] [--database-url URL]
                                         [--seconds 10] [--streams 1,4]
+                                        [--transport lean|httpx]
 
 Starts the event service (Redis Streams), the memory service (PostgreSQL, a fresh
 database) and the registry (SQLite) as uvicorn subprocesses, then runs in this process a
@@ -55,9 +56,13 @@ def cpu_seconds(pid: int) -> float:
 class TimingTransport(httpx.AsyncBaseTransport):
     """Adds up wall time of every non-streaming request, per service port."""
 
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32)
+    def __init__(self, kind: str = "lean") -> None:
+        from soorma._transport import LeanTransport
+
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+        self.inner: httpx.AsyncBaseTransport = (
+            LeanTransport(limits=limits) if kind == "lean"
+            else httpx.AsyncHTTPTransport(limits=limits)
         )
         self.seconds: dict[int, float] = defaultdict(float)
         self.calls: dict[int, int] = defaultdict(int)
@@ -205,8 +210,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     })
     registry = Service("registry_service.app:create_app", {"SOORMA_DATA_DIR": str(tmp)})
     services = {"event": events, "memory": memory, "registry": registry}
-    report: dict[str, Any] = {"bench": "B3", "runs": []}
-    transport = TimingTransport()
+    report: dict[str, Any] = {"bench": "B3", "transport": args.transport, "runs": []}
+    transport = TimingTransport(args.transport)
     http = httpx.AsyncClient(transport=transport)
     try:
         await asyncio.gather(*(s.ready() for s in services.values()))
@@ -244,6 +249,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             }
             total = sum(http_ms.values()) or 1.0
             run = {
+                "transport": args.transport,
                 "streams": streams,
                 "plans": len(latencies),
                 "plans_per_s": round(len(latencies) / wall, 1),
@@ -299,6 +305,8 @@ if __name__ == "__main__":
                         default=[1, 4])
     parser.add_argument("--no-coalesce", action="store_true",
                         help="send every publish on its own (BusClient.coalesce=False)")
+    parser.add_argument("--transport", choices=("lean", "httpx"), default="lean",
+                        help="the SDK's lean keep-alive transport (default) or httpx's own")
     parser.add_argument("--ack-window", type=float, default=None,
                         help="agents' ack_window in seconds (default: the SDK's)")
     asyncio.run(main(parser.parse_args()))

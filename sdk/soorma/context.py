@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from soorma._http import Identity
+from soorma._transport import make_http_client
 from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
 from soorma.memory import MemoryClient
@@ -113,13 +114,14 @@ class PlatformContext:
 
         Args:
             http: Shared client to use (the caller keeps ownership); a new one is
-                created and closed with the context otherwise.
+                created and closed with the context otherwise, on the SDK's lean
+                keep-alive transport (``SOORMA_HTTP_TRANSPORT=httpx``: httpx's own).
             settings: Use these settings instead of reading the environment.
             environ: Environment mapping to read instead of ``os.environ``.
         """
         settings = settings or PlatformSettings.from_env(environ)
         owns_http = http is None
-        client = http or httpx.AsyncClient(limits=DEFAULT_HTTP_LIMITS)
+        client = http or make_http_client(limits=DEFAULT_HTTP_LIMITS, environ=environ)
         identity = settings.identity
         bus = BusClient(base_url=settings.event_service_url, http=client, identity=identity)
         memory = MemoryClient(base_url=settings.memory_url, http=client, identity=identity)

@@ -90,6 +90,15 @@ class MemoryClient(ServiceClient):
     def _if_match(expected_version: int | None) -> dict[str, str] | None:
         return None if expected_version is None else {"If-Match": str(expected_version)}
 
+    async def _write_record(
+        self, method: str, path: str, record: R, model: type[R], expected_version: int | None
+    ) -> R:
+        """``POST`` (upsert) or ``PUT`` (replace) a task or plan context; the stored one."""
+        data = await self._send(
+            method, path, json=_body(record), headers=self._if_match(expected_version)
+        )
+        return model.model_validate(data)
+
     # -- task context ----------------------------------------------------------------
 
     async def store_task_context(
@@ -120,11 +129,9 @@ class MemoryClient(ServiceClient):
         if plan_id is not None:
             fields["plan_id"] = plan_id
         record = TaskContextRecord.model_validate(fields)
-        data = await self._send(
-            "POST", "/v1/memory/task-context", json=_body(record),
-            headers=self._if_match(expected_version),
+        return await self._write_record(
+            "POST", "/v1/memory/task-context", record, TaskContextRecord, expected_version
         )
-        return TaskContextRecord.model_validate(data)
 
     async def replace_task_context(
         self, record: TaskContextRecord, *, expected_version: int | None = None
@@ -135,11 +142,10 @@ class MemoryClient(ServiceClient):
             TaskNotFound: the context does not exist (e.g. it was completed).
             VersionConflict: ``expected_version`` is stale.
         """
-        data = await self._send(
-            "PUT", f"/v1/memory/task-context/{_seg(record.task_id)}", json=_body(record),
-            headers=self._if_match(expected_version),
+        return await self._write_record(
+            "PUT", f"/v1/memory/task-context/{_seg(record.task_id)}", record,
+            TaskContextRecord, expected_version,
         )
-        return TaskContextRecord.model_validate(data)
 
     async def get_task_context(self, task_id: str) -> TaskContextRecord | None:
         """The task context, or ``None`` when there is none."""
@@ -237,11 +243,9 @@ class MemoryClient(ServiceClient):
         if session_id is not None:
             fields["session_id"] = session_id
         record = PlanContextRecord.model_validate(fields)
-        data = await self._send(
-            "POST", "/v1/memory/plan-context", json=_body(record),
-            headers=self._if_match(expected_version),
+        return await self._write_record(
+            "POST", "/v1/memory/plan-context", record, PlanContextRecord, expected_version
         )
-        return PlanContextRecord.model_validate(data)
 
     async def replace_plan_context(
         self, record: PlanContextRecord, *, expected_version: int | None = None
@@ -252,11 +256,10 @@ class MemoryClient(ServiceClient):
             PlanNotFound: the plan does not exist.
             VersionConflict: ``expected_version`` is stale.
         """
-        data = await self._send(
-            "PUT", f"/v1/memory/plan-context/{_seg(record.plan_id)}", json=_body(record),
-            headers=self._if_match(expected_version),
+        return await self._write_record(
+            "PUT", f"/v1/memory/plan-context/{_seg(record.plan_id)}", record,
+            PlanContextRecord, expected_version,
         )
-        return PlanContextRecord.model_validate(data)
 
     async def get_plan_context(self, plan_id: str) -> PlanContextRecord | None:
         """The plan context, or ``None`` when there is none."""

@@ -126,6 +126,23 @@ class BusClient(ServiceClient):
         Useful for :meth:`publish_batch`. Context from the event being handled is
         applied here.
 
+        Args:
+            topic: Topic to publish on. Required: there is no inference.
+            event_type: Event type, e.g. ``"order.placed"``.
+            data: JSON object payload.
+            correlation_id: Ties responses to a request.
+            response_event: Event type the responder should answer with.
+            response_topic: Topic for the answer (service default ``action-results``).
+            session_id: Session the event belongs to (inherited in handlers).
+            plan_id: Plan the event belongs to (inherited in handlers).
+            goal_id: Goal the event serves.
+            subject: CloudEvents ``subject``.
+            trace_id: Overrides the inherited trace id.
+            parent_event_id: Overrides the inherited parent id.
+            payload_schema_name: Registered schema the payload follows.
+            event_id: Event id (a new UUID when omitted).
+            source: Overrides the client's ``source``.
+
         Raises:
             TypeError: ``topic`` missing or ``data`` not a mapping.
             ValueError: invalid topic, response topic or event type.
@@ -187,20 +204,9 @@ class BusClient(ServiceClient):
         event_type: str,
         data: Mapping[str, Any] | None = None,
         *,
-        correlation_id: str | None = None,
-        response_event: str | None = None,
-        response_topic: str | None = None,
-        session_id: str | None = None,
-        plan_id: str | None = None,
-        goal_id: str | None = None,
-        subject: str | None = None,
-        trace_id: str | None = None,
-        parent_event_id: str | None = None,
-        payload_schema_name: str | None = None,
-        event_id: str | None = None,
-        source: str | None = None,
         tenant_id: str | None = None,
         user_id: str | None = None,
+        **fields: Any,
     ) -> str:
         """Publish one event on an explicit topic.
 
@@ -208,36 +214,23 @@ class BusClient(ServiceClient):
             topic: Topic to publish on. Required: there is no inference.
             event_type: Event type, e.g. ``"order.placed"``.
             data: JSON object payload.
-            correlation_id: Ties responses to a request.
-            response_event: Event type the responder should answer with.
-            response_topic: Topic for the answer (service default ``action-results``).
-            session_id: Session the event belongs to (inherited in handlers).
-            plan_id: Plan the event belongs to (inherited in handlers).
-            goal_id: Goal the event serves.
-            subject: CloudEvents ``subject``.
-            trace_id: Overrides the inherited trace id.
-            parent_event_id: Overrides the inherited parent id.
-            payload_schema_name: Registered schema the payload follows.
-            event_id: Event id (a new UUID when omitted).
-            source: Overrides the client's ``source``.
             tenant_id: Act as this tenant (dev mode).
             user_id: Act as this user (dev mode).
+            **fields: The envelope's other fields, exactly as :meth:`build_event` takes
+                them (``correlation_id``, ``response_event``, ``response_topic``,
+                ``session_id``, ``plan_id``, ``goal_id``, ``subject``, ``trace_id``,
+                ``parent_event_id``, ``payload_schema_name``, ``event_id``, ``source``).
 
         Returns:
             The event id.
 
         Raises:
-            TypeError: ``topic`` missing.
+            TypeError: ``topic`` missing, or an option :meth:`build_event` does not take.
             ValueError: invalid topic or event type.
             SoormaError: the service rejected the event (e.g. ``PayloadTooLarge``).
         """
-        envelope = self.build_event(
-            topic, event_type, data, correlation_id=correlation_id,
-            response_event=response_event, response_topic=response_topic,
-            session_id=session_id, plan_id=plan_id, goal_id=goal_id, subject=subject,
-            trace_id=trace_id, parent_event_id=parent_event_id,
-            payload_schema_name=payload_schema_name, event_id=event_id, source=source,
-        )
+        # One list of envelope options, kept by build_event: publish only adds who sends.
+        envelope = self.build_event(topic, event_type, data, **fields)
         return await self.publish_event(envelope, tenant_id=tenant_id, user_id=user_id)
 
     async def publish_event(
@@ -252,10 +245,7 @@ class BusClient(ServiceClient):
         if self.payload_validator is not None:
             await self.payload_validator(envelope)
         events = [envelope.model_dump(mode="json", exclude_none=True)]
-        headers = self.headers(tenant_id=tenant_id, user_id=user_id)
-        if not self.coalesce:
-            return (await self._post_events(events, headers, True))[0]
-        return (await self._coalescer.submit(events, headers, single=True))[0]
+        return (await self._dispatch(events, tenant_id, user_id, single=True))[0]
 
     async def publish_batch(
         self,
@@ -277,10 +267,21 @@ class BusClient(ServiceClient):
             for envelope in events:
                 await self.payload_validator(envelope)
         dumped = [self.inherit(e).model_dump(mode="json", exclude_none=True) for e in events]
+        return await self._dispatch(dumped, tenant_id, user_id, single=False)
+
+    async def _dispatch(
+        self,
+        events: list[dict[str, Any]],
+        tenant_id: str | None,
+        user_id: str | None,
+        *,
+        single: bool,
+    ) -> list[str]:
+        """Send as the identity: straight away, or through the coalescer when it is on."""
         headers = self.headers(tenant_id=tenant_id, user_id=user_id)
         if not self.coalesce:
-            return await self._post_events(dumped, headers, False)
-        return await self._coalescer.submit(dumped, headers, single=False)
+            return await self._post_events(events, headers, single)
+        return await self._coalescer.submit(events, headers, single=single)
 
     async def _post_events(
         self, events: list[dict[str, Any]], headers: dict[str, str], single: bool

@@ -412,10 +412,7 @@ class PlanContext:
             if isinstance(result, Awaitable):
                 await result
             try:
-                stored = await self._context.memory.replace_plan_context(
-                    self.to_record(), expected_version=self.version
-                )
-                self._stored(stored)
+                await self._save_if_unchanged()
                 return
             except VersionConflict:
                 if attempt == retries:
@@ -558,11 +555,7 @@ class PlanContext:
             transition, a duplicate delivery, or a late answer to a step the plan has
             left).
         """
-        if self.is_finished():
-            return None
-        if self.status == PlanStatus.PAUSED:
-            if trigger_event is not None:
-                await self._defer(trigger_event)
+        if await self._stopped(trigger_event):
             return None
         was_pending = self.status == PlanStatus.PENDING
         entered: str | None = None
@@ -578,30 +571,19 @@ class PlanContext:
                 # Nothing to do by a possibly stale copy: ask the service before
                 # dropping the event.
                 await self.reload()
-                if self.is_finished():
-                    return None
-                if self.status == PlanStatus.PAUSED:
-                    if trigger_event is not None:
-                        await self._defer(trigger_event)
+                if await self._stopped(trigger_event):
                     return None
                 continue
             if not changed:
                 break
             try:
-                stored = await self._context.memory.replace_plan_context(
-                    self.to_record(), expected_version=self.version
-                )
-                self._stored(stored)
+                await self._save_if_unchanged()
                 break
             except VersionConflict:
                 if attempt == DEFAULT_SAVE_RETRIES:
                     raise
                 await self.reload()
-                if self.is_finished():
-                    return None
-                if self.status == PlanStatus.PAUSED:
-                    if trigger_event is not None:
-                        await self._defer(trigger_event)
+                if await self._stopped(trigger_event):
                     return None
         if entered is None:
             seen = self._applied.get(trigger_event.id) if trigger_event is not None else None
@@ -697,6 +679,17 @@ class PlanContext:
             return {}
         return {"tenant_id": self.tenant_id, "user_id": self.user_id}
 
+    async def _stopped(self, trigger_event: EventEnvelope | None) -> bool:
+        """True when the plan takes no transition now: it has ended, or it is paused
+        (then ``trigger_event`` is kept for :meth:`resume`)."""
+        if self.is_finished():
+            return True
+        if self.status == PlanStatus.PAUSED:
+            if trigger_event is not None:
+                await self._defer(trigger_event)
+            return True
+        return False
+
     async def _defer(self, trigger: EventEnvelope) -> None:
         """Keep an event that arrived while paused; :meth:`resume` replays it."""
         payload = trigger.model_dump(mode="json")
@@ -733,29 +726,22 @@ class PlanContext:
         on through its own transition. A terminal state named like ``failed`` ends
         the plan through :meth:`fail` instead. Calling it again does nothing.
         """
-        if self.is_finished():
-            return
-        endings: list[_Ending] = []
-
-        def end(plan: PlanContext) -> None:
-            endings[:] = [plan._end(result)]
-
-        already = await self._transition_status(end)
-        if already:
-            return
-        await self._announce_end(endings[0])
+        await self._end_once(lambda plan: plan._end(result))
 
     async def fail(self, reason: str) -> None:
         """End the plan as failed and answer the goal with ``status: failed``."""
+        await self._end_once(lambda plan: plan._fail_locally(reason))
+
+    async def _end_once(self, end: Callable[[PlanContext], _Ending]) -> None:
+        """End the plan through ``end`` and announce it, unless it has already ended."""
         if self.is_finished():
             return
-
         endings: list[_Ending] = []
 
-        def failed(plan: PlanContext) -> None:
-            endings[:] = [plan._fail_locally(reason)]
+        def change(plan: PlanContext) -> None:
+            endings[:] = [end(plan)]
 
-        already = await self._transition_status(failed)
+        already = await self._transition_status(change)
         if already:
             return
         await self._announce_end(endings[0])
@@ -768,6 +754,17 @@ class PlanContext:
             {"plan_id": self.plan_id, "status": "failed", "error": reason},
         )
 
+    async def _save_if_unchanged(self) -> None:
+        """Write this copy only if the stored version is still the one it was read at.
+
+        Raises:
+            VersionConflict: another writer saved first.
+        """
+        stored = await self._context.memory.replace_plan_context(
+            self.to_record(), expected_version=self.version
+        )
+        self._stored(stored)
+
     async def _transition_status(self, change: Callable[[PlanContext], None]) -> bool:
         """Apply a status change exactly once; True when another writer finished first."""
         for attempt in range(DEFAULT_SAVE_RETRIES + 1):
@@ -775,10 +772,7 @@ class PlanContext:
                 return True
             change(self)
             try:
-                stored = await self._context.memory.replace_plan_context(
-                    self.to_record(), expected_version=self.version
-                )
-                self._stored(stored)
+                await self._save_if_unchanged()
                 return False
             except VersionConflict:
                 if attempt == DEFAULT_SAVE_RETRIES:

@@ -6,37 +6,27 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 import pytest_asyncio
 
 import event_service
 import registry_service
-from event_service.settings import Settings as EventSettings
 from soorma import PlatformContext, PlatformSettings
 from testsupport.server import LiveServer, serve
+from testsupport.services import db_url, event_settings, registry_settings
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def registry_db_url(request: pytest.FixtureRequest) -> str:
-    name = "sqlite_url" if request.param == "sqlite" else "postgres_url"
-    url: str = request.getfixturevalue(name)
-    return url
+__all__ = ["db_url"]  # the fixture, imported so pytest finds it here
 
 
 @pytest_asyncio.fixture
-async def registry(registry_db_url: str, tmp_path: Any) -> AsyncIterator[LiveServer]:
-    settings = registry_service.Settings(
-        registry_database_url=registry_db_url, data_dir=tmp_path,
-        registry_purge_interval_seconds=3600,
-    )
+async def registry(db_url: str, tmp_path: Any) -> AsyncIterator[LiveServer]:
+    settings = registry_settings(db_url, tmp_path)
     async with serve(registry_service.create_app(settings)) as server:
         yield server
 
 
 @pytest_asyncio.fixture
 async def events() -> AsyncIterator[LiveServer]:
-    settings = EventSettings(event_backend="memory", claim_interval_seconds=0.05)
-    async with serve(event_service.create_app(settings)) as server:
+    async with serve(event_service.create_app(event_settings())) as server:
         yield server
 
 

@@ -15,13 +15,16 @@ import pytest_asyncio
 from choreo_helpers import ScriptedLLM, Stack
 
 from event_service import create_app as create_event_app
-from event_service.settings import Settings as EventSettings
 from memory_service import create_app as create_memory_app
-from memory_service.settings import Settings as MemorySettings
 from registry_service import create_app as create_registry_app
-from registry_service.settings import Settings as RegistrySettings
 from soorma import PlatformContext
 from testsupport.server import serve
+from testsupport.services import (
+    event_settings,
+    memory_settings,
+    redis_event_settings,
+    registry_settings,
+)
 
 
 @pytest.fixture(
@@ -30,27 +33,22 @@ from testsupport.server import serve
 )
 def backends(request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
     """Settings for the three services: embedded backends, or Redis + PostgreSQL."""
-    fast = {"claim_interval_seconds": 0.05, "block_seconds": 0.5}
     if request.param == "embedded":
         return {
-            "event": EventSettings(event_backend="memory", **fast),
-            "memory": MemorySettings(
-                memory_database_url=request.getfixturevalue("sqlite_url"), data_dir=tmp_path,
-            ),
-            "registry": RegistrySettings(
-                registry_database_url=f"sqlite+aiosqlite:///{tmp_path}/registry.db",
-                data_dir=tmp_path,
+            "event": event_settings(block_seconds=0.5),
+            "memory": memory_settings(request.getfixturevalue("sqlite_url"), tmp_path),
+            "registry": registry_settings(
+                f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path
             ),
         }
     pg = request.getfixturevalue("postgres_url")
     return {
-        "event": EventSettings(
-            event_backend="redis", redis_url=request.getfixturevalue("redis_url"),
-            redis_prefix=request.getfixturevalue("redis_prefix"), **fast,
+        "event": redis_event_settings(
+            request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
         ),
         # Memory and registry share one fresh database (their tables do not overlap).
-        "memory": MemorySettings(memory_database_url=pg, data_dir=tmp_path),
-        "registry": RegistrySettings(registry_database_url=pg, data_dir=tmp_path),
+        "memory": memory_settings(pg, tmp_path),
+        "registry": registry_settings(pg, tmp_path),
     }
 
 

@@ -16,24 +16,23 @@ from planner_support import Platform
 import memory_service
 import registry_service
 from event_service import create_app as create_event_app
-from event_service.settings import Settings as EventSettings
-from memory_service.settings import Settings as MemorySettings
 from testsupport.server import serve
+from testsupport.services import (
+    event_settings,
+    memory_settings,
+    redis_event_settings,
+    registry_settings,
+)
 
 
 @pytest.fixture(params=["embedded", pytest.param("real", marks=[pytest.mark.redis,
                                                                    pytest.mark.postgres])])
 def backend(request: pytest.FixtureRequest) -> dict[str, Any]:
     if request.param == "embedded":
-        return {
-            "events": EventSettings(event_backend="memory", claim_interval_seconds=0.05),
-            "db": request.getfixturevalue("sqlite_url"),
-        }
+        return {"events": event_settings(), "db": request.getfixturevalue("sqlite_url")}
     return {
-        "events": EventSettings(
-            event_backend="redis", redis_url=request.getfixturevalue("redis_url"),
-            redis_prefix=request.getfixturevalue("redis_prefix"),
-            claim_interval_seconds=0.05, block_seconds=0.5,
+        "events": redis_event_settings(
+            request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
         ),
         "db": request.getfixturevalue("postgres_url"),
     }
@@ -47,12 +46,8 @@ async def platform(backend: dict[str, Any], tmp_path: Any) -> AsyncIterator[Plat
     registry_db = f"sqlite+aiosqlite:///{tmp_path}/registry.db"
     async with (
         serve(create_event_app(backend["events"])) as events,
-        serve(memory_service.create_app(
-            MemorySettings(memory_database_url=db, data_dir=tmp_path)
-        )) as memory,
-        serve(registry_service.create_app(registry_service.Settings(
-            registry_database_url=registry_db, data_dir=tmp_path,
-        ))) as registry,
+        serve(memory_service.create_app(memory_settings(db, tmp_path))) as memory,
+        serve(registry_service.create_app(registry_settings(registry_db, tmp_path))) as registry,
     ):
         platform = Platform(events=events.url, memory=memory.url, registry=registry.url)
         try:

@@ -3,7 +3,8 @@
 - :func:`db_url`: a fixture parametrized over the SQL backends (SQLite always, PostgreSQL
   when ``SOORMA_TEST_DATABASE_URL`` is set); import it into a ``conftest.py`` to use it.
 - ``*_settings``: each service's settings for a test, with its background housekeeping
-  out of the way (tests of that housekeeping pass their own interval).
+  out of the way (tests of that housekeeping pass their own interval);
+  :func:`redis_event_settings` puts the event service on Redis.
 - :func:`in_process`: an ``httpx`` client on an app running in-process, lifespan included.
 
 Serve an app under real uvicorn with :func:`testsupport.server.serve`.
@@ -65,6 +66,18 @@ def event_settings(**overrides: Any) -> EventSettings:
         "event_backend": "memory", "claim_interval_seconds": 0.05, **overrides,
     }
     return EventSettings(**values)
+
+
+def redis_event_settings(redis_url: str, redis_prefix: str, **overrides: Any) -> EventSettings:
+    """Event-service settings on Redis Streams under ``redis_prefix`` (``overrides`` win).
+
+    Reads block for at most half a second, so the service stops promptly after a test.
+    """
+    values: dict[str, Any] = {
+        "event_backend": "redis", "redis_url": redis_url, "redis_prefix": redis_prefix,
+        "block_seconds": 0.5, **overrides,
+    }
+    return event_settings(**values)
 
 
 @asynccontextmanager

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from fuzz_support import ThreadedServer, serve_in_thread
 
+from testsupport.services import event_settings, memory_settings, registry_settings
+
 RUN = uuid.uuid4().hex[:8]
 
 
@@ -51,19 +53,17 @@ def sql_url(request: pytest.FixtureRequest, tmp_path_factory: Any) -> Iterator[s
 @pytest.fixture(scope="module")
 def memory_server(sql_url: str, tmp_path_factory: Any) -> Iterator[ThreadedServer]:
     from memory_service import create_app
-    from memory_service.settings import Settings
 
-    settings = Settings(memory_database_url=sql_url, data_dir=tmp_path_factory.mktemp("mem"),
-                        memory_prune_interval_seconds=3600)
+    settings = memory_settings(sql_url, tmp_path_factory.mktemp("mem"))
     with serve_in_thread(create_app(settings)) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
 def registry_server(sql_url: str, tmp_path_factory: Any) -> Iterator[ThreadedServer]:
-    from registry_service import Settings, create_app
+    from registry_service import create_app
 
-    settings = Settings(registry_database_url=sql_url, data_dir=tmp_path_factory.mktemp("reg"))
+    settings = registry_settings(sql_url, tmp_path_factory.mktemp("reg"))
     with serve_in_thread(create_app(settings)) as server:
         yield server
 
@@ -94,8 +94,7 @@ def event_backend(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def event_server(event_backend: dict[str, Any]) -> Iterator[ThreadedServer]:
     from event_service import create_app
-    from event_service.settings import Settings
 
-    settings = Settings(**event_backend)
+    settings = event_settings(**event_backend)
     with serve_in_thread(create_app(settings)) as server:
         yield server

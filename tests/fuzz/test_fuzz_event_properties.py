@@ -55,7 +55,8 @@ def _nested(depth: int) -> dict[str, Any]:
 
 def _sse_lines(response: httpx.Response) -> Iterator[str]:
     # Split on LF only, as the SSE spec says. httpx's iter_lines() uses str.splitlines(),
-    # which also breaks on U+2028, U+0085, ... inside JSON strings (see the xfail below).
+    # which also breaks on U+2028, U+0085, ... inside JSON strings (the round-trip
+    # property below pins a U+2028 example).
     pending = b""
     for chunk in response.iter_bytes():
         pending += chunk

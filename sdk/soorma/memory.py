@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from pydantic import BaseModel
+
 from soorma._http import ServiceClient
 from soorma_common.errors import NotFound, VersionConflict
 from soorma_common.memory import (
@@ -35,6 +37,7 @@ DEFAULT_LIST_LIMIT = 20
 DEFAULT_UPDATE_RETRIES = 5
 
 R = TypeVar("R", TaskContextRecord, PlanContextRecord)
+M = TypeVar("M", bound=BaseModel)
 Mutator = Callable[[R], R | Awaitable[R | None] | None]
 
 # Server-owned fields never sent back on a write.
@@ -73,11 +76,13 @@ class MemoryClient(ServiceClient):
 
     # -- helpers ---------------------------------------------------------------------
 
-    async def _get_or_none(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+    async def _get_or_none(self, model: type[M], path: str) -> M | None:
+        """``GET`` one resource as ``model``; ``None`` when the service has no such thing."""
         try:
-            return await self._send("GET", path, params=params)
+            data = await self._send("GET", path)
         except NotFound:
             return None
+        return model.model_validate(data)
 
     async def _delete(self, path: str) -> bool:
         try:
@@ -149,8 +154,9 @@ class MemoryClient(ServiceClient):
 
     async def get_task_context(self, task_id: str) -> TaskContextRecord | None:
         """The task context, or ``None`` when there is none."""
-        data = await self._get_or_none(f"/v1/memory/task-context/{_seg(task_id)}")
-        return None if data is None else TaskContextRecord.model_validate(data)
+        return await self._get_or_none(
+            TaskContextRecord, f"/v1/memory/task-context/{_seg(task_id)}"
+        )
 
     async def delete_task_context(self, task_id: str) -> bool:
         """Delete a task context; ``False`` when it did not exist."""
@@ -158,8 +164,9 @@ class MemoryClient(ServiceClient):
 
     async def get_task_by_subtask(self, sub_task_id: str) -> TaskContextRecord | None:
         """The task context that owns ``sub_task_id`` (a delegation's correlation id)."""
-        data = await self._get_or_none(f"/v1/memory/task-context/by-subtask/{_seg(sub_task_id)}")
-        return None if data is None else TaskContextRecord.model_validate(data)
+        return await self._get_or_none(
+            TaskContextRecord, f"/v1/memory/task-context/by-subtask/{_seg(sub_task_id)}"
+        )
 
     async def record_sub_task_result(
         self,
@@ -263,15 +270,15 @@ class MemoryClient(ServiceClient):
 
     async def get_plan_context(self, plan_id: str) -> PlanContextRecord | None:
         """The plan context, or ``None`` when there is none."""
-        data = await self._get_or_none(f"/v1/memory/plan-context/{_seg(plan_id)}")
-        return None if data is None else PlanContextRecord.model_validate(data)
+        return await self._get_or_none(
+            PlanContextRecord, f"/v1/memory/plan-context/{_seg(plan_id)}"
+        )
 
     async def get_plan_by_correlation(self, correlation_id: str) -> PlanContextRecord | None:
         """The plan whose ``plan_id`` or ``correlation_ids`` contains ``correlation_id``."""
-        data = await self._get_or_none(
-            f"/v1/memory/plan-context/by-correlation/{_seg(correlation_id)}"
+        return await self._get_or_none(
+            PlanContextRecord, f"/v1/memory/plan-context/by-correlation/{_seg(correlation_id)}"
         )
-        return None if data is None else PlanContextRecord.model_validate(data)
 
     async def delete_plan_context(self, plan_id: str) -> bool:
         """Delete the plan and its data; ``False`` when it did not exist."""
@@ -364,8 +371,7 @@ class MemoryClient(ServiceClient):
 
     async def get_plan(self, plan_id: str) -> PlanSummary | None:
         """A plan's summary, or ``None`` when there is none."""
-        data = await self._get_or_none(f"/v1/memory/plans/{_seg(plan_id)}")
-        return None if data is None else PlanSummary.model_validate(data)
+        return await self._get_or_none(PlanSummary, f"/v1/memory/plans/{_seg(plan_id)}")
 
     async def update_plan(
         self,
@@ -413,8 +419,9 @@ class MemoryClient(ServiceClient):
 
     async def get_session(self, session_id: str) -> SessionSummary | None:
         """A session's summary, or ``None`` when there is none."""
-        data = await self._get_or_none(f"/v1/memory/sessions/{_seg(session_id)}")
-        return None if data is None else SessionSummary.model_validate(data)
+        return await self._get_or_none(
+            SessionSummary, f"/v1/memory/sessions/{_seg(session_id)}"
+        )
 
     async def delete_session(self, session_id: str) -> bool:
         """Delete a session **and its plans**; ``False`` when it did not exist."""
@@ -439,8 +446,9 @@ class MemoryClient(ServiceClient):
 
     async def retrieve_item(self, key: str, plan_id: str) -> WorkingMemoryItem | None:
         """The stored item (value and ``updated_at``), or ``None`` when there is none."""
-        data = await self._get_or_none(f"/v1/working-memory/{_seg(plan_id)}/{_key(key)}")
-        return None if data is None else WorkingMemoryItem.model_validate(data)
+        return await self._get_or_none(
+            WorkingMemoryItem, f"/v1/working-memory/{_seg(plan_id)}/{_key(key)}"
+        )
 
     async def delete(self, key: str, plan_id: str) -> bool:
         """Delete one key; ``False`` when it did not exist."""

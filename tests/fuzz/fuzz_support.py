@@ -66,6 +66,10 @@ class ThreadedServer:
             started.wait(0.01)
         raise RuntimeError("uvicorn did not start in 10 s")
 
+    def client(self) -> httpx.Client:
+        """A blocking HTTP client on this server (``with server.client() as client``)."""
+        return httpx.Client(base_url=self.url, timeout=WAIT)
+
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)

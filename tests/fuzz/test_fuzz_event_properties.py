@@ -97,7 +97,7 @@ class SSEReader:
 
 @pytest.fixture
 def client(event_server: ThreadedServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=event_server.url, timeout=WAIT) as c:
+    with event_server.client() as c:
         yield c
 
 

@@ -14,7 +14,6 @@ from urllib.parse import quote
 import httpx
 import pytest
 from fuzz_support import (
-    WAIT,
     ThreadedServer,
     assert_client_error,
     deeply_nested,
@@ -59,19 +58,19 @@ VALID_WRITES: dict[str, list[tuple[str, dict[str, Any]]]] = {
 # client fixture and each rule below one thin test per service.
 @pytest.fixture
 def event_client(small_limit_event_server: ThreadedServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=small_limit_event_server.url, timeout=WAIT) as client:
+    with small_limit_event_server.client() as client:
         yield client
 
 
 @pytest.fixture
 def memory_client(memory_server: ThreadedServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=memory_server.url, timeout=WAIT) as client:
+    with memory_server.client() as client:
         yield client
 
 
 @pytest.fixture
 def registry_client(registry_server: ThreadedServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=registry_server.url, timeout=WAIT) as client:
+    with registry_server.client() as client:
         yield client
 
 
@@ -226,7 +225,7 @@ def test_nul_in_registry_names_and_filters_is_422_naming_the_field(
 def test_memory_ids_with_percent_signs_and_unicode_round_trip_through_the_path(
     memory_server: ThreadedServer, task_id: str
 ) -> None:
-    with httpx.Client(base_url=memory_server.url, timeout=WAIT) as client:
+    with memory_server.client() as client:
         r = client.post("/v1/memory/task-context", json={"task_id": task_id})
         assert r.status_code == 200, r.text
         url = f"/v1/memory/task-context/{quote(task_id, safe='')}"
@@ -242,7 +241,7 @@ def test_memory_ids_with_percent_signs_and_unicode_round_trip_through_the_path(
 def test_registry_agent_ids_with_slashes_or_escapes_never_break_the_service(
     registry_server: ThreadedServer, agent_id: str
 ) -> None:
-    with httpx.Client(base_url=registry_server.url, timeout=WAIT) as client:
+    with registry_server.client() as client:
         r = client.post("/v1/agents", json={"agent_id": agent_id, "name": "odd"})
         assert r.status_code in (200, 201), r.text
         got = client.get(f"/v1/agents/{quote(agent_id, safe='')}")
@@ -321,7 +320,7 @@ BAD_STREAM_QUERIES = [
 def test_out_of_range_stream_parameters_are_422_not_a_stream(
     event_server: ThreadedServer, params: dict[str, str], named: str
 ) -> None:
-    with httpx.Client(base_url=event_server.url, timeout=WAIT) as client:
+    with event_server.client() as client:
         with client.stream("GET", "/v1/events/stream", params=params) as r:
             r.read()
         error = assert_client_error(r, 422)

@@ -14,7 +14,6 @@ import httpx
 import pytest
 from fuzz_support import (
     HYPOTHESIS_SETTINGS,
-    WAIT,
     ThreadedServer,
     assert_client_error,
     json_values,
@@ -35,7 +34,7 @@ keys = st.text(alphabet=storable_chars, min_size=1, max_size=60).filter(
 
 @pytest.fixture
 def client(memory_server: ThreadedServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=memory_server.url, timeout=WAIT) as c:
+    with memory_server.client() as c:
         yield c
 
 

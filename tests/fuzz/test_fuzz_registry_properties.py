@@ -12,7 +12,6 @@ import httpx
 import pytest
 from fuzz_support import (
     HYPOTHESIS_SETTINGS,
-    WAIT,
     ThreadedServer,
     assert_client_error,
     json_scalars,
@@ -91,7 +90,7 @@ def invalid_schemas(draw: st.DrawFn) -> dict[str, Any]:
 
 @pytest.fixture
 def client(registry_server: ThreadedServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=registry_server.url, timeout=WAIT) as c:
+    with registry_server.client() as c:
         yield c
 
 

@@ -30,7 +30,7 @@ import orjson
 import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import ROOT, CpuMeter, UvicornService, pct
+from harness import ROOT, CpuMeter, UvicornService, pct, pin_load_generator
 from loadgen import KeepAliveClient, sse_frames
 
 TOPIC = "bench-events"
@@ -332,8 +332,7 @@ def raise_open_files_limit(wanted: int = 65536) -> None:
 
 async def main(args: argparse.Namespace) -> None:
     raise_open_files_limit()
-    if (os.cpu_count() or 1) >= 2:
-        os.sched_setaffinity(0, {(os.cpu_count() or 2) - 1})
+    pin_load_generator()
     res = Results()
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     base = f"bench-raw-{uuid.uuid4().hex[:8]}"

@@ -33,6 +33,15 @@ def cpu_seconds(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def pin_load_generator() -> None:
+    """Run this process (the load generator) on the last core, away from the server's core 0.
+
+    On a single core there is nothing to separate, so nothing is pinned.
+    """
+    if (os.cpu_count() or 1) >= 2:
+        os.sched_setaffinity(0, {(os.cpu_count() or 2) - 1})
+
+
 class CpuMeter:
     """CPU seconds used by this process (client) and by the server process."""
 

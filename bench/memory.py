@@ -40,7 +40,7 @@ import asyncpg
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import ROOT, UvicornService, cpu_seconds, pct
+from harness import ROOT, UvicornService, cpu_seconds, pct, pin_load_generator
 from loadgen import KeepAliveClient
 
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -372,8 +372,7 @@ def write_doc(rows: list[dict], meta: dict) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    if (os.cpu_count() or 1) >= 2:
-        os.sched_setaffinity(0, {(os.cpu_count() or 2) - 1})
+    pin_load_generator()
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     admin_url = args.database_url.replace("postgresql+asyncpg://", "postgresql://")
     name = f"soorma_bench_{uuid.uuid4().hex[:8]}"

@@ -411,13 +411,8 @@ class PlanContext:
             result = change(self)
             if isinstance(result, Awaitable):
                 await result
-            try:
-                await self._save_if_unchanged()
+            if await self._saved_or_reloaded(last=attempt == retries):
                 return
-            except VersionConflict:
-                if attempt == retries:
-                    raise
-                await self.reload()
 
     async def reload(self) -> None:
         """Discard local changes and read the stored plan again."""
@@ -576,15 +571,10 @@ class PlanContext:
                 continue
             if not changed:
                 break
-            try:
-                await self._save_if_unchanged()
+            if await self._saved_or_reloaded(last=attempt == DEFAULT_SAVE_RETRIES):
                 break
-            except VersionConflict:
-                if attempt == DEFAULT_SAVE_RETRIES:
-                    raise
-                await self.reload()
-                if await self._stopped(trigger_event):
-                    return None
+            if await self._stopped(trigger_event):
+                return None
         if entered is None:
             seen = self._applied.get(trigger_event.id) if trigger_event is not None else None
             if seen is not None and seen == self.current_state:
@@ -754,16 +744,25 @@ class PlanContext:
             {"plan_id": self.plan_id, "status": "failed", "error": reason},
         )
 
-    async def _save_if_unchanged(self) -> None:
-        """Write this copy only if the stored version is still the one it was read at.
+    async def _saved_or_reloaded(self, *, last: bool) -> bool:
+        """Save this copy if the stored version is still the one it was read at; True
+        when it was stored.
 
-        Raises:
-            VersionConflict: another writer saved first.
+        On a conflict with another writer, re-read the plan and return False, so the
+        caller applies its change again to the fresh copy; on the ``last`` attempt the
+        ``VersionConflict`` is raised instead.
         """
-        stored = await self._context.memory.replace_plan_context(
-            self.to_record(), expected_version=self.version
-        )
+        try:
+            stored = await self._context.memory.replace_plan_context(
+                self.to_record(), expected_version=self.version
+            )
+        except VersionConflict:
+            if last:
+                raise
+            await self.reload()
+            return False
         self._stored(stored)
+        return True
 
     async def _transition_status(self, change: Callable[[PlanContext], None]) -> bool:
         """Apply a status change exactly once; True when another writer finished first."""
@@ -771,13 +770,8 @@ class PlanContext:
             if self.is_finished():
                 return True
             change(self)
-            try:
-                await self._save_if_unchanged()
+            if await self._saved_or_reloaded(last=attempt == DEFAULT_SAVE_RETRIES):
                 return False
-            except VersionConflict:
-                if attempt == DEFAULT_SAVE_RETRIES:
-                    raise
-                await self.reload()
         return True
 
     async def _announce_end(self, ending: _Ending) -> None:

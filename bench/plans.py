@@ -2,13 +2,15 @@
 
 Usage: .venv/bin/python bench/plans.py [--redis-url URL] [--database-url URL]
                                         [--seconds 10] [--streams 1,4]
-                                        [--transport lean|httpx]
+                                        [--transport lean|httpx] [--layout one|split]
 
 Starts the event service (Redis Streams), the memory service (PostgreSQL, a fresh
 database) and the registry (SQLite) as uvicorn subprocesses, then runs in this process a
 Planner with a 3-step machine (step1 -> step2 -> step3 -> done) and one echo agent per
-step. Goals are sent by 1 and by 4 concurrent streams (each sends its next goal when the
-previous one is answered). Reported: plans/s, p50/p99 goal->final-answer latency, and the
+step. ``--layout split`` runs the echo agent in a second process of its own (as a deployed
+worker would run), so this process holds only the planner and the goal senders. Goals
+are sent by 1 and by 4 concurrent streams (each sends its next goal when the previous
+one is answered). Reported: plans/s, p50/p99 goal->final-answer latency, and the
 share of the SDK's HTTP time spent waiting on the event service vs the memory service
 (timed per request in an httpx transport), plus CPU seconds per process.
 Results are also written to bench/results/plans-<timestamp>.json.
@@ -133,6 +135,70 @@ def machine() -> dict[str, Any]:
     return states
 
 
+def echo_agent(context: Any, **tuning: Any) -> Any:
+    """The agent answering every step request with its own data."""
+    from soorma import Agent
+
+    echo = Agent(name="bench-echo", context=context, max_concurrency=64, **tuning)
+
+    @echo.on_event(topic="action-requests", event_type="bench.step*.requested")
+    async def answer(event, ctx):
+        await ctx.bus.respond(event.response_event, {"echo": event.data},
+                              correlation_id=event.correlation_id,
+                              topic=event.response_topic)
+
+    return echo
+
+
+async def echo_worker(args: argparse.Namespace) -> None:
+    """``--echo-worker``: run only the echo agent until stdin closes (split layout)."""
+    from soorma import PlatformContext, PlatformSettings
+
+    transport = TimingTransport(args.transport)
+    http = httpx.AsyncClient(transport=transport)
+    settings = PlatformSettings(event_service_url=args.event_url, memory_url=args.memory_url,
+                                registry_url=args.registry_url)
+    context = PlatformContext.from_env(settings=settings, http=http)
+    context.bus.coalesce = not args.no_coalesce
+    tuning = {"ack_window": args.ack_window} if args.ack_window is not None else {}
+    echo = echo_agent(context, **tuning)
+    await echo.start()
+    print("ready", flush=True)
+    # The parent closes our stdin to stop us: no signal handling needed.
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await echo.stop()
+    await http.aclose()
+
+
+class EchoProcess:
+    """The echo agent in a child process (``--layout split``)."""
+
+    def __init__(self, args: argparse.Namespace, services: dict[str, Service]) -> None:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--echo-worker",
+               "--event-url", services["event"].url, "--memory-url", services["memory"].url,
+               "--registry-url", services["registry"].url, "--transport", args.transport]
+        if args.no_coalesce:
+            cmd.append("--no-coalesce")
+        if args.ack_window is not None:
+            cmd += ["--ack-window", str(args.ack_window)]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    async def ready(self) -> None:
+        assert self.proc.stdout is not None
+        line = await asyncio.get_running_loop().run_in_executor(None, self.proc.stdout.readline)
+        if line.strip() != "ready":
+            raise RuntimeError("the echo worker did not start")
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
 async def run_streams(context: Any, streams: int, seconds: float) -> list[float]:
     """Send goals from ``streams`` loops for ``seconds``; return answer latencies."""
     waiting: dict[str, asyncio.Future[None]] = {}
@@ -193,7 +259,7 @@ async def drop_database(url: str, db_url: str) -> None:
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    from soorma import Agent, PlatformContext, PlatformSettings
+    from soorma import PlatformContext, PlatformSettings
     from soorma.agents.planner import Planner
     from soorma_common.state import PlanDefinition
 
@@ -210,7 +276,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     })
     registry = Service("registry_service.app:create_app", {"SOORMA_DATA_DIR": str(tmp)})
     services = {"event": events, "memory": memory, "registry": registry}
-    report: dict[str, Any] = {"bench": "B3", "transport": args.transport, "runs": []}
+    report: dict[str, Any] = {"bench": "B3", "transport": args.transport,
+                              "layout": args.layout, "runs": []}
+    worker: EchoProcess | None = None
     transport = TimingTransport(args.transport)
     http = httpx.AsyncClient(transport=transport)
     try:
@@ -225,21 +293,19 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         planner = Planner(name="bench-planner", context=context, max_concurrency=64,
                           plan_definition=PlanDefinition(plan_type="bench.goal",
                                                          states=machine()), **tuning)
-        echo = Agent(name="bench-echo", context=context, max_concurrency=64, **tuning)
-
-        @echo.on_event(topic="action-requests", event_type="bench.step*.requested")
-        async def answer(event, ctx):
-            await ctx.bus.respond(event.response_event, {"echo": event.data},
-                                  correlation_id=event.correlation_id,
-                                  topic=event.response_topic)
-
+        echo = echo_agent(context, **tuning) if args.layout == "one" else None
         await planner.start()
-        await echo.start()
+        if echo is not None:
+            await echo.start()
+        else:
+            worker = EchoProcess(args, services)
+            await worker.ready()
         await run_streams(context, 1, 1.0)  # warm-up: connections, caches, JIT-free paths
         for streams in args.streams:
             transport.reset()
             cpu_before = {k: cpu_seconds(s.proc.pid) for k, s in services.items()}
             self_before = time.process_time()
+            worker_before = cpu_seconds(worker.proc.pid) if worker is not None else 0.0
             start = time.perf_counter()
             latencies = await run_streams(context, streams, args.seconds)
             wall = time.perf_counter() - start
@@ -250,6 +316,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             total = sum(http_ms.values()) or 1.0
             run = {
                 "transport": args.transport,
+                "layout": args.layout,
                 "streams": streams,
                 "plans": len(latencies),
                 "plans_per_s": round(len(latencies) / wall, 1),
@@ -266,6 +333,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     **{k: round(cpu_seconds(s.proc.pid) - cpu_before[k], 2)
                        for k, s in services.items()},
                     "sdk_process": round(time.process_time() - self_before, 2),
+                    **({"echo_process": round(cpu_seconds(worker.proc.pid) - worker_before, 2)}
+                       if worker is not None else {}),
                 },
                 "wall_s": round(wall, 2),
                 "routes_ms": {
@@ -280,9 +349,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             run["load_average"] = os.getloadavg()[0]
             report["runs"].append(run)
             print(json.dumps(run), flush=True)
-        await echo.stop()
+        if echo is not None:
+            await echo.stop()
         await planner.stop()
     finally:
+        if worker is not None:
+            worker.stop()
         await http.aclose()
         for svc in services.values():
             svc.stop()
@@ -309,4 +381,11 @@ if __name__ == "__main__":
                         help="the SDK's lean keep-alive transport (default) or httpx's own")
     parser.add_argument("--ack-window", type=float, default=None,
                         help="agents' ack_window in seconds (default: the SDK's)")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--layout", choices=("one", "split"), default="one",
+                        help="echo agent in this process (one) or in a process of its own")
+    parser.add_argument("--echo-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--event-url", help=argparse.SUPPRESS)
+    parser.add_argument("--memory-url", help=argparse.SUPPRESS)
+    parser.add_argument("--registry-url", help=argparse.SUPPRESS)
+    parsed = parser.parse_args()
+    asyncio.run(echo_worker(parsed) if parsed.echo_worker else main(parsed))

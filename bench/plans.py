@@ -1,7 +1,7 @@
 """B3: plans/s and goal->answer latency of a 3-step state-machine plan (ARCHITECTURE §7).
 
 Usage: .venv/bin/python bench/plans.py [--redis-url URL] [--database-url URL]
-                                        [--seconds 10] [--streams 1,4]
+                                        [--seconds 10] [--streams 1,4,8,16]
                                         [--transport lean|httpx] [--layout one|split]
 
 Starts the event service (Redis Streams), the memory service (PostgreSQL, a fresh
@@ -9,7 +9,7 @@ database) and the registry (SQLite) as uvicorn subprocesses, then runs in this p
 Planner with a 3-step machine (step1 -> step2 -> step3 -> done) and one echo agent per
 step. ``--layout split`` runs the echo agent in a second process of its own (as a deployed
 worker would run), so this process holds only the planner and the goal senders. Goals
-are sent by 1 and by 4 concurrent streams (each sends its next goal when the previous
+are sent by 1, 4, 8 and 16 concurrent streams (each sends its next goal when the previous
 one is answered). Reported: plans/s, p50/p99 goal->final-answer latency, and the
 share of the SDK's HTTP time spent waiting on the event service vs the memory service
 (timed per request in an httpx transport), plus CPU seconds per process.
@@ -374,7 +374,7 @@ if __name__ == "__main__":
         "SOORMA_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"))
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--streams", type=lambda s: [int(x) for x in s.split(",")],
-                        default=[1, 4])
+                        default=[1, 4, 8, 16])
     parser.add_argument("--no-coalesce", action="store_true",
                         help="send every publish on its own (BusClient.coalesce=False)")
     parser.add_argument("--transport", choices=("lean", "httpx"), default="lean",

@@ -163,6 +163,9 @@ async def stream_frames(
     """
     last_id = last_event_id
     backoff = min_backoff
+    # Until a stream has ever answered, a failure most likely means the platform is not
+    # running or the URL is wrong: say so at WARNING, since default logging hides INFO.
+    ever_connected = False
     while True:
         request_headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
         if headers is not None:
@@ -180,6 +183,7 @@ async def stream_frames(
                     if 400 <= status < 500 and status not in _RETRYABLE_STATUS:
                         raise_for_error(response)
                     raise SSEConnectionLost(f"stream answered HTTP {status}")
+                ever_connected = True
                 async for frame in _frames(response, heartbeat_timeout):
                     if frame.id is not None:
                         last_id = frame.id
@@ -191,6 +195,13 @@ async def stream_frames(
         except (SSEConnectionLost, httpx.TransportError) as exc:
             if not reconnect:
                 raise SSEConnectionLost(str(exc)) from exc
-            logger.info("SSE stream %s lost (%s); reconnecting in %.1f s", url, exc, backoff)
+            if ever_connected:
+                logger.info("SSE stream %s lost (%s); reconnecting in %.1f s", url, exc, backoff)
+            else:
+                logger.warning(
+                    "cannot open SSE stream %s (%s); retrying in %.1f s - is the event service "
+                    "running (./scripts/dev.sh) and SOORMA_EVENT_SERVICE_URL right?",
+                    url, exc, backoff,
+                )
         await asyncio.sleep(backoff)
         backoff = min(backoff * 2, max_backoff)

@@ -32,6 +32,7 @@ from testsupport.services import (
 __all__ = ["db_url"]
 
 KEY_A, KEY_B = "key-tenant-a", "key-tenant-b"
+JWT_SECRET = "gateway-test-secret-of-at-least-32-bytes"
 HEADERS_A = {"X-API-Key": KEY_A}
 HEADERS_B = {"X-API-Key": KEY_B}
 
@@ -44,7 +45,7 @@ def gateway_settings(events: str, registry: str, database: str, tmp_path: Any,
         "gateway_replica_id": "replica-a", "gateway_card_ttl_seconds": 0,
         "gateway_api_keys": {KEY_A: "tenant-a", KEY_B: "tenant-b"},
         "default_tenant": "tenant-a", "gateway_poll_interval_seconds": 0.05,
-        "gateway_push_backoff_seconds": 0.05,
+        "gateway_push_backoff_seconds": 0.05, "jwt_secret": JWT_SECRET,
         **overrides,
     }
     return GatewaySettings(**values)

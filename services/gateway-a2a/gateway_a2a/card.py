@@ -59,7 +59,8 @@ def build_card(settings: Settings, skills: list[Skill], *, agent: str | None = N
             AgentInterface(url=f"{base}/", protocol_binding=JSONRPC, protocol_version="0.3"),
         ],
         capabilities=AgentCapabilities(
-            streaming=True, push_notifications=True, extended_agent_card=True,
+            streaming=True, push_notifications=settings.gateway_push_enabled,
+            extended_agent_card=True,
             extensions=[AgentExtension(
                 uri=SCHEMA_EXTENSION, required=False, params=params,
                 description="Each skill's input JSON Schema and the event it is published as.",
@@ -110,7 +111,7 @@ def legacy_card(settings: Settings, skills: list[Skill]) -> dict[str, Any]:
     card = A2AAgentCard(
         name=settings.gateway_name, description=settings.gateway_description,
         url=settings.gateway_url, version=VERSION, provider={"organization": "Soorma"},
-        capabilities={"streaming": True, "pushNotifications": True},
+        capabilities={"streaming": True, "pushNotifications": settings.gateway_push_enabled},
         skills=[
             A2ASkill(id=s.id, name=s.id, description=s.description or s.event,
                      tags=list(s.tags), inputSchema=s.schema)

@@ -49,6 +49,7 @@ class Settings(ServiceSettings):
     gateway_cancel_event: str = "a2a.task.cancel"
     gateway_card_ttl_seconds: float = Field(default=2.0, ge=0)
     gateway_card_max_age_seconds: int = Field(default=5, ge=0)
+    gateway_push_enabled: bool = True
     # Push notifications: hosts allowed as targets. Private/loopback only when listed.
     gateway_push_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
     gateway_push_attempts: int = Field(default=4, ge=1)

@@ -46,6 +46,7 @@ def gateway_settings(events: str, registry: str, database: str, tmp_path: Any,
         "gateway_api_keys": {KEY_A: "tenant-a", KEY_B: "tenant-b"},
         "default_tenant": "tenant-a", "gateway_poll_interval_seconds": 0.05,
         "gateway_push_backoff_seconds": 0.05, "jwt_secret": JWT_SECRET,
+        "gateway_push_allow": ["127.0.0.1"],
         **overrides,
     }
     return GatewaySettings(**values)

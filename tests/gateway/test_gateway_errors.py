@@ -15,7 +15,7 @@ from conftest import HEADERS_A, Platform
 
 from soorma_common.events import ACTION_REQUESTS
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 V1 = {**HEADERS_A, "A2A-Version": "1.0"}
 

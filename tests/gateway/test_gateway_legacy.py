@@ -8,7 +8,7 @@ from conftest import HEADERS_A, Platform
 
 from soorma_common.a2a import A2ATaskResponse, A2ATaskStatus
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def legacy_task(parts: list[dict], skill: str = "echo") -> dict:

@@ -33,7 +33,17 @@ async def wait_state(client, task_id: str, state: int, within: float = 10.0):
 
 
 async def test_answer_arriving_while_the_gateway_is_down(db_platform: Platform):
-    p = db_platform
+    await answer_while_down(db_platform)
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+async def test_answer_arriving_while_down_on_redis_and_postgres(redis_platform: Platform):
+    """The same with the event service on Redis Streams and the gateway on PostgreSQL."""
+    await answer_while_down(redis_platform)
+
+
+async def answer_while_down(p: Platform) -> None:
     async with a2a_client(p.url, streaming=False, headers=HEADERS_A) as client:
         done = final_task(await collect(client, send_request(
             user_message(data={"text": "before"}, skill="echo"))))
@@ -42,7 +52,7 @@ async def test_answer_arriving_while_the_gateway_is_down(db_platform: Platform):
         await wait_state(client, slow.id, S.TASK_STATE_WORKING)
     assert p.gateway is not None
     await p.gateway.stop()
-    p.control.release.set()  # the worker answers while no gateway runs
+    p.control.release("r")  # the worker answers while no gateway runs
     await asyncio.sleep(0.5)
     p.gateway = await p.start_gateway()
     async with a2a_client(p.url, streaming=False, headers=HEADERS_A) as client:
@@ -66,7 +76,7 @@ async def test_two_replicas_share_streams_and_input(db_platform: Platform):
             stream = on_b.subscribe(SubscribeToTaskRequest(id=slow.id))
             snapshot = await anext(stream)
             assert snapshot.task.id == slow.id
-            p.control.release.set()
+            p.control.release("r2")
             rest = [e async for e in stream]
             states = [e.status_update.status.state for e in rest if e.HasField("status_update")]
             assert states[-1] == S.TASK_STATE_COMPLETED

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from gateway_a2a.push import PushPolicy
 from testsupport.server import serve
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 class Receiver:
@@ -79,7 +79,8 @@ async def test_push_delivered_with_auth_and_retries(platform: Platform, binding:
         platform.url, binding, streaming=False, headers=HEADERS_A
     ) as client:
         request = send_request(
-            user_message(data={"doc": "p", "mode": "slow"}, skill="review"), blocking=False)
+            user_message(data={"doc": f"p-{binding}", "mode": "slow"}, skill="review"),
+            blocking=False)
         request.configuration.task_push_notification_config.CopyFrom(TaskPushNotificationConfig(
             url=f"{hook.url}/hook", token="tok-1",
             authentication=AuthenticationInfo(scheme="Bearer", credentials="sekret"),
@@ -88,7 +89,7 @@ async def test_push_delivered_with_auth_and_retries(platform: Platform, binding:
         configs = await client.list_task_push_notification_configs(
             ListTaskPushNotificationConfigsRequest(task_id=task.id))
         assert [c.url for c in configs.configs] == [f"{hook.url}/hook"]
-        platform.control.release.set()
+        platform.control.release(f"p-{binding}")
         await asyncio.wait_for(receiver.completed.wait(), 10)
     headers, _ = receiver.received[-1]
     assert headers["x-a2a-notification-token"] == "tok-1"

@@ -26,6 +26,7 @@ import httpx
 from gateway_a2a.settings import Settings
 from gateway_a2a.store import Route, RouteStore
 from soorma._http import Identity
+from soorma.agents._acks import AckBatcher
 from soorma.bus import BusClient
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS, SYSTEM_EVENTS
@@ -90,6 +91,13 @@ class Bridge:
 
     async def _consume(self, tenant: str) -> None:
         bus = self.bus(tenant)
+        acks = AckBatcher(bus=bus, group=self.group, name=f"gateway {tenant}")
+        try:
+            await self._read(tenant, bus, acks)
+        finally:
+            await acks.close()
+
+    async def _read(self, tenant: str, bus: BusClient, acks: AckBatcher) -> None:
         while not self._closing:
             try:
                 async with bus.subscribe(
@@ -104,7 +112,7 @@ class Bridge:
                         except Exception:
                             logger.exception("gateway: could not route %s %s", event.type, event.id)
                         if event.delivery_id:
-                            await bus.ack(self.group, event.delivery_id)
+                            acks.ack(event.delivery_id)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -19,9 +19,18 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
 from conftest import HEADERS_A, Platform
-from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
+from gateway_helpers import (
+    BINDINGS,
+    a2a_client,
+    capability,
+    collect,
+    final_task,
+    send_request,
+    user_message,
+)
 from google.protobuf.json_format import MessageToDict
 
+from soorma import Tool
 from soorma_common.events import ACTION_REQUESTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -229,3 +238,37 @@ async def test_send_blocking_completes_with_the_tools_answer(platform: Platform,
     data = MessageToDict(task.artifacts[0].parts[0].data)
     assert data["echo"] == "hihi"
     assert data["message_id"] == "msg-7"
+
+
+class MessageTool(Tool):
+    """A tool registered with ``metadata.a2a_reply = "message"``: answers as a message."""
+
+    def agent_definition(self):  # type: ignore[no-untyped-def]
+        definition, standalone = super().agent_definition()
+        definition.metadata["a2a_reply"] = "message"
+        return definition, standalone
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_agent_may_answer_with_a_direct_message(
+    platform: Platform, binding: str, streaming: bool
+):
+    name = f"greet-{binding.replace('+', '')}-{streaming}"
+    tool = MessageTool(name=name, context=await platform.context(),
+                       capabilities=[capability(name, "greet.requested", {"type": "object"})])
+
+    @tool.on_invoke("greet.requested")
+    async def greet(request, ctx):
+        return {"artifacts": [{"parts": [{"text": f"Hello, {request.data['text']}!"}]}]}
+
+    await tool.start()
+    try:
+        async with a2a_client(platform.url, binding, streaming=streaming,
+                              headers=HEADERS_A) as client:
+            events = await collect(client, send_request(
+                user_message(text="Ada", skill=name)))
+    finally:
+        await tool.stop()
+    assert len(events) == 1 and events[0].HasField("message")
+    assert [p.text for p in events[0].message.parts] == ["Hello, Ada!"]

@@ -272,3 +272,23 @@ async def test_an_agent_may_answer_with_a_direct_message(
         await tool.stop()
     assert len(events) == 1 and events[0].HasField("message")
     assert [p.text for p in events[0].message.parts] == ["Hello, Ada!"]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_input_required_task_checks_context_and_fails_on_timeout(
+    platform: Platform, binding: str
+):
+    async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as client:
+        task = final_task(await collect(client, send_request(
+            user_message(data={"doc": f"t-{binding}", "mode": "hitl"}, skill="review"))))
+        assert task.status.state == S.TASK_STATE_INPUT_REQUIRED
+        with pytest.raises(InvalidParamsError):
+            await collect(client, send_request(user_message(
+                text="yes", task_id=task.id, context_id="another-context")))
+        # The tracker's verdict when nobody answers in time (contract C2).
+        bus = (await platform.context()).bus
+        await bus.publish("system-events", "task.timeout", {
+            "task_id": task.id, "sub_task_id": "s", "reason": "hitl_timeout"},
+            correlation_id="s")
+        failed = await wait_state(client, task.id, S.TASK_STATE_FAILED)
+    assert texts(failed) == ["no input before the deadline (hitl_timeout)"]

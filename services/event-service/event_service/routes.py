@@ -14,10 +14,11 @@ from starlette.responses import Response, StreamingResponse
 from event_service.groups import GroupSession
 from event_service.ids import ZERO_ID, parse_id, parse_ref, parse_token
 from event_service.publishing import publish_many, publish_one
+from event_service.settings import TAP_TENANT
 from event_service.sse import TypeFilter
 from event_service.state import Events
 from event_service.streams import broadcast_stream, group_stream
-from servicekit.auth import CurrentIdentity
+from servicekit.auth import CurrentIdentity, Identity, require_service
 from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
 from soorma_common.bus import (
@@ -86,6 +87,18 @@ def _name(value: str, field: str) -> str:
     return value
 
 
+def _tenant(identity: Identity, requested: str | None) -> str:
+    """The tenant whose log a request reads: its own, or the tap (``*``) for a service."""
+    if requested is None or requested == identity.tenant_id:
+        return identity.tenant_id
+    if requested != TAP_TENANT:
+        raise ValidationFailed(
+            f"tenant {requested[:64]!r}: only '*' (the tap) may be named here; act as a "
+            "tenant with X-Tenant-ID", details={"field": "tenant"})
+    require_service(identity, "tenant=*")
+    return TAP_TENANT
+
+
 def _topics(raw: str) -> list[str]:
     topics = list(dict.fromkeys(t.strip() for t in raw.split(",") if t.strip()))
     if not topics:
@@ -119,7 +132,8 @@ async def publish_batch(request: Request, identity: CurrentIdentity, events: Eve
                     media_type="application/json")
 
 
-@router.get("/stream", summary="Subscribe (SSE)", response_class=StreamingResponse)
+@router.get("/stream", summary="Subscribe (SSE)", response_class=StreamingResponse,
+            responses=error_responses(403))
 async def stream(
     request: Request,
     identity: CurrentIdentity,
@@ -133,13 +147,15 @@ async def stream(
     max_deliveries: Annotated[int | None, Query(ge=1, le=1000)] = None,
     last_event_id: Annotated[str | None, Query(description="Resume token")] = None,
     heartbeat: Annotated[float | None, Query(gt=0, le=3600)] = None,
+    tenant: Annotated[str | None, Query(
+        description="'*': every tenant's tap topics (platform services only)")] = None,
 ) -> Response:
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
     settings = events.settings
     names = _topics(topics)
     accept = TypeFilter((event_types or "").split(","))
     beat = heartbeat or settings.heartbeat_seconds
-    tenant = identity.tenant_id
+    tenant = _tenant(identity, tenant)
     if group is None:
         token = request.headers.get("last-event-id") or last_event_id
         resume = parse_token(token) if token else {}
@@ -169,19 +185,22 @@ async def stream(
     return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-@router.post("/ack", response_model=AckResponse, summary="Acknowledge group deliveries")
+@router.post("/ack", response_model=AckResponse, summary="Acknowledge group deliveries",
+             responses=error_responses(403))
 async def ack(req: AckRequest, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
-    count = await events.log.ack(identity.tenant_id, req.group, refs)
+    count = await events.log.ack(_tenant(identity, req.tenant), req.group, refs)
     return ORJSONResponse({"count": count})
 
 
-@router.post("/nack", response_model=AckResponse, summary="Release deliveries for redelivery")
+@router.post("/nack", response_model=AckResponse, summary="Release deliveries for redelivery",
+             responses=error_responses(403))
 async def nack(req: NackRequest, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
-    count = await events.log.nack(identity.tenant_id, req.group, refs, req.reason)
+    tenant = _tenant(identity, req.tenant)
+    count = await events.log.nack(tenant, req.group, refs, req.reason)
     if count:
-        events.waker.wake(identity.tenant_id, req.group)
+        events.waker.wake(tenant, req.group)
     return ORJSONResponse({"count": count})
 
 

@@ -16,6 +16,10 @@ TENANT_HEADER = "x-tenant-id"
 # Tenant and user ids end up in storage keys (Redis hash tags, SQL rows): keep them plain.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 USER_HEADER = "x-user-id"
+# Contract C1: platform services (tracker, gateway) may act as any tenant.
+ROLE_HEADER = "x-soorma-role"
+ROLE_CLAIM = "soorma_role"
+SERVICE_ROLE = "service"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +28,8 @@ class Identity:
 
     tenant_id: str
     user_id: str
+    # A platform service: may act as any tenant (``X-Tenant-ID``) and read the tap.
+    is_service: bool = False
 
 
 def _verify_token(token: str, settings: ServiceSettings) -> dict[str, Any]:
@@ -64,6 +70,7 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
         return Identity(
             tenant_id=header_tenant or settings.default_tenant,
             user_id=header_user or settings.default_user,
+            is_service=(headers.get(ROLE_HEADER) or "").lower() == SERVICE_ROLE,
         )
     authorization = headers.get("authorization") or ""
     scheme, _, token = authorization.partition(" ")
@@ -72,6 +79,10 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
     claims = _verify_token(token.strip(), settings)
     tenant = str(claims["tenant_id"])
     user = str(claims.get("user_id") or claims.get("sub") or settings.default_user)
+    if claims.get(ROLE_CLAIM) == SERVICE_ROLE:
+        # A platform service acts as the tenant it names (contract C1).
+        return Identity(tenant_id=header_tenant or tenant, user_id=header_user or user,
+                        is_service=True)
     if header_tenant and header_tenant != tenant:
         raise PermissionDenied(
             f"X-Tenant-ID {header_tenant!r} does not match the token's tenant",
@@ -92,6 +103,16 @@ async def get_identity(request: Request) -> Identity:
 
 
 CurrentIdentity = Annotated[Identity, Depends(get_identity)]
+
+
+def require_service(identity: Identity, what: str) -> None:
+    """Raise ``PermissionDenied`` unless the caller is a platform service (contract C1)."""
+    if not identity.is_service:
+        raise PermissionDenied(
+            f"{what} is for platform services only: send 'X-Soorma-Role: service' (dev "
+            "mode) or a token with the claim soorma_role=service",
+            details={"field": what},
+        )
 
 
 def issue_token(

@@ -8,19 +8,13 @@ caller see. Nothing here touches tenant data.
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from importlib import resources
-from typing import Any
-from urllib.parse import quote
 
-import httpx
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
-from servicekit.auth import CurrentIdentity
-from soorma.context import DEFAULT_MEMORY_URL
-from soorma_common.errors import NotFound, ServiceUnavailable
+from soorma_common.errors import NotFound
 
 router = APIRouter(include_in_schema=False)
 
@@ -88,43 +82,3 @@ async def config(request: Request) -> dict[str, str]:
     settings = request.app.state.settings
     return {"auth_mode": settings.auth_mode, "default_tenant": settings.default_tenant}
 
-
-# Headers that carry the caller's identity, forwarded as-is so the memory service applies
-# the same tenant rules to the UI's reads as to any other caller's.
-IDENTITY_HEADERS = ("x-tenant-id", "x-user-id", "authorization")
-DEFINITION_FIELDS = ("plan_id", "status", "current_state", "state_machine")
-
-
-def _memory_url(request: Request) -> str:
-    url = getattr(request.app.state.settings, "memory_url", None)
-    return str(url or os.environ.get("SOORMA_MEMORY_URL") or DEFAULT_MEMORY_URL).rstrip("/")
-
-
-@router.get("/ui/api/plans/{plan_id}/definition")
-async def plan_definition(
-    plan_id: str, request: Request, identity: CurrentIdentity
-) -> dict[str, Any]:
-    """A plan's state machine and LLM audit trail, which live with its context in memory.
-
-    Events say which states a plan went through, not which it could have: the drawing
-    needs the definition, stored in the memory service's plan context.
-    """
-    headers = {k: v for k in IDENTITY_HEADERS if (v := request.headers.get(k))}
-    url = f"{_memory_url(request)}/v1/memory/plan-context/{quote(plan_id, safe='')}"
-    try:
-        async with httpx.AsyncClient(timeout=5.0) as client:
-            response = await client.get(url, headers=headers)
-    except httpx.HTTPError as exc:
-        raise ServiceUnavailable(f"memory service unreachable at {url}: {exc}") from exc
-    if response.status_code == 404:
-        raise NotFound(f"no plan context for plan {plan_id!r}", details={"plan_id": plan_id})
-    if response.status_code != 200:
-        raise ServiceUnavailable(
-            f"memory service answered {response.status_code} for plan {plan_id!r}",
-            details={"status": response.status_code},
-        )
-    record = response.json()
-    state = record.get("state") or {}
-    definition = {k: record.get(k) for k in DEFINITION_FIELDS}
-    definition["llm_audit"] = state.get("llm_audit") or []
-    return definition

@@ -1,0 +1,50 @@
+"""Input found by attacking the service: bounded, answered with a 4xx naming the field."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from event_stack import Service
+
+from servicekit.jsoncheck import MAX_JSON_DEPTH
+
+JSON = {"content-type": "application/json"}
+
+
+def nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+async def _stream_status(service: Service, **params: Any) -> tuple[int, dict[str, Any]]:
+    """Status and (for an error) body of opening a stream; a 200 stream is closed at once."""
+    async with service.client.stream("GET", "/v1/events/stream", params=params) as r:
+        if r.status_code == 200:
+            return 200, {}
+        return r.status_code, json.loads(await r.aread())
+
+
+@pytest.mark.asyncio
+async def test_event_data_nested_beyond_the_platform_limit_is_422_naming_the_field(
+    service: Service,
+) -> None:
+    too_deep = nested(MAX_JSON_DEPTH + 1)
+    r = await service.client.post("/v1/events/publish", json={"event": {
+        "topic": "business-facts", "type": "deep", "data": {"x": too_deep}}})
+    assert r.status_code == 422, r.text[:300]
+    error = r.json()["error"]
+    assert f"nests deeper than {MAX_JSON_DEPTH} levels" in error["message"]
+    assert error["details"][0]["field"].startswith("event.data.x."), error["details"]
+
+    r = await service.client.post("/v1/events/publish-batch", json={"events": [
+        {"topic": "business-facts", "type": "ok"},
+        {"topic": "business-facts", "type": "deep", "data": {"x": too_deep}}]})
+    assert r.status_code == 422, r.text[:300]
+    assert r.json()["error"]["details"][0]["field"].startswith("events.1.data.x.")
+
+    # Up to the limit is fine (the "x" object is one of the levels).
+    await service.publish("business-facts", "deep-ok", {"x": nested(MAX_JSON_DEPTH - 1)})

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from event_sse_client import SSEStream
 from event_stack import Service
 
 from servicekit.jsoncheck import MAX_JSON_DEPTH
@@ -48,3 +49,22 @@ async def test_event_data_nested_beyond_the_platform_limit_is_422_naming_the_fie
 
     # Up to the limit is fine (the "x" object is one of the levels).
     await service.publish("business-facts", "deep-ok", {"x": nested(MAX_JSON_DEPTH - 1)})
+
+
+@pytest.mark.asyncio
+async def test_dead_letters_holding_integers_beyond_64_bits_are_listed(service: Service) -> None:
+    big = {"big": 2**80, "neg": -(10**30)}
+    async with SSEStream(service.client, topics="action-requests", group="g",
+                         max_deliveries=1, visibility_timeout=600) as stream:
+        published = await service.publish("action-requests", "poison", big)
+        frame = await stream.next()
+        assert await service.nack("g", [frame.id or ""], "boom") == 1
+    for _ in range(300):
+        r = await service.client.get("/v1/events/dlq", params={"topic": "action-requests"})
+        assert r.status_code == 200, r.text[:300]
+        if r.json()["events"]:
+            break
+    [dead] = r.json()["events"]
+    assert dead["event"]["id"] == published["event_id"]
+    assert dead["event"]["data"] == big
+    assert str(2**80) in r.text  # digit for digit, not a float

@@ -191,9 +191,11 @@ async def dead_letters(
     events: Events,
     topic: Annotated[str, Query(description="The live topic T (its DLQ is T.dlq)")],
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-) -> DeadLetterList:
+) -> Response:
     found = await events.log.dead_letters(identity.tenant_id, _topic(topic), limit=limit)
-    return DeadLetterList(
+    # pydantic's encoder, not orjson: event data may hold integers beyond 64 bits
+    # (publish accepts them), which orjson refuses.
+    listing = DeadLetterList(
         events=[
             DeadLetter(
                 id=d.entry.id,
@@ -206,6 +208,7 @@ async def dead_letters(
             for d in found
         ]
     )
+    return Response(listing.model_dump_json(), media_type="application/json")
 
 
 @router.post("/dlq/replay", response_model=ReplayResponse, summary="Re-inject dead letters",

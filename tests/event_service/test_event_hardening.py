@@ -68,3 +68,17 @@ async def test_dead_letters_holding_integers_beyond_64_bits_are_listed(service: 
     assert dead["event"]["id"] == published["event_id"]
     assert dead["event"]["data"] == big
     assert str(2**80) in r.text  # digit for digit, not a float
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("heartbeat", ["1e-300", "0.01", "0.49", "0"])
+async def test_heartbeat_below_half_a_second_is_422(service: Service, heartbeat: str) -> None:
+    status, body = await _stream_status(service, topics="system-events", heartbeat=heartbeat)
+    assert status == 422, (heartbeat, body)
+    assert "heartbeat" in json.dumps(body["error"]["details"])
+
+
+@pytest.mark.asyncio
+async def test_heartbeat_of_half_a_second_streams(service: Service) -> None:
+    async with SSEStream(service.client, topics="system-events", heartbeat=0.5) as stream:
+        await stream.next("heartbeat")

@@ -41,6 +41,8 @@ from soorma_common.events import EventEnvelope, is_valid_topic
 router = APIRouter(prefix="/v1/events", tags=["events"], responses=error_responses(422, 503))
 
 MAX_TOPICS = 32
+# Below this a stream would spend its time writing heartbeat frames.
+MIN_HEARTBEAT_SECONDS = 0.5
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -132,7 +134,7 @@ async def stream(
     visibility_timeout: Annotated[float | None, Query(ge=0.1, le=86_400)] = None,
     max_deliveries: Annotated[int | None, Query(ge=1, le=1000)] = None,
     last_event_id: Annotated[str | None, Query(description="Resume token")] = None,
-    heartbeat: Annotated[float | None, Query(gt=0, le=3600)] = None,
+    heartbeat: Annotated[float | None, Query(ge=MIN_HEARTBEAT_SECONDS, le=3600)] = None,
 ) -> Response:
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
     settings = events.settings

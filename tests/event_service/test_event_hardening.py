@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
+import uuid
 from typing import Any
 
 import pytest
 from event_sse_client import SSEStream
 from event_stack import Service
 
+from event_service.sse import TypeFilter
 from servicekit.jsoncheck import MAX_JSON_DEPTH
 
 JSON = {"content-type": "application/json"}
@@ -82,3 +86,43 @@ async def test_heartbeat_below_half_a_second_is_422(service: Service, heartbeat:
 async def test_heartbeat_of_half_a_second_streams(service: Service) -> None:
     async with SSEStream(service.client, topics="system-events", heartbeat=0.5) as stream:
         await stream.next("heartbeat")
+
+
+@pytest.mark.asyncio
+async def test_event_types_are_bounded_in_count_and_length(service: Service) -> None:
+    too_many = ",".join(f"type{i}.*" for i in range(33))
+    status, body = await _stream_status(service, topics="system-events", event_types=too_many)
+    assert status == 422, body
+    assert "event_types" in json.dumps(body["error"])
+
+    too_long = "a" * 257 + "*"
+    for group in (None, "g"):
+        status, body = await _stream_status(
+            service, topics="system-events", event_types=f"ok.*,{too_long}",
+            **({"group": group} if group else {}))
+        assert status == 422, body
+        assert "event_types" in json.dumps(body["error"])
+
+    at_limit = ",".join(f"type{i}.{'x' * 240}*" for i in range(32))
+    status, body = await _stream_status(service, topics="system-events", event_types=at_limit)
+    assert status == 200, body
+
+
+def test_event_type_globs_are_compiled_when_the_stream_opens_not_per_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Fresh patterns: nothing in any compile cache yet.
+    run = uuid.uuid4().hex
+    patterns = [f"{run}.{i}.*.done" for i in range(20)] + [f"{run}.[ab]?.x"]
+    accept = TypeFilter(patterns)
+
+    def no_compiling(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("glob compiled while events flow")
+
+    monkeypatch.setattr(fnmatch, "translate", no_compiling)
+    monkeypatch.setattr(fnmatch, "_compile_pattern", no_compiling)
+    monkeypatch.setattr(re, "compile", no_compiling)
+    assert accept(f"{run}.3.anything.done")
+    assert accept(f"{run}.a1.x")
+    assert not accept(f"{run}.3.anything.failed")
+    assert not accept("other.type")

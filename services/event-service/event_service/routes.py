@@ -41,6 +41,9 @@ from soorma_common.events import EventEnvelope, is_valid_topic
 router = APIRouter(prefix="/v1/events", tags=["events"], responses=error_responses(422, 503))
 
 MAX_TOPICS = 32
+# ``event_types`` globs: each compiled once per stream, so bound how much there is to compile.
+MAX_EVENT_TYPES = 32
+MAX_EVENT_TYPE_LENGTH = 256  # an event type's own limit (EventEnvelope.type)
 # Below this a stream would spend its time writing heartbeat frames.
 MIN_HEARTBEAT_SECONDS = 0.5
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
@@ -88,6 +91,23 @@ def _name(value: str, field: str) -> str:
     return value
 
 
+def _event_types(raw: str | None) -> list[str]:
+    patterns = list(dict.fromkeys(p.strip() for p in (raw or "").split(",") if p.strip()))
+    if len(patterns) > MAX_EVENT_TYPES:
+        raise ValidationFailed(
+            f"event_types has {len(patterns)} patterns: at most {MAX_EVENT_TYPES} per stream",
+            details={"field": "event_types"},
+        )
+    for pattern in patterns:
+        if len(pattern) > MAX_EVENT_TYPE_LENGTH:
+            raise ValidationFailed(
+                f"event_types pattern {pattern[:64]!r}... is {len(pattern)} characters: at "
+                f"most {MAX_EVENT_TYPE_LENGTH}",
+                details={"field": "event_types"},
+            )
+    return patterns
+
+
 def _topics(raw: str) -> list[str]:
     topics = list(dict.fromkeys(t.strip() for t in raw.split(",") if t.strip()))
     if not topics:
@@ -127,7 +147,11 @@ async def stream(
     identity: CurrentIdentity,
     events: Events,
     topics: Annotated[str, Query(description="Comma-separated topics")],
-    event_types: Annotated[str | None, Query(description="Comma-separated globs")] = None,
+    event_types: Annotated[str | None, Query(
+        description=f"Comma-separated globs (at most {MAX_EVENT_TYPES}, each at most "
+                    f"{MAX_EVENT_TYPE_LENGTH} characters)",
+        max_length=MAX_EVENT_TYPES * (MAX_EVENT_TYPE_LENGTH + 1),
+    )] = None,
     group: Annotated[str | None, Query(description="Consumer group (competing)")] = None,
     consumer: Annotated[str | None, Query(description="Consumer id within the group")] = None,
     start: Annotated[str, Query(alias="from", pattern="^(now|earliest)$")] = "now",
@@ -139,7 +163,7 @@ async def stream(
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
     settings = events.settings
     names = _topics(topics)
-    accept = TypeFilter((event_types or "").split(","))
+    accept = TypeFilter(_event_types(event_types))
     beat = heartbeat or settings.heartbeat_seconds
     tenant = identity.tenant_id
     if group is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -16,6 +17,7 @@ TENANT_HEADER = "x-tenant-id"
 # Tenant and user ids end up in storage keys (Redis hash tags, SQL rows): keep them plain.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 USER_HEADER = "x-user-id"
+DEFAULT_TOKEN_TTL_SECONDS = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +38,11 @@ def _verify_token(token: str, settings: ServiceSettings) -> dict[str, Any]:
             key,
             algorithms=settings.jwt_algorithms,
             audience=settings.jwt_audience,
-            options={"require": ["tenant_id"], "verify_aud": settings.jwt_audience is not None},
+            options={
+                # A token without ``exp`` would never expire: refused unless configured.
+                "require": ["tenant_id", "exp"] if settings.jwt_require_exp else ["tenant_id"],
+                "verify_aud": settings.jwt_audience is not None,
+            },
         )
     except jwt.PyJWTError as exc:
         raise Unauthenticated(f"invalid bearer token: {exc}") from exc
@@ -70,8 +76,9 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
     if scheme.lower() != "bearer" or not token:
         raise Unauthenticated("missing bearer token: send 'Authorization: Bearer <JWT>'")
     claims = _verify_token(token.strip(), settings)
-    tenant = str(claims["tenant_id"])
-    user = str(claims.get("user_id") or claims.get("sub") or settings.default_user)
+    tenant = _claim(claims, "tenant_id")
+    user_claim = "user_id" if "user_id" in claims else "sub" if "sub" in claims else None
+    user = _claim(claims, user_claim) if user_claim else settings.default_user
     if header_tenant and header_tenant != tenant:
         raise PermissionDenied(
             f"X-Tenant-ID {header_tenant!r} does not match the token's tenant",
@@ -80,6 +87,18 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
     if header_user and header_user != user:
         raise PermissionDenied("X-User-ID does not match the token's user")
     return Identity(tenant_id=tenant, user_id=user)
+
+
+def _claim(claims: dict[str, Any], name: str) -> str:
+    """A signed id claim, as is: bad token content is an authentication failure (401)."""
+    value = claims[name]
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
+        raise Unauthenticated(
+            f"invalid bearer token: claim {name!r} must be a string of 1-128 letters, "
+            "digits or '._:@-'",
+            details={"claim": name},
+        )
+    return value
 
 
 async def get_identity(request: Request) -> Identity:
@@ -95,13 +114,16 @@ CurrentIdentity = Annotated[Identity, Depends(get_identity)]
 
 
 def issue_token(
-    settings: ServiceSettings, *, tenant_id: str, user_id: str, **claims: Any
+    settings: ServiceSettings, *, tenant_id: Any, user_id: Any,
+    ttl_seconds: float | None = DEFAULT_TOKEN_TTL_SECONDS, **claims: Any,
 ) -> str:
-    """Sign an HS256 token for ``tenant_id``/``user_id`` (dev tooling and tests)."""
+    """Sign an HS256 token for ``tenant_id``/``user_id`` (dev tooling and tests).
+
+    ``exp`` is ``ttl_seconds`` from now (``None``: no ``exp`` claim); ``claims`` win.
+    """
     if not settings.jwt_secret:
         raise ValueError("issue_token needs SOORMA_JWT_SECRET")
-    return jwt.encode(
-        {"tenant_id": tenant_id, "user_id": user_id, "sub": user_id, **claims},
-        settings.jwt_secret,
-        algorithm="HS256",
-    )
+    payload: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "sub": user_id}
+    if ttl_seconds is not None:
+        payload["exp"] = int(time.time() + ttl_seconds)
+    return jwt.encode({**payload, **claims}, settings.jwt_secret, algorithm="HS256")

@@ -35,7 +35,7 @@ class Settings(ServiceSettings):
     redis_prefix: str = Field(default="soorma", pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
     # Approximate cap on entries kept per topic (Redis ``XADD MAXLEN ~``).
     stream_max_length: int = Field(default=100_000, ge=100)
-    heartbeat_seconds: float = Field(default=15.0, gt=0)
+    heartbeat_seconds: float = Field(default=15.0, ge=0.5)
     # How many entries one backend read returns (also the SSE write batch size).
     read_batch: int = Field(default=500, ge=1, le=10_000)
     # How long a blocking backend read waits before looping (bounds shutdown latency).

@@ -25,6 +25,8 @@ from soorma_common.bus import (
     AckResponse,
     DeadLetter,
     DeadLetterList,
+    ExtendRequest,
+    ExtendResponse,
     NackRequest,
     PublishBatchRequest,
     PublishBatchResponse,
@@ -41,6 +43,7 @@ from soorma_common.events import EventEnvelope, is_valid_topic
 router = APIRouter(prefix="/v1/events", tags=["events"], responses=error_responses(422, 503))
 
 MAX_TOPICS = 32
+MAX_PREFETCH = 1000
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -133,6 +136,9 @@ async def stream(
     max_deliveries: Annotated[int | None, Query(ge=1, le=1000)] = None,
     last_event_id: Annotated[str | None, Query(description="Resume token")] = None,
     heartbeat: Annotated[float | None, Query(gt=0, le=3600)] = None,
+    prefetch: Annotated[int | None, Query(
+        ge=1, le=MAX_PREFETCH, description="Most unacked deliveries in flight on this stream")
+    ] = None,
 ) -> Response:
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
     settings = events.settings
@@ -162,6 +168,7 @@ async def stream(
             consumer=consumer,
             visibility_timeout=visibility_timeout or settings.default_visibility_timeout,
             max_deliveries=max_deliveries or settings.default_max_deliveries,
+            prefetch=prefetch or settings.default_prefetch,
             batch=settings.read_batch, block=settings.block_seconds,
             claim_interval=settings.claim_interval_seconds,
         )
@@ -173,6 +180,7 @@ async def stream(
 async def ack(req: AckRequest, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
     count = await events.log.ack(identity.tenant_id, req.group, refs)
+    events.waker.settled(identity.tenant_id, req.group, refs)
     return ORJSONResponse({"count": count})
 
 
@@ -180,9 +188,21 @@ async def ack(req: AckRequest, identity: CurrentIdentity, events: Events) -> Res
 async def nack(req: NackRequest, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
     count = await events.log.nack(identity.tenant_id, req.group, refs, req.reason)
+    events.waker.settled(identity.tenant_id, req.group, refs)
     if count:
         events.waker.wake(identity.tenant_id, req.group)
     return ORJSONResponse({"count": count})
+
+
+@router.post("/extend", response_model=ExtendResponse, summary="Renew delivery leases")
+async def extend(req: ExtendRequest, identity: CurrentIdentity, events: Events) -> Response:
+    """Reset the visibility timeout of deliveries still pending (a handler still running).
+
+    Deliveries already acked, nacked or dead-lettered are not counted in ``extended``.
+    """
+    refs = [parse_ref(i) for i in req.ids]
+    return ORJSONResponse({"extended": await events.log.extend(identity.tenant_id, req.group,
+                                                               refs)})
 
 
 @router.get("/dlq", response_model=DeadLetterList, summary="List dead letters of a topic")

@@ -26,6 +26,8 @@ from soorma_common.bus import (
     AckResponse,
     DeadLetter,
     DeadLetterList,
+    ExtendRequest,
+    ExtendResponse,
     NackRequest,
     PublishBatchRequest,
     PublishBatchResponse,
@@ -47,6 +49,7 @@ MAX_EVENT_TYPES = 32
 MAX_EVENT_TYPE_LENGTH = 256  # an event type's own limit (EventEnvelope.type)
 # Below this a stream would spend its time writing heartbeat frames.
 MIN_HEARTBEAT_SECONDS = 0.5
+MAX_PREFETCH = 1000
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -175,6 +178,9 @@ async def stream(
     heartbeat: Annotated[float | None, Query(ge=MIN_HEARTBEAT_SECONDS, le=3600)] = None,
     tenant: Annotated[str | None, Query(
         description="'*': every tenant's tap topics (platform services only)")] = None,
+    prefetch: Annotated[int | None, Query(
+        ge=1, le=MAX_PREFETCH, description="Most unacked deliveries in flight on this stream")
+    ] = None,
 ) -> Response:
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
     settings = events.settings
@@ -204,6 +210,7 @@ async def stream(
             consumer=consumer,
             visibility_timeout=visibility_timeout or settings.default_visibility_timeout,
             max_deliveries=max_deliveries or settings.default_max_deliveries,
+            prefetch=prefetch or settings.default_prefetch,
             batch=settings.read_batch, block=settings.block_seconds,
             claim_interval=settings.claim_interval_seconds,
         )
@@ -215,7 +222,9 @@ async def stream(
              responses=error_responses(403))
 async def ack(req: AckRequest, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
-    count = await events.log.ack(_tenant(identity, req.tenant), req.group, refs)
+    tenant = _tenant(identity, req.tenant)
+    count = await events.log.ack(tenant, req.group, refs)
+    events.waker.settled(tenant, req.group, refs)
     return ORJSONResponse({"count": count})
 
 
@@ -225,9 +234,22 @@ async def nack(req: NackRequest, identity: CurrentIdentity, events: Events) -> R
     refs = [parse_ref(i) for i in req.ids]
     tenant = _tenant(identity, req.tenant)
     count = await events.log.nack(tenant, req.group, refs, req.reason)
+    events.waker.settled(tenant, req.group, refs)
     if count:
         events.waker.wake(tenant, req.group)
     return ORJSONResponse({"count": count})
+
+
+@router.post("/extend", response_model=ExtendResponse, summary="Renew delivery leases",
+             responses=error_responses(403))
+async def extend(req: ExtendRequest, identity: CurrentIdentity, events: Events) -> Response:
+    """Reset the visibility timeout of deliveries still pending (a handler still running).
+
+    Deliveries already acked, nacked or dead-lettered are not counted in ``extended``.
+    """
+    refs = [parse_ref(i) for i in req.ids]
+    tenant = _tenant(identity, req.tenant)
+    return ORJSONResponse({"extended": await events.log.extend(tenant, req.group, refs)})
 
 
 @router.get("/dlq", response_model=DeadLetterList, summary="List dead letters of a topic")

@@ -57,3 +57,26 @@ async def until(predicate, within: float = 60.0) -> None:  # type: ignore[no-unt
     async with asyncio.timeout(within):
         while not predicate():  # noqa: ASYNC110
             await asyncio.sleep(0.05)
+
+
+async def register_tool(context: PlatformContext, name: str, consumes: str,
+                        produces: str) -> None:
+    """A registry record of a live agent consuming ``consumes`` (what PUBLISH may use)."""
+    from soorma_common.registry import AgentCapability, AgentDefinition, EventDefinition
+
+    await context.registry.register(AgentDefinition(
+        agent_id=name, name=name, agent_type="tool",
+        capabilities=[AgentCapability(
+            task_name=consumes, description=f"handles {consumes}",
+            consumed_event=EventDefinition(event_name=consumes, description=consumes),
+            produced_events=[EventDefinition(event_name=produces, topic="action-results")],
+        )],
+    ))
+
+
+def llm_calls(*procs: Proc | None) -> int:
+    """How many model calls the planner processes made (their ``llm-call`` lines)."""
+    return sum(
+        1 for proc in procs if proc is not None for line in proc.lines
+        if line.startswith("llm-call ")
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import httpx
-import jwt
 import pytest
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
@@ -18,6 +17,7 @@ from conftest import HEADERS_A, HEADERS_B, JWT_SECRET, KEY_A, Platform
 from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 
 from gateway_a2a.settings import Settings, hash_api_key
+from servicekit.auth import issue_token
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -49,7 +49,7 @@ async def test_missing_or_wrong_credentials_answer_401(platform: Platform):
 
 
 async def test_bearer_jwt_acts_as_its_tenant(platform: Platform):
-    token = jwt.encode({"tenant_id": "tenant-a", "user_id": "ann"}, JWT_SECRET, "HS256")
+    token = issue_token(Settings(jwt_secret=JWT_SECRET), tenant_id="tenant-a", user_id="ann")
     async with a2a_client(platform.url, "HTTP+JSON", streaming=False,
                           headers={"Authorization": f"Bearer {token}"}) as client:
         task = final_task(await collect(client, send_request(

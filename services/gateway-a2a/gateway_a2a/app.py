@@ -46,7 +46,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     push_http = httpx.AsyncClient(
         timeout=settings.gateway_push_timeout_seconds, follow_redirects=False
     )
-    catalog = SkillCatalog(settings.registry_url, http, settings.gateway_card_ttl_seconds)
+    catalog = SkillCatalog(settings.registry_url, http, settings.gateway_card_ttl_seconds,
+                           settings.api_token)
     bridge = Bridge(settings, stores.routes, http)
     cards = CardEndpoints(settings, catalog)
     placeholder: AgentCard = build_card(settings, [PLACEHOLDER_SKILL])

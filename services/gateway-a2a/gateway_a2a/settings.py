@@ -8,7 +8,7 @@ import socket
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator
-from pydantic_settings import NoDecode
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from servicekit.settings import ServiceSettings
 
@@ -28,6 +28,9 @@ class Settings(ServiceSettings):
     ``"sha256:<hex>"`` (preferred: the plain key never sits in the configuration); a
     plain key is hashed when the settings load and only its hash is kept.
     """
+
+    # Compose passes unset options as empty strings: they mean "not set".
+    model_config = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore", env_ignore_empty=True)
 
     gateway_database_url: str | None = None
     # Where the other services are (the same variables agents use).

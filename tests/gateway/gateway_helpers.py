@@ -48,7 +48,7 @@ def echo_tool(context: PlatformContext) -> Tool:
     async def echo(request, ctx):
         message = request.data.get("a2a_message") or {}
         return {"echo": request.data["text"] * request.data.get("times", 1),
-                "message_id": message.get("message_id")}
+                "message_id": message.get("message_id"), "tenant": request.tenant_id}
 
     return tool
 
@@ -117,10 +117,11 @@ def review_worker(context: PlatformContext, control: ReviewControl | None = None
 
 
 def agent_context(events: str, registry: str, memory: str | None = None,
-                  tenant: str | None = None) -> PlatformContext:
+                  tenant: str | None = None, token: str | None = None) -> PlatformContext:
     settings = PlatformSettings(
         event_service_url=events, registry_url=registry,
-        memory_url=memory or "http://127.0.0.1:9", tenant_id=tenant,
+        memory_url=memory or "http://127.0.0.1:9", tenant_id=None if token else tenant,
+        api_token=token,
     )
     context = PlatformContext.from_env(settings=settings)
     context.bus.max_backoff = 0.3

@@ -28,8 +28,8 @@ async def test_legacy_send_answers_with_the_seed_shape(platform: Platform):
     assert answer.id == "legacy-1" and answer.sessionId == "s-1"
     assert answer.status == A2ATaskStatus.COMPLETED
     assert answer.message is not None and answer.message.parts[0].type == "data"
-    assert answer.message.parts[0].data == {"echo": "yo", "message_id": answer.message.parts[
-        0].data["message_id"]}
+    echoed = answer.message.parts[0].data
+    assert echoed == {"echo": "yo", "message_id": echoed["message_id"], "tenant": "tenant-a"}
     failed = A2ATaskResponse.model_validate(data.json())
     assert failed.status == A2ATaskStatus.FAILED
     assert failed.error == "the document is unreadable"

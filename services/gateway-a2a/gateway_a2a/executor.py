@@ -84,8 +84,9 @@ class BusAgentExecutor(AgentExecutor):
         task_id, context_id = str(context.task_id), str(context.context_id)
         tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
         message = context.message
-        # Stored before anything is published: a crash after this point leaves a task
-        # a client can still get; the answer reaches it through the route.
+        # The SDK's consumer stores the task; the route is stored before the request is
+        # published, so an answer arriving after a restart finds its task. (A client
+        # only learns the task id once the SDK has stored it.)
         await event_queue.enqueue_event(Task(
             id=task_id, context_id=context_id, status=_now_status(TaskState.TASK_STATE_SUBMITTED),
             history=[message] if message is not None else [],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,7 +80,7 @@ class BusAgentExecutor(AgentExecutor):
 
     async def _start(
         self, context: RequestContext, event_queue: EventQueue, updater: TaskUpdater,
-        skill: Skill, state: dict[str, Any],
+        skill: Skill, state: MutableMapping[str, Any],
     ) -> None:
         task_id, context_id = str(context.task_id), str(context.context_id)
         tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
@@ -112,7 +113,7 @@ class BusAgentExecutor(AgentExecutor):
 
     async def _reply_with_message(
         self, context: RequestContext, event_queue: EventQueue, skill: Skill,
-        state: dict[str, Any],
+        state: MutableMapping[str, Any],
     ) -> None:
         """An agent that answers with messages: no task, one agent message back."""
         request_id = str(uuid.uuid4())
@@ -144,7 +145,7 @@ class BusAgentExecutor(AgentExecutor):
     # -- answer to input-required ------------------------------------------------------
 
     async def _answer(
-        self, context: RequestContext, updater: TaskUpdater, state: dict[str, Any]
+        self, context: RequestContext, updater: TaskUpdater, state: MutableMapping[str, Any]
     ) -> None:
         task_id = str(context.task_id)
         route = await self.routes.get(task_id)
@@ -198,7 +199,8 @@ class BusAgentExecutor(AgentExecutor):
                 awaiting_correlation=event.correlation_id or data.get("sub_task_id"),
             )
             question = str(data.get("question") or "input required")
-            details = {k: data[k] for k in ("deadline", "timeout_seconds") if k in data}
+            details: dict[str, Any] = {
+                k: data[k] for k in ("deadline", "timeout_seconds") if k in data}
             await updater.update_status(
                 TaskState.TASK_STATE_INPUT_REQUIRED,
                 message=agent_message(question, task_id, updater.context_id, message_id),

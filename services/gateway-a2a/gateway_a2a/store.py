@@ -90,11 +90,11 @@ class RouteStore:
 
 
 def _values(route: Route) -> dict[str, Any]:
-    return {name: getattr(route, name) for name in Route.__slots__}  # type: ignore[attr-defined]
+    return {name: getattr(route, name) for name in Route.__slots__}
 
 
 def _route(row: Any) -> Route:
-    return Route(**{name: row[name] for name in Route.__slots__})  # type: ignore[attr-defined]
+    return Route(**{name: row[name] for name in Route.__slots__})
 
 
 @dataclass(slots=True)

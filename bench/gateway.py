@@ -120,7 +120,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
     tmp = ROOT / ".soorma" / f"bench-gw-{uuid.uuid4().hex[:6]}"
     tmp.mkdir(parents=True, exist_ok=True)
-    db_url = await create_database(args.database_url)
+    db_url = (await create_database(args.database_url) if args.gateway_db == "postgres"
+              else f"sqlite+aiosqlite:///{tmp}/gateway.db")
     events = UvicornService(name="event service", factory="event_service.app:create_app",
                             port=free_port(), env={
                                 "SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": args.redis_url,
@@ -141,7 +142,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                                  "SOORMA_DATA_DIR": str(tmp)}, ready_attempts=1200)
     services = {"events": events, "registry": registry, "gateway": gateway}
     report: dict[str, Any] = {
-        "bench": "B7", "clients": args.clients, "seconds": args.seconds, "rounds": args.rounds,
+        "bench": "B7", "gateway_db": args.gateway_db, "clients": args.clients,
+        "seconds": args.seconds, "rounds": args.rounds,
         "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg(),
                     "python": platform.python_version()},
         "runs": [],
@@ -209,7 +211,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await http.aclose()
         for service in services.values():
             service.stop()
-        await drop_database(args.database_url, db_url)
+        if args.gateway_db == "postgres":
+            await drop_database(args.database_url, db_url)
     return report
 
 
@@ -218,6 +221,8 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--gateway-db", choices=["postgres", "sqlite"], default="postgres",
+                        help="the gateway's task store (B7 is defined on PostgreSQL)")
     parser.add_argument("--redis-url", default=os.environ.get(
         "SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
     parser.add_argument("--database-url", default=os.environ.get(

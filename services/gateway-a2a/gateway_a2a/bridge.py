@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -39,6 +40,7 @@ TIMEOUT_EVENT = "task.timeout"
 READY_TIMEOUT_SECONDS = 15.0
 TAP = "*"
 MAX_ACKS = 500
+NOT_OURS_CAPACITY = 10_000
 SERVICE_ROLE = "service"
 
 Orphan = Callable[[Route, Event], Awaitable[None]]
@@ -70,6 +72,7 @@ class Bridge:
         self._acks: list[str] = []
         self._ack_wake = asyncio.Event()
         self._closing = False
+        self._not_ours: OrderedDict[str, None] = OrderedDict()
 
     @property
     def bus(self) -> BusClient:
@@ -146,10 +149,20 @@ class Bridge:
         if waiter is not None:
             waiter.put_nowait(event)
             return
+        if task_id in self._not_ours:
+            return
         route = await self.routes.get(task_id)
         if route is None and event.type == TIMEOUT_EVENT and event.correlation_id:
             route = await self.routes.by_awaiting(event.correlation_id)
-        if route is None or route.finished or route.replica != self.replica:
+        if route is None:
+            # Not a gateway task (the tap carries every agent's progress): a gateway
+            # task's route is stored before its request is published, so an id without
+            # one never becomes a gateway task; remember it and skip the lookup.
+            self._not_ours[task_id] = None
+            if len(self._not_ours) > NOT_OURS_CAPACITY:
+                self._not_ours.popitem(last=False)
+            return
+        if route.finished or route.replica != self.replica:
             return
         if event.tenant_id and event.tenant_id != route.tenant_id:
             return

@@ -19,9 +19,11 @@ from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
     Message,
     SendMessageRequest,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import (
@@ -79,6 +81,8 @@ class GatewayRequestHandler(DefaultRequestHandler):
                     message=f"task {task.id} is {state}: send a message to it only when it "
                     "is TASK_STATE_INPUT_REQUIRED",
                 )
+            if params.configuration.HasField("task_push_notification_config"):
+                self._forget_push_configs(message.task_id)
             if not message.context_id:
                 # The task's context (the client may leave it out on a follow-up).
                 message.context_id = task.context_id
@@ -120,6 +124,24 @@ class GatewayRequestHandler(DefaultRequestHandler):
                 correlation_id=params.id, session_id=route.context_id,
             )
         return task
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        created = await super().on_create_task_push_notification_config(params, context)
+        self._forget_push_configs(params.task_id)
+        return created
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        await super().on_delete_task_push_notification_config(params, context)
+        self._forget_push_configs(params.task_id)
+
+    def _forget_push_configs(self, task_id: str) -> None:
+        configs = getattr(self._push_sender, "configs", None)
+        if configs is not None:
+            configs.forget(task_id)
 
     async def resume(self, route: Route, event: BusEvent) -> None:
         """Apply ``event`` to a task no executor here waits for (the SDK's own path)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from urllib.parse import urlsplit
 
 import httpx
@@ -41,13 +42,45 @@ class PushPolicy:
         return self.any_public and await validate_push_notification_url(url)
 
 
+class DispatchConfigCache:
+    """The push configs of a task for dispatch, read at most once per ``ttl`` seconds.
+
+    Every update of every task would otherwise cost a query (three per short task, most
+    of them finding nothing). Configs created or deleted through this replica are seen
+    at once (:meth:`forget`); through another replica within ``ttl``.
+    """
+
+    def __init__(self, store: PushNotificationConfigStore, ttl: float) -> None:
+        self.store = store
+        self.ttl = ttl
+        self._cache: dict[str, tuple[float, list[TaskPushNotificationConfig]]] = {}
+
+    async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        now = time.monotonic()
+        hit = self._cache.get(task_id)
+        if hit is not None and now - hit[0] < self.ttl:
+            return hit[1]
+        configs = list(await self.store.get_info_for_dispatch(task_id) or [])
+        if len(self._cache) > 10_000:
+            self._cache = {k: v for k, v in self._cache.items() if now - v[0] < self.ttl}
+        self._cache[task_id] = (now, configs)
+        return configs
+
+    def forget(self, task_id: str) -> None:
+        self._cache.pop(task_id, None)
+
+
 class RetryingPushSender(BasePushNotificationSender):
     """Deliver each notification with retries and exponential backoff."""
 
     def __init__(
         self, http: httpx.AsyncClient, store: PushNotificationConfigStore, settings: Settings
     ) -> None:
-        super().__init__(http, store, push_url_validator=PushPolicy(settings.gateway_push_allow))
+        self.configs = DispatchConfigCache(store, settings.gateway_push_config_ttl_seconds)
+        super().__init__(
+            http, self.configs,  # type: ignore[arg-type]  # only get_info_for_dispatch is used
+            push_url_validator=PushPolicy(settings.gateway_push_allow),
+        )
         self.attempts = settings.gateway_push_attempts
         self.backoff = settings.gateway_push_backoff_seconds
         self._chains: dict[str, asyncio.Task[None]] = {}

@@ -60,6 +60,8 @@ class Settings(ServiceSettings):
     gateway_push_attempts: int = Field(default=4, ge=1)
     gateway_push_backoff_seconds: float = Field(default=0.5, gt=0)
     gateway_push_timeout_seconds: float = Field(default=5.0, gt=0)
+    # A task's push configs are re-read for dispatch at most this often (per replica).
+    gateway_push_config_ttl_seconds: float = Field(default=1.0, ge=0)
     # Cross-replica polling of the shared task_events table (resubscribe on B).
     gateway_poll_interval_seconds: float = Field(default=0.2, gt=0)
     gateway_max_body_bytes: int = Field(default=1024 * 1024, ge=1024)

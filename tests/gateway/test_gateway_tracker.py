@@ -85,7 +85,7 @@ async def test_plan_started_by_a_task_is_tracked_under_its_id(services: dict[str
     async with httpx.AsyncClient(base_url=services["tracker"]) as http:
         for _ in range(100):  # the tracker projects the tap asynchronously
             found = await http.get(f"/v1/tracker/plans/by-correlation/{task.id}")
-            if found.status_code != 404:
+            if found.status_code != 404 and found.json().get("status") == "completed":
                 break
             await asyncio.sleep(0.1)
     assert found.status_code == 200, found.text

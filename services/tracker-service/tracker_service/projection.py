@@ -253,6 +253,11 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
         loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
     for row in await _select(conn, tasks, "parent_event_id", request_ids):
         loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
+    # The tasks that asked a human: an answer moves them back to running.
+    askers = {(r["tenant_id"], r["parent_task_id"]) for r in loaded.values()
+              if r["kind"] == "human_input" and r["parent_task_id"]}
+    for row in await _select(conn, tasks, "task_id", askers - task_ids):
+        loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
     b.tasks = loaded
     for row in loaded.values():
         b.index_task(row)

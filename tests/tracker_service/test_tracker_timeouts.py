@@ -13,7 +13,7 @@ from tracker_stack import Listener, Stack, start_stack
 pytestmark = pytest.mark.asyncio
 
 
-async def ask_human(stack: Stack, timeout: float, *, tenant: str = "acme") -> dict[str, str]:
+async def ask_human(stack: Stack, seconds: float, *, tenant: str = "acme") -> dict[str, str]:
     plan_id, sub = str(uuid.uuid4()), str(uuid.uuid4())
     task_id = await stack.publish({"topic": "action-requests", "type": "review.do",
                                    "correlation_id": f"c-{sub}", "response_event": "review.done",
@@ -24,7 +24,7 @@ async def ask_human(stack: Stack, timeout: float, *, tenant: str = "acme") -> di
         "response_event": "human.answered", "response_topic": "notification-events",
         "data": {"question": "ok?", "task_id": task_id, "sub_task_id": sub,
                  "response_event": "human.answered", "response_topic": "notification-events",
-                 "timeout_seconds": timeout}}, tenant=tenant)
+                 "timeout_seconds": seconds}}, tenant=tenant)
     return {"plan_id": plan_id, "sub": sub, "task_id": task_id}
 
 

@@ -42,6 +42,14 @@ class AckResponse(BaseDTO):
     count: int
 
 
+class ExtendRequest(AckRequest):
+    """Renew the lease of deliveries a handler is still working on."""
+
+
+class ExtendResponse(BaseDTO):
+    extended: int = Field(description="Deliveries whose lease was renewed (still pending)")
+
+
 class DeadLetter(BaseDTO):
     id: str = Field(description="Id of the dead letter in the dead-letter topic")
     event: EventEnvelope
@@ -69,6 +77,8 @@ __all__ = [
     "AckResponse",
     "DeadLetter",
     "DeadLetterList",
+    "ExtendRequest",
+    "ExtendResponse",
     "NackRequest",
     "PublishBatchRequest",
     "PublishBatchResponse",

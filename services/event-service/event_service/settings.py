@@ -35,7 +35,7 @@ class Settings(ServiceSettings):
     redis_prefix: str = Field(default="soorma", pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
     # Approximate cap on entries kept per topic (Redis ``XADD MAXLEN ~``).
     stream_max_length: int = Field(default=100_000, ge=100)
-    heartbeat_seconds: float = Field(default=15.0, gt=0)
+    heartbeat_seconds: float = Field(default=15.0, ge=0.5)
     # How many entries one backend read returns (also the SSE write batch size).
     read_batch: int = Field(default=500, ge=1, le=10_000)
     # How long a blocking backend read waits before looping (bounds shutdown latency).
@@ -45,6 +45,10 @@ class Settings(ServiceSettings):
     claim_interval_seconds: float = Field(default=0.25, gt=0)
     default_visibility_timeout: float = Field(default=30.0, ge=0.1)
     default_max_deliveries: int = Field(default=5, ge=1)
+    # Unacked deliveries one group stream may hold when the client does not say
+    # (``prefetch``): few enough that a handler working one event at a time finishes
+    # them well inside the visibility timeout (32 events in 30 s: ~1 s each).
+    default_prefetch: int = Field(default=32, ge=1, le=1000)
     # Whole-request limit; single events are held to ``max_payload_bytes`` of ``data``.
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     # Entries a slow SSE subscriber may have queued before it falls back to re-reading.

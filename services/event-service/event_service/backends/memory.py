@@ -236,6 +236,72 @@ class MemoryEventLog(EventLog):
             state.notify()
         return claimed
 
+    async def claim_own(
+        self,
+        tenant: str,
+        topic: str,
+        group: str,
+        consumer: str,
+        *,
+        after: str,
+        max_deliveries: int,
+        count: int,
+    ) -> tuple[list[Entry], str | None]:
+        state = self._tenant(tenant)
+        g = state.topic(topic).groups.get(group)
+        if g is None or count < 1:
+            return [], None
+        start = parse_id(after)
+        own = sorted(
+            (p for p in g.pending.values()
+             if p.consumer == consumer and not p.nacked and p.entry.key > start),
+            key=lambda p: p.entry.key,
+        )[:count]
+        if not own:
+            return [], None
+        now = time.monotonic()
+        out: list[Entry] = []
+        dead = False
+        for p in own:
+            if p.count >= max_deliveries:
+                del g.pending[p.entry.id]
+                reason = p.reason or f"visibility timeout expired after {p.count} deliveries"
+                self._bury(state, topic, p.entry, reason, p.count, group)
+                dead = True
+                continue
+            p.delivered_at = now
+            p.count += 1
+            out.append(p.entry)
+        if dead:
+            state.notify()
+        return out, own[-1].entry.id
+
+    async def still_pending(
+        self, tenant: str, group: str, consumer: str, refs: Sequence[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        state = self._tenant(tenant)
+        found: set[tuple[str, str]] = set()
+        for topic, stream_id in refs:
+            t = state.topics.get(topic)
+            g = t.groups.get(group) if t else None
+            p = g.pending.get(stream_id) if g else None
+            if p is not None and p.consumer == consumer and not p.nacked:
+                found.add((topic, stream_id))
+        return found
+
+    async def extend(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
+        state = self._tenant(tenant)
+        now = time.monotonic()
+        done = 0
+        for topic, stream_id in refs:
+            t = state.topics.get(topic)
+            g = t.groups.get(group) if t else None
+            p = g.pending.get(stream_id) if g else None
+            if p is not None and not p.nacked:
+                p.delivered_at = now
+                done += 1
+        return done
+
     def _bury(
         self, state: _Tenant, topic: str, entry: Entry, reason: str, count: int, group: str
     ) -> None:

@@ -61,7 +61,7 @@ def start_chromium(width: int = 1360, height: int = 900) -> Any:
 
 
 def wait_for(
-    driver: Any, condition: Callable[[Any], Any], timeout: float = 15, message: str = ""
+    driver: Any, condition: Callable[[Any], Any], timeout: float = 30, message: str = ""
 ) -> Any:
     """Poll ``condition(driver)`` until truthy (selenium's WebDriverWait)."""
     from selenium.webdriver.support.ui import WebDriverWait

@@ -65,7 +65,9 @@ class Research:
         @searcher.on_event(topic="action-requests", event_type="web.search.requested")
         async def search(event: Any, context: PlatformContext) -> None:
             query = event.data.get("query")
-            if str(query).startswith("obscure") and not event.data.get("details"):
+            if query == "broken":
+                await reply(event, context, "web.search.failed", {"error": "backend timed out"})
+            elif str(query).startswith("obscure") and not event.data.get("details"):
                 await reply(event, context, "web.search.no_results", {"count": 0})
             else:
                 await reply(event, context, "web.search.completed",
@@ -190,6 +192,7 @@ def rows(driver: Any) -> dict[str, str]:
 def screenshot(driver: Any, name: str) -> None:
     if not SCREENSHOTS:
         return
+    driver.execute_script("window.scrollTo(0, 0)")
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(1360, min(max(int(height), 700), 2400))
     target = Path(SCREENSHOTS) / name
@@ -210,12 +213,14 @@ def no_injection(driver: Any) -> None:
 
 def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver, stack):
     done = stack.run(ask(stack, "owls"))
+    failed = stack.run(ask(stack, "broken"))
     held = stack.run(plan_with(stack, stack.run(ask(stack, "obscure", wait=False)), "ask_user"))
 
     page(driver, stack, "/ui")
     loaded(driver)
-    wait_for(driver, lambda d: {done, held} <= set(rows(d)), message="plans not listed")
-    assert rows(driver)[done] == "completed" and rows(driver)[held] == "running"
+    wait_for(driver, lambda d: {done, failed, held} <= set(rows(d)), message="plans not listed")
+    listed = rows(driver)
+    assert (listed[done], listed[failed], listed[held]) == ("completed", "failed", "running")
     pill = driver.find_element("css selector", f'tr[data-plan-id="{done}"] .pill')
     assert "status-completed" in pill.get_attribute("class")
     # Completed green, running blue: the colours come from the status classes.
@@ -248,10 +253,6 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
     loaded(driver)
     assert rows(driver) == {}
     assert driver.find_element("id", "empty").is_displayed()
-    page(driver, stack, "/ui")
-    loaded(driver)
-    wait_for(driver, lambda d: done in rows(d))
-    screenshot(driver, "tracker-plans.png")
 
 
 def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
@@ -378,6 +379,7 @@ def test_choreography_plan_shows_its_llm_audit_trail_and_links_its_sub_plan(driv
     page(driver, stack, f"/ui/plans/{plan_id}")
     settled(driver)
     assert driver.find_element("id", "audit-panel").is_displayed()
+    assert "ChoreographyPlanner" in driver.find_element("id", "no-machine").text
     records = driver.find_elements("css selector", "#audit details.audit")
     assert len(records) == len(llm.calls) == 3
     first = records[0]
@@ -404,3 +406,11 @@ def test_choreography_plan_shows_its_llm_audit_trail_and_links_its_sub_plan(driv
     parent = wait_for(driver, lambda d: d.find_elements("css selector", "#facts a.plan-link"))
     assert parent[0].text == plan_id
     assert console_errors(driver) == []
+
+    # The list now has every kind of plan: the orchestrator and its linked sub-plan too.
+    page(driver, stack, "/ui")
+    loaded(driver)
+    wait_for(driver, lambda d: {plan_id, sub_id} <= set(rows(d)))
+    parent_link = css(driver, f'tr[data-plan-id="{sub_id}"] td:last-child a')[0]
+    assert f"/ui/plans/{plan_id}" in parent_link.get_attribute("href")
+    screenshot(driver, "tracker-plans.png")

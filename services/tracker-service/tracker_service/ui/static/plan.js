@@ -67,12 +67,24 @@
 
   function renderMachine() {
     const box = ui.clear(document.getElementById("machine"));
+    const legend = document.getElementById("machine-legend");
     const context = plan.context || {};
     const steps = path();
     const current = steps.length ? steps[steps.length - 1].to : plan.current_state;
-    const svg = ui.drawMachine(context.state_machine || {}, null, steps, plan.current_state || current);
+    const machine = context.state_machine || {};
+    const states = Object.keys(machine).length;
+    // A ChoreographyPlanner plan sits in one placeholder state: its steps are LLM choices.
+    const llm = (context.llm_audit || []).length > 0 && states <= 1;
+    if ((!states && !steps.length) || llm) {
+      box.append(h("p", { class: "muted", id: "no-machine" }, (context.llm_audit || []).length
+        ? "No state machine: an LLM (ChoreographyPlanner) chooses each step; see the audit trail below."
+        : "No state machine recorded for this plan."));
+      legend.hidden = true;
+      return;
+    }
+    legend.hidden = false;
+    const svg = ui.drawMachine(machine, null, steps, plan.current_state || current);
     if (svg) box.append(svg);
-    else box.append(h("p", { class: "muted" }, "No state machine recorded for this plan (a ChoreographyPlanner plan has none)."));
   }
 
   function timelineRow(entry, first) {
@@ -80,7 +92,7 @@
     return h("tr", { class: "tl-row", "data-event-type": entry.type, "data-seq": entry.seq },
       h("td", { class: "nowrap mono" }, ui.fmtTime(t)),
       h("td", { class: "num mono" }, first !== null && t !== null ? "+" + ui.fmtDuration(t - first) : ""),
-      h("td", null, entry.source || ""),
+      h("td", { class: "nowrap" }, entry.source || ""),
       h("td", { class: "mono" }, entry.type),
       h("td", null, entry.data && Object.keys(entry.data).length
         ? h("details", { class: "tl-data", "data-seq": entry.seq }, h("summary", null, entry.summary || entry.type),
@@ -236,10 +248,17 @@
       bump("loaded");
       // For tests and scripts: nothing more will change on this page.
       document.body.dataset.settled = String(!pending && TERMINAL.includes(plan.status));
+      if (TERMINAL.includes(plan.status) && stream) {
+        stream.close();
+        stream = null;
+        live("", "ended");
+      }
       ui.showError(null);
     } catch (err) {
       ui.showError(err);
+      return err;
     }
+    return null;
   }
 
   function refreshSoon() {
@@ -270,15 +289,25 @@
       }
       // The detail (waits, context, LLM audit, actions) is not in the frame: re-read it.
       if (changed) refreshSoon();
-      if (frame.event === "end") {
+      if (frame.event === "end" && stream) {
         stream.close();
+        stream = null;
         live("", "ended");
       }
     }
   }
 
+  let retries = 0;
+
   async function start() {
-    await load();
+    const err = await load();
+    if (!plan) {
+      // Not projected yet (a plan opened as it starts) or the service unreachable: try
+      // again. A refused identity (401/403) or a bad request will not heal by waiting.
+      const transient = !(err instanceof ui.ApiError) || err.status === 404 || err.status >= 500;
+      if (transient) setTimeout(start, Math.min(1000 * ++retries, 5000));
+      return;
+    }
     if (stream) stream.close();
     if (plan && TERMINAL.includes(plan.status)) { live("", "ended"); return; }
     stream = ui.stream("/plans/" + enc + "/stream", {

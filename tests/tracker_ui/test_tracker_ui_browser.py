@@ -24,6 +24,8 @@ import pytest
 from ui_browser import console_errors, start_chromium, wait_for
 from ui_stack import Stack
 
+from servicekit.auth import issue_token
+from servicekit.settings import ServiceSettings
 from soorma import Agent, PlatformContext
 from soorma.agents.planner import Planner
 
@@ -414,3 +416,33 @@ def test_choreography_plan_shows_its_llm_audit_trail_and_links_its_sub_plan(driv
     parent_link = css(driver, f'tr[data-plan-id="{sub_id}"] td:last-child a')[0]
     assert f"/ui/plans/{plan_id}" in parent_link.get_attribute("href")
     screenshot(driver, "tracker-plans.png")
+
+
+def test_jwt_mode_asks_for_a_token_and_sends_it_as_a_bearer_header(driver, stack):
+    secret = "ui-test-secret-" + "s" * 32
+    # A second tracker (API and UI only) on the same projection, in jwt mode.
+    url = stack.run(stack.add_tracker(auth_mode="jwt", jwt_secret=secret,
+                                      tracker_projector=False, tracker_timeouts=False))
+    plan_id = stack.run(ask(stack, "owls-jwt"))
+    stack.run(tracked(stack, f"/plans/{plan_id}"))
+
+    driver.get(f"{url}/ui?tenant=ignored-in-jwt-mode")
+    wait_for(driver, lambda d: css(d, "#token-input"), message="no token field")
+    assert css(driver, "#tenant-input") == []
+    # No token: the API's 401 message is shown, nothing else.
+    wait_for(driver, lambda d: "bearer token" in d.find_element("id", "error").text)
+    assert rows(driver) == {}
+
+    token = issue_token(ServiceSettings(jwt_secret=secret), tenant_id=TENANT, user_id="ui")
+    driver.find_element("id", "token-input").send_keys(token)
+    driver.find_element("css selector", "#identity button").click()
+    wait_for(driver, lambda d: plan_id in rows(d), message="token not used")
+    assert driver.find_element("id", "error").text == ""
+    assert token not in driver.current_url  # kept in localStorage, never in a URL
+
+    driver.find_element("css selector", f'tr[data-plan-id="{plan_id}"] a.plan-link').click()
+    settled(driver)
+    assert status(driver) == "completed"
+    assert token not in driver.current_url
+    # The only failures were the token-less calls.
+    assert all("status of 401" in m for m in console_errors(driver))

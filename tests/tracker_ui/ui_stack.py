@@ -60,13 +60,19 @@ class Stack:
             memory_settings(f"sqlite+aiosqlite:///{tmp}/memory.db", tmp))))
         registry = await self._exit.enter_async_context(serve(create_registry_app(
             registry_settings(f"sqlite+aiosqlite:///{tmp}/registry.db", tmp))))
-        tracker = await self._exit.enter_async_context(serve(create_tracker_app(TrackerSettings(
-            tracker_database_url=f"sqlite+aiosqlite:///{tmp}/tracker.db", data_dir=tmp,
-            event_service_url=events.url, memory_url=memory.url,
-            tracker_stream_poll_seconds=0.1,
-        ))))
-        self.urls = {"events": events.url, "memory": memory.url, "registry": registry.url,
-                     "tracker": tracker.url}
+        self.urls = {"events": events.url, "memory": memory.url, "registry": registry.url}
+        self.urls["tracker"] = await self.add_tracker()
+
+    async def add_tracker(self, **overrides: Any) -> str:
+        """Serve a tracker on the stack's database (more than one: replicas); its URL."""
+        settings = TrackerSettings(**{
+            "tracker_database_url": f"sqlite+aiosqlite:///{self.tmp}/tracker.db",
+            "data_dir": self.tmp, "event_service_url": self.urls["events"],
+            "memory_url": self.urls["memory"], "tracker_stream_poll_seconds": 0.1,
+            **overrides,
+        })
+        server = await self._exit.enter_async_context(serve(create_tracker_app(settings)))
+        return server.url
 
     # -- helpers -------------------------------------------------------------------
 

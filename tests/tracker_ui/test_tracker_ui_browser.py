@@ -17,6 +17,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,21 @@ async def ask(stack: Stack, topic: str, *, wait: bool = True) -> str:
         return str(answer.data["plan_id"])
 
 
+async def ask_a_human(stack: Stack, plan_id: str, seconds: float) -> None:
+    """What a Worker publishes when it asks a person (``notification.human_input``)."""
+    async with stack.context(TENANT) as context:
+        context.bus.source = "approver"
+        sub_task = f"sub-{plan_id}"
+        deadline = datetime.now(UTC) + timedelta(seconds=seconds)
+        await context.bus.publish(
+            "notification-events", "notification.human_input",
+            {"task_id": f"task-{plan_id}", "sub_task_id": sub_task,
+             "question": "Approve?", "response_event": "approval.answered",
+             "response_topic": "action-results", "timeout_seconds": seconds,
+             "deadline": deadline.isoformat()},
+            correlation_id=sub_task, plan_id=plan_id)
+
+
 async def tracked(stack: Stack, path: str, tenant: str = TENANT) -> Any:
     """GET the tracker API until it answers 200 (the projection is asynchronous)."""
     async with stack.context(tenant) as context, asyncio.timeout(20):
@@ -179,7 +195,9 @@ def attrs(driver: Any, selector: str, name: str) -> set[str]:
 
 
 def status(driver: Any) -> str:
-    return str(driver.find_element("css selector", "#plan-status .pill").text)
+    return str(driver.execute_script(
+        "const pill = document.querySelector('#plan-status .pill');"
+        "return pill ? pill.textContent : '';"))
 
 
 def rows(driver: Any) -> dict[str, str]:
@@ -237,6 +255,13 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
     assert "status=completed" in driver.current_url
     driver.find_element("id", "f-clear").click()
     wait_for(driver, lambda d: held in rows(d), message="clear ignored")
+    # A time range (local time in the form, UTC to the API): nothing started in 2099.
+    driver.execute_script("document.getElementById('f-since').value = '2099-01-01T00:00:00'")
+    driver.find_element("css selector", "#filters button[type=submit]").click()
+    wait_for(driver, lambda d: rows(d) == {}, message="time filter ignored")
+    assert driver.find_element("id", "error").text == ""
+    driver.find_element("id", "f-clear").click()
+    wait_for(driver, lambda d: held in rows(d), message="clear ignored")
 
     # Auto-refresh: a plan started after the page loaded appears without a reload.
     driver.execute_script("window.__same_page = true")
@@ -287,6 +312,13 @@ def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
     # Every state of the definition is drawn, reached or not.
     assert set(RESEARCH.states) <= attrs(driver, "#machine .node", "data-state")
     rows_before = len(timeline)
+
+    # A worker in the plan asks a person with a 1 s deadline; nobody answers: the page
+    # shows the wait, then (tracker-fired task.timeout, over the stream) its timeout.
+    stack.run(ask_a_human(stack, held, seconds=1))
+    wait_for(driver, lambda d: attrs(d, "#waits-body .pill", "data-status") == {"timed_out"},
+             message="the wait's timeout never showed")
+    assert "task.timeout" in attrs(driver, "#timeline-body tr", "data-event-type")
 
     # The human answers: the plan moves on; the open page follows over SSE, no reload.
     driver.execute_script("window.__same_page = true")

@@ -63,10 +63,16 @@ def start_chromium(width: int = 1360, height: int = 900) -> Any:
 def wait_for(
     driver: Any, condition: Callable[[Any], Any], timeout: float = 30, message: str = ""
 ) -> Any:
-    """Poll ``condition(driver)`` until truthy (selenium's WebDriverWait)."""
+    """Poll ``condition(driver)`` until truthy (selenium's WebDriverWait).
+
+    Live pages re-render: an element that went stale mid-read is simply read again.
+    """
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition, message)
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    wait = WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=ignored)
+    return wait.until(condition, message)
 
 
 def console_errors(driver: Any) -> list[str]:

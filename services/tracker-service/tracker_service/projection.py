@@ -566,11 +566,14 @@ async def _write(conn: AsyncConnection, b: _Batch) -> None:
 
 
 async def bump(conn: AsyncConnection, **amounts: int) -> None:
-    """Add to the platform-wide counters."""
-    for name, amount in amounts.items():
-        if amount:
-            await conn.execute(counters.update().where(counters.c.name == name)
-                               .values(value=counters.c.value + amount))
+    """Add to the platform-wide counters (one statement)."""
+    changed = {name: amount for name, amount in amounts.items() if amount}
+    if not changed:
+        return
+    delta = sa.case(*((counters.c.name == name, amount) for name, amount in changed.items()),
+                    else_=0)
+    await conn.execute(counters.update().where(counters.c.name.in_(list(changed)))
+                       .values(value=counters.c.value + delta))
 
 
 async def project(conn: AsyncConnection, raw: Sequence[Any]) -> BatchResult:

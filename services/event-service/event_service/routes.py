@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
+from event_service.bodies import AckBody, NackBody, ReplayBody
 from event_service.groups import GroupSession
 from event_service.ids import ZERO_ID, parse_id, parse_ref, parse_token
 from event_service.publishing import publish_many, publish_one
@@ -21,20 +22,17 @@ from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
 from soorma_common.bus import (
-    AckRequest,
     AckResponse,
     DeadLetter,
     DeadLetterList,
-    NackRequest,
     PublishBatchRequest,
     PublishBatchResponse,
     PublishRequest,
     PublishResponse,
-    ReplayRequest,
     ReplayResponse,
 )
 from soorma_common.errors import InvalidTopic, ValidationFailed
-from soorma_common.events import EventEnvelope, is_valid_topic
+from soorma_common.events import TOPIC_PATTERN, EventEnvelope, is_valid_topic
 
 # Every route can answer 422 (bad input) and 503 (Redis unreachable), in the common
 # error body; routes add what else they can answer.
@@ -152,8 +150,11 @@ async def stream(
                     f"{MAX_EVENT_TYPE_LENGTH} characters)",
         max_length=MAX_EVENT_TYPES * (MAX_EVENT_TYPE_LENGTH + 1),
     )] = None,
-    group: Annotated[str | None, Query(description="Consumer group (competing)")] = None,
-    consumer: Annotated[str | None, Query(description="Consumer id within the group")] = None,
+    group: Annotated[str | None, Query(description="Consumer group (competing)",
+                                       json_schema_extra={"pattern": NAME_PATTERN.pattern})] = None,
+    consumer: Annotated[str | None, Query(description="Consumer id within the group",
+                                          json_schema_extra={"pattern": NAME_PATTERN.pattern})
+                        ] = None,
     start: Annotated[str, Query(alias="from", pattern="^(now|earliest)$")] = "now",
     visibility_timeout: Annotated[float | None, Query(ge=0.1, le=86_400)] = None,
     max_deliveries: Annotated[int | None, Query(ge=1, le=1000)] = None,
@@ -196,14 +197,14 @@ async def stream(
 
 
 @router.post("/ack", response_model=AckResponse, summary="Acknowledge group deliveries")
-async def ack(req: AckRequest, identity: CurrentIdentity, events: Events) -> Response:
+async def ack(req: AckBody, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
     count = await events.log.ack(identity.tenant_id, req.group, refs)
     return ORJSONResponse({"count": count})
 
 
 @router.post("/nack", response_model=AckResponse, summary="Release deliveries for redelivery")
-async def nack(req: NackRequest, identity: CurrentIdentity, events: Events) -> Response:
+async def nack(req: NackBody, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
     count = await events.log.nack(identity.tenant_id, req.group, refs, req.reason)
     if count:
@@ -215,7 +216,8 @@ async def nack(req: NackRequest, identity: CurrentIdentity, events: Events) -> R
 async def dead_letters(
     identity: CurrentIdentity,
     events: Events,
-    topic: Annotated[str, Query(description="The live topic T (its DLQ is T.dlq)")],
+    topic: Annotated[str, Query(description="The live topic T (its DLQ is T.dlq)",
+                                json_schema_extra={"pattern": TOPIC_PATTERN.pattern})],
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
     found = await events.log.dead_letters(identity.tenant_id, _topic(topic), limit=limit)
@@ -239,7 +241,7 @@ async def dead_letters(
 
 @router.post("/dlq/replay", response_model=ReplayResponse, summary="Re-inject dead letters",
              responses=error_responses(404))
-async def replay(req: ReplayRequest, identity: CurrentIdentity, events: Events) -> Response:
+async def replay(req: ReplayBody, identity: CurrentIdentity, events: Events) -> Response:
     topic = _topic(req.topic)
     ids = list(dict.fromkeys(req.ids))
     for stream_id in ids:

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from event_service.ids import DELIVERY_ID_PATTERN, STREAM_ID_PATTERN, parse_id, parse_ref
+from event_service.routes import MAX_EVENT_TYPES
 from event_service.sse import TypeFilter
 from servicekit.jsoncheck import MAX_JSON_DEPTH
 from soorma_common.errors import ValidationFailed
@@ -95,7 +96,7 @@ async def test_heartbeat_of_half_a_second_streams(service: Service) -> None:
 
 @pytest.mark.asyncio
 async def test_event_types_are_bounded_in_count_and_length(service: Service) -> None:
-    too_many = ",".join(f"type{i}.*" for i in range(33))
+    too_many = ",".join(f"type{i}.*" for i in range(MAX_EVENT_TYPES + 1))
     status, body = await _stream_status(service, topics="system-events", event_types=too_many)
     assert status == 422, body
     assert "event_types" in json.dumps(body["error"])
@@ -108,7 +109,7 @@ async def test_event_types_are_bounded_in_count_and_length(service: Service) -> 
         assert status == 422, body
         assert "event_types" in json.dumps(body["error"])
 
-    at_limit = ",".join(f"type{i}.{'x' * 240}*" for i in range(32))
+    at_limit = ",".join(f"type{i}.{'x' * 240}*" for i in range(MAX_EVENT_TYPES))
     status, body = await _stream_status(service, topics="system-events", event_types=at_limit)
     assert status == 200, body
 
@@ -176,3 +177,13 @@ def test_ids_outside_the_declared_format_are_refused(token: str) -> None:
     assert re.fullmatch(DELIVERY_ID_PATTERN, token) is None
     with pytest.raises(ValidationFailed):
         parse_ref(token)
+
+
+@pytest.mark.asyncio
+async def test_streams_with_the_same_event_types_share_one_compiled_filter() -> None:
+    from event_service.sse import type_filter
+
+    patterns = [f"{uuid.uuid4().hex}.*", "b.?"]
+    first = await type_filter(patterns)
+    assert await type_filter(list(patterns)) is first
+    assert first(patterns[0][:-1] + "done") and not first("c.x")

@@ -15,7 +15,7 @@ from event_service.bodies import AckBody, NackBody, ReplayBody
 from event_service.groups import GroupSession
 from event_service.ids import ZERO_ID, parse_id, parse_ref, parse_token
 from event_service.publishing import publish_many, publish_one
-from event_service.sse import TypeFilter
+from event_service.sse import type_filter
 from event_service.state import Events
 from event_service.streams import broadcast_stream, group_stream
 from servicekit.auth import CurrentIdentity
@@ -39,8 +39,9 @@ from soorma_common.events import TOPIC_PATTERN, EventEnvelope, is_valid_topic
 router = APIRouter(prefix="/v1/events", tags=["events"], responses=error_responses(422, 503))
 
 MAX_TOPICS = 32
-# ``event_types`` globs: each compiled once per stream, so bound how much there is to compile.
-MAX_EVENT_TYPES = 32
+# ``event_types`` globs: compiled once per stream (in a worker thread, cached by pattern
+# list), never per event; bounded so there is only so much to compile.
+MAX_EVENT_TYPES = 64
 MAX_EVENT_TYPE_LENGTH = 256  # an event type's own limit (EventEnvelope.type)
 # Below this a stream would spend its time writing heartbeat frames.
 MIN_HEARTBEAT_SECONDS = 0.5
@@ -164,7 +165,7 @@ async def stream(
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
     settings = events.settings
     names = _topics(topics)
-    accept = TypeFilter(_event_types(event_types))
+    accept = await type_filter(_event_types(event_types))
     beat = heartbeat or settings.heartbeat_seconds
     tenant = identity.tenant_id
     if group is None:

@@ -437,6 +437,7 @@ class BusClient(ServiceClient):
         max_deliveries: int | None = None,
         last_event_id: str | None = None,
         buffer: int = DEFAULT_BUFFER,
+        prefetch: int | None = None,
     ) -> Subscription:
         """Open an SSE stream (use as ``async with``; iterate for events).
 
@@ -451,6 +452,9 @@ class BusClient(ServiceClient):
             max_deliveries: Deliveries before an event goes to the dead-letter topic.
             last_event_id: Resume token (broadcast) from a previous subscription.
             buffer: Events read ahead of the consumer.
+            prefetch: Group streams: most deliveries unacked at once (the service
+                sends no more until some are acked or nacked); ``None`` = the
+                service's default (32).
         """
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         if not topic_list:
@@ -460,7 +464,7 @@ class BusClient(ServiceClient):
         params = stream_params(
             topics=topic_list, event_types=event_types, group=group, consumer=consumer,
             start_from=start_from, visibility_timeout=visibility_timeout,
-            max_deliveries=max_deliveries,
+            max_deliveries=max_deliveries, prefetch=prefetch,
         )
         # Identity is resolved now, so a stream opened inside a handler keeps the
         # handled event's tenant across reconnects made from the background task.
@@ -479,6 +483,19 @@ class BusClient(ServiceClient):
             "POST", "/v1/events/ack", json={"group": group, "ids": id_list}
         )
         return int((result or {}).get("count", 0))
+
+    async def extend(self, group: str, ids: str | Sequence[str]) -> int:
+        """Renew the lease (visibility timeout) of deliveries still being handled.
+
+        Returns:
+            How many were renewed: deliveries already acked, nacked, dead-lettered or
+            taken over by another consumer are not.
+        """
+        id_list = [ids] if isinstance(ids, str) else list(ids)
+        result = await self._send(
+            "POST", "/v1/events/extend", json={"group": group, "ids": id_list}
+        )
+        return int((result or {}).get("extended", 0))
 
     async def nack(self, group: str, ids: str | Sequence[str], reason: str = "nacked") -> int:
         """Give deliveries back for immediate redelivery, recording ``reason``."""

@@ -30,6 +30,8 @@ class PublishBatchResponse(BaseDTO):
 class AckRequest(BaseDTO):
     group: str = Field(min_length=1, max_length=128)
     ids: list[str] = Field(min_length=1, max_length=1000)
+    # "*": deliveries of a tap stream (platform services only, contract C1).
+    tenant: str | None = Field(default=None, max_length=128)
 
 
 class NackRequest(AckRequest):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import bisect
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
 from event_service.ids import StreamKey, format_id, parse_id
+from event_service.settings import TAP_TENANT
 from soorma_common.errors import EventNotFound
 from soorma_common.events import dead_letter_topic
 
@@ -71,8 +72,9 @@ class _Tenant:
 class MemoryEventLog(EventLog):
     """Event log kept in process memory, bounded to ``max_length`` entries per topic."""
 
-    def __init__(self, *, max_length: int = 100_000) -> None:
+    def __init__(self, *, max_length: int = 100_000, tap_topics: Iterable[str] = ()) -> None:
         self._max_length = max_length
+        self._tap = frozenset(tap_topics)
         self._tenants: dict[str, _Tenant] = {}
         self._closed = False
 
@@ -97,6 +99,12 @@ class MemoryEventLog(EventLog):
         state = self._tenant(tenant)
         ids = [self._add(e.topic, state.topic(e.topic), e).id for e in events]
         state.notify()
+        tapped = [e for e in events if e.topic in self._tap]
+        if tapped:
+            tap = self._tenant(TAP_TENANT)
+            for e in tapped:
+                self._add(e.topic, tap.topic(e.topic), e)
+            tap.notify()
         return ids
 
     async def last_ids(self, tenant: str, topics: Sequence[str]) -> dict[str, str]:

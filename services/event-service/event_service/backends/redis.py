@@ -12,7 +12,7 @@ batch appends and dead-lettering can run in one MULTI):
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,7 +23,7 @@ from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
 from event_service.backends.redis_appends import AppendCoalescer
 from event_service.backends.redis_direct import DirectCommands, fields_of, xread_entries
 from event_service.ids import ZERO_ID, parse_id
-from event_service.settings import Settings
+from event_service.settings import TAP_TENANT, Settings
 from soorma_common.errors import EventNotFound
 from soorma_common.events import dead_letter_topic
 
@@ -107,8 +107,10 @@ class RedisEventLog(EventLog):
         prefix: str = "soorma",
         max_length: int = 100_000,
         command_timeout: float = 5.0,
+        tap_topics: Iterable[str] = (),
     ):
         self._r = redis
+        self._tap = frozenset(tap_topics)
         self._blocking = blocking_redis or redis
         self._prefix = prefix
         self._max_length = max_length
@@ -131,14 +133,20 @@ class RedisEventLog(EventLog):
         return f"{self._prefix}:{{{tenant}}}:nr:{topic}:{group}"
 
     async def append(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
+        # Tap topics are also appended to the platform-wide copy (contract C1), in the
+        # same MULTI as the tenant's own entry.
+        tap = self._tap
         if len(events) == 1:
             e = events[0]
-            raw = await self._appends.xadd(self._key(tenant, e.topic), e.payload, e.type)
+            tap_key = self._key(TAP_TENANT, e.topic) if e.topic in tap else None
+            raw = await self._appends.xadd(
+                self._key(tenant, e.topic), e.payload, e.type, tap_key=tap_key)
             return [raw.decode()]
-        raws = await self._appends.xadd_atomic(
-            [(self._key(tenant, e.topic), e.payload, e.type) for e in events]
-        )
-        return [raw.decode() for raw in raws]
+        items = [(self._key(tenant, e.topic), e.payload, e.type) for e in events]
+        items += [(self._key(TAP_TENANT, e.topic), e.payload, e.type)
+                  for e in events if e.topic in tap]
+        raws = await self._appends.xadd_atomic(items)
+        return [raw.decode() for raw in raws[: len(events)]]
 
     async def last_ids(self, tenant: str, topics: Sequence[str]) -> dict[str, str]:
         async with self._r.pipeline(transaction=False) as pipe:

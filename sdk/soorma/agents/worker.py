@@ -163,21 +163,21 @@ class Worker(Agent):
         return True
 
     def on_timeout(self) -> Callable[[TH], TH]:
-        """Register ``async def handler(task, timeout, context)`` for HITL timeouts.
+        """Register ``async def handler(task, timeout_data, context)`` for HITL timeouts.
 
         Called when the tracker reports (``task.timeout``) that a human did not answer
-        a ``task.request_human_input()`` of this worker in time; ``timeout`` is the
+        a ``task.request_human_input()`` of this worker in time; ``timeout_data`` is the
         event's data (``task_id``, ``sub_task_id``, ``reason``, ``deadline``,
         ``timeout_seconds``). Without a handler the task fails with
         ``reason: "hitl_timeout"``. A human answer arriving after that is ignored.
 
         Raises:
-            TypeError: the handler is not ``async def f(task, timeout, context)``.
+            TypeError: the handler is not ``async def f(task, timeout_data, context)``.
             RuntimeError: a second handler.
         """
 
         def decorator(func: TH) -> TH:
-            check_handler(func, params=("task", "timeout", "context"),
+            check_handler(func, params=("task", "timeout_data", "context"),
                           decorator="on_timeout()")
             if self._timeout_handler is not None:
                 raise RuntimeError(f"worker {self.name!r} already has an on_timeout() handler")

@@ -11,6 +11,7 @@ return ``None`` for a missing record instead, and the ``delete_*`` calls return 
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -450,6 +451,13 @@ class MemoryClient(ServiceClient):
             json={"answer": dict(answer), "retention_seconds": retention_seconds},
         )
         return dict(data["answer"])
+
+    def without_retries(self) -> MemoryClient:
+        """A view of this client that fails at once when the service is unreachable
+        (for the SDK's optional calls, e.g. recorded-answer look-ups)."""
+        view = copy.copy(self)
+        view.connect_retries = 0
+        return view
 
     async def recorded_answer(self, request_id: str) -> dict[str, Any] | None:
         """The unexpired answer recorded for ``request_id``, or ``None``."""

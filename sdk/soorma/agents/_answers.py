@@ -77,7 +77,9 @@ class AnswerLog:
             return None
         assert context.memory is not None
         try:
-            found = await context.memory.recorded_answer(self._key(request_id))
+            found = await context.memory.without_retries().recorded_answer(
+                self._key(request_id)
+            )
         except Exception as exc:
             self._failed("read", exc)
             return None

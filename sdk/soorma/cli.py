@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from soorma import _cli_plans
+from soorma import _cli_a2a
 from soorma._templates import AGENT_TYPES, write_skeleton
 
 
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument("--response-topic")
     publish.add_argument("--url", help="event service URL (default: SOORMA_EVENT_SERVICE_URL)")
     _cli_plans.add_parser(commands)
+    _cli_a2a.add_parser(commands)
     return parser
 
 
@@ -69,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = _init(args)
         elif args.command == "plans":
             code = _cli_plans.run(args)
+        elif args.command == "a2a":
+            code = _cli_a2a.run(args)
         elif args.events_command == "tail":
             code = asyncio.run(_tail(args))
         else:

@@ -165,7 +165,14 @@ def as_model_text(item: Any) -> str:
         decision = dict(item)
         if "next_action" not in decision and "action" in decision:
             # A bare action: wrap it the way a model would answer.
-            decision = {"reasoning": str(decision.get("reasoning", "")), "next_action": decision}
+            decision = {"next_action": decision}
+        action = decision.get("next_action")
+        if isinstance(action, Mapping):
+            # Scripts may leave out the reasoning the schema asks for: it is not what
+            # a planner test is about.
+            reasoning = str(decision.get("reasoning") or action.get("reasoning") or "scripted")
+            decision["next_action"] = {"reasoning": reasoning, **action}
+            decision.setdefault("reasoning", reasoning)
         return json.dumps(decision, default=str)
     raise TypeError(
         f"a scripted answer must be a decision (dict or model), text or an exception, "

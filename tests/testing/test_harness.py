@@ -187,3 +187,18 @@ async def test_the_services_leave_the_test_logging_alone():
     async with PlatformHarness():
         assert (list(root.handlers), root.level) == before
     assert (list(root.handlers), root.level) == before
+
+
+async def test_a_handler_that_raises_is_named_when_the_answer_never_comes():
+    agent = Agent(name="broken", max_deliveries=2)
+
+    @agent.on_event("x.requested", topic="action-requests")
+    async def explode(event: Any, context: Any) -> None:
+        raise ValueError("boom")
+
+    async with PlatformHarness(timeout=0.5) as platform:
+        await platform.start(agent)
+        with pytest.raises(TimeoutError, match=r"errors logged: agent broken: handler .*explode "
+                                               r"failed on x\.requested .*ValueError: boom"):
+            await platform.call("x.requested", {}, response_event="x.done")
+        assert any("ValueError: boom" in error for error in platform.errors)

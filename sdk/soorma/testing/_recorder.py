@@ -30,11 +30,19 @@ class EventRecorder:
     Args:
         default_tenant: Tenant the event service assigns when a publisher sends none.
         default_user: User the event service assigns when a publisher sends none.
+        diagnose: Called when a wait times out; what it returns is added to the error.
     """
 
-    def __init__(self, *, default_tenant: str = "default", default_user: str = "anonymous") -> None:
+    def __init__(
+        self,
+        *,
+        default_tenant: str = "default",
+        default_user: str = "anonymous",
+        diagnose: Callable[[], str] | None = None,
+    ) -> None:
         self.default_tenant = default_tenant
         self.default_user = default_user
+        self.diagnose = diagnose
         self._events: list[Event] = []
         self._waiters: set[asyncio.Future[None]] = set()
 
@@ -146,10 +154,11 @@ class EventRecorder:
                 ) if value is not None
             ) or "any event"
             published = ", ".join(e.type for e in self._events[-20:]) or "nothing"
+            hint = self.diagnose() if self.diagnose is not None else ""
             raise TimeoutError(
                 f"{seen} of {count} event(s) matching {wanted}"
                 f"{' (and where=...)' if where else ''} within {timeout:g} s; "
-                f"last published: {published}"
+                f"last published: {published}{'; ' + hint if hint else ''}"
             ) from None
 
 

@@ -167,7 +167,9 @@ class PlatformHarness:
         self.recorder = EventRecorder(
             default_tenant=str(self._overrides["events"].get("default_tenant", "default")),
             default_user=str(self._overrides["events"].get("default_user", "anonymous")),
+            diagnose=self._diagnose,
         )
+        self._errors = _ErrorLog()
         self._lifespans: list[Lifespan] = []
         self._http: httpx.AsyncClient | None = None
         self._context: PlatformContext | None = None
@@ -195,6 +197,7 @@ class PlatformHarness:
         await self.close()
 
     async def _open(self) -> None:
+        logging.getLogger("soorma").addHandler(self._errors)
         if self._data_dir is None:
             self._own_dir = tempfile.TemporaryDirectory(prefix="soorma-harness-")
             self._data_dir = Path(self._own_dir.name)
@@ -244,10 +247,22 @@ class PlatformHarness:
             while self._lifespans:
                 await self._lifespans.pop().stop()
         finally:
+            logging.getLogger("soorma").removeHandler(self._errors)
             if self._own_dir is not None:
                 self._own_dir.cleanup()
                 self._own_dir = None
                 self._data_dir = None
+
+    @property
+    def errors(self) -> list[str]:
+        """Errors the SDK logged meanwhile (a handler that raised, a planner that failed),
+        each with its exception; also appended to the message of a wait that timed out."""
+        return list(self._errors.messages)
+
+    def _diagnose(self) -> str:
+        if not self._errors.messages:
+            return ""
+        return "errors logged: " + " | ".join(m.splitlines()[0] for m in self._errors.messages[-5:])
 
     # -- clients ---------------------------------------------------------------------
 
@@ -538,6 +553,21 @@ class PlatformHarness:
         if self._context is None or self._context.memory is None:
             return None
         return await self._context.memory.get_plan_context(plan_id)
+
+
+class _ErrorLog(logging.Handler):
+    """Keeps what the SDK logs at ERROR (a failing handler logs its traceback there)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text = f"{text}: {type(error).__name__}: {error}"
+        self.messages.append(text)
 
 
 async def _start_quietly(lifespan: Lifespan) -> dict[str, Any]:

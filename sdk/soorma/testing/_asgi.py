@@ -144,21 +144,28 @@ class _Exchange:
 
 
 class _ResponseStream(httpx.AsyncByteStream):
-    def __init__(self, exchange: _Exchange, task: asyncio.Task[None]) -> None:
+    def __init__(
+        self, exchange: _Exchange, task: asyncio.Task[None], read_timeout: float | None
+    ) -> None:
         self._exchange = exchange
         self._task = task
+        self._read_timeout = read_timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         while True:
             getter = asyncio.ensure_future(self._exchange.chunks.get())
             done, _ = await asyncio.wait(
-                {getter, self._task}, return_when=asyncio.FIRST_COMPLETED
+                {getter, self._task}, timeout=self._read_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
             )
             if getter in done:
                 item = getter.result()
             elif not self._exchange.chunks.empty():
                 getter.cancel()
                 item = self._exchange.chunks.get_nowait()
+            elif not done:
+                getter.cancel()
+                raise httpx.ReadTimeout(f"no data for {self._read_timeout:g} s")
             else:
                 getter.cancel()
                 if self._task.cancelled() or self._task.exception() is not None:
@@ -233,16 +240,27 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        # httpx's read timeout bounds each wait for data, as on a socket.
+        read_timeout = (request.extensions.get("timeout") or {}).get("read")
         starter = asyncio.ensure_future(exchange.started.wait())
-        await asyncio.wait({starter, task}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {starter, task}, timeout=read_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
         if not exchange.started.is_set():
             starter.cancel()
+            if not done:
+                exchange.disconnected.set()
+                task.cancel()
+                raise httpx.ReadTimeout(
+                    f"no response within {read_timeout:g} s", request=request
+                )
             task.result()  # the app raised before answering: surface its error
             raise httpx.RemoteProtocolError("the app returned without a response", request=request)
         if exchange.keep_body:
             await self._report_when_done(request, body, exchange, task)
         return httpx.Response(
-            exchange.status, headers=exchange.headers, stream=_ResponseStream(exchange, task),
+            exchange.status, headers=exchange.headers,
+            stream=_ResponseStream(exchange, task, read_timeout),
             request=request,
         )
 

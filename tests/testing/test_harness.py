@@ -202,3 +202,12 @@ async def test_a_handler_that_raises_is_named_when_the_answer_never_comes():
                                                r"failed on x\.requested .*ValueError: boom"):
             await platform.call("x.requested", {}, response_event="x.done")
         assert any("ValueError: boom" in error for error in platform.errors)
+
+
+async def test_a_harness_on_an_earlier_data_dir_finds_its_plans(tmp_path: Any):
+    # The platform "restarts": memory and registry data survive, the in-memory log does not.
+    async with PlatformHarness(data_dir=tmp_path) as platform:
+        await platform.context.memory.store("k", {"v": 1}, plan_id="p-1")
+    async with PlatformHarness(data_dir=tmp_path) as platform:
+        assert await platform.context.memory.retrieve("k", plan_id="p-1") == {"v": 1}
+    assert (tmp_path / "memory.db").exists()

@@ -611,9 +611,15 @@ _DB_SETTING = {"memory": "memory_database_url", "registry": "registry_database_u
 
 
 async def _seed_database(spec: ServiceSpec, overrides: Mapping[str, Any], data_dir: Path) -> None:
-    """Copy the service's migrated template database into ``data_dir`` (SQLite only)."""
+    """Copy the service's migrated template database into ``data_dir`` (SQLite only).
+
+    A database already there is kept: a harness on the ``data_dir`` of an earlier one sees
+    its plans and registrations, as a restarted platform would.
+    """
     key = _DB_SETTING.get(spec.name)
     if key is None or key in overrides or "database_url" in overrides:
+        return
+    if (data_dir / f"{spec.name}.db").exists():
         return
     template = _templates.get(spec.name)
     if template is None:

@@ -41,6 +41,7 @@ class PlatformSettings:
     api_token: str | None = None
     tenant_id: str | None = None
     user_id: str | None = None
+    service_role: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PlatformSettings:
@@ -59,12 +60,14 @@ class PlatformSettings:
             api_token=env.get("SOORMA_API_TOKEN") or None,
             tenant_id=env.get("SOORMA_TENANT_ID") or None,
             user_id=env.get("SOORMA_USER_ID") or None,
+            service_role=env.get("SOORMA_SERVICE_ROLE") or None,
         )
 
     @property
     def identity(self) -> Identity:
         """The identity every client of this context acts as."""
-        return Identity(tenant_id=self.tenant_id, user_id=self.user_id, token=self.api_token)
+        return Identity(tenant_id=self.tenant_id, user_id=self.user_id, token=self.api_token,
+                        role=self.service_role)
 
 
 class PlatformContext:

@@ -96,7 +96,7 @@ async def test_ready_frame_token_resumes_a_stream_that_saw_no_events(service: Se
 
 async def test_filtered_out_events_still_advance_the_resume_position(service: Service) -> None:
     async with SSEStream(service.client, topics="task-events", event_types="keep",
-                         heartbeat=0.1) as stream:
+                         heartbeat=0.5) as stream:
         await service.publish("task-events", "keep", {"n": 1})
         await service.publish("task-events", "drop", {"n": 2})
         first = await stream.next()
@@ -145,7 +145,7 @@ async def test_a_subscriber_that_falls_behind_rereads_from_the_log_without_gaps(
 
 
 async def test_heartbeats_arrive_on_an_idle_stream(service: Service) -> None:
-    async with SSEStream(service.client, topics="system-events", heartbeat=0.2) as stream:
+    async with SSEStream(service.client, topics="system-events", heartbeat=0.5) as stream:
         await stream.next("heartbeat")
         await stream.next("heartbeat")
     assert stream.heartbeats >= 2

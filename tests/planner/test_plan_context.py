@@ -62,8 +62,9 @@ async def test_plan_is_stored_and_restored_by_id_and_by_action_correlation(platf
     assert by_corr.goal_data == {"topic": "owls"} and by_corr.session_id == "s-1"
     assert by_corr.correlation_id == "goal-1" and by_corr.response_event == "research.done"
     assert isinstance(by_corr.state_machine["searching"], StateConfig)
-    # The goal's own correlation id answers the caller; it must not route to the plan.
-    assert await PlanContext.restore_by_correlation("goal-1", context) is None
+    # C3: the goal's correlation id finds the plan (callers look plans up by it).
+    by_goal = await PlanContext.restore_by_correlation("goal-1", context)
+    assert by_goal is not None and by_goal.plan_id == plan.plan_id
     assert await PlanContext.restore_by_correlation("nobody", context) is None
 
 

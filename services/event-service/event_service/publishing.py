@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from event_service.backends.base import NewEvent
 from event_service.state import EventState
 from servicekit.auth import Identity
-from servicekit.jsoncheck import check_json
+from servicekit.jsoncheck import check_json, may_nest_deeper
 from soorma_common.bus import PublishBatchRequest, PublishRequest
 from soorma_common.errors import PayloadTooLarge
 from soorma_common.events import EventEnvelope
@@ -55,16 +55,18 @@ def to_new_event(
     """Stamp the caller's identity on ``event`` and serialize it once for storage.
 
     Raises:
-        ValidationFailed: ``data`` holds NaN or an infinite number (not JSON); the
-            message names the value's path (``event.data.x``).
+        ValidationFailed: ``data`` holds NaN or an infinite number (not JSON) or nests
+            deeper than ``MAX_JSON_DEPTH``; the message names the value's path
+            (``event.data.x``).
         PayloadTooLarge: the event's ``data`` serializes to more than ``max_data_bytes``.
     """
     # Never trust tenant/user from the body: they come from the authenticated caller.
     event.tenant_id = identity.tenant_id
     event.user_id = identity.user_id
     payload = _STORE.to_json(event)
-    if _may_hold_non_finite(payload):
-        # Usually just text that says so; the walk tells, and names the bad number.
+    if _may_hold_non_finite(payload) or may_nest_deeper(payload):
+        # Usually just text that says so (or many small objects); the walk tells, and
+        # names the bad number or the too-deep value (servicekit's one depth limit).
         # Integers of any size are fine: the serializer writes them exactly.
         check_json(event.data, field=f"{field}.data", allow_big_ints=True)
     if len(payload) > max_data_bytes:

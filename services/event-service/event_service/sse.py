@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from fnmatch import fnmatchcase
+from fnmatch import translate
 
 HEARTBEAT_DATA = b"{}"
 
@@ -16,25 +17,32 @@ def frame(event: bytes, data: bytes, event_id: str | None = None) -> bytes:
 
 
 class TypeFilter:
-    """Glob patterns (``fnmatch``) over event types; no patterns or ``*`` match all."""
+    """Glob patterns (``fnmatch``) over event types; no patterns or ``*`` match all.
 
-    __slots__ = ("_cache", "_patterns")
+    The globs are compiled into one regular expression when the stream opens, never
+    while events flow (a stream's filter runs for every event it reads).
+    """
+
+    __slots__ = ("_cache", "_match")
 
     def __init__(self, patterns: Sequence[str]) -> None:
         cleaned = [p for p in (p.strip() for p in patterns) if p]
-        self._patterns = None if not cleaned or "*" in cleaned else tuple(cleaned)
+        self._match = (
+            None if not cleaned or "*" in cleaned
+            else re.compile("|".join(translate(p) for p in dict.fromkeys(cleaned))).match
+        )
         self._cache: dict[str, bool] = {}
 
     @property
     def matches_all(self) -> bool:
-        return self._patterns is None
+        return self._match is None
 
     def __call__(self, event_type: str) -> bool:
-        if self._patterns is None:
+        if self._match is None:
             return True
         hit = self._cache.get(event_type)
         if hit is None:
-            hit = any(fnmatchcase(event_type, p) for p in self._patterns)
+            hit = self._match(event_type) is not None
             if len(self._cache) < 4096:  # event types are few; never let this grow unbounded
                 self._cache[event_type] = hit
         return hit

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -16,6 +17,11 @@ TENANT_HEADER = "x-tenant-id"
 # Tenant and user ids end up in storage keys (Redis hash tags, SQL rows): keep them plain.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 USER_HEADER = "x-user-id"
+# Contract C1: platform services (tracker, gateway) may act as any tenant.
+ROLE_HEADER = "x-soorma-role"
+ROLE_CLAIM = "soorma_role"
+SERVICE_ROLE = "service"
+DEFAULT_TOKEN_TTL_SECONDS = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +30,8 @@ class Identity:
 
     tenant_id: str
     user_id: str
+    # A platform service: may act as any tenant (``X-Tenant-ID``) and read the tap.
+    is_service: bool = False
 
 
 def _verify_token(token: str, settings: ServiceSettings) -> dict[str, Any]:
@@ -36,7 +44,11 @@ def _verify_token(token: str, settings: ServiceSettings) -> dict[str, Any]:
             key,
             algorithms=settings.jwt_algorithms,
             audience=settings.jwt_audience,
-            options={"require": ["tenant_id"], "verify_aud": settings.jwt_audience is not None},
+            options={
+                # A token without ``exp`` would never expire: refused unless configured.
+                "require": ["tenant_id", "exp"] if settings.jwt_require_exp else ["tenant_id"],
+                "verify_aud": settings.jwt_audience is not None,
+            },
         )
     except jwt.PyJWTError as exc:
         raise Unauthenticated(f"invalid bearer token: {exc}") from exc
@@ -64,14 +76,20 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
         return Identity(
             tenant_id=header_tenant or settings.default_tenant,
             user_id=header_user or settings.default_user,
+            is_service=(headers.get(ROLE_HEADER) or "").lower() == SERVICE_ROLE,
         )
     authorization = headers.get("authorization") or ""
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise Unauthenticated("missing bearer token: send 'Authorization: Bearer <JWT>'")
     claims = _verify_token(token.strip(), settings)
-    tenant = str(claims["tenant_id"])
-    user = str(claims.get("user_id") or claims.get("sub") or settings.default_user)
+    tenant = _claim(claims, "tenant_id")
+    user_claim = "user_id" if "user_id" in claims else "sub" if "sub" in claims else None
+    user = _claim(claims, user_claim) if user_claim else settings.default_user
+    if claims.get(ROLE_CLAIM) == SERVICE_ROLE:
+        # A platform service acts as the tenant it names (contract C1).
+        return Identity(tenant_id=header_tenant or tenant, user_id=header_user or user,
+                        is_service=True)
     if header_tenant and header_tenant != tenant:
         raise PermissionDenied(
             f"X-Tenant-ID {header_tenant!r} does not match the token's tenant",
@@ -80,6 +98,18 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
     if header_user and header_user != user:
         raise PermissionDenied("X-User-ID does not match the token's user")
     return Identity(tenant_id=tenant, user_id=user)
+
+
+def _claim(claims: dict[str, Any], name: str) -> str:
+    """A signed id claim, as is: bad token content is an authentication failure (401)."""
+    value = claims[name]
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
+        raise Unauthenticated(
+            f"invalid bearer token: claim {name!r} must be a string of 1-128 letters, "
+            "digits or '._:@-'",
+            details={"claim": name},
+        )
+    return value
 
 
 async def get_identity(request: Request) -> Identity:
@@ -94,14 +124,27 @@ async def get_identity(request: Request) -> Identity:
 CurrentIdentity = Annotated[Identity, Depends(get_identity)]
 
 
+def require_service(identity: Identity, what: str) -> None:
+    """Raise ``PermissionDenied`` unless the caller is a platform service (contract C1)."""
+    if not identity.is_service:
+        raise PermissionDenied(
+            f"{what} is for platform services only: send 'X-Soorma-Role: service' (dev "
+            "mode) or a token with the claim soorma_role=service",
+            details={"field": what},
+        )
+
+
 def issue_token(
-    settings: ServiceSettings, *, tenant_id: str, user_id: str, **claims: Any
+    settings: ServiceSettings, *, tenant_id: Any, user_id: Any,
+    ttl_seconds: float | None = DEFAULT_TOKEN_TTL_SECONDS, **claims: Any,
 ) -> str:
-    """Sign an HS256 token for ``tenant_id``/``user_id`` (dev tooling and tests)."""
+    """Sign an HS256 token for ``tenant_id``/``user_id`` (dev tooling and tests).
+
+    ``exp`` is ``ttl_seconds`` from now (``None``: no ``exp`` claim); ``claims`` win.
+    """
     if not settings.jwt_secret:
         raise ValueError("issue_token needs SOORMA_JWT_SECRET")
-    return jwt.encode(
-        {"tenant_id": tenant_id, "user_id": user_id, "sub": user_id, **claims},
-        settings.jwt_secret,
-        algorithm="HS256",
-    )
+    payload: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "sub": user_id}
+    if ttl_seconds is not None:
+        payload["exp"] = int(time.time() + ttl_seconds)
+    return jwt.encode({**payload, **claims}, settings.jwt_secret, algorithm="HS256")

@@ -5,7 +5,8 @@
 - ``NaN`` / ``Infinity``: not JSON. Python's parser accepts them, Postgres ``json``
   rejects them and orjson silently writes ``null`` — data loss either way.
 - Very deep nesting: recursive consumers (jsonschema, encoders) hit Python's recursion
-  limit long before any useful document needs that depth.
+  limit long before any useful document needs that depth. Every service holds stored
+  JSON values to the same :data:`MAX_JSON_DEPTH`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from soorma_common.errors import ValidationFailed
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 NUL = "\x00"
+# One nesting limit for every JSON value a service stores or forwards (event ``data``,
+# working-memory values, plan state, ...). Well below the encoders' own limits (orjson
+# and pydantic stop near 255 levels, with errors that are not the caller's to decode).
+MAX_JSON_DEPTH = 128
 NUL_MESSAGE = "must not contain NUL (\\u0000) characters"
 
 
@@ -35,19 +40,22 @@ NulFree = AfterValidator(reject_nul)
 
 
 def json_problem(
-    value: Any, *, max_depth: int | None = None, allow_nul: bool = True,
+    value: Any, *, max_depth: int | None = MAX_JSON_DEPTH, allow_nul: bool = True,
     allow_big_ints: bool = False,
 ) -> tuple[str, str] | None:
     """The first part of ``value`` that cannot be stored exactly, as ``(path, problem)``.
 
-    Walks iteratively (no recursion, whatever the depth). ``path`` is dotted
+    Walks iteratively (no recursion, whatever the depth); ``max_depth`` defaults to
+    the platform's :data:`MAX_JSON_DEPTH` (``None``: no limit). ``path`` is dotted
     (``"state.items.3"``); ``None`` when everything is storable. ``allow_big_ints``
     is for values kept as JSON text by an encoder that writes any integer exactly.
     """
     stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
     while stack:
         item, path = stack.pop()
-        if max_depth is not None and len(path) > max_depth:
+        if (max_depth is not None and len(path) >= max_depth
+                and isinstance(item, dict | list | tuple)):
+            # This array/object opens level len(path) + 1.
             return _dotted(path), f"nests deeper than {max_depth} levels"
         if isinstance(item, str):
             if not allow_nul and NUL in item:
@@ -71,7 +79,7 @@ def json_problem(
 
 
 def check_json(
-    value: Any, *, field: str, max_depth: int | None = None, allow_nul: bool = True,
+    value: Any, *, field: str, max_depth: int | None = MAX_JSON_DEPTH, allow_nul: bool = True,
     allow_big_ints: bool = False,
 ) -> None:
     """Raise a 422 naming the field when ``value`` holds something unstorable.
@@ -89,6 +97,15 @@ def check_json(
         f"invalid request: {name}: {what}",
         details=[{"field": name, "message": what}],
     )
+
+
+def may_nest_deeper(payload: bytes, max_depth: int = MAX_JSON_DEPTH) -> bool:
+    """False when JSON text ``payload`` cannot nest beyond ``max_depth`` levels.
+
+    Each level opens with ``[`` or ``{``: with no more of them than the limit, no walk
+    is needed. Two byte counts cost far less than walking the parsed value.
+    """
+    return payload.count(b"[") + payload.count(b"{") > max_depth
 
 
 def _dotted(path: tuple[str, ...]) -> str:

@@ -22,6 +22,8 @@ class ServiceSettings(BaseSettings):
     jwt_public_key: str | None = None
     jwt_algorithms: list[str] = Field(default_factory=lambda: ["HS256"])
     jwt_audience: str | None = None
+    # Tokens must carry ``exp`` (SOORMA_JWT_REQUIRE_EXP=false accepts tokens that never expire).
+    jwt_require_exp: bool = True
     default_tenant: str = "default"
     default_user: str = "anonymous"
 

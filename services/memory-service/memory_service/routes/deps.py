@@ -108,12 +108,16 @@ def check_ids(field: str, values: Iterable[str | None]) -> None:
 def check_storable(body: BaseModel) -> None:
     """422 for input the store cannot keep exactly.
 
-    Integers beyond 64 bits, NaN/Infinity (would silently become ``null``), and NUL
+    Integers beyond 64 bits, NaN/Infinity (would silently become ``null``), values
+    nested deeper than ``MAX_JSON_DEPTH`` (the encoders fail on them), and NUL
     characters in the record's text columns (ids, names, keys: Postgres text cannot
     hold them; inside JSON values they are fine).
     """
     _check_text_fields(body, "")
-    check_json(body.model_dump(), field="")
+    # Each field's value on its own: nesting counts from the value, as for event data
+    # (one depth limit for every service: servicekit's MAX_JSON_DEPTH).
+    for name, value in body.model_dump().items():
+        check_json(value, field=name)
     try:
         orjson.dumps(body.model_dump(mode="json"))
     except TypeError as exc:

@@ -43,6 +43,9 @@ async def test_a_tool_answers_a_call_and_every_event_is_recorded():
         assert response.correlation_id == request.correlation_id == answer.correlation_id
         assert response.tenant_id == "default" and response.user_id == "anonymous"
         assert platform.events("greet.*", source="greeter") == [response]
+        assert platform.recorder.by_topic() == {
+            "action-requests": [request], "action-results": [response]}
+        assert list(platform.recorder.by_type()) == ["greet.requested", "greet.completed"]
         assert platform.events(topic="business-facts") == []
         # The tool registered itself with the real registry.
         agent = await platform.context.registry.get_agent("greeter")

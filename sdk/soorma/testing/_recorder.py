@@ -104,6 +104,20 @@ class EventRecorder:
         match = _matcher(type, topic, correlation_id, plan_id, tenant_id, source, where)
         return [event for event in self._events if match(event)]
 
+    def by_topic(self) -> dict[str, list[Event]]:
+        """The recorded events grouped by topic (topics in first-seen order)."""
+        grouped: dict[str, list[Event]] = {}
+        for event in self._events:
+            grouped.setdefault(event.topic, []).append(event)
+        return grouped
+
+    def by_type(self) -> dict[str, list[Event]]:
+        """The recorded events grouped by event type (types in first-seen order)."""
+        grouped: dict[str, list[Event]] = {}
+        for event in self._events:
+            grouped.setdefault(event.type, []).append(event)
+        return grouped
+
     async def wait_for(
         self,
         type: str | None = None,

@@ -16,6 +16,7 @@ streams responses, so agents consume their SSE event streams exactly as in produ
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import dataclasses
@@ -326,18 +327,27 @@ class PlatformHarness:
         return RunningAgents(self, agents)
 
     async def _start_agents(self, agents: tuple[Agent, ...]) -> None:
-        for agent in agents:
-            if agent.running:
-                continue
-            if id(agent) not in self._attached:
-                self._attached[id(agent)] = (self._attach(agent), agent.shutdown_timeout)
-            agent.shutdown_timeout = min(agent.shutdown_timeout, self.stop_timeout)
-            try:
-                await agent.start()
-            except BaseException:
-                self._detach(agent)
-                raise
-            self._agents.append(agent)
+        # Started together: each registers and opens its stream independently.
+        outcomes = await asyncio.gather(
+            *(self._start_one(agent) for agent in dict.fromkeys(agents)),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    async def _start_one(self, agent: Agent) -> None:
+        if agent.running:
+            return
+        if id(agent) not in self._attached:
+            self._attached[id(agent)] = (self._attach(agent), agent.shutdown_timeout)
+        agent.shutdown_timeout = min(agent.shutdown_timeout, self.stop_timeout)
+        try:
+            await agent.start()
+        except BaseException:
+            self._detach(agent)
+            raise
+        self._agents.append(agent)
 
     async def stop(self, *agents: Agent) -> None:
         """Stop agents gracefully (in-flight handlers get ``stop_timeout`` seconds).
@@ -597,14 +607,19 @@ def _no_freeze() -> None:
 
 @contextlib.contextmanager
 def _logging_untouched() -> Generator[None, None, None]:
-    """Undo the services' logging set-up (JSON on the root logger) afterwards."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    """Undo the services' logging set-up (JSON on the root logger) afterwards.
+
+    Migrations' INFO lines are held back meanwhile: every test would print them.
+    """
+    root, alembic = logging.getLogger(), logging.getLogger("alembic")
+    handlers, level, alembic_level = list(root.handlers), root.level, alembic.level
+    alembic.setLevel(logging.WARNING)
     try:
         yield
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
+        alembic.setLevel(alembic_level)
 
 
 _DB_SETTING = {"memory": "memory_database_url", "registry": "registry_database_url"}

@@ -36,7 +36,7 @@ class Ticker:
                     self.stopped = True
                     await send({"type": "lifespan.shutdown.complete"})
                     return
-        self.state_seen = dict(scope["state"])
+        self.state_seen = dict(scope.get("state", {}))
         if scope["path"] == "/fail":
             raise RuntimeError("the app broke")
         await receive()  # the request body

@@ -14,7 +14,6 @@ lifespan once; its state is copied into every request's scope, as ASGI servers d
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
@@ -74,8 +73,7 @@ class Lifespan:
         except BaseException:
             task, self._task = self._task, None
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            await asyncio.wait({task})
             raise
         return self.state
 
@@ -91,8 +89,9 @@ class Lifespan:
             task, self._task = self._task, None
             if not task.done():
                 task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await asyncio.wait({task})
+            if not task.cancelled() and task.exception() is not None:
+                raise RuntimeError(f"{self.name} failed to stop") from task.exception()
 
     async def _expect(self, phase: str, verb: str) -> None:
         assert self._task is not None
@@ -182,12 +181,11 @@ class _ResponseStream(httpx.AsyncByteStream):
         self._exchange.disconnected.set()
         if self._task.done():
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._task), DISCONNECT_GRACE_SECONDS)
+        # asyncio.wait neither raises the app's error nor swallows our own cancellation.
+        await asyncio.wait({self._task}, timeout=DISCONNECT_GRACE_SECONDS)
         if not self._task.done():
             self._task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
+            await asyncio.wait({self._task})
 
 
 class StreamingASGITransport(httpx.AsyncBaseTransport):
@@ -312,9 +310,8 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        if tasks:
+            await asyncio.wait(tasks)
 
 
 __all__ = ["ASGIApp", "ExchangeHook", "Lifespan", "StreamingASGITransport"]

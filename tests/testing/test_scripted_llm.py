@@ -156,3 +156,27 @@ async def test_scripted_text_and_errors_reach_the_planner_as_a_model_would_send_
     assert "OPENAI_API_KEY" in error
     assert "the answer contains no JSON object" in error
     assert "RuntimeError: rate limited" in error
+
+
+async def test_a_wait_decision_pauses_the_plan_until_the_test_sends_the_expected_event():
+    agent = planner()
+    async with PlatformHarness() as platform:
+        llm = platform.script(agent, [
+            {"action": "wait", "reason": "needs approval", "expected_event": "approval.given"},
+            lambda call: {"action": "complete", "result": {
+                "approved": call.results["approval.given"]["ok"]}},
+        ])
+        # The model may only wait for an event the registry knows.
+        await platform.context.registry.register_event(
+            EventDefinition(event_name="approval.given", topic="action-results"))
+        await platform.start(agent)
+        pending = await platform.request("define.goal", {}, response_event="define.done")
+        waiting = await platform.wait_for_event("plan.waiting_for_input")
+        paused = await platform.plan(waiting.data["plan_id"])
+        assert paused is not None and paused.status == "paused"
+        await platform.publish("action-results", "approval.given", {"ok": True},
+                               correlation_id=waiting.correlation_id,
+                               plan_id=waiting.data["plan_id"])
+        answer = await pending
+    assert answer.data["result"] == {"approved": True}
+    assert len(llm.calls) == 2

@@ -180,3 +180,18 @@ async def test_a_wait_decision_pauses_the_plan_until_the_test_sends_the_expected
         answer = await pending
     assert answer.data["result"] == {"approved": True}
     assert len(llm.calls) == 2
+
+
+async def test_a_wait_that_times_out_names_the_plan_that_failed_and_why():
+    agent = planner()
+    agent.repair_retries = 0
+    async with PlatformHarness() as platform:
+        # "approval.given" is not registered: the planner rejects the decision.
+        platform.script(agent, [{"action": "wait", "reason": "needs approval",
+                                 "expected_event": "approval.given"}])
+        await platform.start(agent)
+        await platform.request("define.goal", {}, response_event="define.done")
+        await platform.wait_for_event("plan.failed")
+        with pytest.raises(TimeoutError, match=r"plans failed: .*: no valid decision .*"
+                                               r"approval\.given"):
+            await platform.wait_for_event("plan.waiting_for_input", timeout=0.05)

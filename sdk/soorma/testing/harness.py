@@ -261,9 +261,16 @@ class PlatformHarness:
         return list(self._errors.messages)
 
     def _diagnose(self) -> str:
-        if not self._errors.messages:
-            return ""
-        return "errors logged: " + " | ".join(m.splitlines()[0] for m in self._errors.messages[-5:])
+        hints = []
+        failed = [
+            f"{e.plan_id}: {e.data.get('reason')}" for e in self.recorder.events("plan.failed")
+        ]
+        if failed:
+            hints.append("plans failed: " + " | ".join(failed[-3:]))
+        if self._errors.messages:
+            hints.append("errors logged: " + " | ".join(
+                m.splitlines()[0] for m in self._errors.messages[-5:]))
+        return "; ".join(hints)
 
     # -- clients ---------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The ``soorma`` command: ``dev``, ``init``, ``events tail|publish`` and ``plans list|show``."""
+"""The ``soorma`` command: ``dev``, ``init``, ``events``, ``plans`` and ``a2a``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from soorma import _cli_plans
-from soorma import _cli_a2a
+from soorma import _cli_a2a, _cli_plans
 from soorma._templates import AGENT_TYPES, write_skeleton
 
 

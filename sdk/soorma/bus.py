@@ -444,6 +444,7 @@ class BusClient(ServiceClient):
         max_deliveries: int | None = None,
         last_event_id: str | None = None,
         buffer: int = DEFAULT_BUFFER,
+        prefetch: int | None = None,
         tenant_id: str | None = None,
     ) -> Subscription:
         """Open an SSE stream (use as ``async with``; iterate for events).
@@ -459,6 +460,9 @@ class BusClient(ServiceClient):
             max_deliveries: Deliveries before an event goes to the dead-letter topic.
             last_event_id: Resume token (broadcast) from a previous subscription.
             buffer: Events read ahead of the consumer.
+            prefetch: Group streams: most deliveries unacked at once (the service
+                sends no more until some are acked or nacked); ``None`` = the
+                service's default (32).
             tenant_id: Act as this tenant; ``"*"`` reads every tenant's tap topics
                 (platform services only, ``SOORMA_SERVICE_ROLE=service``).
         """
@@ -470,7 +474,7 @@ class BusClient(ServiceClient):
         params = stream_params(
             topics=topic_list, event_types=event_types, group=group, consumer=consumer,
             start_from=start_from, visibility_timeout=visibility_timeout,
-            max_deliveries=max_deliveries,
+            max_deliveries=max_deliveries, prefetch=prefetch,
         )
         if tenant_id == "*":
             params["tenant"], tenant_id = "*", None
@@ -495,6 +499,22 @@ class BusClient(ServiceClient):
         body: dict[str, Any] = {"group": group, "ids": id_list}
         result = await self._send("POST", "/v1/events/ack", **_as_tenant(body, tenant_id))
         return int((result or {}).get("count", 0))
+
+    async def extend(
+        self, group: str, ids: str | Sequence[str], *, tenant_id: str | None = None
+    ) -> int:
+        """Renew the lease (visibility timeout) of deliveries still being handled.
+
+        ``tenant_id``: the tenant the stream was opened as (``"*"``: the tap).
+
+        Returns:
+            How many were renewed: deliveries already acked, nacked, dead-lettered or
+            taken over by another consumer are not.
+        """
+        id_list = [ids] if isinstance(ids, str) else list(ids)
+        body: dict[str, Any] = {"group": group, "ids": id_list}
+        result = await self._send("POST", "/v1/events/extend", **_as_tenant(body, tenant_id))
+        return int((result or {}).get("extended", 0))
 
     async def nack(
         self, group: str, ids: str | Sequence[str], reason: str = "nacked", *,

@@ -189,6 +189,7 @@ def stream_params(
     start_from: str | None,
     visibility_timeout: float | None,
     max_deliveries: int | None,
+    prefetch: int | None = None,
 ) -> dict[str, Any]:
     """Query parameters of ``GET /v1/events/stream``."""
     params: dict[str, Any] = {"topics": ",".join(topics)}
@@ -204,6 +205,8 @@ def stream_params(
         params["visibility_timeout"] = visibility_timeout
     if max_deliveries is not None:
         params["max_deliveries"] = max_deliveries
+    if prefetch is not None:
+        params["prefetch"] = prefetch
     return params
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_browser import console_errors, start_chromium, wait_for
+from ui_browser import IN_CI, console_errors, start_chromium, wait_for
 from ui_stack import Stack
 
 from servicekit.auth import issue_token
@@ -151,7 +151,10 @@ def driver() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, driver: Any) -> Iterator[Stack]:
-    stack = Stack(tmp_path_factory.mktemp("ui-stack")).start()
+    stack = Stack(tmp_path_factory.mktemp("ui-stack"))
+    if IN_CI:  # CI runs the pages on the production backends
+        assert stack.backend == "redis+postgres", "set SOORMA_TEST_REDIS_URL and _DATABASE_URL"
+    stack.start()
     research = Research(stack)
     try:
         stack.research = research  # type: ignore[attr-defined]

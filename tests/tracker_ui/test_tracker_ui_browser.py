@@ -258,6 +258,11 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
     assert "status=completed" in driver.current_url
     driver.find_element("id", "f-clear").click()
     wait_for(driver, lambda d: held in rows(d), message="clear ignored")
+    # Clicking a planner narrows the list to that planner's plans.
+    css(driver, f'tr[data-plan-id="{done}"] a.filter-link')[1].click()
+    wait_for(driver, lambda d: "planner=research-planner" in d.current_url)
+    assert driver.find_element("id", "f-planner").get_attribute("value") == "research-planner"
+    driver.find_element("id", "f-clear").click()
     # A time range (local time in the form, UTC to the API): nothing started in 2099.
     driver.execute_script("document.getElementById('f-since').value = '2099-01-01T00:00:00'")
     driver.find_element("css selector", "#filters button[type=submit]").click()

@@ -325,6 +325,8 @@ class TaskContext:
                 spec.topic, spec.event_type, spec.data, correlation_id=sub_task_id,
                 response_event=spec.response_event, response_topic=spec.response_topic,
                 plan_id=self.plan_id, session_id=self.session_id, event_id=sub_task_id,
+                # The tracker's delegation groups (GET /v1/tracker/delegation-groups/{id}).
+                subject=f"delegation-group:{group_id}",
             ))
             for sub_task_id, spec in zip(ids, specs, strict=True)
         ]

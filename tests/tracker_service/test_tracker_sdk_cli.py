@@ -44,7 +44,7 @@ async def test_context_tracker_reads_and_waits_for_plans(stack: Stack) -> None:
         assert plan.plan_id == ids["plan_id"] and plan.status.value == "completed"
         assert plan.goal_event == "trip.plan"
         timeline = await context.tracker.timeline(plan.plan_id)
-        assert [e.type for e in timeline.entries][0] == "plan.started"
+        assert timeline.entries[0].type == "plan.started"
         page = await context.tracker.list_plans(status="completed")
         assert ids["plan_id"] in [p.plan_id for p in page.plans]
         assert (await context.tracker.metrics()).plans.total >= 1

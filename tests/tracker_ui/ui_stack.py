@@ -4,13 +4,20 @@ Selenium blocks; the services must keep serving while it does. So the event, mem
 registry and tracker services (each under real uvicorn on a free port) and the agents
 run on their own loop in a thread, and the (synchronous) tests hand coroutines to it
 with :meth:`Stack.run`.
+
+Backends: Redis Streams and a fresh PostgreSQL database when ``SOORMA_TEST_REDIS_URL`` and
+``SOORMA_TEST_DATABASE_URL`` are set (always in CI), else the embedded ones (in-memory
+bus, SQLite). The pages do not depend on the backend; running them on the production
+one in CI is the realistic choice, and one browser run keeps the tests fast.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +27,12 @@ from memory_service import create_app as create_memory_app
 from registry_service import create_app as create_registry_app
 from soorma import PlatformContext, PlatformSettings
 from testsupport.server import serve
-from testsupport.services import event_settings, memory_settings, registry_settings
+from testsupport.services import (
+    event_settings,
+    memory_settings,
+    redis_event_settings,
+    registry_settings,
+)
 from tracker_service import create_app as create_tracker_app
 from tracker_service.settings import Settings as TrackerSettings
 
@@ -32,6 +44,10 @@ class Stack:
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
+        self.redis_url = os.environ.get("SOORMA_TEST_REDIS_URL")
+        self.postgres_server = os.environ.get("SOORMA_TEST_DATABASE_URL")
+        self.backend = "redis+postgres" if self.redis_url and self.postgres_server else "embedded"
+        self.database_url = f"sqlite+aiosqlite:///{tmp}/tracker.db"
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="ui-stack", daemon=True)
         self._exit = contextlib.AsyncExitStack()
@@ -54,25 +70,70 @@ class Stack:
 
     async def _up(self) -> None:
         tmp = self.tmp
-        events = await self._exit.enter_async_context(
-            serve(create_event_app(event_settings(block_seconds=0.5))))
+        if self.backend == "embedded":
+            bus = event_settings(block_seconds=0.5)
+            memory_db = f"sqlite+aiosqlite:///{tmp}/memory.db"
+            registry_db = f"sqlite+aiosqlite:///{tmp}/registry.db"
+        else:
+            assert self.redis_url is not None
+            prefix = f"soorma-test-ui-{uuid.uuid4().hex[:10]}"
+            self._exit.push_async_callback(self._drop_redis_keys, prefix)
+            bus = redis_event_settings(self.redis_url, prefix)
+            # Memory, registry and tracker share one fresh database (no table overlaps).
+            memory_db = registry_db = self.database_url = await self._fresh_database()
+        events = await self._exit.enter_async_context(serve(create_event_app(bus)))
         memory = await self._exit.enter_async_context(serve(create_memory_app(
-            memory_settings(f"sqlite+aiosqlite:///{tmp}/memory.db", tmp))))
+            memory_settings(memory_db, tmp))))
         registry = await self._exit.enter_async_context(serve(create_registry_app(
-            registry_settings(f"sqlite+aiosqlite:///{tmp}/registry.db", tmp))))
+            registry_settings(registry_db, tmp))))
         self.urls = {"events": events.url, "memory": memory.url, "registry": registry.url}
         self.urls["tracker"] = await self.add_tracker()
 
     async def add_tracker(self, **overrides: Any) -> str:
         """Serve a tracker on the stack's database (more than one: replicas); its URL."""
         settings = TrackerSettings(**{
-            "tracker_database_url": f"sqlite+aiosqlite:///{self.tmp}/tracker.db",
+            "tracker_database_url": self.database_url,
             "data_dir": self.tmp, "event_service_url": self.urls["events"],
             "memory_url": self.urls["memory"], "tracker_stream_poll_seconds": 0.1,
             **overrides,
         })
         server = await self._exit.enter_async_context(serve(create_tracker_app(settings)))
         return server.url
+
+    async def _fresh_database(self) -> str:
+        """Create a PostgreSQL database for this run; it is dropped when the stack stops."""
+        import asyncpg
+
+        assert self.postgres_server is not None
+        plain = self.postgres_server.replace("postgresql+asyncpg://", "postgresql://")
+        name = f"soorma_ui_{uuid.uuid4().hex[:12]}"
+        admin = await asyncpg.connect(plain)
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await admin.close()
+
+        async def drop() -> None:
+            admin = await asyncpg.connect(plain)
+            try:
+                await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            finally:
+                await admin.close()
+
+        self._exit.push_async_callback(drop)
+        base, _, _ = self.postgres_server.rpartition("/")
+        return f"{base}/{name}"
+
+    async def _drop_redis_keys(self, prefix: str) -> None:
+        import redis.asyncio as redis
+
+        client = redis.Redis.from_url(str(self.redis_url))
+        try:
+            keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
+            if keys:
+                await client.delete(*keys)
+        finally:
+            await client.aclose()
 
     # -- helpers -------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from soorma_common.tracker import TERMINAL_PLAN_STATUSES
@@ -211,6 +212,27 @@ async def _select(conn: AsyncConnection, table: sa.Table, column: str, keys: Ite
     return rows
 
 
+async def _select_any(conn: AsyncConnection, table: sa.Table,
+                      wanted: dict[str, Iterable[Key]]) -> list[dict[str, Any]]:
+    """Rows of ``table`` matching any ``column IN keys`` of ``wanted``, per tenant, in one
+    statement per tenant (each statement is a round trip to the database)."""
+    by_tenant: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for column, keys in wanted.items():
+        for tenant, values in _by_tenant(keys).items():
+            by_tenant[tenant][column] = values
+    rows: list[dict[str, Any]] = []
+    for tenant, columns in by_tenant.items():
+        if max(len(v) for v in columns.values()) > 500:
+            for column, values in columns.items():
+                rows.extend(await _select(conn, table, column, [(tenant, v) for v in values]))
+            continue
+        result = await conn.execute(sa.select(table).where(
+            table.c.tenant_id == tenant,
+            sa.or_(*(table.c[column].in_(values) for column, values in columns.items()))))
+        rows.extend(dict(r._mapping) for r in result)
+    return rows
+
+
 async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
     b = _Batch()
     plan_keys = {(e.tenant, e.plan_id) for e in evs if e.plan_id}
@@ -238,20 +260,16 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
             goal_ids.add((e.tenant, e.parent_event_id))
         if e.type == et.PLAN_WAIT_TIMEOUT and isinstance(e.data.get("wait_id"), str):
             wait_ids.add((e.tenant, e.data["wait_id"]))
-    for row in await _select(conn, plans, "plan_id", plan_keys):
-        b.plans[(row["tenant_id"], row["plan_id"])] = row
-    for row in await _select(conn, plans, "goal_event_id", request_ids):
-        key = (row["tenant_id"], row["plan_id"])
-        b.plans.setdefault(key, row)
+    for row in await _select_any(conn, plans, {"plan_id": plan_keys,
+                                               "goal_event_id": request_ids}):
+        b.plans.setdefault((row["tenant_id"], row["plan_id"]), row)
     for key, row in b.plans.items():
         if row["goal_event_id"]:
             b.plans_by_goal[(row["tenant_id"], row["goal_event_id"])].append(key)
     loaded: dict[Key, dict[str, Any]] = {}
-    for row in await _select(conn, tasks, "correlation_id", task_keys):
-        loaded[(row["tenant_id"], row["correlation_id"])] = row
-    for row in await _select(conn, tasks, "task_id", task_ids):
-        loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
-    for row in await _select(conn, tasks, "parent_event_id", request_ids):
+    for row in await _select_any(conn, tasks, {"correlation_id": task_keys,
+                                               "task_id": task_ids,
+                                               "parent_event_id": request_ids}):
         loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
     # The tasks that asked a human: an answer moves them back to running.
     askers = {(r["tenant_id"], r["parent_task_id"]) for r in loaded.values()
@@ -261,17 +279,18 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
     b.tasks = loaded
     for row in loaded.values():
         b.index_task(row)
-    for row in await _select(conn, waits, "wait_id", wait_ids):
-        b.add_wait(row)
-    for row in await _select(conn, waits, "plan_id", plan_keys):
+    for row in await _select_any(conn, waits, {"wait_id": wait_ids, "plan_id": plan_keys}):
         b.add_wait(row)
     b.dirty_waits.clear()
-    for row in await _select(conn, events, "event_id", goal_ids):
-        b.goal_events[(row["tenant_id"], row["event_id"])] = (row["type"], row["correlation_id"])
     asked = {(e.tenant, e.task_key) for e in evs if e.is_request or e.type == et.HUMAN_INPUT}
-    for row in await _select(conn, events, "correlation_id", asked):
-        if row["topic"] != et.ACTION_REQUESTS and row["type"] not in et.NOT_ANSWERS:
-            b.answers[(row["tenant_id"], row["correlation_id"])].append(_stored_ev(row))
+    for row in await _select_any(conn, events, {"event_id": goal_ids,
+                                                "correlation_id": asked}):
+        tenant = row["tenant_id"]
+        if (tenant, row["event_id"]) in goal_ids:
+            b.goal_events[(tenant, row["event_id"])] = (row["type"], row["correlation_id"])
+        if ((tenant, row["correlation_id"]) in asked and row["topic"] != et.ACTION_REQUESTS
+                and row["type"] not in et.NOT_ANSWERS):
+            b.answers[(tenant, row["correlation_id"])].append(_stored_ev(row))
     return b
 
 
@@ -609,18 +628,18 @@ async def project(conn: AsyncConnection, raw: Sequence[Any]) -> BatchResult:
 
 
 async def _insert_events(conn: AsyncConnection, evs: list[et.Ev]) -> list[et.Ev]:
+    """Store ``evs``; the ones not stored before (one ``INSERT .. ON CONFLICT DO NOTHING
+    RETURNING``: a duplicate is dropped by the unique key)."""
     if not evs:
         return []
-    existing: set[Key] = set()
-    for tenant, ids in _by_tenant((e.tenant, e.id) for e in evs).items():
-        found = await conn.execute(sa.select(events.c.event_id).where(
-            events.c.tenant_id == tenant, events.c.event_id.in_(ids)))
-        existing.update((tenant, r[0]) for r in found)
-    fresh = [e for e in evs if (e.tenant, e.id) not in existing]
-    if fresh:
-        await conn.execute(events.insert(), [
-            {"tenant_id": e.tenant, "event_id": e.id, "plan_id": e.plan_id, "type": e.type,
-             "topic": e.topic, "time": e.time, "source": e.source,
-             "correlation_id": e.correlation_id, "data": _trim(e.data)}
-            for e in fresh])
-    return fresh
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    stmt = dialect.insert(events).on_conflict_do_nothing(
+        index_elements=["tenant_id", "event_id"]).returning(events.c.tenant_id,
+                                                             events.c.event_id)
+    result = await conn.execute(stmt, [
+        {"tenant_id": e.tenant, "event_id": e.id, "plan_id": e.plan_id, "type": e.type,
+         "topic": e.topic, "time": e.time, "source": e.source,
+         "correlation_id": e.correlation_id, "data": _trim(e.data)}
+        for e in evs])
+    stored = {(tenant, event_id) for tenant, event_id in result}
+    return [e for e in evs if (e.tenant, e.id) in stored]

@@ -7,10 +7,12 @@ from typing import Annotated
 
 import orjson
 from fastapi import APIRouter, Header, Query, Request
+from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
 from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_responses
+from servicekit.jsonresp import ORJSONResponse
 from soorma_common.errors import ValidationFailed
 from soorma_common.tracker import (
     ActionList,
@@ -35,6 +37,11 @@ Cursor = Annotated[str | None, Query(description="next_cursor of the previous pa
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
+def _json(model: BaseModel) -> Response:
+    """The model as JSON, serialized once (not validated again by FastAPI)."""
+    return ORJSONResponse(model.model_dump(mode="json"))
+
+
 def _window(since: datetime | None, until: datetime | None) -> None:
     if since is not None and until is not None and since >= until:
         raise ValidationFailed("since must be before until", details={"field": "since"})
@@ -53,7 +60,7 @@ async def list_plans(
     until: Annotated[datetime | None, Query(description="created before")] = None,
     limit: Limit = 50,
     cursor: Cursor = None,
-) -> PlanList:
+) -> Response:
     _window(since, until)
     filters = {"status": status.value if status else None, "goal_event": goal_event,
                "session_id": session_id, "parent_plan_id": parent_plan_id,
@@ -61,7 +68,7 @@ async def list_plans(
     async with tracker.engine.connect() as conn:
         page, nxt = await queries.list_plans(conn, identity.tenant_id, limit=limit,
                                              cursor=cursor, filters=filters)
-    return PlanList(plans=page, next_cursor=nxt)
+    return _json(PlanList(plans=page, next_cursor=nxt))
 
 
 @router.get("/plans/by-correlation/{correlation_id}", response_model=PlanSummary,

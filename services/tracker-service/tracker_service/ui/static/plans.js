@@ -57,6 +57,18 @@
     return ["running", "pending", "paused"].includes(plan.status) ? Date.now() - a : null;
   }
 
+  /** A cell that narrows the list to plans sharing this value (same page, filter set). */
+  function filterLink(name, value, text) {
+    if (!value) return "";
+    const a = h("a", { href: "#", class: "filter-link", title: "show only " + name + " = " + value }, text || value);
+    a.addEventListener("click", (ev) => {
+      ev.preventDefault();
+      document.getElementById("f-" + name).value = value;
+      document.getElementById("filters").requestSubmit();
+    });
+    return a;
+  }
+
   function row(plan, compare) {
     const id = plan.plan_id || plan.id;
     const status = String(plan.status || "unknown").toLowerCase();
@@ -65,12 +77,12 @@
     seen.set(id, stamp);
     const parent = plan.parent_plan_id;
     return h("tr", { class: "row-" + status.replace(/[^a-z_]/g, "") + (fresh ? " fresh" : ""), "data-plan-id": id },
-      h("td", null, ui.statusPill(status)),
+      h("td", { title: plan.reason || null }, ui.statusPill(status)),
       h("td", { class: "mono" }, h("a", { href: ui.planHref(id), class: "plan-link" }, ui.short(id, 40))),
-      h("td", null, plan.goal_event || ""),
-      h("td", null, plan.planner || plan.planner_name || ""),
+      h("td", null, filterLink("goal_event", plan.goal_event)),
+      h("td", null, filterLink("planner", plan.planner)),
       h("td", null, plan.current_state || ""),
-      h("td", { class: "mono" }, ui.short(plan.session_id || "", 24)),
+      h("td", { class: "mono" }, filterLink("session_id", plan.session_id, ui.short(plan.session_id || "", 24))),
       h("td", { class: "nowrap" }, ui.fmtTime(started(plan))),
       h("td", { class: "num" }, ui.fmtDuration(duration(plan))),
       h("td", { class: "mono" }, parent ? h("a", { href: ui.planHref(parent) }, ui.short(parent, 20)) : ""),

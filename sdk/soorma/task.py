@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from soorma._propagation import current_event
-from soorma.agents._answers import answer_event_id
+from soorma.agents._answers import AnswerLog, answer_event_id
 from soorma.event import Event
 from soorma_common.errors import TaskNotFound, VersionConflict
 from soorma_common.events import (
@@ -38,7 +38,6 @@ from soorma_common.events import (
 from soorma_common.memory import SubTaskRecord, SubTaskStatus, TaskContextRecord
 
 if TYPE_CHECKING:
-    from soorma.agents._answers import AnswerLog
     from soorma.context import PlatformContext
     from soorma.memory import MemoryClient
 
@@ -335,10 +334,16 @@ class TaskContext:
         return group_id
 
     def _remember_sent(self, request: EventEnvelope) -> EventEnvelope:
-        """Keep a request in the context (saved before it is sent), for a re-send."""
-        request = self.context.bus.inherit(request)
-        sent = list(self._meta.get("sent") or [])
-        sent.append(request.model_dump(mode="json", exclude_none=True))
+        """Keep what a re-send needs (saved before the request is sent): its topic,
+        payload and answer topic; type and ids are in the sub-task already. Compact, as
+        every fan-in result reads the whole context back."""
+        kept: dict[str, Any] = {"data": request.data}
+        if request.topic != ACTION_REQUESTS:
+            kept["topic"] = request.topic
+        if request.response_topic not in (None, ACTION_RESULTS):
+            kept["response_topic"] = request.response_topic
+        sent = dict(self._meta.get("sent") or {})
+        sent[str(request.correlation_id)] = kept
         self._meta["sent"] = sent
         return request
 
@@ -354,13 +359,21 @@ class TaskContext:
         Returns:
             How many requests were re-sent.
         """
+        bus = self.context.bus
         pending = [
-            EventEnvelope.model_validate(raw) for raw in self._meta.get("sent") or []
-            if (sub := self.sub_tasks.get(str(raw.get("correlation_id"))))
-            and sub.status is SubTaskStatus.PENDING
+            bus.build_event(
+                str(kept.get("topic") or ACTION_REQUESTS), sub.event_type,
+                kept.get("data") or {}, correlation_id=sub_id, event_id=sub_id,
+                response_event=sub.response_event,
+                response_topic=kept.get("response_topic") or ACTION_RESULTS,
+                plan_id=self.plan_id,
+                session_id=self.session_id,
+            )
+            for sub_id, kept in dict(self._meta.get("sent") or {}).items()
+            if (sub := self.sub_tasks.get(sub_id)) and sub.status is SubTaskStatus.PENDING
         ]
         if pending:
-            await self.context.bus.publish_batch(pending)
+            await bus.publish_batch(pending)
         return len(pending)
 
     # -- fan-in ----------------------------------------------------------------------
@@ -471,10 +484,13 @@ class TaskContext:
                 plan_id=self.plan_id, session_id=self.session_id,
                 event_id=answer_event_id(self.agent_id or "worker", self.task_id),
             ))
-            if self._answers is not None:
+            answers = self._answers
+            if answers is None and self.agent_id:
+                answers = AnswerLog(self.agent_id)  # a task restored by hand
+            if answers is not None:
                 # Recorded before it is sent: the task's request, delivered again, is
                 # answered with it instead of running again.
-                answer = await self._answers.record(self.context, self.task_id, answer)
+                answer = await answers.record(self.context, self.task_id, answer)
             await bus.publish_event(answer)
         else:
             logger.warning(

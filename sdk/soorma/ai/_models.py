@@ -48,6 +48,24 @@ class ModelSettings:
             return self.api_key
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
+    def check_configured(self, options: Mapping[str, Any]) -> None:
+        """Raise :class:`LLMNotConfigured` (naming the variable) when no key is set.
+
+        Args:
+            options: The planner's ``litellm.acompletion`` options (``mock_response``
+                needs no key).
+        """
+        from soorma.ai._errors import LLMNotConfigured
+        from soorma.ai._llm import check_credentials
+
+        if self.api_key_env and not self.key():
+            raise LLMNotConfigured(
+                f"no API key for model {self.model!r}: set the {self.api_key_env} "
+                "environment variable",
+                details={"model": self.model, "env_var": self.api_key_env},
+            )
+        check_credentials(self.model, api_key=self.key(), options={**options, **self.options})
+
 
 def model_settings(
     entry: ModelEntry, *, api_base: str | None = None, api_key: str | None = None

@@ -54,14 +54,14 @@ from soorma.ai._audit import (
     append_audit,
     audit_record,
 )
-from soorma.ai._catalog import EventCatalog, load_catalog
+from soorma.ai._catalog import EventCatalog, load_catalog, without_consumer
 from soorma.ai._errors import (
     CircuitBreakerOpen,
     DecisionInvalid,
     LLMNotConfigured,
     PlannerError,
 )
-from soorma.ai._llm import check_credentials, complete, load_litellm
+from soorma.ai._llm import complete, load_litellm
 from soorma.ai._models import ModelEntry, model_settings
 from soorma.ai._prompt import STRATEGIES, build_messages, repair_messages, response_format
 from soorma.ai._validation import parse_decision, validate_decision
@@ -266,14 +266,7 @@ class ChoreographyPlanner(Planner):
         first: LLMNotConfigured | None = None
         for spec in self.models:
             try:
-                if spec.api_key_env and not spec.key():
-                    raise LLMNotConfigured(
-                        f"no API key for model {spec.model!r}: set the {spec.api_key_env} "
-                        "environment variable",
-                        details={"model": spec.model, "env_var": spec.api_key_env},
-                    )
-                check_credentials(spec.model, api_key=spec.key(),
-                                  options={**self.llm_kwargs, **spec.options})
+                spec.check_configured(self.llm_kwargs)
             except LLMNotConfigured as exc:
                 first = first or exc
             else:
@@ -322,7 +315,8 @@ class ChoreographyPlanner(Planner):
             await self._check_breaker(plan)
         the_plan_id = plan.plan_id if plan is not None else (plan_id or "")
         current_state = (getattr(plan, "current_state", None) if plan is not None else None) or ""
-        catalog = self._without_own_goals(await load_catalog(context))
+        # Its own goals are not offered: the planner must not send itself its goal.
+        catalog = without_consumer(await load_catalog(context), self.name, self._goal_events)
         messages = build_messages(
             trigger=trigger, catalog=catalog, strategy=self.planning_strategy,
             system_instructions=self.system_instructions,
@@ -844,20 +838,6 @@ class ChoreographyPlanner(Planner):
             if _status(plan) not in _FINISHED:
                 await plan.fail(reason)
             raise CircuitBreakerOpen(reason, details={"plan_id": plan.plan_id, "actions": taken})
-
-    def _without_own_goals(self, catalog: EventCatalog) -> EventCatalog:
-        """The catalog minus this planner's own goals (it must not send itself its goal)."""
-        for goal in self._goal_events:
-            consumers = [c for c in catalog.consumers.get(goal, []) if c != self.name]
-            if goal not in catalog.consumers:
-                continue
-            if consumers:
-                catalog.consumers[goal] = consumers
-            else:
-                catalog.consumers.pop(goal, None)
-                catalog.actionable.pop(goal, None)
-                catalog.responses.pop(goal, None)
-        return catalog
 
     async def _restore(self, plan_id: str, context: Any) -> Any:
         from soorma.plan_context import PlanContext

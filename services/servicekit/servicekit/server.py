@@ -41,6 +41,7 @@ def _response(status: bytes) -> bytes:
 
 TOO_LARGE = _response(b"431 Request Header Fields Too Large")
 TIMED_OUT = _response(b"408 Request Timeout")
+END_OF_HEAD = b"\r\n\r\n"
 
 
 class _HeadGuard:
@@ -76,19 +77,29 @@ class _HeadGuard:
             self._start_head()  # the first bytes of the next request on this connection
         reading = self._head_timer is not None
         if reading:
-            # Head bytes: up to the blank line that ends the head (which may straddle
-            # two reads), counted before the parser sees them.
-            window = self._head_tail + data
-            end = window.find(b"\r\n\r\n")
-            self._head_bytes += (len(data) if end < 0
-                                 else max(0, end + 4 - len(self._head_tail)))
-            self._head_tail = window[-3:]
+            self._head_bytes += self._head_part(data)
             if self._head_bytes > self.max_header_bytes:
                 self._refuse(TOO_LARGE)
                 return
         super().data_received(data)  # type: ignore[misc]
         if reading and self.cycle is not self._head_cycle:
             self._end_head()  # head complete: a request cycle started
+
+    def _head_part(self, data: bytes) -> int:
+        """How many bytes of ``data`` belong to the head (counted before parsing).
+
+        The head ends with a blank line, which may straddle two reads.
+        """
+        tail = self._head_tail
+        if tail:
+            straddling = (tail + data[:3]).find(END_OF_HEAD)
+            if straddling >= 0:
+                return max(0, straddling + 4 - len(tail))
+        end = data.find(END_OF_HEAD)
+        if end >= 0:
+            return end + 4
+        self._head_tail = (tail + data[-3:])[-3:]
+        return len(data)
 
     def _start_head(self) -> None:
         self._head_cycle = self.cycle

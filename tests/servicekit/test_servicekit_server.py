@@ -58,7 +58,12 @@ async def _exchange(port: int, data: bytes, *, wait: float = 10.0) -> tuple[byte
         if data:
             writer.write(data)
             await writer.drain()
-        answer = await asyncio.wait_for(reader.read(), wait)  # until EOF
+        try:
+            answer = await asyncio.wait_for(reader.read(), wait)  # until EOF
+        except ConnectionResetError:
+            # Closed with our bytes still unread: a loop that stalled past the timeout
+            # (loaded machine) may run the timer before the read. Closed all the same.
+            answer = b"<reset>"
         return answer, time.monotonic() - started
     finally:
         writer.close()
@@ -80,7 +85,7 @@ async def test_a_half_sent_request_is_closed_after_the_header_timeout(
     # Closed by the server (EOF before our 10 s bound), having told the client why.
     assert took < 10
     if sent:
-        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert answer.startswith(b"HTTP/1.1 408") or answer == b"<reset>", answer
 
 
 async def test_the_next_request_on_a_kept_alive_connection_is_timed_too() -> None:

@@ -21,9 +21,11 @@ from soorma_common.errors import ValidationFailed
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 NUL = "\x00"
 # One nesting limit for every JSON value a service stores or forwards (event ``data``,
-# working-memory values, plan state, ...). Well below the encoders' own limits (orjson
-# and pydantic stop near 255 levels, with errors that are not the caller's to decode).
-MAX_JSON_DEPTH = 128
+# working-memory values, plan state, ...): what the event service always carried. Its
+# body parser stops at 200 levels for the whole request, so 192 leaves room for the
+# envelope around ``data``; the encoders (orjson, pydantic) stop near 255 levels with
+# errors that are not the caller's to decode.
+MAX_JSON_DEPTH = 192
 NUL_MESSAGE = "must not contain NUL (\\u0000) characters"
 
 

@@ -42,6 +42,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import ROOT, UvicornService, pct
@@ -126,8 +127,9 @@ class Replica:
 
 
 class Bench:
-    def __init__(self, url: str, state: Path, markers: Path) -> None:
+    def __init__(self, url: str, state: Path, markers: Path, logs: Path | None = None) -> None:
         self.url = url
+        self.logs = logs
         self.state = state
         self.markers = markers
         self.replicas: list[Replica] = []
@@ -136,13 +138,13 @@ class Bench:
     async def spawn(self, mode: str) -> Replica:
         env = {**os.environ, "SOORMA_EVENT_SERVICE_URL": self.url,
                "SOORMA_REGISTRY_URL": "http://127.0.0.1:9", "SOORMA_STATE_DIR": str(self.state),
-               "PYTHONUNBUFFERED": "1", "SOORMA_LOG_LEVEL": "ERROR"}
+               "PYTHONUNBUFFERED": "1", "SOORMA_LOG_LEVEL": "INFO" if self.logs else "ERROR"}
         env.pop("SOORMA_CONSUMER_ID", None)
         env.pop("SOORMA_REPLICA", None)
         spawned = time.time()
         proc = await asyncio.create_subprocess_exec(
             sys.executable, __file__, "agent", "--mode", mode, "--markers", str(self.markers),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=self.stderr(), env=env,
             cwd=ROOT,
         )
         replica = Replica(proc, spawned)
@@ -150,6 +152,12 @@ class Bench:
         self.replicas.append(replica)
         await replica.wait_for("ready")
         return replica
+
+    def stderr(self) -> int | IO[bytes]:
+        """Where replicas' logs go: a file per replica with ``--logs DIR``, else nowhere."""
+        if self.logs is None:
+            return asyncio.subprocess.DEVNULL
+        return open(self.logs / f"replica-{len(self.replicas)}.log", "wb")
 
     async def publish(self, context, mode: str) -> str:  # type: ignore[no-untyped-def]
         self.job += 1
@@ -245,7 +253,8 @@ async def drive(args: argparse.Namespace) -> None:
     context = PlatformContext.from_env(settings=PlatformSettings(
         event_service_url=svc.url, registry_url="http://127.0.0.1:9"))
     try:
-        bench = Bench(svc.url, args.workdir / "state", args.workdir / "markers")
+        bench = Bench(svc.url, args.workdir / "state", args.workdir / "markers",
+                      Path(args.logs) if args.logs else None)
         plan = [(mode, n) for mode, n in (("before", args.before_kills),
                                            ("after", args.kills)) if n > 0]
         try:
@@ -307,6 +316,7 @@ def main() -> None:
                         help="kills per scenario, before (each waits out 30 s)")
     parser.add_argument("--scenarios", default="restart,takeover")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--logs", help="write each replica's log to this directory")
     args = parser.parse_args()
     random.seed(args.seed)
     if args.command == "agent":

@@ -9,4 +9,6 @@ RUN pip install --no-cache-dir ./common ./sdk ./services/servicekit ./services/e
     ./services/memory-service ./services/registry-service ./services/tracker-service \
     ./services/gateway-a2a
 EXPOSE 8080
-CMD ["sh", "-c", "exec uvicorn --factory \"$SOORMA_SERVICE_APP\" --host 0.0.0.0 --port 8080 --loop uvloop --http httptools --no-access-log"]
+# servicekit.server: uvicorn (httptools, no access log) with request heads bounded in size
+# and reading time (SOORMA_MAX_HEADER_BYTES, SOORMA_HEADER_TIMEOUT_SECONDS).
+CMD ["sh", "-c", "exec python -m servicekit.server \"$SOORMA_SERVICE_APP\" --host 0.0.0.0 --port 8080"]

@@ -95,9 +95,13 @@ def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
         def capture_signals(self) -> Iterator[None]:
             yield
 
+    # Request heads bounded in size and reading time, as the service's settings say
+    # (SOORMA_MAX_HEADER_BYTES, SOORMA_HEADER_TIMEOUT_SECONDS): servicekit.server.
+    serving = importlib.import_module("servicekit.server")
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, lifespan="on",
         timeout_graceful_shutdown=3, ws="none",
+        **serving.uvicorn_options(app.state.settings),
     )
     return _Server(config)
 

@@ -15,6 +15,7 @@ from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
 from soorma.memory import MemoryClient
 from soorma.registry import RegistryClient
+from soorma.tracker import TrackerClient
 
 DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
 DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
@@ -132,9 +133,10 @@ class PlatformContext:
         # Seed 001 Q5 option B: action requests are checked against registered schemas.
         bus.payload_validator = registry.validate_envelope
         toolkit = EventToolkit(registry=registry)
+        tracker = TrackerClient(base_url=settings.tracker_url, http=client, identity=identity)
         return cls(
-            bus=bus, memory=memory, registry=registry, toolkit=toolkit, settings=settings,
-            http=client, owns_http=owns_http,
+            bus=bus, memory=memory, registry=registry, tracker=tracker, toolkit=toolkit,
+            settings=settings, http=client, owns_http=owns_http,
         )
 
     async def close(self) -> None:

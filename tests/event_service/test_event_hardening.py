@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 from event_sse_client import SSEStream
 from event_stack import Service
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from event_service.ids import DELIVERY_ID_PATTERN, STREAM_ID_PATTERN, parse_id, parse_ref
+from event_service.routes import MAX_EVENT_TYPES
 from event_service.sse import TypeFilter
 from servicekit.jsoncheck import MAX_JSON_DEPTH
+from soorma_common.errors import ValidationFailed
+from soorma_common.events import TOPIC_PATTERN
 
 JSON = {"content-type": "application/json"}
 
@@ -90,7 +96,7 @@ async def test_heartbeat_of_half_a_second_streams(service: Service) -> None:
 
 @pytest.mark.asyncio
 async def test_event_types_are_bounded_in_count_and_length(service: Service) -> None:
-    too_many = ",".join(f"type{i}.*" for i in range(33))
+    too_many = ",".join(f"type{i}.*" for i in range(MAX_EVENT_TYPES + 1))
     status, body = await _stream_status(service, topics="system-events", event_types=too_many)
     assert status == 422, body
     assert "event_types" in json.dumps(body["error"])
@@ -103,7 +109,7 @@ async def test_event_types_are_bounded_in_count_and_length(service: Service) -> 
         assert status == 422, body
         assert "event_types" in json.dumps(body["error"])
 
-    at_limit = ",".join(f"type{i}.{'x' * 240}*" for i in range(32))
+    at_limit = ",".join(f"type{i}.{'x' * 240}*" for i in range(MAX_EVENT_TYPES))
     status, body = await _stream_status(service, topics="system-events", event_types=at_limit)
     assert status == 200, body
 
@@ -126,3 +132,58 @@ def test_event_type_globs_are_compiled_when_the_stream_opens_not_per_event(
     assert accept(f"{run}.a1.x")
     assert not accept(f"{run}.3.anything.failed")
     assert not accept("other.type")
+
+
+def _resolve(spec: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = spec["components"]["schemas"][node["$ref"].rsplit("/", 1)[-1]]
+    return node
+
+
+@pytest.mark.asyncio
+async def test_openapi_declares_the_id_and_topic_formats_of_ack_nack_dlq_and_replay(
+    service: Service,
+) -> None:
+    spec = (await service.client.get("/openapi.json")).json()
+
+    def body(path: str) -> dict[str, Any]:
+        content = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+        return _resolve(spec, content["schema"])["properties"]
+
+    for path in ("/v1/events/ack", "/v1/events/nack"):
+        assert body(path)["ids"]["items"]["pattern"] == DELIVERY_ID_PATTERN, path
+    replay = body("/v1/events/dlq/replay")
+    assert replay["ids"]["items"]["pattern"] == STREAM_ID_PATTERN
+    assert replay["topic"]["pattern"] == TOPIC_PATTERN.pattern
+    [topic] = [p for p in spec["paths"]["/v1/events/dlq"]["get"]["parameters"]
+               if p["name"] == "topic"]
+    assert topic["schema"]["pattern"] == TOPIC_PATTERN.pattern
+
+
+@settings(max_examples=200, derandomize=True, database=None, deadline=None)
+@given(token=st.from_regex(DELIVERY_ID_PATTERN, fullmatch=True))
+def test_every_id_the_declared_format_allows_is_accepted(token: str) -> None:
+    topic, stream_id = parse_ref(token)
+    assert f"{topic}={stream_id}" == token
+    parse_id(stream_id)
+
+
+@pytest.mark.parametrize("token", [
+    "a=\u0661\u0662-0",  # Arabic-Indic digits: \d matches them, Redis does not
+    "a=" + "9" * 20 + "-0",  # beyond 64 bits
+    "A=1-0", "a=1", "a=1-", "=1-0", "a=-1-0",
+])
+def test_ids_outside_the_declared_format_are_refused(token: str) -> None:
+    assert re.fullmatch(DELIVERY_ID_PATTERN, token) is None
+    with pytest.raises(ValidationFailed):
+        parse_ref(token)
+
+
+@pytest.mark.asyncio
+async def test_streams_with_the_same_event_types_share_one_compiled_filter() -> None:
+    from event_service.sse import type_filter
+
+    patterns = [f"{uuid.uuid4().hex}.*", "b.?"]
+    first = await type_filter(patterns)
+    assert await type_filter(list(patterns)) is first
+    assert first(patterns[0][:-1] + "done") and not first("c.x")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 import jwt
@@ -108,6 +109,7 @@ async def test_jwt_service_token_acts_as_any_tenant_and_reads_the_tap(
                            auth_mode="jwt", jwt_secret=secret)
 
     def bearer(**claims: object) -> dict[str, str]:
+        claims = {"exp": int(time.time()) + 600, **claims}
         return {"Authorization": "Bearer " + jwt.encode(claims, secret, algorithm="HS256")}
 
     svc = bearer(tenant_id="platform", user_id="tracker", soorma_role="service")

@@ -98,3 +98,21 @@ def event_server(event_backend: dict[str, Any]) -> Iterator[ThreadedServer]:
     settings = event_settings(**event_backend)
     with serve_in_thread(create_app(settings)) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def tracker_server() -> Iterator[ThreadedServer]:
+    from tracker_service import create_app
+    from tracker_service.settings import Settings
+
+    with serve_in_thread(create_app(Settings())) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def gateway_server() -> Iterator[ThreadedServer]:
+    from gateway_a2a import create_app
+    from gateway_a2a.settings import Settings
+
+    with serve_in_thread(create_app(Settings())) as server:
+        yield server

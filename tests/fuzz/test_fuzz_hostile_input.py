@@ -327,3 +327,52 @@ def test_out_of_range_stream_parameters_are_422_not_a_stream(
         assert named in named_fields(error), error
         ok = client.post("/v1/events/publish", json={"event": {"topic": "a", "type": "t"}})
         assert ok.status_code == 200
+
+
+def _nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+# One JSON value per service, nested ``depth`` levels below the named field.
+def _deep_bodies(depth: int) -> dict[str, tuple[str, dict[str, Any], str]]:
+    value = _nested(depth)
+    return {
+        "event": ("/v1/events/publish",
+                  {"event": {"topic": "fuzz-hostile", "type": "t", "data": {"x": value}}},
+                  "event.data.x"),
+        "memory": ("/v1/working-memory/fuzz-plan", {"key": "deep", "value": value}, "value"),
+        "registry": ("/v1/agents", {"agent_id": "fuzz-deep", "name": "a",
+                                    "metadata": {"x": value}}, "metadata.x"),
+    }
+
+
+def _one_depth_limit(name: str, client: httpx.Client) -> None:
+    from servicekit.jsoncheck import MAX_JSON_DEPTH
+
+    path, body, field = _deep_bodies(MAX_JSON_DEPTH + 1)[name]
+    error = assert_client_error(client.post(path, json=body), 422)
+    assert f"nests deeper than {MAX_JSON_DEPTH} levels" in error["message"], error
+    assert error["details"][0]["field"].startswith(field), error["details"]
+    # The field's own object is a level: its value may nest one level less.
+    path, body, _ = _deep_bodies(MAX_JSON_DEPTH - 1)[name]
+    r = client.post(path, json=body)
+    assert r.status_code < 300, (path, r.status_code, r.text[:300])
+
+
+def test_event_service_holds_json_to_the_platform_depth_limit(event_client: httpx.Client) -> None:
+    _one_depth_limit("event", event_client)
+
+
+def test_memory_service_holds_json_to_the_platform_depth_limit(
+    memory_client: httpx.Client,
+) -> None:
+    _one_depth_limit("memory", memory_client)
+
+
+def test_registry_service_holds_json_to_the_platform_depth_limit(
+    registry_client: httpx.Client,
+) -> None:
+    _one_depth_limit("registry", registry_client)

@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from gateway_helpers import ReviewControl, agent_context, echo_tool, review_worker
 
@@ -46,6 +47,7 @@ def gateway_settings(events: str, registry: str, database: str, tmp_path: Any,
         "gateway_api_keys": {KEY_A: "tenant-a", KEY_B: "tenant-b"},
         "default_tenant": "tenant-a", "gateway_poll_interval_seconds": 0.05,
         "gateway_push_backoff_seconds": 0.05, "jwt_secret": JWT_SECRET,
+        "gateway_push_allow": ["127.0.0.1"],
         **overrides,
     }
     return GatewaySettings(**values)
@@ -113,9 +115,14 @@ async def _platform(event_app: Any, sqlite_url: str, database: str, tmp_path: An
                 await platform.gateway.stop()
 
 
-@pytest_asyncio.fixture
-async def platform(sqlite_url: str, tmp_path: Any) -> AsyncIterator[Platform]:
-    """Gateway on SQLite, event service in-process, echo and review agents of tenant-a."""
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def platform(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Platform]:
+    """Gateway on SQLite, event service in-process, echo and review agents of tenant-a.
+
+    Shared by the tests of a module (they use their own documents and context ids).
+    """
+    tmp_path = tmp_path_factory.mktemp("gateway")
+    sqlite_url = f"sqlite+aiosqlite:///{tmp_path}/test.db"
     async with _platform(create_event_app(event_settings(block_seconds=0.5)), sqlite_url,
                          sqlite_url.replace("test.db", "gw.db"), tmp_path) as p:
         yield p

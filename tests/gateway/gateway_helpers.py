@@ -55,10 +55,16 @@ def echo_tool(context: PlatformContext) -> Tool:
 
 @dataclass
 class ReviewControl:
-    """Lets a test hold the reviewer's slow mode and see what it received."""
+    """Holds the reviewer's slow mode per document; records what it received."""
 
-    release: asyncio.Event = field(default_factory=asyncio.Event)
+    gates: dict[str, asyncio.Event] = field(default_factory=dict)
     seen: list[dict[str, Any]] = field(default_factory=list)
+
+    def gate(self, doc: str) -> asyncio.Event:
+        return self.gates.setdefault(doc, asyncio.Event())
+
+    def release(self, doc: str) -> None:
+        self.gate(doc).set()
 
 
 def review_worker(context: PlatformContext, control: ReviewControl | None = None) -> Worker:
@@ -84,7 +90,7 @@ def review_worker(context: PlatformContext, control: ReviewControl | None = None
                 "Approve the document?", response_event="doc.approval", timeout_seconds=600,
             )
         elif mode == "slow":
-            await control.release.wait()
+            await control.gate(task.data["doc"]).wait()
             await task.complete({"doc": task.data["doc"], "verdict": "late"})
         elif mode == "files":
             await task.complete({"artifacts": [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import httpx
-import jwt
 import pytest
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
@@ -18,8 +17,9 @@ from conftest import HEADERS_A, HEADERS_B, JWT_SECRET, KEY_A, Platform
 from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 
 from gateway_a2a.settings import Settings, hash_api_key
+from servicekit.auth import issue_token
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 RPC = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
 
@@ -49,7 +49,7 @@ async def test_missing_or_wrong_credentials_answer_401(platform: Platform):
 
 
 async def test_bearer_jwt_acts_as_its_tenant(platform: Platform):
-    token = jwt.encode({"tenant_id": "tenant-a", "user_id": "ann"}, JWT_SECRET, "HS256")
+    token = issue_token(Settings(jwt_secret=JWT_SECRET), tenant_id="tenant-a", user_id="ann")
     async with a2a_client(platform.url, "HTTP+JSON", streaming=False,
                           headers={"Authorization": f"Bearer {token}"}) as client:
         task = final_task(await collect(client, send_request(
@@ -79,10 +79,10 @@ async def test_another_tenants_task_is_not_found(platform: Platform, binding: st
         with pytest.raises(TaskNotFoundError):
             await b.create_task_push_notification_config(TaskPushNotificationConfig(
                 task_id=task.id, url="https://example.com/hook"))
-        assert not (await b.list_tasks(ListTasksRequest())).tasks
+        assert task.id not in [t.id for t in (await b.list_tasks(ListTasksRequest())).tasks]
     async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as a:
         still = await a.get_task(GetTaskRequest(id=task.id))
-        assert [t.id for t in (await a.list_tasks(ListTasksRequest())).tasks] == [task.id]
+        assert task.id in [t.id for t in (await a.list_tasks(ListTasksRequest())).tasks]
     assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
 
 
@@ -94,4 +94,6 @@ async def test_tenant_b_tasks_run_as_tenant_b(platform: Platform):
             user_message(data={"doc": "b-doc", "mode": "ok"}, skill="review"))))
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     async with a2a_client(platform.url, streaming=False, headers=HEADERS_A) as a:
-        assert not (await a.list_tasks(ListTasksRequest())).tasks
+        assert task.id not in [t.id for t in (await a.list_tasks(ListTasksRequest())).tasks]
+        with pytest.raises(TaskNotFoundError):
+            await a.get_task(GetTaskRequest(id=task.id))

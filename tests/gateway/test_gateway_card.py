@@ -11,7 +11,7 @@ from google.protobuf.json_format import MessageToDict
 
 from soorma import Tool
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def test_card_lists_live_skills_with_interfaces_and_security(platform: Platform):

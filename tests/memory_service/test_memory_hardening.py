@@ -55,3 +55,29 @@ async def test_json_nested_up_to_the_limit_is_stored(client: httpx.AsyncClient) 
     for method, path, body, _ in _deep_writes(value):
         r = await client.request(method, path, json=body)
         assert r.status_code in (200, 201), (method, path, r.status_code, r.text[:300])
+
+
+async def test_openapi_declares_if_match_as_the_integer_version(
+    client: httpx.AsyncClient,
+) -> None:
+    spec = (await client.get("/openapi.json")).json()
+    declared = [
+        (path, method, param["schema"])
+        for path, operations in spec["paths"].items()
+        for method, operation in operations.items()
+        for param in operation.get("parameters", [])
+        if param["name"] == "If-Match"
+    ]
+    assert len(declared) >= 4, declared  # task/plan-context POST and PUT, plans PUT
+    for path, method, schema in declared:
+        types = {s.get("type") for s in schema.get("anyOf", [schema])}
+        assert types <= {"integer", "null"} and "integer" in types, (method, path, schema)
+    # ... and the service holds to it: a non-integer is 422 naming If-Match, the ETag
+    # forms of an integer are accepted.
+    r = await client.post("/v1/memory/plan-context", json=plan_body("p1"))
+    for value, status in [("latest", 422), ("1.5", 422), ('"1"', 200), ('W/"2"', 200)]:
+        r = await client.put("/v1/memory/plan-context/p1", json=plan_body("p1"),
+                             headers={"If-Match": value})
+        assert r.status_code == status, (value, r.text)
+        if status == 422:
+            assert "If-Match" in r.text

@@ -43,6 +43,9 @@ async def test_a_tool_answers_a_call_and_every_event_is_recorded():
         assert response.correlation_id == request.correlation_id == answer.correlation_id
         assert response.tenant_id == "default" and response.user_id == "anonymous"
         assert platform.events("greet.*", source="greeter") == [response]
+        assert platform.recorder.by_topic() == {
+            "action-requests": [request], "action-results": [response]}
+        assert list(platform.recorder.by_type()) == ["greet.requested", "greet.completed"]
         assert platform.events(topic="business-facts") == []
         # The tool registered itself with the real registry.
         agent = await platform.context.registry.get_agent("greeter")
@@ -187,3 +190,27 @@ async def test_the_services_leave_the_test_logging_alone():
     async with PlatformHarness():
         assert (list(root.handlers), root.level) == before
     assert (list(root.handlers), root.level) == before
+
+
+async def test_a_handler_that_raises_is_named_when_the_answer_never_comes():
+    agent = Agent(name="broken", max_deliveries=2)
+
+    @agent.on_event("x.requested", topic="action-requests")
+    async def explode(event: Any, context: Any) -> None:
+        raise ValueError("boom")
+
+    async with PlatformHarness(timeout=0.5) as platform:
+        await platform.start(agent)
+        with pytest.raises(TimeoutError, match=r"errors logged: agent broken: handler .*explode "
+                                               r"failed on x\.requested .*ValueError: boom"):
+            await platform.call("x.requested", {}, response_event="x.done")
+        assert any("ValueError: boom" in error for error in platform.errors)
+
+
+async def test_a_harness_on_an_earlier_data_dir_finds_its_plans(tmp_path: Any):
+    # The platform "restarts": memory and registry data survive, the in-memory log does not.
+    async with PlatformHarness(data_dir=tmp_path) as platform:
+        await platform.context.memory.store("k", {"v": 1}, plan_id="p-1")
+    async with PlatformHarness(data_dir=tmp_path) as platform:
+        assert await platform.context.memory.retrieve("k", plan_id="p-1") == {"v": 1}
+    assert (tmp_path / "memory.db").exists()

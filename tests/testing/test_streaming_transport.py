@@ -36,7 +36,7 @@ class Ticker:
                     self.stopped = True
                     await send({"type": "lifespan.shutdown.complete"})
                     return
-        self.state_seen = dict(scope["state"])
+        self.state_seen = dict(scope.get("state", {}))
         if scope["path"] == "/fail":
             raise RuntimeError("the app broke")
         await receive()  # the request body
@@ -99,3 +99,26 @@ async def test_a_failing_lifespan_start_raises_its_error():
 
     with pytest.raises(RuntimeError, match="broken failed to start: no database"):
         await Lifespan(broken, name="broken").start()
+
+
+async def test_the_read_timeout_bounds_a_silent_app_as_it_would_a_socket():
+    async def silent(scope: Any, receive: Any, send: Any) -> None:
+        await asyncio.Event().wait()
+
+    transport = StreamingASGITransport({"silent.test": silent})
+    async with httpx.AsyncClient(transport=transport, timeout=0.05) as client:
+        with pytest.raises(httpx.ReadTimeout, match=r"no response within 0\.05 s"):
+            await client.get("http://silent.test/")
+    app = Ticker()
+    async with httpx.AsyncClient(
+        transport=StreamingASGITransport({"ticker.test": app}), timeout=0.5
+    ) as client:
+        # The timeout bounds each wait for data, not the whole stream: 60 ticks at 10 ms
+        # outlast it.
+        async with client.stream("GET", "http://ticker.test/") as response:
+            count = 0
+            async for _ in response.aiter_lines():
+                count += 1
+                if count == 60:
+                    break
+    assert count == 60

@@ -31,8 +31,10 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -59,7 +61,8 @@ from soorma.ai._errors import (
     LLMNotConfigured,
     PlannerError,
 )
-from soorma.ai._llm import check_credentials, complete
+from soorma.ai._llm import check_credentials, complete, load_litellm
+from soorma.ai._models import ModelEntry, model_settings
 from soorma.ai._prompt import STRATEGIES, build_messages, repair_messages, response_format
 from soorma.ai._validation import parse_decision, validate_decision
 from soorma_common.decisions import (
@@ -157,7 +160,12 @@ class ChoreographyPlanner(Planner):
         planning_strategy: ``"balanced"``, ``"conservative"`` or ``"aggressive"``.
         repair_retries: Re-prompts with the validation errors before moving on to the
             next model.
-        fallback_models: Models tried in order once the main model's repairs failed.
+        fallback_models: Models tried in order once the main model's repairs failed:
+            litellm model ids (sharing ``api_base``/``api_key``), or per-model settings
+            ``{"model", "api_base", "api_key_env"}`` / litellm Router ``model_list``
+            entries (``{"model_name", "litellm_params": {"model", "api_base",
+            "api_key": "os.environ/VAR"}}``), so a local model can fall back to a
+            hosted one (see :mod:`soorma.ai._models`).
         fallback_planner: Deterministic ``(DecisionRequest) -> decision | action |
             dict | None`` (sync or async) used when every model failed; its answer is
             validated too.
@@ -182,7 +190,7 @@ class ChoreographyPlanner(Planner):
         system_instructions: str | None = None,
         planning_strategy: str = "balanced",
         repair_retries: int = DEFAULT_REPAIR_RETRIES,
-        fallback_models: Sequence[str] = (),
+        fallback_models: Sequence[ModelEntry] = (),
         fallback_planner: FallbackPlanner | None = None,
         audit_limit: int = DEFAULT_AUDIT_LIMIT,
         description: str | None = None,
@@ -218,12 +226,31 @@ class ChoreographyPlanner(Planner):
         self.system_instructions = system_instructions
         self.planning_strategy = planning_strategy
         self.repair_retries = repair_retries
-        self.fallback_models = tuple(fallback_models)
+        # Main model first, then the fallbacks, each with its own endpoint and key.
+        self.models = (
+            model_settings(reasoning_model, api_base=api_base, api_key=api_key),
+            *(model_settings(m, api_base=api_base, api_key=api_key) for m in fallback_models),
+        )
+        self.fallback_models = tuple(m.model for m in self.models[1:])
         self.fallback_planner = fallback_planner
         self.audit_limit = audit_limit
         self.llm_kwargs = llm_kwargs
         # Audit of calls made without a plan (and a recent copy of all), in process only.
         self.audit_log: deque[dict[str, Any]] = deque(maxlen=max(audit_limit, 1))
+
+    async def start(self) -> None:
+        """Load litellm (in a thread, off the event loop), then start as any agent.
+
+        litellm takes seconds to import; loading it here rather than at the first
+        decision means the planner registers and reports ready only once it can
+        decide, and its first goal is not kept waiting.
+        """
+        if not self.running:
+            started = time.perf_counter()
+            await asyncio.to_thread(load_litellm)
+            logger.info("planner %s: litellm loaded in %.1f s", self.name,
+                        time.perf_counter() - started)
+        await super().start()
 
     def check_llm_configured(self) -> None:
         """Fail fast when no model can be called, naming the variable to set.
@@ -237,9 +264,16 @@ class ChoreographyPlanner(Planner):
                 environment variable, e.g. ``OPENAI_API_KEY``).
         """
         first: LLMNotConfigured | None = None
-        for model in (self.reasoning_model, *self.fallback_models):
+        for spec in self.models:
             try:
-                check_credentials(model, api_key=self.api_key, options=self.llm_kwargs)
+                if spec.api_key_env and not spec.key():
+                    raise LLMNotConfigured(
+                        f"no API key for model {spec.model!r}: set the {spec.api_key_env} "
+                        "environment variable",
+                        details={"model": spec.model, "env_var": spec.api_key_env},
+                    )
+                check_credentials(spec.model, api_key=spec.key(),
+                                  options={**self.llm_kwargs, **spec.options})
             except LLMNotConfigured as exc:
                 first = first or exc
             else:
@@ -288,7 +322,7 @@ class ChoreographyPlanner(Planner):
             await self._check_breaker(plan)
         the_plan_id = plan.plan_id if plan is not None else (plan_id or "")
         current_state = (getattr(plan, "current_state", None) if plan is not None else None) or ""
-        catalog = await load_catalog(context)
+        catalog = self._without_own_goals(await load_catalog(context))
         messages = build_messages(
             trigger=trigger, catalog=catalog, strategy=self.planning_strategy,
             system_instructions=self.system_instructions,
@@ -299,7 +333,8 @@ class ChoreographyPlanner(Planner):
         failures: list[str] = []
         config_errors: list[LLMNotConfigured] = []
 
-        for index, model in enumerate((self.reasoning_model, *self.fallback_models)):
+        for index, spec in enumerate(self.models):
+            model = spec.model
             attempt_messages = messages
             for repair in range(self.repair_retries + 1):
                 kind = ATTEMPT_REPAIR if repair else (
@@ -308,8 +343,9 @@ class ChoreographyPlanner(Planner):
                 try:
                     answer = await complete(
                         model=model, messages=attempt_messages,
-                        response_format=response_format(), api_key=self.api_key,
-                        api_base=self.api_base, temperature=self.temperature, options=options,
+                        response_format=response_format(), api_key=spec.key(),
+                        api_base=spec.api_base, temperature=self.temperature,
+                        options={**options, **spec.options},
                     )
                 except LLMNotConfigured as exc:
                     config_errors.append(exc)
@@ -809,6 +845,20 @@ class ChoreographyPlanner(Planner):
                 await plan.fail(reason)
             raise CircuitBreakerOpen(reason, details={"plan_id": plan.plan_id, "actions": taken})
 
+    def _without_own_goals(self, catalog: EventCatalog) -> EventCatalog:
+        """The catalog minus this planner's own goals (it must not send itself its goal)."""
+        for goal in self._goal_events:
+            consumers = [c for c in catalog.consumers.get(goal, []) if c != self.name]
+            if goal not in catalog.consumers:
+                continue
+            if consumers:
+                catalog.consumers[goal] = consumers
+            else:
+                catalog.consumers.pop(goal, None)
+                catalog.actionable.pop(goal, None)
+                catalog.responses.pop(goal, None)
+        return catalog
+
     async def _restore(self, plan_id: str, context: Any) -> Any:
         from soorma.plan_context import PlanContext
 
@@ -824,7 +874,7 @@ class ChoreographyPlanner(Planner):
         tokens: dict[str, int] | None,
         errors: list[str],
     ) -> dict[str, Any]:
-        secrets = [s for s in (self.api_key,) if s]
+        secrets = [s for s in (self.api_key, *(m.key() for m in self.models)) if s]
         record = audit_record(
             attempt=kind, model=model, messages=messages, raw_output=raw,
             latency_ms=latency_ms, tokens=tokens, errors=errors, secrets=secrets,

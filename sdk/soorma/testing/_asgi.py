@@ -14,7 +14,6 @@ lifespan once; its state is copied into every request's scope, as ASGI servers d
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
@@ -74,8 +73,7 @@ class Lifespan:
         except BaseException:
             task, self._task = self._task, None
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            await asyncio.wait({task})
             raise
         return self.state
 
@@ -91,8 +89,9 @@ class Lifespan:
             task, self._task = self._task, None
             if not task.done():
                 task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await asyncio.wait({task})
+            if not task.cancelled() and task.exception() is not None:
+                raise RuntimeError(f"{self.name} failed to stop") from task.exception()
 
     async def _expect(self, phase: str, verb: str) -> None:
         assert self._task is not None
@@ -144,21 +143,28 @@ class _Exchange:
 
 
 class _ResponseStream(httpx.AsyncByteStream):
-    def __init__(self, exchange: _Exchange, task: asyncio.Task[None]) -> None:
+    def __init__(
+        self, exchange: _Exchange, task: asyncio.Task[None], read_timeout: float | None
+    ) -> None:
         self._exchange = exchange
         self._task = task
+        self._read_timeout = read_timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         while True:
             getter = asyncio.ensure_future(self._exchange.chunks.get())
             done, _ = await asyncio.wait(
-                {getter, self._task}, return_when=asyncio.FIRST_COMPLETED
+                {getter, self._task}, timeout=self._read_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
             )
             if getter in done:
                 item = getter.result()
             elif not self._exchange.chunks.empty():
                 getter.cancel()
                 item = self._exchange.chunks.get_nowait()
+            elif not done:
+                getter.cancel()
+                raise httpx.ReadTimeout(f"no data for {self._read_timeout:g} s")
             else:
                 getter.cancel()
                 if self._task.cancelled() or self._task.exception() is not None:
@@ -175,12 +181,11 @@ class _ResponseStream(httpx.AsyncByteStream):
         self._exchange.disconnected.set()
         if self._task.done():
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._task), DISCONNECT_GRACE_SECONDS)
+        # asyncio.wait neither raises the app's error nor swallows our own cancellation.
+        await asyncio.wait({self._task}, timeout=DISCONNECT_GRACE_SECONDS)
         if not self._task.done():
             self._task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
+            await asyncio.wait({self._task})
 
 
 class StreamingASGITransport(httpx.AsyncBaseTransport):
@@ -233,16 +238,27 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        # httpx's read timeout bounds each wait for data, as on a socket.
+        read_timeout = (request.extensions.get("timeout") or {}).get("read")
         starter = asyncio.ensure_future(exchange.started.wait())
-        await asyncio.wait({starter, task}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {starter, task}, timeout=read_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
         if not exchange.started.is_set():
             starter.cancel()
+            if not done:
+                exchange.disconnected.set()
+                task.cancel()
+                raise httpx.ReadTimeout(
+                    f"no response within {read_timeout:g} s", request=request
+                )
             task.result()  # the app raised before answering: surface its error
             raise httpx.RemoteProtocolError("the app returned without a response", request=request)
         if exchange.keep_body:
             await self._report_when_done(request, body, exchange, task)
         return httpx.Response(
-            exchange.status, headers=exchange.headers, stream=_ResponseStream(exchange, task),
+            exchange.status, headers=exchange.headers,
+            stream=_ResponseStream(exchange, task, read_timeout),
             request=request,
         )
 
@@ -294,9 +310,8 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        if tasks:
+            await asyncio.wait(tasks)
 
 
 __all__ = ["ASGIApp", "ExchangeHook", "Lifespan", "StreamingASGITransport"]

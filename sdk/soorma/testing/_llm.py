@@ -69,10 +69,11 @@ class LLMCall:
 
 
 # What a script step may be: a decision (PlannerDecision, an action, or their dict form),
-# raw model text (str, e.g. to test the planner's repair of invalid JSON), or an
-# exception instance, raised as the provider's error.
-ScriptItem = BaseModel | Mapping[str, Any] | str | BaseException
-ScriptFunction = Callable[[LLMCall], ScriptItem | Awaitable[ScriptItem]]
+# raw model text (str, e.g. to test the planner's repair of invalid JSON), an exception
+# instance (raised as the provider's error), or a callable deciding when it is reached.
+Answer = BaseModel | Mapping[str, Any] | str | BaseException
+ScriptFunction = Callable[["LLMCall"], Answer | Awaitable[Answer]]
+ScriptItem = Answer | ScriptFunction
 Script = Sequence[ScriptItem] | ScriptFunction
 PlanLoader = Callable[[str], Awaitable[PlanContextRecord | None]]
 
@@ -149,6 +150,10 @@ class ScriptedLLM:
                 f"the scripted LLM has no answer left: the script had "
                 f"{len(self.calls) - 1}, the planner asked again (trigger: {call.trigger!r})"
             )
+        while callable(item) and not isinstance(item, BaseModel | BaseException | type):
+            item = item(call)  # a step of a list decided when it is reached
+            if inspect.isawaitable(item):
+                item = await item
         if isinstance(item, BaseException):
             raise item
         call.answer = as_model_text(item)
@@ -165,7 +170,14 @@ def as_model_text(item: Any) -> str:
         decision = dict(item)
         if "next_action" not in decision and "action" in decision:
             # A bare action: wrap it the way a model would answer.
-            decision = {"reasoning": str(decision.get("reasoning", "")), "next_action": decision}
+            decision = {"next_action": decision}
+        action = decision.get("next_action")
+        if isinstance(action, Mapping):
+            # Scripts may leave out the reasoning the schema asks for: it is not what
+            # a planner test is about.
+            reasoning = str(decision.get("reasoning") or action.get("reasoning") or "scripted")
+            decision["next_action"] = {"reasoning": reasoning, **action}
+            decision.setdefault("reasoning", reasoning)
         return json.dumps(decision, default=str)
     raise TypeError(
         f"a scripted answer must be a decision (dict or model), text or an exception, "

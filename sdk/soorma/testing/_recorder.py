@@ -30,11 +30,19 @@ class EventRecorder:
     Args:
         default_tenant: Tenant the event service assigns when a publisher sends none.
         default_user: User the event service assigns when a publisher sends none.
+        diagnose: Called when a wait times out; what it returns is added to the error.
     """
 
-    def __init__(self, *, default_tenant: str = "default", default_user: str = "anonymous") -> None:
+    def __init__(
+        self,
+        *,
+        default_tenant: str = "default",
+        default_user: str = "anonymous",
+        diagnose: Callable[[], str] | None = None,
+    ) -> None:
         self.default_tenant = default_tenant
         self.default_user = default_user
+        self.diagnose = diagnose
         self._events: list[Event] = []
         self._waiters: set[asyncio.Future[None]] = set()
 
@@ -96,6 +104,20 @@ class EventRecorder:
         match = _matcher(type, topic, correlation_id, plan_id, tenant_id, source, where)
         return [event for event in self._events if match(event)]
 
+    def by_topic(self) -> dict[str, list[Event]]:
+        """The recorded events grouped by topic (topics in first-seen order)."""
+        grouped: dict[str, list[Event]] = {}
+        for event in self._events:
+            grouped.setdefault(event.topic, []).append(event)
+        return grouped
+
+    def by_type(self) -> dict[str, list[Event]]:
+        """The recorded events grouped by event type (types in first-seen order)."""
+        grouped: dict[str, list[Event]] = {}
+        for event in self._events:
+            grouped.setdefault(event.type, []).append(event)
+        return grouped
+
     async def wait_for(
         self,
         type: str | None = None,
@@ -146,10 +168,11 @@ class EventRecorder:
                 ) if value is not None
             ) or "any event"
             published = ", ".join(e.type for e in self._events[-20:]) or "nothing"
+            hint = self.diagnose() if self.diagnose is not None else ""
             raise TimeoutError(
                 f"{seen} of {count} event(s) matching {wanted}"
                 f"{' (and where=...)' if where else ''} within {timeout:g} s; "
-                f"last published: {published}"
+                f"last published: {published}{'; ' + hint if hint else ''}"
             ) from None
 
 

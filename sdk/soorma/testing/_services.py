@@ -52,6 +52,8 @@ def service_specs(data_dir: Path) -> tuple[ServiceSpec, ...]:
         ServiceSpec("events", "event_service", EVENTS_HOST, {
             **common, "event_backend": "memory", "claim_interval_seconds": CLAIM_INTERVAL_SECONDS,
             "block_seconds": 0.2,
+            # No tracker or gateway reads the platform-wide tap in a harness.
+            "tap_topics": [],
         }),
         ServiceSpec("memory", "memory_service", MEMORY_HOST, {
             **common, "memory_database_url": f"sqlite+aiosqlite:///{data_dir / 'memory.db'}",

@@ -16,6 +16,7 @@ streams responses, so agents consume their SSE event streams exactly as in produ
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import dataclasses
@@ -167,7 +168,9 @@ class PlatformHarness:
         self.recorder = EventRecorder(
             default_tenant=str(self._overrides["events"].get("default_tenant", "default")),
             default_user=str(self._overrides["events"].get("default_user", "anonymous")),
+            diagnose=self._diagnose,
         )
+        self._errors = _ErrorLog()
         self._lifespans: list[Lifespan] = []
         self._http: httpx.AsyncClient | None = None
         self._context: PlatformContext | None = None
@@ -195,6 +198,7 @@ class PlatformHarness:
         await self.close()
 
     async def _open(self) -> None:
+        logging.getLogger("soorma").addHandler(self._errors)
         if self._data_dir is None:
             self._own_dir = tempfile.TemporaryDirectory(prefix="soorma-harness-")
             self._data_dir = Path(self._own_dir.name)
@@ -244,10 +248,29 @@ class PlatformHarness:
             while self._lifespans:
                 await self._lifespans.pop().stop()
         finally:
+            logging.getLogger("soorma").removeHandler(self._errors)
             if self._own_dir is not None:
                 self._own_dir.cleanup()
                 self._own_dir = None
                 self._data_dir = None
+
+    @property
+    def errors(self) -> list[str]:
+        """Errors the SDK logged meanwhile (a handler that raised, a planner that failed),
+        each with its exception; also appended to the message of a wait that timed out."""
+        return list(self._errors.messages)
+
+    def _diagnose(self) -> str:
+        hints = []
+        failed = [
+            f"{e.plan_id}: {e.data.get('reason')}" for e in self.recorder.events("plan.failed")
+        ]
+        if failed:
+            hints.append("plans failed: " + " | ".join(failed[-3:]))
+        if self._errors.messages:
+            hints.append("errors logged: " + " | ".join(
+                m.splitlines()[0] for m in self._errors.messages[-5:]))
+        return "; ".join(hints)
 
     # -- clients ---------------------------------------------------------------------
 
@@ -311,18 +334,27 @@ class PlatformHarness:
         return RunningAgents(self, agents)
 
     async def _start_agents(self, agents: tuple[Agent, ...]) -> None:
-        for agent in agents:
-            if agent.running:
-                continue
-            if id(agent) not in self._attached:
-                self._attached[id(agent)] = (self._attach(agent), agent.shutdown_timeout)
-            agent.shutdown_timeout = min(agent.shutdown_timeout, self.stop_timeout)
-            try:
-                await agent.start()
-            except BaseException:
-                self._detach(agent)
-                raise
-            self._agents.append(agent)
+        # Started together: each registers and opens its stream independently.
+        outcomes = await asyncio.gather(
+            *(self._start_one(agent) for agent in dict.fromkeys(agents)),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    async def _start_one(self, agent: Agent) -> None:
+        if agent.running:
+            return
+        if id(agent) not in self._attached:
+            self._attached[id(agent)] = (self._attach(agent), agent.shutdown_timeout)
+        agent.shutdown_timeout = min(agent.shutdown_timeout, self.stop_timeout)
+        try:
+            await agent.start()
+        except BaseException:
+            self._detach(agent)
+            raise
+        self._agents.append(agent)
 
     async def stop(self, *agents: Agent) -> None:
         """Stop agents gracefully (in-flight handlers get ``stop_timeout`` seconds).
@@ -540,6 +572,21 @@ class PlatformHarness:
         return await self._context.memory.get_plan_context(plan_id)
 
 
+class _ErrorLog(logging.Handler):
+    """Keeps what the SDK logs at ERROR (a failing handler logs its traceback there)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text = f"{text}: {type(error).__name__}: {error}"
+        self.messages.append(text)
+
+
 async def _start_quietly(lifespan: Lifespan) -> dict[str, Any]:
     """Start a service without its heap freeze.
 
@@ -567,23 +614,34 @@ def _no_freeze() -> None:
 
 @contextlib.contextmanager
 def _logging_untouched() -> Generator[None, None, None]:
-    """Undo the services' logging set-up (JSON on the root logger) afterwards."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    """Undo the services' logging set-up (JSON on the root logger) afterwards.
+
+    Migrations' INFO lines are held back meanwhile: every test would print them.
+    """
+    root, alembic = logging.getLogger(), logging.getLogger("alembic")
+    handlers, level, alembic_level = list(root.handlers), root.level, alembic.level
+    alembic.setLevel(logging.WARNING)
     try:
         yield
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
+        alembic.setLevel(alembic_level)
 
 
 _DB_SETTING = {"memory": "memory_database_url", "registry": "registry_database_url"}
 
 
 async def _seed_database(spec: ServiceSpec, overrides: Mapping[str, Any], data_dir: Path) -> None:
-    """Copy the service's migrated template database into ``data_dir`` (SQLite only)."""
+    """Copy the service's migrated template database into ``data_dir`` (SQLite only).
+
+    A database already there is kept: a harness on the ``data_dir`` of an earlier one sees
+    its plans and registrations, as a restarted platform would.
+    """
     key = _DB_SETTING.get(spec.name)
     if key is None or key in overrides or "database_url" in overrides:
+        return
+    if (data_dir / f"{spec.name}.db").exists():
         return
     template = _templates.get(spec.name)
     if template is None:

@@ -11,12 +11,16 @@ import re
 from collections.abc import Iterable, Mapping
 
 from soorma_common.errors import ValidationFailed
-from soorma_common.events import is_valid_topic
+from soorma_common.events import TOPIC_PATTERN, is_valid_topic
 
 StreamKey = tuple[int, int]
 
 ZERO_ID = "0-0"
-_ID = re.compile(r"^(\d{1,20})-(\d{1,20})$")
+# ASCII digits only (``\d`` would take any Unicode digit), at most 19 each: always within
+# the 64-bit range Redis ids have. OpenAPI declares the same patterns.
+STREAM_ID_PATTERN = r"^[0-9]{1,19}-[0-9]{1,19}$"
+DELIVERY_ID_PATTERN = rf"^{TOPIC_PATTERN.pattern[1:-1]}={STREAM_ID_PATTERN[1:]}"
+_ID = re.compile(r"^([0-9]{1,19})-([0-9]{1,19})$")
 
 
 def parse_id(stream_id: str) -> StreamKey:

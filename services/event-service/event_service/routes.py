@@ -11,41 +11,39 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
+from event_service.bodies import AckBody, ExtendBody, NackBody, ReplayBody
 from event_service.groups import GroupSession
 from event_service.ids import ZERO_ID, parse_id, parse_ref, parse_token
 from event_service.publishing import publish_many, publish_one
 from event_service.settings import TAP_TENANT
-from event_service.sse import TypeFilter
+from event_service.sse import type_filter
 from event_service.state import Events
 from event_service.streams import broadcast_stream, group_stream
 from servicekit.auth import CurrentIdentity, Identity, require_service
 from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
 from soorma_common.bus import (
-    AckRequest,
     AckResponse,
     DeadLetter,
     DeadLetterList,
-    ExtendRequest,
     ExtendResponse,
-    NackRequest,
     PublishBatchRequest,
     PublishBatchResponse,
     PublishRequest,
     PublishResponse,
-    ReplayRequest,
     ReplayResponse,
 )
 from soorma_common.errors import InvalidTopic, ValidationFailed
-from soorma_common.events import EventEnvelope, is_valid_topic
+from soorma_common.events import TOPIC_PATTERN, EventEnvelope, is_valid_topic
 
 # Every route can answer 422 (bad input) and 503 (Redis unreachable), in the common
 # error body; routes add what else they can answer.
 router = APIRouter(prefix="/v1/events", tags=["events"], responses=error_responses(422, 503))
 
 MAX_TOPICS = 32
-# ``event_types`` globs: each compiled once per stream, so bound how much there is to compile.
-MAX_EVENT_TYPES = 32
+# ``event_types`` globs: compiled once per stream (in a worker thread, cached by pattern
+# list), never per event; bounded so there is only so much to compile.
+MAX_EVENT_TYPES = 64
 MAX_EVENT_TYPE_LENGTH = 256  # an event type's own limit (EventEnvelope.type)
 # Below this a stream would spend its time writing heartbeat frames.
 MIN_HEARTBEAT_SECONDS = 0.5
@@ -169,8 +167,11 @@ async def stream(
                     f"{MAX_EVENT_TYPE_LENGTH} characters)",
         max_length=MAX_EVENT_TYPES * (MAX_EVENT_TYPE_LENGTH + 1),
     )] = None,
-    group: Annotated[str | None, Query(description="Consumer group (competing)")] = None,
-    consumer: Annotated[str | None, Query(description="Consumer id within the group")] = None,
+    group: Annotated[str | None, Query(description="Consumer group (competing)",
+                                       json_schema_extra={"pattern": NAME_PATTERN.pattern})] = None,
+    consumer: Annotated[str | None, Query(description="Consumer id within the group",
+                                          json_schema_extra={"pattern": NAME_PATTERN.pattern})
+                        ] = None,
     start: Annotated[str, Query(alias="from", pattern="^(now|earliest)$")] = "now",
     visibility_timeout: Annotated[float | None, Query(ge=0.1, le=86_400)] = None,
     max_deliveries: Annotated[int | None, Query(ge=1, le=1000)] = None,
@@ -185,7 +186,7 @@ async def stream(
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
     settings = events.settings
     names = _topics(topics)
-    accept = TypeFilter(_event_types(event_types))
+    accept = await type_filter(_event_types(event_types))
     beat = heartbeat or settings.heartbeat_seconds
     tenant = _tenant(identity, tenant)
     if group is None:
@@ -220,7 +221,7 @@ async def stream(
 
 @router.post("/ack", response_model=AckResponse, summary="Acknowledge group deliveries",
              responses=error_responses(403))
-async def ack(req: AckRequest, identity: CurrentIdentity, events: Events) -> Response:
+async def ack(req: AckBody, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
     tenant = _tenant(identity, req.tenant)
     count = await events.log.ack(tenant, req.group, refs)
@@ -230,7 +231,7 @@ async def ack(req: AckRequest, identity: CurrentIdentity, events: Events) -> Res
 
 @router.post("/nack", response_model=AckResponse, summary="Release deliveries for redelivery",
              responses=error_responses(403))
-async def nack(req: NackRequest, identity: CurrentIdentity, events: Events) -> Response:
+async def nack(req: NackBody, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
     tenant = _tenant(identity, req.tenant)
     count = await events.log.nack(tenant, req.group, refs, req.reason)
@@ -242,7 +243,7 @@ async def nack(req: NackRequest, identity: CurrentIdentity, events: Events) -> R
 
 @router.post("/extend", response_model=ExtendResponse, summary="Renew delivery leases",
              responses=error_responses(403))
-async def extend(req: ExtendRequest, identity: CurrentIdentity, events: Events) -> Response:
+async def extend(req: ExtendBody, identity: CurrentIdentity, events: Events) -> Response:
     """Reset the visibility timeout of deliveries still pending (a handler still running).
 
     Deliveries already acked, nacked or dead-lettered are not counted in ``extended``.
@@ -256,7 +257,8 @@ async def extend(req: ExtendRequest, identity: CurrentIdentity, events: Events) 
 async def dead_letters(
     identity: CurrentIdentity,
     events: Events,
-    topic: Annotated[str, Query(description="The live topic T (its DLQ is T.dlq)")],
+    topic: Annotated[str, Query(description="The live topic T (its DLQ is T.dlq)",
+                                json_schema_extra={"pattern": TOPIC_PATTERN.pattern})],
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
     found = await events.log.dead_letters(identity.tenant_id, _topic(topic), limit=limit)
@@ -280,7 +282,7 @@ async def dead_letters(
 
 @router.post("/dlq/replay", response_model=ReplayResponse, summary="Re-inject dead letters",
              responses=error_responses(404))
-async def replay(req: ReplayRequest, identity: CurrentIdentity, events: Events) -> Response:
+async def replay(req: ReplayBody, identity: CurrentIdentity, events: Events) -> Response:
     topic = _topic(req.topic)
     ids = list(dict.fromkeys(req.ids))
     for stream_id in ids:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from fnmatch import translate
@@ -46,3 +47,21 @@ class TypeFilter:
             if len(self._cache) < 4096:  # event types are few; never let this grow unbounded
                 self._cache[event_type] = hit
         return hit
+
+
+# Compiled filters by their patterns: replicas and reconnects open streams with the same
+# filter again and again; compiling is the expensive part (up to ~1 s for 64 long globs).
+_FILTERS: dict[tuple[str, ...], TypeFilter] = {}
+MAX_CACHED_FILTERS = 256
+
+
+async def type_filter(patterns: Sequence[str]) -> TypeFilter:
+    """The compiled filter for ``patterns``, compiled off the event loop on first use."""
+    key = tuple(patterns)
+    found = _FILTERS.get(key)
+    if found is None:
+        found = await asyncio.to_thread(TypeFilter, key)
+        if len(_FILTERS) >= MAX_CACHED_FILTERS:
+            _FILTERS.pop(next(iter(_FILTERS)))  # oldest first
+        _FILTERS[key] = found
+    return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,12 +38,16 @@ AGENT_PREFIX = "/agents/{agent}"
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the gateway-a2a app. Nothing connects until the lifespan starts."""
     settings = settings or Settings()
+    # One line per bus request would cost more than the request (acks, publishes).
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger(
+        "httpx").getEffectiveLevel()))
     stores = build_stores(settings)
     http = make_http_client(limits=DEFAULT_HTTP_LIMITS)
     push_http = httpx.AsyncClient(
         timeout=settings.gateway_push_timeout_seconds, follow_redirects=False
     )
-    catalog = SkillCatalog(settings.registry_url, http, settings.gateway_card_ttl_seconds)
+    catalog = SkillCatalog(settings.registry_url, http, settings.gateway_card_ttl_seconds,
+                           settings.api_token)
     bridge = Bridge(settings, stores.routes, http)
     cards = CardEndpoints(settings, catalog)
     placeholder: AgentCard = build_card(settings, [PLACEHOLDER_SKILL])

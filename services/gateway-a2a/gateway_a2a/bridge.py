@@ -1,16 +1,17 @@
 """The gateway's side of the event bus: publish as the caller's tenant, route answers.
 
-Each replica reads the events that answer gateway tasks (the configured response event,
-``task.progress``, ``notification.human_input``, ``task.timeout``) through a durable
-consumer group of its own (``gateway-<replica id>``), so every replica sees every
-answer and a restarted replica resumes what arrived while it was down. An event goes to
-the executor waiting for its task on this replica; an event for a task no executor here
-waits for, whose route names this replica (it restarted since), is applied to the stored
-task by the ``on_orphan`` callback. Events for tasks another replica waits for are
-acknowledged and left to that replica's own group.
+The gateway is a platform service (contract C1): it publishes each request as the
+caller's tenant, and reads the answers of every tenant from the platform tap
+(``tenant=*``) through a durable consumer group of its own replica
+(``gateway-<replica id>``), so every replica sees every answer and a restarted replica
+resumes what arrived while it was down. The events read are the configured response
+event, ``task.progress``, ``notification.human_input`` and ``task.timeout``.
 
-Until the platform-wide ``tenant=*`` tap (contract C1) is available, one stream per
-tenant with open tasks is opened, acting as that tenant.
+An event goes to the executor waiting for its task on this replica; an event for a task
+no executor here waits for, whose route names this replica (it restarted since), is
+applied to the stored task by the ``on_orphan`` callback; events for tasks another
+replica waits for are acknowledged and left to that replica's own group. The event's
+tenant must be the task's tenant.
 """
 
 from __future__ import annotations
@@ -36,8 +37,16 @@ PROGRESS_EVENT = "task.progress"
 HUMAN_INPUT_EVENT = "notification.human_input"
 TIMEOUT_EVENT = "task.timeout"
 READY_TIMEOUT_SECONDS = 15.0
+TAP = "*"
+MAX_ACKS = 500
+SERVICE_ROLE = "service"
 
 Orphan = Callable[[Route, Event], Awaitable[None]]
+
+
+def service_identity(settings: Settings, tenant: str | None = None) -> Identity:
+    """The gateway as a platform service (``X-Soorma-Role: service`` / its service JWT)."""
+    return Identity(tenant_id=tenant, role=SERVICE_ROLE, token=settings.api_token)
 
 
 class Bridge:
@@ -54,62 +63,71 @@ class Bridge:
         ]
         self.waiters: dict[str, asyncio.Queue[Event]] = {}
         self.on_orphan: Orphan | None = None
-        self._buses: dict[str, BusClient] = {}
-        self._streams: dict[str, asyncio.Task[None]] = {}
-        self._ready: dict[str, asyncio.Event] = {}
+        self._bus: BusClient | None = None
+        self._stream: asyncio.Task[None] | None = None
+        self._flusher: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._acks: list[str] = []
+        self._ack_wake = asyncio.Event()
         self._closing = False
 
-    def bus(self, tenant: str) -> BusClient:
-        """A bus client acting as ``tenant`` (the gateway validates payloads itself)."""
-        bus = self._buses.get(tenant)
-        if bus is None:
-            bus = self._buses[tenant] = BusClient(
+    @property
+    def bus(self) -> BusClient:
+        """The gateway's bus client: a platform service (it names the tenant per call)."""
+        if self._bus is None:
+            self._bus = BusClient(
                 base_url=self.settings.event_service_url, http=self.http,
-                identity=Identity(tenant_id=tenant), source="gateway-a2a",
+                identity=service_identity(self.settings), source="gateway-a2a",
             )
-        return bus
+        return self._bus
 
     async def start(self) -> None:
-        """Open the streams of every tenant that still has unfinished tasks."""
-        for tenant in await self.routes.open_tenants():
-            self._open(tenant)
+        """Start reading the answers (from the platform tap)."""
+        if self._stream is None or self._stream.done():
+            self._stream = asyncio.create_task(self._consume(), name="gateway answers")
+            self._flusher = asyncio.create_task(self._flush_acks(), name="gateway acks")
 
     async def ensure(self, tenant: str) -> None:
-        """Make sure this tenant's answers are being read before publishing for it."""
-        self._open(tenant)
-        await asyncio.wait_for(self._ready[tenant].wait(), READY_TIMEOUT_SECONDS)
+        """Make sure answers are being read before publishing a request for ``tenant``."""
+        del tenant  # one stream (the tap) carries every tenant's answers
+        await self.start()
+        await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_SECONDS)
 
-    def _open(self, tenant: str) -> None:
-        task = self._streams.get(tenant)
-        if task is not None and not task.done():
-            return
-        self._ready[tenant] = self._ready.get(tenant) or asyncio.Event()
-        self._streams[tenant] = asyncio.create_task(
-            self._consume(tenant), name=f"gateway answers {tenant}"
-        )
-
-    async def _consume(self, tenant: str) -> None:
-        bus = self.bus(tenant)
+    async def _consume(self) -> None:
         while not self._closing:
             try:
-                async with bus.subscribe(
+                async with self.bus.subscribe(
                     [ACTION_RESULTS, SYSTEM_EVENTS, NOTIFICATION_EVENTS],
                     event_types=self.event_types, group=self.group, consumer=self.replica,
+                    tenant_id=TAP,
                 ) as sub:
                     await sub.wait_ready(READY_TIMEOUT_SECONDS)
-                    self._ready[tenant].set()
+                    self._ready.set()
                     async for event in sub:
                         try:
                             await self.route(event)
                         except Exception:
                             logger.exception("gateway: could not route %s %s", event.type, event.id)
                         if event.delivery_id:
-                            await bus.ack(self.group, event.delivery_id)
+                            self._acks.append(event.delivery_id)
+                            self._ack_wake.set()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                logger.warning("gateway: answer stream for tenant %s failed: %s", tenant, exc)
+                logger.warning("gateway: answer stream failed (%s); reconnecting", exc)
                 await asyncio.sleep(1.0)
+
+    async def _flush_acks(self) -> None:
+        """Ack what was routed, in one request per turn (those arriving meanwhile wait)."""
+        while True:
+            await self._ack_wake.wait()
+            self._ack_wake.clear()
+            while self._acks:
+                ids, self._acks = self._acks[:MAX_ACKS], self._acks[MAX_ACKS:]
+                try:
+                    await self.bus.ack(self.group, ids, tenant_id=TAP)
+                except Exception as exc:  # redelivered later; routing is idempotent
+                    logger.warning("gateway: ack of %d deliveries failed: %s", len(ids), exc)
 
     @staticmethod
     def task_of(event: Event) -> str | None:
@@ -152,15 +170,18 @@ class Bridge:
         *, user_id: str | None = None, **fields: Any,
     ) -> str:
         """Publish as ``tenant`` (and its user)."""
-        return await self.bus(tenant).publish(
+        return await self.bus.publish(
             topic, event_type, dict(data), tenant_id=tenant, user_id=user_id, **fields
         )
 
     async def close(self) -> None:
         self._closing = True
-        for task in self._streams.values():
+        tasks = [t for t in (self._stream, self._flusher) if t is not None]
+        for task in tasks:
             task.cancel()
-        for task in self._streams.values():
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self._streams.clear()
+        if self._acks:
+            with contextlib.suppress(Exception):
+                await self.bus.ack(self.group, self._acks[:MAX_ACKS], tenant_id=TAP)

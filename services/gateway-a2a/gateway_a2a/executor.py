@@ -103,7 +103,8 @@ class BusAgentExecutor(AgentExecutor):
                 response_event=self.settings.gateway_response_event,
                 response_topic=ACTION_RESULTS, session_id=context_id,
             )
-            await updater.start_work()
+            # No separate "working" write: the agent's first progress (or its answer)
+            # moves the task on; submitted -> completed is a valid transition.
             await self._wait(updater, task_id, queue)
         finally:
             self.bridge.stop_waiting(task_id)
@@ -217,7 +218,8 @@ class BusAgentExecutor(AgentExecutor):
             await updater.add_artifact(
                 list(artifact.parts), artifact_id=artifact.artifact_id, name=artifact.name,
             )
-        await self.routes.update(task_id, finished=True)
+        # The route stays "unfinished": one write less per task; a late event for an
+        # ended task finds the stored task terminal and is dropped (handler.resume).
         if state == TaskState.TASK_STATE_COMPLETED:
             await updater.complete()
         else:

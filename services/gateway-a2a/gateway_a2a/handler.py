@@ -79,6 +79,9 @@ class GatewayRequestHandler(DefaultRequestHandler):
                     message=f"task {task.id} is {state}: send a message to it only when it "
                     "is TASK_STATE_INPUT_REQUIRED",
                 )
+            if not message.context_id:
+                # The task's context (the client may leave it out on a follow-up).
+                message.context_id = task.context_id
             context.state[ANSWER_KEY] = _answer_payload(message)
             return
         metadata = narrow(MessageToDict(message.metadata)) if message.metadata else {}

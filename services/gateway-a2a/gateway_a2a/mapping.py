@@ -64,9 +64,11 @@ def _text_field(schema: Mapping[str, Any] | None) -> str | None:
     if not schema:
         return "text"
     props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    if not props and not required and schema.get("additionalProperties") is not False:
+        return "text"  # an open object takes {"text": ...}
     if isinstance(props.get("text"), Mapping) and props["text"].get("type") in (None, "string"):
         return "text"
-    required = schema.get("required") or []
     strings = [n for n in required if isinstance(props.get(n), Mapping)
                and props[n].get("type") == "string"]
     if len(required) == 1 and strings:

@@ -35,6 +35,8 @@ class Settings(ServiceSettings):
     registry_url: str = "http://127.0.0.1:8081"
     # How external clients reach this gateway (the card's interface URLs).
     gateway_url: str = "http://127.0.0.1:8085"
+    # jwt mode: the gateway's own token, with the claim soorma_role=service (contract C1).
+    api_token: str | None = None
     gateway_api_keys: dict[str, str] = Field(default_factory=dict)
     # Stable per replica: it names the replica's durable consumer group, so a restarted
     # replica resumes the events it missed. Two replicas need two different ids.

@@ -42,8 +42,11 @@ class _Entry:
 class SkillCatalog:
     """Live skills of each tenant from the registry (a short TTL keeps the card fresh)."""
 
-    def __init__(self, registry_url: str, http: httpx.AsyncClient, ttl: float) -> None:
+    def __init__(
+        self, registry_url: str, http: httpx.AsyncClient, ttl: float, token: str | None = None
+    ) -> None:
         self.registry_url = registry_url
+        self.token = token
         self.http = http
         self.ttl = ttl
         self._cache: dict[str, _Entry] = {}
@@ -51,7 +54,8 @@ class SkillCatalog:
 
     def _client(self, tenant: str) -> RegistryClient:
         return RegistryClient(
-            base_url=self.registry_url, http=self.http, identity=Identity(tenant_id=tenant)
+            base_url=self.registry_url, http=self.http,
+            identity=Identity(tenant_id=tenant, role="service", token=self.token),
         )
 
     async def skills(self, tenant: str) -> list[Skill]:

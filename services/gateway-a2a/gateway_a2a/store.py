@@ -88,14 +88,6 @@ class RouteStore:
             )).mappings().first()
         return _route(row) if row else None
 
-    async def open_tenants(self) -> list[str]:
-        """Tenants with unfinished tasks (their event streams must be open)."""
-        async with self.engine.connect() as conn:
-            rows = await conn.execute(
-                sa.select(routes.c.tenant_id).where(routes.c.finished.is_(False)).distinct()
-            )
-            return [r[0] for r in rows]
-
 
 def _values(route: Route) -> dict[str, Any]:
     return {name: getattr(route, name) for name in Route.__slots__}  # type: ignore[attr-defined]

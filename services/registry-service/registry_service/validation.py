@@ -102,11 +102,11 @@ def check_agent(agent: AgentDefinition) -> list[EventDefinition]:
         )
     # Schemas are checked per event below (schema_invalid); the rest of the definition
     # (names, metadata) must be storable: no NUL, 64-bit integers, finite numbers.
-    check_json(
-        agent.model_dump(exclude={"capabilities", "tenant_id", "last_heartbeat"}), field="",
-        max_depth=MAX_SCHEMA_DEPTH,
-        allow_nul=False,
-    )
+    # Nesting counts from each field's value: the platform's one limit (MAX_JSON_DEPTH).
+    for name, value in agent.model_dump(
+        exclude={"capabilities", "tenant_id", "last_heartbeat"}
+    ).items():
+        check_json(value, field=name, allow_nul=False)
     for i, cap in enumerate(agent.capabilities):
         check_json(cap.model_dump(include={"task_name", "description"}),
                    field=f"capabilities.{i}", allow_nul=False)

@@ -11,9 +11,11 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_response, install_error_handlers
 from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
@@ -129,6 +131,26 @@ class _BodyTooLarge(Exception):
 BodyTooLarge = _BodyTooLarge
 
 
+def _add_api_docs(app: FastAPI, name: str) -> None:
+    """``/openapi.json``, ``/docs`` and ``/redoc`` for identified callers only.
+
+    In jwt mode they need a bearer token like any route (a service's API is not
+    advertised to anyone who asks); in dev mode every caller has an identity.
+    """
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi(_: CurrentIdentity) -> Response:
+        return ORJSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs(_: CurrentIdentity) -> Response:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{name} - API")
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(_: CurrentIdentity) -> Response:
+        return get_redoc_html(openapi_url="/openapi.json", title=f"{name} - API")
+
+
 def create_service_app(
     *,
     name: str,
@@ -163,10 +185,15 @@ def create_service_app(
         version=version,
         lifespan=_lifespan,
         default_response_class=ORJSONResponse,
+        # Served below, behind the same identity rules as every other route.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.service_name = name
     install_error_handlers(app)
+    _add_api_docs(app, name)
 
     @app.get("/health", tags=["ops"])
     async def health() -> dict[str, str]:

@@ -32,3 +32,8 @@ class ServiceSettings(BaseSettings):
     log_level: str = "INFO"
     access_log: bool = False
     max_payload_bytes: int = 256 * 1024
+    # Request line + headers; larger heads are answered 431 (servicekit.server).
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    # A connection must send a complete request head this soon after it opens (or after
+    # it starts its next request), else it is answered 408 and closed.
+    header_timeout_seconds: float = Field(default=10.0, gt=0)

@@ -130,6 +130,9 @@ class _Batch:
         self.dirty_waits: set[Key] = set()
         self.correlations: dict[tuple[str, str, str], datetime] = {}
         self.sessions: dict[Key, list[Any]] = {}
+        # Events already stored under a correlation id a request of this batch uses:
+        # an answer that arrived before its request.
+        self.answers: dict[Key, list[et.Ev]] = defaultdict(list)
 
     # -- row access ----------------------------------------------------------------------
 
@@ -250,6 +253,11 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
         loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
     for row in await _select(conn, tasks, "parent_event_id", request_ids):
         loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
+    # The tasks that asked a human: an answer moves them back to running.
+    askers = {(r["tenant_id"], r["parent_task_id"]) for r in loaded.values()
+              if r["kind"] == "human_input" and r["parent_task_id"]}
+    for row in await _select(conn, tasks, "task_id", askers - task_ids):
+        loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
     b.tasks = loaded
     for row in loaded.values():
         b.index_task(row)
@@ -260,7 +268,27 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
     b.dirty_waits.clear()
     for row in await _select(conn, events, "event_id", goal_ids):
         b.goal_events[(row["tenant_id"], row["event_id"])] = (row["type"], row["correlation_id"])
+    asked = {(e.tenant, e.task_key) for e in evs if e.is_request or e.type == et.HUMAN_INPUT}
+    for row in await _select(conn, events, "correlation_id", asked):
+        if row["topic"] != et.ACTION_REQUESTS and row["type"] not in et.NOT_ANSWERS:
+            b.answers[(row["tenant_id"], row["correlation_id"])].append(_stored_ev(row))
     return b
+
+
+def _stored_ev(row: dict[str, Any]) -> et.Ev:
+    return et.Ev(
+        tenant=row["tenant_id"], id=row["event_id"], type=row["type"], topic=row["topic"],
+        time=utc(row["time"]), source=row["source"], plan_id=row["plan_id"],
+        correlation_id=row["correlation_id"], parent_event_id=None, session_id=None,
+        response_event=None, subject=None, data=row["data"] or {},
+    )
+
+
+def _early_answers(b: _Batch, tenant: str, key: str, response_event: str | None) -> None:
+    """Apply an answer stored before its request (or human-input ask) arrived."""
+    for answer in sorted(b.answers.get((tenant, key), []), key=lambda a: (a.time, a.id)):
+        if response_event is None or answer.type == response_event:
+            _apply_answer(b, answer)
 
 
 # -- applying ------------------------------------------------------------------------------
@@ -350,6 +378,7 @@ def _apply_request(b: _Batch, e: et.Ev) -> None:
         child["parent_task_id"] = e.id
         b.dirty_tasks.add(child_key)
         _set_status(t, "delegated", utc(child["requested_at"] or child["status_time"]))
+    _early_answers(b, e.tenant, e.task_key, e.response_event)
     for plan_key in b.plans_by_goal.get((e.tenant, e.id), []):
         p = b.plans[plan_key]
         p["goal_event"], p["goal_correlation_id"] = e.type, e.correlation_id
@@ -452,6 +481,8 @@ def _apply_human_input(b: _Batch, e: et.Ev) -> None:
     parent = b.task_by_task_id(e.tenant, task_id)
     if parent is not None and not answered_early:
         _set_status(parent, "waiting", e.time)
+    if not answered_early:
+        _early_answers(b, e.tenant, sub, response_event)
 
 
 def _apply_task_timeout(b: _Batch, e: et.Ev) -> None:
@@ -535,11 +566,14 @@ async def _write(conn: AsyncConnection, b: _Batch) -> None:
 
 
 async def bump(conn: AsyncConnection, **amounts: int) -> None:
-    """Add to the platform-wide counters."""
-    for name, amount in amounts.items():
-        if amount:
-            await conn.execute(counters.update().where(counters.c.name == name)
-                               .values(value=counters.c.value + amount))
+    """Add to the platform-wide counters (one statement)."""
+    changed = {name: amount for name, amount in amounts.items() if amount}
+    if not changed:
+        return
+    delta = sa.case(*((counters.c.name == name, amount) for name, amount in changed.items()),
+                    else_=0)
+    await conn.execute(counters.update().where(counters.c.name.in_(list(changed)))
+                       .values(value=counters.c.value + delta))
 
 
 async def project(conn: AsyncConnection, raw: Sequence[Any]) -> BatchResult:

@@ -33,6 +33,7 @@ TAP_TOPICS = (
     "notification-events",
 )
 MAX_ACK = 1000
+MAX_PREFETCH = 1000
 RETRY_SECONDS = 1.0
 
 
@@ -74,17 +75,32 @@ class Projector:
         self.visibility_timeout = visibility_timeout
         self.on_batch = on_batch
         self.ready = asyncio.Event()
+        self._acking: asyncio.Task[None] | None = None
+
+    async def _ack(self, ids: list[str], previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        try:
+            for start in range(0, len(ids), MAX_ACK):
+                await self.bus.ack(GROUP, ids[start:start + MAX_ACK], tenant_id="*")
+        except Exception as exc:  # redelivered after the visibility timeout: deduped then
+            log.warning("ack of %d deliveries failed: %s", len(ids), exc)
 
     async def run(self) -> None:
         """Consume until cancelled, reconnecting after errors."""
-        while True:
-            try:
-                await self._consume()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("tracker projector: %s; retrying in %.0f s", exc, RETRY_SECONDS)
-                await asyncio.sleep(RETRY_SECONDS)
+        try:
+            while True:
+                try:
+                    await self._consume()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("tracker projector: %s; retrying in %.0f s", exc,
+                                RETRY_SECONDS)
+                    await asyncio.sleep(RETRY_SECONDS)
+        finally:
+            if self._acking is not None:  # let the last committed batch's ack go out
+                await asyncio.wait([self._acking], timeout=2)
 
     async def _consume(self) -> None:
         async with self.bus.subscribe(
@@ -92,6 +108,8 @@ class Projector:
             start_from="earliest", visibility_timeout=self.visibility_timeout,
             buffer=max(64, self.batch * 2),
         ) as sub:
+            # Unacked deliveries in flight: a whole batch, and the next one reading ahead.
+            sub.params["prefetch"] = min(MAX_PREFETCH, self.batch * 2)
             await sub.wait_ready()
             self.ready.set()
             while True:
@@ -101,6 +119,8 @@ class Projector:
                     await asyncio.sleep(self.batch_wait)
                     events.extend(sub.take(self.batch - len(events)))
                 await self.handle(events)
+                if self._acking is not None and self._acking.done():
+                    self._acking = None
 
     async def handle(self, events: Sequence[Event]) -> BatchResult:
         """Project ``events`` (retrying while the database is down), then ack them."""
@@ -115,9 +135,11 @@ class Projector:
                     raise
                 log.warning("tracker database unavailable (%s); retrying", exc)
                 await asyncio.sleep(RETRY_SECONDS)
+        # Acked once committed; the ack's round trip overlaps the next batch's projection
+        # (acks still leave in commit order: each waits for the previous one).
         ids = [e.delivery_id for e in events if e.delivery_id]
-        for start in range(0, len(ids), MAX_ACK):
-            await self.bus.ack(GROUP, ids[start:start + MAX_ACK], tenant_id="*")
+        previous = self._acking
+        self._acking = asyncio.create_task(self._ack(ids, previous))
         if self.on_batch is not None:
             maybe = self.on_batch(result)
             if maybe is not None:

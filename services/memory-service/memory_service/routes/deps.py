@@ -7,7 +7,7 @@ from typing import Annotated, Any, Protocol, TypeVar
 
 import orjson
 from fastapi import Depends, Header, Path, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from memory_service.store import MemoryStore
 from servicekit.jsoncheck import NUL, NUL_MESSAGE, NulFree, check_json
@@ -30,11 +30,22 @@ Store = Annotated[MemoryStore, Depends(get_store)]
 RecordId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH), NulFree]
 
 
+def _if_match_value(value: Any) -> Any:
+    # Before pydantic reads the integer: the ETag forms, and our own message otherwise.
+    return parse_if_match(value) if isinstance(value, str) else value
+
+
 async def if_match_version(
-    if_match: Annotated[str | None, Header(alias="If-Match")] = None,
+    if_match: Annotated[int | None, Header(
+        alias="If-Match", ge=0, le=MAX_VERSION,
+        description='The record\'s integer version (its ETag; "3" and W/"3" are accepted too)',
+    ), BeforeValidator(_if_match_value)] = None,
 ) -> int | None:
-    """``If-Match: 3`` (quotes and a weak ``W/`` prefix accepted, as ETags carry them)."""
-    return parse_if_match(if_match)
+    """``If-Match: 3`` (quotes and a weak ``W/`` prefix accepted, as ETags carry them).
+
+    Declared as an integer in OpenAPI: that is what the header must hold.
+    """
+    return if_match
 
 
 def parse_if_match(if_match: str | None) -> int | None:

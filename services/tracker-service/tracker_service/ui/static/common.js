@@ -183,6 +183,7 @@
       while (!state.closed) {
         try {
           await readOnce();
+          if (state.closed) return;
           if (handlers.onClose) handlers.onClose(null);
         } catch (err) {
           if (state.closed) return;

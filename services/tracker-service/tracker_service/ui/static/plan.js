@@ -14,6 +14,7 @@
   const planId = decodeURIComponent(location.pathname.slice(location.pathname.indexOf(marker) + marker.length));
   const enc = encodeURIComponent(planId);
   const MAX_PAGES = 20;
+  const TERMINAL = ["completed", "failed", "cancelled"];
 
   let plan = null;          // the latest PlanDetail (summary fields refreshed by "plan" frames)
   let entries = [];         // timeline entries, by seq
@@ -66,12 +67,24 @@
 
   function renderMachine() {
     const box = ui.clear(document.getElementById("machine"));
+    const legend = document.getElementById("machine-legend");
     const context = plan.context || {};
     const steps = path();
     const current = steps.length ? steps[steps.length - 1].to : plan.current_state;
-    const svg = ui.drawMachine(context.state_machine || {}, null, steps, plan.current_state || current);
+    const machine = context.state_machine || {};
+    const states = Object.keys(machine).length;
+    // A ChoreographyPlanner plan sits in one placeholder state: its steps are LLM choices.
+    const llm = (context.llm_audit || []).length > 0 && states <= 1;
+    if ((!states && !steps.length) || llm) {
+      box.append(h("p", { class: "muted", id: "no-machine" }, (context.llm_audit || []).length
+        ? "No state machine: an LLM (ChoreographyPlanner) chooses each step; see the audit trail below."
+        : "No state machine recorded for this plan."));
+      legend.hidden = true;
+      return;
+    }
+    legend.hidden = false;
+    const svg = ui.drawMachine(machine, null, steps, plan.current_state || current);
     if (svg) box.append(svg);
-    else box.append(h("p", { class: "muted" }, "No state machine recorded for this plan (a ChoreographyPlanner plan has none)."));
   }
 
   function timelineRow(entry, first) {
@@ -79,16 +92,30 @@
     return h("tr", { class: "tl-row", "data-event-type": entry.type, "data-seq": entry.seq },
       h("td", { class: "nowrap mono" }, ui.fmtTime(t)),
       h("td", { class: "num mono" }, first !== null && t !== null ? "+" + ui.fmtDuration(t - first) : ""),
-      h("td", null, entry.source || ""),
+      h("td", { class: "nowrap" }, entry.source || ""),
       h("td", { class: "mono" }, entry.type),
-      h("td", null, entry.summary || ""),
+      h("td", null, entry.data && Object.keys(entry.data).length
+        ? h("details", { class: "tl-data", "data-seq": entry.seq }, h("summary", null, entry.summary || entry.type),
+          h("pre", null, ui.json(entry.data)))
+        : entry.summary || ""),
       h("td", { class: "num" }, ui.fmtDuration(entry.duration_ms)));
   }
 
+  function openSet(selector, key) {
+    return new Set(Array.from(document.querySelectorAll(selector), (d) => d.open ? d.dataset[key] : null).filter(Boolean));
+  }
+
   function renderTimeline() {
+    // A re-render keeps the rows a person opened open.
+    const open = openSet("#timeline-body details.tl-data", "seq");
     const body = ui.clear(document.getElementById("timeline-body"));
     const first = entries.length ? ui.parseTime(entries[0].time) : null;
-    entries.forEach((entry) => body.append(timelineRow(entry, first)));
+    entries.forEach((entry) => {
+      const row = timelineRow(entry, first);
+      const details = row.querySelector("details");
+      if (details && open.has(String(entry.seq))) details.open = true;
+      body.append(row);
+    });
     document.getElementById("timeline-count").textContent = "(" + entries.length + ")";
   }
 
@@ -152,6 +179,8 @@
   function renderAudit() {
     const records = (plan.context && plan.context.llm_audit) || [];
     document.getElementById("audit-panel").hidden = !records.length;
+    const before = document.querySelectorAll("#audit details.audit");
+    const open = openSet("#audit details.audit", "index");
     const box = ui.clear(document.getElementById("audit"));
     records.forEach((r, i) => {
       const errors = r.errors || [];
@@ -171,7 +200,8 @@
       if (!r.prompt || !r.prompt.length) body.append(h("p", { class: "muted" }, "(not recorded)"));
       body.append(h("strong", null, "Raw output"),
         h("pre", { class: "audit-raw" }, r.raw_output === null || r.raw_output === undefined ? "(none)" : String(r.raw_output)));
-      box.append(h("details", { class: "audit", open: i === records.length - 1 },
+      const isOpen = before.length ? open.has(String(i)) : i === records.length - 1;
+      box.append(h("details", { class: "audit", "data-index": i, open: isOpen },
         h("summary", null,
           h("span", { class: "mono" }, "#" + (i + 1)),
           h("span", null, r.attempt || ""),
@@ -216,13 +246,23 @@
       renderSubPlans(subs);
       renderAudit();
       bump("loaded");
+      // For tests and scripts: nothing more will change on this page.
+      document.body.dataset.settled = String(!pending && TERMINAL.includes(plan.status));
+      if (TERMINAL.includes(plan.status) && stream) {
+        stream.close();
+        stream = null;
+        live("", "ended");
+      }
       ui.showError(null);
     } catch (err) {
       ui.showError(err);
+      return err;
     }
+    return null;
   }
 
   function refreshSoon() {
+    document.body.dataset.settled = "false";
     if (pending) return;
     pending = setTimeout(() => { pending = null; load(); }, 300);
   }
@@ -249,17 +289,27 @@
       }
       // The detail (waits, context, LLM audit, actions) is not in the frame: re-read it.
       if (changed) refreshSoon();
-      if (frame.event === "end") {
+      if (frame.event === "end" && stream) {
         stream.close();
+        stream = null;
         live("", "ended");
       }
     }
   }
 
+  let retries = 0;
+
   async function start() {
-    await load();
+    const err = await load();
+    if (!plan) {
+      // Not projected yet (a plan opened as it starts) or the service unreachable: try
+      // again. A refused identity (401/403) or a bad request will not heal by waiting.
+      const transient = !(err instanceof ui.ApiError) || err.status === 404 || err.status >= 500;
+      if (transient) setTimeout(start, Math.min(1000 * ++retries, 5000));
+      return;
+    }
     if (stream) stream.close();
-    if (plan && ["completed", "failed", "cancelled"].includes(plan.status)) { live("", "ended"); return; }
+    if (plan && TERMINAL.includes(plan.status)) { live("", "ended"); return; }
     stream = ui.stream("/plans/" + enc + "/stream", {
       onOpen() { live("on", "live"); },
       onEvent: onFrame,

@@ -57,11 +57,11 @@
     return ["running", "pending", "paused"].includes(plan.status) ? Date.now() - a : null;
   }
 
-  function row(plan) {
+  function row(plan, compare) {
     const id = plan.plan_id || plan.id;
     const status = String(plan.status || "unknown").toLowerCase();
     const stamp = status + "|" + (plan.updated_at || plan.last_event_at || "");
-    const fresh = seen.size > 0 && seen.get(id) !== stamp;
+    const fresh = compare && seen.get(id) !== stamp;
     seen.set(id, stamp);
     const parent = plan.parent_plan_id;
     return h("tr", { class: "row-" + status.replace(/[^a-z_]/g, "") + (fresh ? " fresh" : ""), "data-plan-id": id },
@@ -92,7 +92,8 @@
       }
       nextCursor = cursor;
       const body = ui.clear(document.getElementById("plans-body"));
-      rows.forEach((plan) => body.appendChild(row(plan)));
+      const compare = seen.size > 0;  // the first load flags nothing
+      rows.forEach((plan) => body.appendChild(row(plan, compare)));
       document.getElementById("empty").hidden = rows.length > 0;
       document.getElementById("more").hidden = !nextCursor;
       document.getElementById("count").textContent = rows.length + (nextCursor ? "+" : "") + " plans";

@@ -61,14 +61,26 @@ def start_chromium(width: int = 1360, height: int = 900) -> Any:
 
 
 def wait_for(
-    driver: Any, condition: Callable[[Any], Any], timeout: float = 15, message: str = ""
+    driver: Any, condition: Callable[[Any], Any], timeout: float = 30, message: str = ""
 ) -> Any:
-    """Poll ``condition(driver)`` until truthy (selenium's WebDriverWait)."""
+    """Poll ``condition(driver)`` until truthy (selenium's WebDriverWait).
+
+    Live pages re-render: an element that went stale mid-read is simply read again.
+    """
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition, message)
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    wait = WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=ignored)
+    return wait.until(condition, message)
 
 
 def console_errors(driver: Any) -> list[str]:
-    """The browser console's errors since the last call (JS exceptions, failed loads, CSP)."""
-    return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    """The browser console's errors since the last call (JS exceptions, CSP violations,
+    failed loads), except the API's 404s for a plan the tracker has not projected yet
+    (the plan page retries those)."""
+    return [
+        e["message"] for e in driver.get_log("browser")
+        if e.get("level") == "SEVERE"
+        and not ("/v1/tracker/plans/" in e["message"] and "status of 404" in e["message"])
+    ]

@@ -1,0 +1,155 @@
+"""Serving a service under uvicorn, bounded against clients that hold connections open.
+
+uvicorn limits neither the size of a request's headers (with httptools) nor how long a
+client may take to send them: a client that sends half a request line holds its
+connection (and a file descriptor) forever. The protocol classes here add both bounds:
+
+- **header size**: a request whose request line and headers exceed ``max_header_bytes``
+  is answered ``431`` and the connection closed, before the parser reads them;
+- **header-read timeout**: a connection that has not sent a complete request head
+  ``header_timeout`` seconds after it opened (or after it started its next request) is
+  answered ``408`` and closed. Idle keep-alive connections are closed by uvicorn's own
+  ``timeout_keep_alive``.
+
+``python -m servicekit.server module:create_app`` serves an app factory this way (the
+container image's command); ``soorma dev`` uses :func:`uvicorn_options` too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from servicekit.settings import ServiceSettings
+
+try:  # the platform's default parser; h11 when httptools is not installed
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # pragma: no cover - depends on the installation
+    HttpToolsProtocol = None
+
+
+def _response(status: bytes) -> bytes:
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: " + str(len(status)).encode() + b"\r\nconnection: close\r\n\r\n"
+            + status)
+
+
+TOO_LARGE = _response(b"431 Request Header Fields Too Large")
+TIMED_OUT = _response(b"408 Request Timeout")
+
+
+class _HeadGuard:
+    """Mixed into a uvicorn HTTP protocol: bounds the size and reading time of a request head.
+
+    A request head is being read from the connection's first byte (or a finished
+    response) until the protocol starts a new request cycle (its headers are complete).
+    """
+
+    max_header_bytes: int = 32 * 1024
+    header_timeout: float = 10.0
+
+    # Attributes of the uvicorn protocol this is mixed into.
+    cycle: Any
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+
+    _head_timer: asyncio.TimerHandle | None = None
+    _head_cycle: Any = None
+    _head_bytes = 0
+    _head_tail = b""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        self._start_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end_head()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def data_received(self, data: bytes) -> None:
+        if self._head_timer is None and (self.cycle is None or self.cycle.response_complete):
+            self._start_head()  # the first bytes of the next request on this connection
+        reading = self._head_timer is not None
+        if reading:
+            # Head bytes: up to the blank line that ends the head (which may straddle
+            # two reads), counted before the parser sees them.
+            window = self._head_tail + data
+            end = window.find(b"\r\n\r\n")
+            self._head_bytes += (len(data) if end < 0
+                                 else max(0, end + 4 - len(self._head_tail)))
+            self._head_tail = window[-3:]
+            if self._head_bytes > self.max_header_bytes:
+                self._refuse(TOO_LARGE)
+                return
+        super().data_received(data)  # type: ignore[misc]
+        if reading and self.cycle is not self._head_cycle:
+            self._end_head()  # head complete: a request cycle started
+
+    def _start_head(self) -> None:
+        self._head_cycle = self.cycle
+        self._head_bytes = 0
+        self._head_tail = b""
+        self._head_timer = self.loop.call_later(self.header_timeout, self._refuse, TIMED_OUT)
+
+    def _end_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _refuse(self, response: bytes) -> None:
+        self._end_head()
+        if not self.transport.is_closing():
+            self.transport.write(response)
+            self.transport.close()
+
+
+if HttpToolsProtocol is not None:
+
+    class GuardedHttpToolsProtocol(_HeadGuard, HttpToolsProtocol):  # type: ignore[misc]
+        """httptools with :class:`_HeadGuard`."""
+
+
+class GuardedH11Protocol(_HeadGuard, H11Protocol):
+    """h11 with :class:`_HeadGuard`."""
+
+
+def guarded_protocol(*, max_header_bytes: int, header_timeout: float) -> type[asyncio.Protocol]:
+    """The HTTP protocol class (httptools when installed, else h11) with these bounds."""
+    base: type[Any] = (GuardedHttpToolsProtocol if HttpToolsProtocol is not None
+                       else GuardedH11Protocol)
+    return type(base.__name__, (base,), {
+        "max_header_bytes": max_header_bytes, "header_timeout": header_timeout,
+    })
+
+
+def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
+    """``uvicorn.Config`` keyword arguments bounding request heads as ``settings`` say."""
+    return {
+        "http": guarded_protocol(max_header_bytes=settings.max_header_bytes,
+                                 header_timeout=settings.header_timeout_seconds),
+        "h11_max_incomplete_event_size": settings.max_header_bytes,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m servicekit.server pkg.module:create_app --host H --port P``."""
+    parser = argparse.ArgumentParser(prog="python -m servicekit.server")
+    parser.add_argument("factory", help="import string of the app factory (module:function)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    options = uvicorn_options(ServiceSettings())
+    uvicorn.run(
+        args.factory, factory=True, host=args.host, port=args.port, log_level=args.log_level,
+        access_log=False, loop="auto", ws="none", **options,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -41,8 +41,9 @@ def dictionary() -> Tool:
     return tool
 
 
-def planner() -> ChoreographyPlanner:
-    agent = ChoreographyPlanner(name="definer", reasoning_model="gpt-4o-mini", temperature=0)
+def planner(**options: Any) -> ChoreographyPlanner:
+    agent = ChoreographyPlanner(name="definer", reasoning_model="gpt-4o-mini", temperature=0,
+                                **options)
 
     @agent.on_goal("define.goal")
     async def on_goal(goal: Any, context: Any) -> None:
@@ -140,13 +141,10 @@ async def test_a_script_that_runs_out_fails_the_plan_and_says_why():
 
 
 async def test_scripted_text_and_errors_reach_the_planner_as_a_model_would_send_them():
-    agent = planner()
-    agent.repair_retries = 0
     async with PlatformHarness() as platform:
         llm = platform.scripted_llm(["not json at all"])
-        agent.reasoning_model = "gpt-4o-mini"
         failing = platform.scripted_llm([RuntimeError("rate limited")])
-        agent.fallback_models = (llm.model, failing.model)
+        agent = planner(repair_retries=0, fallback_models=[llm.model, failing.model])
         await platform.start(dictionary(), agent)
         answer = await platform.call("define.goal", {"word": "owl"},
                                      response_event="define.done")

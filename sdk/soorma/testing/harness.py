@@ -560,10 +560,15 @@ class PlatformHarness:
         return llm
 
     def script(self, planner: Any, script: Script) -> ScriptedLLM:
-        """Point a ChoreographyPlanner at a new scripted model; returns the model."""
+        """Point a ChoreographyPlanner at a new scripted model (its only model: the
+        fallback models are dropped); returns the model."""
+        from soorma.ai._models import model_settings
+
         llm = self.scripted_llm(script)
         planner.reasoning_model = llm.model
         planner.fallback_models = ()
+        # The planner reads its models from ``models``, built from these at construction.
+        planner.models = (model_settings(llm.model),)
         return llm
 
     async def _load_plan(self, plan_id: str) -> PlanContextRecord | None:

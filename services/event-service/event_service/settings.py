@@ -27,6 +27,9 @@ class Settings(ServiceSettings):
 
     event_backend: Literal["memory", "redis"] = "memory"
     redis_url: str = "redis://127.0.0.1:6379/0"
+    # ``SOORMA_REDIS_CLUSTER=true``: ``redis_url`` names any node of a Redis Cluster
+    # (keys are hash-tagged per tenant: one tenant's streams live on one shard).
+    redis_cluster: bool = False
     # Connections for short commands (publishes, acks, reads); requests beyond this
     # wait for a free one instead of failing. Blocking reads have their own pool.
     redis_max_connections: int = Field(default=64, ge=2, le=10_000)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis, RedisCluster
 from redis.exceptions import ResponseError
 
 from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
@@ -77,7 +77,22 @@ def open_redis(settings: Settings) -> tuple[Redis, Redis]:
     (``XREAD``/``XREADGROUP BLOCK``) each hold a connection for up to ``block_seconds``
     and are bounded by that server-side, so they get their own pool and no socket
     timeout (which would also cost a timer per read).
+
+    With ``redis_cluster`` both are :class:`RedisCluster` clients (connection limits
+    per node); they serve the same commands, routed by key, hence the casts.
     """
+    if settings.redis_cluster:
+        commands_cluster = RedisCluster.from_url(
+            settings.redis_url, max_connections=settings.redis_max_connections,
+            socket_timeout=settings.redis_command_timeout,
+            socket_connect_timeout=settings.redis_command_timeout,
+        )
+        blocking_cluster = RedisCluster.from_url(
+            settings.redis_url, max_connections=_MAX_BLOCKING_CONNECTIONS,
+            socket_timeout=None, socket_keepalive=True,
+            socket_connect_timeout=settings.redis_command_timeout,
+        )
+        return cast(Redis, commands_cluster), cast(Redis, blocking_cluster)
     commands = Redis.from_pool(BlockingConnectionPool.from_url(
         settings.redis_url, max_connections=settings.redis_max_connections,
         timeout=settings.redis_command_timeout,
@@ -114,17 +129,23 @@ class RedisEventLog(EventLog):
         self._blocking = blocking_redis or redis
         self._prefix = prefix
         self._max_length = max_length
-        # The hot commands skip the client layer; both use the blocking pool's
-        # timer-free connections (appends bound each round trip themselves).
-        blocking_pool = self._blocking.connection_pool
-        self._live = DirectCommands(pool=blocking_pool)
         self._forget = redis.register_script(_FORGET_CONSUMER)
         self._extend = redis.register_script(_EXTEND)
         self._closed = False
-        self._appends = AppendCoalescer(
-            commands=DirectCommands(pool=blocking_pool), max_length=max_length,
-            timeout=command_timeout,
-        )
+        # On a Redis Cluster every command goes through the cluster client, which
+        # routes it to the shard owning its keys' hash tag.
+        self._cluster = isinstance(redis, RedisCluster)
+        self._live: DirectCommands | None = None
+        self._appends: AppendCoalescer | None = None
+        if not self._cluster:
+            # The hot commands skip the client layer; both use the blocking pool's
+            # timer-free connections (appends bound each round trip themselves).
+            blocking_pool = self._blocking.connection_pool
+            self._live = DirectCommands(pool=blocking_pool)
+            self._appends = AppendCoalescer(
+                commands=DirectCommands(pool=blocking_pool), max_length=max_length,
+                timeout=command_timeout,
+            )
 
     def _key(self, tenant: str, topic: str) -> str:
         return f"{self._prefix}:{{{tenant}}}:t:{topic}"
@@ -136,6 +157,8 @@ class RedisEventLog(EventLog):
         # Tap topics are also appended to the platform-wide copy (contract C1), in the
         # same MULTI as the tenant's own entry.
         tap = self._tap
+        if self._appends is None:
+            return await self._append_on_cluster(tenant, events)
         if len(events) == 1:
             e = events[0]
             tap_key = self._key(TAP_TENANT, e.topic) if e.topic in tap else None
@@ -147,6 +170,27 @@ class RedisEventLog(EventLog):
                   for e in events if e.topic in tap]
         raws = await self._appends.xadd_atomic(items)
         return [raw.decode() for raw in raws[: len(events)]]
+
+    async def _append_on_cluster(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
+        """Appends on a Redis Cluster: the tenant's entries in one MULTI on its shard.
+
+        The tap copies live under the ``{*}`` hash tag, usually on another shard, so
+        they follow in a second MULTI there (a crash between the two can lose a tap
+        copy, never the tenant's own entry).
+        """
+        async with self._r.pipeline(transaction=True) as pipe:
+            for e in events:
+                pipe.xadd(self._key(tenant, e.topic), {b"e": e.payload, b"y": e.type},
+                          maxlen=self._max_length, approximate=True)
+            raws = await pipe.execute()
+        tapped = [e for e in events if e.topic in self._tap]
+        if tapped:
+            async with self._r.pipeline(transaction=True) as pipe:
+                for e in tapped:
+                    pipe.xadd(self._key(TAP_TENANT, e.topic), {b"e": e.payload, b"y": e.type},
+                              maxlen=self._max_length, approximate=True)
+                await pipe.execute()
+        return [raw.decode() for raw in raws]
 
     async def last_ids(self, tenant: str, topics: Sequence[str]) -> dict[str, str]:
         async with self._r.pipeline(transaction=False) as pipe:
@@ -169,6 +213,13 @@ class RedisEventLog(EventLog):
     async def read_live(
         self, tenant: str, topic: str, *, after: str, count: int, block: float
     ) -> list[Entry]:
+        if self._live is None:
+            found = await self._blocking.xread(
+                {self._key(tenant, topic): after}, count=count,
+                block=max(1, int(block * 1000)),
+            )
+            return [_entry(topic, raw_id, fields)
+                    for _, rows in xread_entries(found) for raw_id, fields in rows if fields]
         reply = await self._live.execute(
             "XREAD", "COUNT", count, "BLOCK", max(1, int(block * 1000)),
             "STREAMS", self._key(tenant, topic), after,
@@ -447,5 +498,7 @@ class RedisEventLog(EventLog):
 
     async def close(self) -> None:
         self._closed = True
-        await self._appends.close()
-        await self._live.close()
+        if self._appends is not None:
+            await self._appends.close()
+        if self._live is not None:
+            await self._live.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from testsupport.server import free_port
-
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 MASTERS = 3
+BUS_OFFSET = 10_000  # Redis Cluster's node-to-node bus listens on port + 10000
 
 
 def _require_binaries() -> tuple[str, str]:
@@ -30,6 +30,23 @@ def _require_binaries() -> tuple[str, str]:
     if IN_CI:
         pytest.fail("redis-server and redis-cli must be installed in CI (Redis Cluster tests)")
     pytest.skip("redis-server/redis-cli not installed")
+
+
+def _node_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is valid and free too."""
+    for _ in range(100):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+            if port + BUS_OFFSET > 65535:
+                continue
+            with socket.socket() as bus:
+                try:
+                    bus.bind(("127.0.0.1", port + BUS_OFFSET))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError("no free port pair for a cluster node")
 
 
 def _ping(cli: str, port: int) -> bool:
@@ -48,7 +65,10 @@ def _cluster_ok(cli: str, port: int) -> bool:
 def redis_cluster(workdir: Path) -> Iterator[str]:
     """Start the cluster; yields a ``redis://127.0.0.1:<port>`` URL of one master."""
     server, cli = _require_binaries()
-    ports = [free_port() for _ in range(MASTERS)]
+    ports: list[int] = []
+    while len(ports) < MASTERS:
+        if (port := _node_port()) not in ports:
+            ports.append(port)
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for port in ports:

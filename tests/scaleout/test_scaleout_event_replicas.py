@@ -3,7 +3,8 @@
 The tests below are the ones of tests/event_service, imported rather than copied; here
 their ``service`` fixture (see conftest.py) is two event-service apps behind a
 round-robin balancer, so each test publishes on one replica and streams, acks, nacks,
-extends or replays through the other. Plus the cross-replica cases spelled out.
+or replays through the other (lease renewal through the other replica runs in
+test_scaleout_redis_cluster, also behind two replicas). Plus the cross-replica cases spelled out.
 """
 
 from __future__ import annotations
@@ -28,10 +29,7 @@ from test_event_groups import (
     test_two_consumers_split_1000_events_with_no_loss_and_no_duplicate,
 )
 from test_event_publish import test_batch_returns_ids_in_order_and_events_arrive_in_that_order
-from test_event_recovery import (
-    test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once,
-    test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked_on,
-)
+from test_event_recovery import test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once
 from test_event_tap import test_tap_group_stream_acks_and_nacks_with_tenant_star
 
 __all__ = [
@@ -41,7 +39,6 @@ __all__ = [
     "test_an_event_unacked_by_a_killed_consumer_is_redelivered_to_another",
     "test_another_tenant_cannot_ack_list_or_replay_dead_letters",
     "test_batch_returns_ids_in_order_and_events_arrive_in_that_order",
-    "test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked_on",
     "test_idle_consumers_take_turns_when_events_arrive_one_at_a_time",
     "test_nack_makes_the_event_available_for_redelivery_at_once",
     "test_resume_after_dropped_connection_delivers_exactly_the_missed_events",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +23,7 @@ from tracker_service.timeouts import run_timeouts
 from tracker_service.ui import router as ui_router
 
 SERVICE_ROLE = "service"
+SHUTDOWN_SECONDS = 2.0
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -70,9 +70,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             for task in tasks:
                 task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            if tasks:  # bounded: shutdown never hangs on a stuck database call
+                await asyncio.wait(tasks, timeout=SHUTDOWN_SECONDS)
             await http.aclose()
             await engine.dispose()
 

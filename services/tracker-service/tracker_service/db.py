@@ -16,6 +16,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "tracker_alembic_version"
 # Serializes projection batches and timeout claims across replicas (PostgreSQL).
 WRITE_LOCK_KEY = 0x7A_C4_E2_01
+LOCK_TIMEOUT = "10s"
 
 Merge = Callable[[Any, Any], Any]
 
@@ -53,7 +54,11 @@ async def lock_writes(conn: AsyncConnection) -> None:
     database's single writer lock now, so a read-then-write never fails half way.
     """
     if conn.dialect.name == "postgresql":
-        await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": WRITE_LOCK_KEY})
+        # Bounded: a replica that died holding the lock (its transaction not yet ended by
+        # the server) makes this batch fail and retry instead of waiting forever.
+        await conn.execute(sa.text(
+            "SELECT set_config('lock_timeout', :t, true), pg_advisory_xact_lock(:k)"),
+            {"t": LOCK_TIMEOUT, "k": WRITE_LOCK_KEY})
     else:
         await conn.execute(sa.text(
             "UPDATE tracker_counters SET value = value WHERE name = 'events'"))

@@ -73,7 +73,8 @@ class Ev:
     @property
     def delegation_group(self) -> str | None:
         if self.subject and self.subject.startswith(DELEGATION_SUBJECT):
-            return self.subject[len(DELEGATION_SUBJECT):] or None
+            group = self.subject[len(DELEGATION_SUBJECT):]
+            return group if 0 < len(group) <= 256 else None
         return None
 
 

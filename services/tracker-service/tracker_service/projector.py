@@ -43,10 +43,22 @@ def default_consumer() -> str:
     return f"tracker-{host}-{os.getpid()}"
 
 
+# Lock wait timed out, statement cancelled, server shutting down: retry, never skip.
+_TRANSIENT_SQLSTATES = frozenset({"55P03", "57014", "57P01", "57P02", "57P03", "40001",
+                                  "40P01"})
+
+
 def _is_outage(exc: BaseException) -> bool:
+    """A database problem to wait out (the events are fine), not a bad event."""
     if isinstance(exc, OperationalError | InterfaceError):
         return True
-    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    orig = exc.orig
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return state in _TRANSIENT_SQLSTATES or "database is locked" in str(orig)
 
 
 class Projector:
@@ -100,7 +112,7 @@ class Projector:
                     await asyncio.sleep(RETRY_SECONDS)
         finally:
             if self._acking is not None:  # let the last committed batch's ack go out
-                await asyncio.wait([self._acking], timeout=2)
+                await asyncio.wait([self._acking], timeout=1)
 
     async def _consume(self) -> None:
         async with self.bus.subscribe(

@@ -30,6 +30,8 @@ class PublishBatchResponse(BaseDTO):
 class AckRequest(BaseDTO):
     group: str = Field(min_length=1, max_length=128)
     ids: list[str] = Field(min_length=1, max_length=1000)
+    # "*": deliveries of a tap stream (platform services only, contract C1).
+    tenant: str | None = Field(default=None, max_length=128)
 
 
 class NackRequest(AckRequest):
@@ -38,6 +40,14 @@ class NackRequest(AckRequest):
 
 class AckResponse(BaseDTO):
     count: int
+
+
+class ExtendRequest(AckRequest):
+    """Renew the lease of deliveries a handler is still working on."""
+
+
+class ExtendResponse(BaseDTO):
+    extended: int = Field(description="Deliveries whose lease was renewed (still pending)")
 
 
 class DeadLetter(BaseDTO):
@@ -67,6 +77,8 @@ __all__ = [
     "AckResponse",
     "DeadLetter",
     "DeadLetterList",
+    "ExtendRequest",
+    "ExtendResponse",
     "NackRequest",
     "PublishBatchRequest",
     "PublishBatchResponse",

@@ -35,11 +35,14 @@ class Identity:
         user_id: User sent as ``X-User-ID`` (dev mode), or ``None``.
         token: Bearer token for jwt mode (``SOORMA_API_TOKEN``); identity then comes
             from its claims.
+        role: ``"service"`` for a platform service (``SOORMA_SERVICE_ROLE``), sent as
+            ``X-Soorma-Role``: it may act as any tenant and read the cross-tenant tap.
     """
 
     tenant_id: str | None = None
     user_id: str | None = None
     token: str | None = None
+    role: str | None = None
 
 
 def identity_headers(
@@ -56,6 +59,8 @@ def identity_headers(
     headers: dict[str, str] = {}
     if identity.token:
         headers["Authorization"] = f"Bearer {identity.token}"
+    if identity.role:
+        headers["X-Soorma-Role"] = identity.role
     tenant, user = identity.tenant_id, identity.user_id
     event = current_event()
     if event is not None and not identity.token:

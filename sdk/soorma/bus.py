@@ -62,6 +62,13 @@ def _check_event_type(event_type: object, *, what: str = "event_type") -> str:
     return event_type
 
 
+def _as_tenant(body: dict[str, Any], tenant_id: str | None) -> dict[str, Any]:
+    """``_send`` options for an ack/nack ``body`` on behalf of ``tenant_id`` (``*``: tap)."""
+    if tenant_id == "*":
+        return {"json": {**body, "tenant": "*"}}
+    return {"json": body, "tenant_id": tenant_id}
+
+
 class BusClient(ServiceClient):
     """Client of the event service (publish, subscribe, ack/nack).
 
@@ -437,6 +444,8 @@ class BusClient(ServiceClient):
         max_deliveries: int | None = None,
         last_event_id: str | None = None,
         buffer: int = DEFAULT_BUFFER,
+        prefetch: int | None = None,
+        tenant_id: str | None = None,
     ) -> Subscription:
         """Open an SSE stream (use as ``async with``; iterate for events).
 
@@ -451,6 +460,11 @@ class BusClient(ServiceClient):
             max_deliveries: Deliveries before an event goes to the dead-letter topic.
             last_event_id: Resume token (broadcast) from a previous subscription.
             buffer: Events read ahead of the consumer.
+            prefetch: Group streams: most deliveries unacked at once (the service
+                sends no more until some are acked or nacked); ``None`` = the
+                service's default (32).
+            tenant_id: Act as this tenant; ``"*"`` reads every tenant's tap topics
+                (platform services only, ``SOORMA_SERVICE_ROLE=service``).
         """
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         if not topic_list:
@@ -460,11 +474,13 @@ class BusClient(ServiceClient):
         params = stream_params(
             topics=topic_list, event_types=event_types, group=group, consumer=consumer,
             start_from=start_from, visibility_timeout=visibility_timeout,
-            max_deliveries=max_deliveries,
+            max_deliveries=max_deliveries, prefetch=prefetch,
         )
+        if tenant_id == "*":
+            params["tenant"], tenant_id = "*", None
         # Identity is resolved now, so a stream opened inside a handler keeps the
         # handled event's tenant across reconnects made from the background task.
-        headers = self.headers()
+        headers = self.headers(tenant_id=tenant_id)
         return Subscription(
             http=self.http, url=self.url(STREAM_PATH), params=params,
             headers=lambda: headers, last_event_id=last_event_id,
@@ -472,21 +488,42 @@ class BusClient(ServiceClient):
             buffer=buffer,
         )
 
-    async def ack(self, group: str, ids: str | Sequence[str]) -> int:
-        """Acknowledge deliveries of a consumer group (their ``delivery_id`` values)."""
+    async def ack(
+        self, group: str, ids: str | Sequence[str], *, tenant_id: str | None = None
+    ) -> int:
+        """Acknowledge deliveries of a consumer group (their ``delivery_id`` values).
+
+        ``tenant_id``: the tenant the stream was opened as (``"*"``: the tap).
+        """
         id_list = [ids] if isinstance(ids, str) else list(ids)
-        result = await self._send(
-            "POST", "/v1/events/ack", json={"group": group, "ids": id_list}
-        )
+        body: dict[str, Any] = {"group": group, "ids": id_list}
+        result = await self._send("POST", "/v1/events/ack", **_as_tenant(body, tenant_id))
         return int((result or {}).get("count", 0))
 
-    async def nack(self, group: str, ids: str | Sequence[str], reason: str = "nacked") -> int:
+    async def extend(
+        self, group: str, ids: str | Sequence[str], *, tenant_id: str | None = None
+    ) -> int:
+        """Renew the lease (visibility timeout) of deliveries still being handled.
+
+        ``tenant_id``: the tenant the stream was opened as (``"*"``: the tap).
+
+        Returns:
+            How many were renewed: deliveries already acked, nacked, dead-lettered or
+            taken over by another consumer are not.
+        """
+        id_list = [ids] if isinstance(ids, str) else list(ids)
+        body: dict[str, Any] = {"group": group, "ids": id_list}
+        result = await self._send("POST", "/v1/events/extend", **_as_tenant(body, tenant_id))
+        return int((result or {}).get("extended", 0))
+
+    async def nack(
+        self, group: str, ids: str | Sequence[str], reason: str = "nacked", *,
+        tenant_id: str | None = None,
+    ) -> int:
         """Give deliveries back for immediate redelivery, recording ``reason``."""
         id_list = [ids] if isinstance(ids, str) else list(ids)
-        result = await self._send(
-            "POST", "/v1/events/nack",
-            json={"group": group, "ids": id_list, "reason": reason[:4096]},
-        )
+        body: dict[str, Any] = {"group": group, "ids": id_list, "reason": reason[:4096]}
+        result = await self._send("POST", "/v1/events/nack", **_as_tenant(body, tenant_id))
         return int((result or {}).get("count", 0))
 
 

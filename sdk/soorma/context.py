@@ -15,6 +15,7 @@ from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
 from soorma.memory import MemoryClient
 from soorma.registry import RegistryClient
+from soorma.tracker import TrackerClient
 
 DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
 DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
@@ -41,6 +42,7 @@ class PlatformSettings:
     api_token: str | None = None
     tenant_id: str | None = None
     user_id: str | None = None
+    service_role: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PlatformSettings:
@@ -59,12 +61,14 @@ class PlatformSettings:
             api_token=env.get("SOORMA_API_TOKEN") or None,
             tenant_id=env.get("SOORMA_TENANT_ID") or None,
             user_id=env.get("SOORMA_USER_ID") or None,
+            service_role=env.get("SOORMA_SERVICE_ROLE") or None,
         )
 
     @property
     def identity(self) -> Identity:
         """The identity every client of this context acts as."""
-        return Identity(tenant_id=self.tenant_id, user_id=self.user_id, token=self.api_token)
+        return Identity(tenant_id=self.tenant_id, user_id=self.user_id, token=self.api_token,
+                        role=self.service_role)
 
 
 class PlatformContext:
@@ -129,9 +133,10 @@ class PlatformContext:
         # Seed 001 Q5 option B: action requests are checked against registered schemas.
         bus.payload_validator = registry.validate_envelope
         toolkit = EventToolkit(registry=registry)
+        tracker = TrackerClient(base_url=settings.tracker_url, http=client, identity=identity)
         return cls(
-            bus=bus, memory=memory, registry=registry, toolkit=toolkit, settings=settings,
-            http=client, owns_http=owns_http,
+            bus=bus, memory=memory, registry=registry, tracker=tracker, toolkit=toolkit,
+            settings=settings, http=client, owns_http=owns_http,
         )
 
     async def close(self) -> None:

@@ -11,6 +11,7 @@ return ``None`` for a missing record instead, and the ``delete_*`` calls return 
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -35,6 +36,8 @@ logger = logging.getLogger("soorma.memory")
 
 DEFAULT_LIST_LIMIT = 20
 DEFAULT_UPDATE_RETRIES = 5
+# How long recorded answers are kept by default (the memory service allows 1 s - 30 days).
+DEFAULT_ANSWER_RETENTION = 86_400.0
 
 R = TypeVar("R", TaskContextRecord, PlanContextRecord)
 M = TypeVar("M", bound=BaseModel)
@@ -426,6 +429,43 @@ class MemoryClient(ServiceClient):
     async def delete_session(self, session_id: str) -> bool:
         """Delete a session **and its plans**; ``False`` when it did not exist."""
         return await self._delete(f"/v1/memory/sessions/{_seg(session_id)}")
+
+    # -- recorded answers ------------------------------------------------------------
+
+    async def record_answer(
+        self, request_id: str, answer: Mapping[str, Any], *,
+        retention_seconds: float = DEFAULT_ANSWER_RETENTION,
+    ) -> dict[str, Any]:
+        """Record the answer sent for ``request_id`` (first one wins until it expires).
+
+        Args:
+            request_id: The request's event id.
+            answer: What it was answered with (JSON object).
+            retention_seconds: How long the answer is kept (1 s to 30 days).
+
+        Returns:
+            The answer kept: ``answer``, or the one recorded earlier.
+        """
+        data = await self._send(
+            "PUT", f"/v1/memory/answers/{_seg(request_id)}",
+            json={"answer": dict(answer), "retention_seconds": retention_seconds},
+        )
+        return dict(data["answer"])
+
+    def without_retries(self) -> MemoryClient:
+        """A view of this client that fails at once when the service is unreachable
+        (for the SDK's optional calls, e.g. recorded-answer look-ups)."""
+        view = copy.copy(self)
+        view.connect_retries = 0
+        return view
+
+    async def recorded_answer(self, request_id: str) -> dict[str, Any] | None:
+        """The unexpired answer recorded for ``request_id``, or ``None``."""
+        try:
+            data = await self._send("GET", f"/v1/memory/answers/{_seg(request_id)}")
+        except NotFound:
+            return None
+        return dict(data["answer"])
 
     # -- working memory --------------------------------------------------------------
 

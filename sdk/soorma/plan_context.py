@@ -61,6 +61,30 @@ def _derived_id(*parts: str) -> str:
     return str(uuid.uuid5(_ID_NAMESPACE, "/".join(parts)))
 
 
+def _step_key(trigger: EventEnvelope | None) -> str | None:
+    """What a step is keyed by: its trigger's id; without a trigger, the event being
+    handled (a ``default_next`` step taken for it), else nothing (outside a handler)."""
+    if trigger is not None:
+        return trigger.id
+    handled = current_event()
+    return None if handled is None else f"{handled.id}/default_next"
+
+
+def _initial_correlations(
+    plan_id: str, goal_correlation: str | None, parent_plan_id: str | None
+) -> list[str]:
+    """A new plan's correlation ids: its own id and, for a top-level goal, the goal's.
+
+    The goal's correlation id lets callers find the plan (memory ``by-correlation``).
+    A sub-plan's goal correlation id is its parent's pending request, so it must keep
+    leading to the parent and is not listed.
+    """
+    ids = [plan_id]
+    if goal_correlation and goal_correlation != plan_id and parent_plan_id is None:
+        ids.append(goal_correlation)
+    return ids
+
+
 def _as_state_machine(
     machine: Mapping[str, StateConfig | Mapping[str, Any]],
 ) -> dict[str, StateConfig]:
@@ -318,7 +342,7 @@ class PlanContext:
             goal_event=goal_event, goal_data=dict(goal_data or {}),
             response_event=response_event, status=PlanStatus.PENDING,
             current_state=initial_state, state_machine={}, results={},
-            correlation_ids=[plan_id],
+            correlation_ids=_initial_correlations(plan_id, correlation_id, parent_plan_id),
             state=dict(state or {}),
         )
         plan = cls(record, context, cache=cache)
@@ -473,15 +497,26 @@ class PlanContext:
         corr = event.correlation_id or ""
         return corr in self._pending and event.id == corr
 
-    def _apply(self, trigger: EventEnvelope | None) -> tuple[bool, str | None, str | None]:
+    def is_own_answer(self, event: EventEnvelope) -> bool:
+        """Whether ``event`` is this plan's answer to its goal (not a transition)."""
+        return bool(
+            self.correlation_id and event.correlation_id == self.correlation_id
+            and event.type == self.response_event and event.correlation_id != self.plan_id
+        )
+
+    def _apply(
+        self, trigger: EventEnvelope | None, key: str | None = None
+    ) -> tuple[bool, str | None, str | None]:
         """Advance the local copy for ``trigger``: (changed, from_state, entered_state).
 
+        ``key`` names the step (the trigger's id, or the handled event's for a
+        ``default_next`` step): a key already applied changes nothing.
         Pure (no I/O): it is re-run on a fresh copy after a version conflict.
         """
         changed = False
+        if key is not None and key in self._applied:
+            return False, None, None  # already applied by an earlier delivery
         if trigger is not None:
-            if trigger.id in self._applied:
-                return False, None, None  # already applied by an earlier delivery
             corr = trigger.correlation_id or ""
             step = self._pending.get(corr)
             if step is not None:
@@ -508,14 +543,36 @@ class PlanContext:
             self.status = PlanStatus.RUNNING
         target = self.state_machine[next_state]
         if target.action is not None:
-            seed = trigger.id if trigger is not None else f"default-{self.version}"
+            seed = key if key is not None else f"default-{self.version}"
             corr = _derived_id(self.plan_id, seed, next_state)
             self._pending[corr] = next_state
             if corr not in self.correlation_ids:
                 self.correlation_ids.append(corr)
-        if trigger is not None:
-            self._remember(trigger.id, next_state)
+        if key is not None:
+            self._remember(key, next_state)
         return True, previous, next_state
+
+    def _recorded_ending(self) -> _Ending:
+        """The end of a finished plan, rebuilt from what it stored."""
+        if self.status == PlanStatus.COMPLETED:
+            return _Ending(
+                PLAN_COMPLETED, {"status": PlanStatus.COMPLETED.value},
+                {"plan_id": self.plan_id, "status": "completed",
+                 "result": self.results.get("final")},
+            )
+        reason = str(self.state.get("failure_reason") or self.status)
+        return _Ending(
+            PLAN_FAILED, {"status": str(self.status), "reason": reason},
+            {"plan_id": self.plan_id, "status": "failed", "error": reason},
+        )
+
+    async def announce_end_again(self) -> None:
+        """Publish a finished plan's end and its goal's answer again, under the ids the
+        first announcement used (consumers drop the copy). For a redelivered trigger
+        whose first handling may have died between storing the end and announcing it.
+        """
+        if self.is_finished():
+            await self._announce_end(self._recorded_ending())
 
     def _remember(self, trigger_id: str, state_name: str) -> None:
         self._applied[trigger_id] = state_name
@@ -550,6 +607,12 @@ class PlanContext:
             transition, a duplicate delivery, or a late answer to a step the plan has
             left).
         """
+        key = _step_key(trigger_event)
+        if self.is_finished() and key is not None and key in self._applied:
+            # The step that ended the plan, redelivered: its handling may have died
+            # before the end was announced. Announce it again (same event ids).
+            await self._announce_end(self._recorded_ending())
+            return None
         if await self._stopped(trigger_event):
             return None
         was_pending = self.status == PlanStatus.PENDING
@@ -558,7 +621,7 @@ class PlanContext:
         moved_status = self.status
         ending: _Ending | None = None
         for attempt in range(DEFAULT_SAVE_RETRIES + 2):
-            changed, previous, entered = self._apply(trigger_event)
+            changed, previous, entered = self._apply(trigger_event, key)
             moved_status, ending = self.status, None
             if finish and entered is not None and self.is_complete():
                 ending = self._end(self._step_results())
@@ -576,7 +639,7 @@ class PlanContext:
             if await self._stopped(trigger_event):
                 return None
         if entered is None:
-            seen = self._applied.get(trigger_event.id) if trigger_event is not None else None
+            seen = self._applied.get(key) if key is not None else None
             if seen is not None and seen == self.current_state:
                 # A redelivered trigger applied by an earlier attempt that may have died
                 # before sending: re-send that step's request under the same id.
@@ -691,13 +754,15 @@ class PlanContext:
 
         await self.update(keep)
 
-    def _lifecycle_event(self, event_type: str, data: dict[str, Any]) -> EventEnvelope:
+    def _lifecycle_event(
+        self, event_type: str, data: dict[str, Any], *, event_id: str | None = None
+    ) -> EventEnvelope:
         payload = {"plan_id": self.plan_id, "current_state": self.current_state, **data}
         if self.parent_plan_id:
             payload["parent_plan_id"] = self.parent_plan_id
         return self._context.bus.build_event(
             SYSTEM_EVENTS, event_type, payload, correlation_id=self.plan_id,
-            plan_id=self.plan_id, session_id=self.session_id,
+            plan_id=self.plan_id, session_id=self.session_id, event_id=event_id,
         )
 
     async def _emit(self, event_type: str, data: dict[str, Any]) -> None:
@@ -780,12 +845,17 @@ class PlanContext:
 
     def _end_events(self, ending: _Ending) -> list[EventEnvelope]:
         """The end's lifecycle event, and the goal's answer when it asked for one."""
-        events = [self._lifecycle_event(ending.lifecycle_type, ending.lifecycle_data)]
+        # Ids derived from the plan: an end announced again is recognisably the same.
+        events = [self._lifecycle_event(
+            ending.lifecycle_type, ending.lifecycle_data,
+            event_id=_derived_id(self.plan_id, "end", ending.lifecycle_type),
+        )]
         if self.response_event:
             events.append(self._context.bus.build_event(
                 self.response_topic, self.response_event, ending.reply,
                 correlation_id=self.correlation_id or self.plan_id,
                 plan_id=self.parent_plan_id or self.plan_id, session_id=self.session_id,
+                event_id=_derived_id(self.plan_id, "answer"),
             ))
         else:
             logger.info("plan %s ended; its goal asked for no response", self.plan_id)

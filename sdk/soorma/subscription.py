@@ -137,6 +137,28 @@ class Subscription:
         self._last_event_id = item.delivery_id or self._last_event_id
         return item
 
+    def take(self, limit: int) -> list[Event]:
+        """Up to ``limit`` events already buffered, without waiting (batch consumers:
+        ``first = await anext(sub)`` then ``sub.take(n)``). Stops before a stream error,
+        which the next ``anext`` raises."""
+        taken: list[Event] = []
+        while len(taken) < limit and not self._closed:
+            try:
+                item = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                break
+            if not isinstance(item, Event):
+                # Put the error or the end back in front for ``__anext__``.
+                rest = [item]
+                while not self._queue.empty():
+                    rest.append(self._queue.get_nowait())
+                for r in rest:
+                    self._queue.put_nowait(r)
+                break
+            self._last_event_id = item.delivery_id or self._last_event_id
+            taken.append(item)
+        return taken
+
     async def close(self) -> None:
         """Stop reading and drop the connection. Buffered events are discarded."""
         if self._closed:
@@ -167,6 +189,7 @@ def stream_params(
     start_from: str | None,
     visibility_timeout: float | None,
     max_deliveries: int | None,
+    prefetch: int | None = None,
 ) -> dict[str, Any]:
     """Query parameters of ``GET /v1/events/stream``."""
     params: dict[str, Any] = {"topics": ",".join(topics)}
@@ -182,6 +205,8 @@ def stream_params(
         params["visibility_timeout"] = visibility_timeout
     if max_deliveries is not None:
         params["max_deliveries"] = max_deliveries
+    if prefetch is not None:
+        params["prefetch"] = prefetch
     return params
 
 

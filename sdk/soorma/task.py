@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from soorma._propagation import current_event
+from soorma.agents._answers import AnswerLog, answer_event_id
 from soorma.event import Event
 from soorma_common.errors import TaskNotFound, VersionConflict
 from soorma_common.events import (
@@ -32,6 +33,7 @@ from soorma_common.events import (
     ACTION_RESULTS,
     NOTIFICATION_EVENTS,
     SYSTEM_EVENTS,
+    EventEnvelope,
 )
 from soorma_common.memory import SubTaskRecord, SubTaskStatus, TaskContextRecord
 
@@ -124,6 +126,7 @@ class TaskContext:
     _meta: dict[str, Any] = field(default_factory=dict, repr=False)
     _stored: bool = field(default=False, repr=False)
     _finished: bool = field(default=False, repr=False)
+    _answers: AnswerLog | None = field(default=None, repr=False)
 
     # -- building --------------------------------------------------------------------
 
@@ -282,12 +285,13 @@ class TaskContext:
         self.sub_tasks[sub_task_id] = SubTaskRecord(
             sub_task_id=sub_task_id, event_type=event_type, response_event=response_event,
         )
+        request = self._remember_sent(self.context.bus.build_event(
+            topic, event_type, data, correlation_id=sub_task_id,
+            response_event=response_event, response_topic=response_topic,
+            plan_id=self.plan_id, session_id=self.session_id, event_id=sub_task_id,
+        ))
         await self.save()
-        await self.context.bus.request(
-            event_type, data, response_event, correlation_id=sub_task_id,
-            topic=topic, response_topic=response_topic, plan_id=self.plan_id,
-            session_id=self.session_id,
-        )
+        await self.context.bus.publish_event(request)
         return sub_task_id
 
     async def delegate_parallel(self, sub_tasks: Sequence[DelegationSpec]) -> str:
@@ -314,18 +318,63 @@ class TaskContext:
                 sub_task_id=sub_task_id, event_type=spec.event_type,
                 response_event=spec.response_event, parallel_group_id=group_id,
             )
-        await self.save()
         bus = self.context.bus
         events = [
-            bus.build_event(
+            self._remember_sent(bus.build_event(
                 spec.topic, spec.event_type, spec.data, correlation_id=sub_task_id,
                 response_event=spec.response_event, response_topic=spec.response_topic,
-                plan_id=self.plan_id, session_id=self.session_id,
-            )
+                plan_id=self.plan_id, session_id=self.session_id, event_id=sub_task_id,
+                # The tracker's delegation groups (GET /v1/tracker/delegation-groups/{id}).
+                subject=f"delegation-group:{group_id}",
+            ))
             for sub_task_id, spec in zip(ids, specs, strict=True)
         ]
+        await self.save()
         await bus.publish_batch(events)
         return group_id
+
+    def _remember_sent(self, request: EventEnvelope) -> EventEnvelope:
+        """Keep what a re-send needs (saved before the request is sent): its topic,
+        payload and answer topic; type and ids are in the sub-task already. Compact, as
+        every fan-in result reads the whole context back."""
+        kept: dict[str, Any] = {"data": request.data}
+        if request.topic != ACTION_REQUESTS:
+            kept["topic"] = request.topic
+        if request.response_topic not in (None, ACTION_RESULTS):
+            kept["response_topic"] = request.response_topic
+        sent = dict(self._meta.get("sent") or {})
+        sent[str(request.correlation_id)] = kept
+        self._meta["sent"] = sent
+        return request
+
+    @property
+    def has_sent(self) -> bool:
+        """Whether this task delegated or asked something (recorded in its context)."""
+        return bool(self._meta.get("sent"))
+
+    async def resend_pending(self) -> int:
+        """Publish again, under their original event ids, the requests this task sent
+        whose answers have not arrived (a redelivered task whose handler already ran).
+
+        Returns:
+            How many requests were re-sent.
+        """
+        bus = self.context.bus
+        pending = [
+            bus.build_event(
+                str(kept.get("topic") or ACTION_REQUESTS), sub.event_type,
+                kept.get("data") or {}, correlation_id=sub_id, event_id=sub_id,
+                response_event=sub.response_event,
+                response_topic=kept.get("response_topic") or ACTION_RESULTS,
+                plan_id=self.plan_id,
+                session_id=self.session_id,
+            )
+            for sub_id, kept in dict(self._meta.get("sent") or {}).items()
+            if (sub := self.sub_tasks.get(sub_id)) and sub.status is SubTaskStatus.PENDING
+        ]
+        if pending:
+            await bus.publish_batch(pending)
+        return len(pending)
 
     # -- fan-in ----------------------------------------------------------------------
 
@@ -398,16 +447,28 @@ class TaskContext:
             {"task_id": self.task_id, "status": "completed", "success": True, "result": result}
         )
 
-    async def fail(self, error: str | BaseException) -> bool:
+    async def fail(
+        self, error: str | BaseException, *, reason: str | None = None, **details: Any
+    ) -> bool:
         """Answer the caller with a failure (``status: failed``, ``success: false``).
+
+        Args:
+            error: What went wrong (the answer's ``error``).
+            reason: A machine-readable cause (the answer's ``reason``, e.g.
+                ``"hitl_timeout"``), for a state machine to route on.
+            **details: Further fields of the answer.
 
         Returns:
             True if this call answered the caller; False if another claimant did.
         """
         message = str(error) or type(error).__name__
-        return await self._finish(
-            {"task_id": self.task_id, "status": "failed", "success": False, "error": message}
-        )
+        payload: dict[str, Any] = {
+            **details, "task_id": self.task_id, "status": "failed", "success": False,
+            "error": message,
+        }
+        if reason is not None:
+            payload["reason"] = reason
+        return await self._finish(payload)
 
     async def _finish(self, payload: dict[str, Any]) -> bool:
         self._check_open()
@@ -416,11 +477,21 @@ class TaskContext:
             self._finished = True
             return False
         if self.response_event:
-            await self.context.bus.respond(
-                self.response_event, payload,
+            bus = self.context.bus
+            answer = bus.inherit(bus.build_event(
+                self.response_topic, self.response_event, payload,
                 correlation_id=self.correlation_id or self.task_id,
-                topic=self.response_topic, plan_id=self.plan_id, session_id=self.session_id,
-            )
+                plan_id=self.plan_id, session_id=self.session_id,
+                event_id=answer_event_id(self.agent_id or "worker", self.task_id),
+            ))
+            answers = self._answers
+            if answers is None and self.agent_id:
+                answers = AnswerLog(self.agent_id)  # a task restored by hand
+            if answers is not None:
+                # Recorded before it is sent: the task's request, delivered again, is
+                # answered with it instead of running again.
+                answer = await answers.record(self.context, self.task_id, answer)
+            await bus.publish_event(answer)
         else:
             logger.warning(
                 "task %s (%s) has no response_event; nobody can be answered",
@@ -528,18 +599,19 @@ class TaskContext:
         self.sub_tasks[sub_task_id] = SubTaskRecord(
             sub_task_id=sub_task_id, event_type=HUMAN_INPUT_EVENT, response_event=response_event,
         )
-        await self.save()
         body = {
             **(data or {}),
             "question": question, "task_id": self.task_id, "sub_task_id": sub_task_id,
             "response_event": response_event, "response_topic": response_topic,
             "timeout_seconds": timeout_seconds, "deadline": deadline.isoformat(),
         }
-        await self.context.bus.publish(
+        ask = self._remember_sent(self.context.bus.build_event(
             NOTIFICATION_EVENTS, HUMAN_INPUT_EVENT, body, correlation_id=sub_task_id,
             response_event=response_event, response_topic=response_topic,
-            plan_id=self.plan_id, session_id=self.session_id,
-        )
+            plan_id=self.plan_id, session_id=self.session_id, event_id=sub_task_id,
+        ))
+        await self.save()
+        await self.context.bus.publish_event(ask)
         return sub_task_id
 
 
@@ -565,6 +637,7 @@ class ResultContext:
     _context: PlatformContext | None = field(default=None, repr=False)
     _task: TaskContext | None = field(default=None, repr=False)
     restore_attempted: bool = field(default=False, repr=False)
+    _answers: AnswerLog | None = field(default=None, repr=False)
 
     @classmethod
     def from_event(cls, event: Event, context: PlatformContext) -> ResultContext:
@@ -609,6 +682,7 @@ class ResultContext:
             error=self.error,
         )
         self._task = TaskContext.from_record(record, self._context)
+        self._task._answers = self._answers
         return self._task
 
 

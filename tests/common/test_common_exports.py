@@ -12,7 +12,8 @@ EXPECTED = {
     "utc_now",
     # bus
     "PublishRequest", "PublishResponse", "PublishBatchRequest", "PublishBatchResponse",
-    "AckRequest", "NackRequest", "AckResponse", "DeadLetter", "DeadLetterList",
+    "AckRequest", "NackRequest", "AckResponse", "ExtendRequest", "ExtendResponse",
+    "DeadLetter", "DeadLetterList",
     "ReplayRequest", "ReplayResponse",
     # state machine
     "StateAction", "StateTransition", "StateConfig", "PlanDefinition",

@@ -44,7 +44,7 @@ async def test_schema_comes_from_alembic_with_its_own_version_table(db_url: str)
     assert VERSION_TABLE in tables
     assert {"memory_task_contexts", "memory_sub_tasks", "memory_plans",
             "memory_plan_correlations", "memory_sessions", "memory_working_memory"} <= tables
-    assert [row[0] for row in head] == ["0002_plan_correlation_ids"]
+    assert [row[0] for row in head] == ["0003_recorded_answers"]
 
 
 def _upgrade_to(connection: sa.Connection, revision: str) -> None:

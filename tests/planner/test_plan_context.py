@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from planner_support import capture, wait_for
 
+from soorma._propagation import handling
 from soorma.event import Event
 from soorma.plan_context import PlanContext
 from soorma_common.errors import VersionConflict
@@ -62,8 +64,9 @@ async def test_plan_is_stored_and_restored_by_id_and_by_action_correlation(platf
     assert by_corr.goal_data == {"topic": "owls"} and by_corr.session_id == "s-1"
     assert by_corr.correlation_id == "goal-1" and by_corr.response_event == "research.done"
     assert isinstance(by_corr.state_machine["searching"], StateConfig)
-    # The goal's own correlation id answers the caller; it must not route to the plan.
-    assert await PlanContext.restore_by_correlation("goal-1", context) is None
+    # C3: the goal's correlation id finds the plan (callers look plans up by it).
+    by_goal = await PlanContext.restore_by_correlation("goal-1", context)
+    assert by_goal is not None and by_goal.plan_id == plan.plan_id
     assert await PlanContext.restore_by_correlation("nobody", context) is None
 
 
@@ -161,3 +164,36 @@ async def test_answers_arriving_while_paused_are_replayed_on_resume(platform):
     assert resumed.status == PlanStatus.RUNNING
     await resumed.finalize({"answer": 42})
     assert (await PlanContext.restore(plan.plan_id, context)).status == PlanStatus.COMPLETED
+
+
+async def test_the_trigger_that_ended_a_plan_announces_the_end_again_under_the_same_ids(
+    platform,
+):
+    context = platform.context()
+    plan = await new_plan(context)
+    await plan.execute_next()
+    event = answer(plan, "web.search.completed", {"pages": 2}, event_id="answer-2")
+    async with capture(context, ["action-results"], ["research.done"]) as answers:
+        assert await plan.execute_next(event, finish=True) == "done"
+        await wait_for(lambda: len(answers) == 1)
+        # Redelivered (the first handling may have died before announcing): same answer.
+        again = await PlanContext.restore(plan.plan_id, context)
+        assert await again.execute_next(event, finish=True) is None
+        await wait_for(lambda: len(answers) == 2)
+    assert answers[0].id == answers[1].id and answers[1].data == answers[0].data
+    assert answers[1].data["status"] == "completed"
+
+
+async def test_default_next_in_a_handler_is_one_step_per_handled_event(platform):
+    context = platform.context()
+    plan = await new_plan(context)
+    goal = Event(type="research.goal", topic="action-requests", data={}, id="goal-evt-1")
+    async with capture(context, ["action-requests"], ["web.search.requested"]) as sent:
+        with handling(goal):
+            assert await plan.execute_next() == "searching"
+            # The same goal again (a redelivery): no second move, the request re-sent.
+            again = await PlanContext.restore(plan.plan_id, context)
+            assert await again.execute_next() is None
+        await wait_for(lambda: len(sent) == 2)
+    assert sent[0].id == sent[1].id
+    assert (await PlanContext.restore(plan.plan_id, context)).current_state == "searching"

@@ -10,7 +10,7 @@ from event_service import create_app
 from event_service.settings import Settings
 from servicekit.auth import issue_token
 from soorma import Agent, PlatformContext, PlatformSettings
-from soorma_common.errors import Unauthenticated
+from soorma_common.errors import PermissionDenied, Unauthenticated
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
@@ -67,3 +67,26 @@ async def test_dev_mode_agent_works_in_its_configured_tenant():
                 await agent.stop()
     assert seen == ["blue"]
     assert (pong.tenant_id, pong.user_id) == ("t-blue", "u1")
+
+
+async def test_service_role_from_env_reads_the_tap_and_acts_as_a_tenant_per_call():
+    async with serve(create_app(Settings(event_backend="memory"))) as server:
+        env = {"SOORMA_EVENT_SERVICE_URL": server.url, "SOORMA_SERVICE_ROLE": "service"}
+        plain = PlatformSettings(event_service_url=server.url, tenant_id="acme")
+        async with (
+            PlatformContext.from_env(environ=env) as service,
+            PlatformContext.from_env(settings=plain) as user,
+        ):
+            async with service.bus.subscribe("system-events", tenant_id="*", group="tracker",
+                                             consumer="c1") as tap:
+                await tap.wait_ready(10)
+                await user.bus.publish("system-events", "plan.started", {"n": 1})
+                await service.bus.publish("system-events", "task.timeout", {},
+                                          tenant_id="globex")
+                first, second = await anext(tap), await anext(tap)
+                assert [first.tenant_id, second.tenant_id] == ["acme", "globex"]
+                assert await service.bus.ack(
+                    "tracker", [first.delivery_id, second.delivery_id], tenant_id="*") == 2
+            # Without the role, the tap is refused.
+            with pytest.raises(PermissionDenied):
+                await user.bus.ack("tracker", ["system-events=1-0"], tenant_id="*")

@@ -4,6 +4,11 @@ An agent subscribes with ONE SSE stream covering all its handlers (consumer grou
 name, so replicas share the work), dispatches each event to the handlers whose topic and
 event-type pattern match, acks after they return and nacks when one raises. Acks and nacks
 are sent in batches (see :mod:`soorma.agents._acks`), never before the handlers finished.
+
+Recovery: each replica has a stable consumer id (see :mod:`soorma.agents._consumer_id`),
+so a restarted replica gets back at once what its previous life held; while a handler
+runs, the agent renews the lease of its delivery every third of ``visibility_timeout``,
+so a short timeout only redelivers events whose replica actually died.
 """
 
 from __future__ import annotations
@@ -12,12 +17,17 @@ import asyncio
 import contextlib
 import logging
 import signal
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from soorma._propagation import handling
-from soorma.agents._acks import DEFAULT_ACK_BATCH, DEFAULT_ACK_WINDOW, AckBatcher
+from soorma.agents._acks import (
+    DEFAULT_ACK_BATCH,
+    DEFAULT_ACK_WINDOW,
+    MAX_IDS_PER_REQUEST,
+    AckBatcher,
+)
+from soorma.agents._consumer_id import ConsumerIdentity, check_consumer_id
 from soorma.agents._handlers import (
     EventHandler,
     HandlerSpec,
@@ -38,6 +48,12 @@ logger = logging.getLogger("soorma.agent")
 DEFAULT_MAX_CONCURRENCY = 16
 DEFAULT_DEDUPE_CAPACITY = 10_000
 DEFAULT_SHUTDOWN_TIMEOUT = 30.0
+# Short, because running handlers renew their lease every third of it: only the events
+# of a replica that died wait this long (when it does not come back).
+DEFAULT_VISIBILITY_TIMEOUT = 10.0
+# The service's own default, for a lease interval when visibility_timeout=None.
+SERVICE_VISIBILITY_TIMEOUT = 30.0
+MAX_PREFETCH = 1000
 DISPATCH_CACHE_SIZE = 4096
 
 H = TypeVar("H", bound=EventHandler)
@@ -72,7 +88,16 @@ class Agent:
         context: Platform clients; built with ``PlatformContext.from_env()`` at start
             (and closed at stop) when omitted.
         group: Consumer group override (default: ``name``).
-        visibility_timeout: Seconds the service waits for an ack before redelivering.
+        consumer_id: This replica's consumer id in the group. Default:
+            ``SOORMA_CONSUMER_ID``, else ``<host>-<SOORMA_REPLICA>``, else
+            ``<host>-<n>`` with ``n`` a replica slot locked on this host (see
+            docs/sdk.md, "Consumer identity"). A restarted replica with the same id
+            gets back at once what its previous life left unacked.
+        visibility_timeout: Seconds the service waits for an ack before redelivering
+            (default 10; running handlers renew their lease every third of it;
+            ``None``: the service's default).
+        prefetch: Most deliveries held unacked at once (default twice
+            ``max_concurrency``): the service sends no more until some are settled.
         max_deliveries: Deliveries before an event is dead-lettered.
         start_from: ``"earliest"`` makes a *new* group start at the oldest event.
         dedupe_capacity: How many completed event ids to remember for the
@@ -100,7 +125,9 @@ class Agent:
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         context: PlatformContext | None = None,
         group: str | None = None,
-        visibility_timeout: float | None = None,
+        consumer_id: str | None = None,
+        visibility_timeout: float | None = DEFAULT_VISIBILITY_TIMEOUT,
+        prefetch: int | None = None,
         max_deliveries: int | None = None,
         start_from: str | None = None,
         dedupe_capacity: int = DEFAULT_DEDUPE_CAPACITY,
@@ -116,6 +143,12 @@ class Agent:
             raise ValueError("ack_window must be 0 or more seconds")
         if not 1 <= ack_batch_size <= 1000:
             raise ValueError("ack_batch_size must be between 1 and 1000")
+        if prefetch is not None and not 1 <= prefetch <= MAX_PREFETCH:
+            raise ValueError(f"prefetch must be between 1 and {MAX_PREFETCH}")
+        if consumer_id is not None:
+            check_consumer_id(consumer_id)
+        if visibility_timeout is not None and visibility_timeout < 0.1:
+            raise ValueError("visibility_timeout must be at least 0.1 seconds")
         self.name = name
         self.description = description
         self.version = version
@@ -128,8 +161,11 @@ class Agent:
         self._registered = False
         self.max_concurrency = max_concurrency
         self.group = group or name
-        self.consumer_id = f"{name}-{uuid.uuid4().hex[:8]}"
+        self._consumer_arg = consumer_id
+        self._identity: ConsumerIdentity | None = None
+        self._consumer_resolved: str | None = None
         self.visibility_timeout = visibility_timeout
+        self.prefetch = prefetch or min(2 * max_concurrency, MAX_PREFETCH)
         self.max_deliveries = max_deliveries
         self.start_from = start_from
         self.shutdown_timeout = shutdown_timeout
@@ -145,6 +181,10 @@ class Agent:
         self._shutdown_hooks: list[LifecycleHook] = []
         self._completed = RecentIds(dedupe_capacity)
         self._in_flight: dict[str, asyncio.Task[None]] = {}
+        # Delivery ids received and not yet handled: their leases are renewed.
+        self._held: set[str] = set()
+        self._lease_task: asyncio.Task[None] | None = None
+        self._window: asyncio.Semaphore | None = None
         self._subscription: Subscription | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -225,6 +265,11 @@ class Agent:
         return self._stopping
 
     @property
+    def consumer_id(self) -> str | None:
+        """This replica's consumer id (resolved at :meth:`start`, unless given)."""
+        return self._consumer_resolved or self._consumer_arg
+
+    @property
     def stream_connections(self) -> int:
         """How many times the agent's stream went live (1 + reconnects)."""
         return self._subscription.connections if self._subscription is not None else 0
@@ -262,6 +307,9 @@ class Agent:
             await self._register()
             bus = self.context.bus
             self._slots = asyncio.Semaphore(self.max_concurrency)
+            self._window = asyncio.Semaphore(self.prefetch)
+            self._identity = ConsumerIdentity(self.group, self._consumer_arg)
+            self._consumer_resolved = self._identity.consumer_id
             window = self.ack_window
             if self.visibility_timeout is not None:
                 # Settle well inside the redelivery deadline, however short it is.
@@ -272,19 +320,23 @@ class Agent:
             )
             self._subscription = bus.subscribe(
                 self.topics, event_types=self.event_type_filters, group=self.group,
-                consumer=self.consumer_id, start_from=self.start_from,
+                consumer=self._identity.consumer_id, start_from=self.start_from,
                 visibility_timeout=self.visibility_timeout,
-                max_deliveries=self.max_deliveries, buffer=self.max_concurrency,
+                max_deliveries=self.max_deliveries, buffer=self.prefetch,
+                prefetch=self.prefetch,
             )
             await self._subscription.wait_ready()
+            self._lease_task = asyncio.create_task(
+                self._renew_leases(), name=f"agent {self.name} leases"
+            )
             self._consumer = asyncio.create_task(self._consume(), name=f"agent {self.name}")
         except BaseException:
             await self._teardown()
             raise
         logger.info(
-            "agent %s ready: topics=%s event_types=%s group=%s consumer=%s",
+            "agent %s ready: topics=%s event_types=%s group=%s consumer=%s (%s)",
             self.name, ",".join(self.topics), self.event_type_filters or "*",
-            self.group, self.consumer_id,
+            self.group, self.consumer_id, self._identity.source if self._identity else "",
         )
 
     async def stop(self) -> None:
@@ -315,6 +367,11 @@ class Agent:
 
     async def _teardown(self) -> None:
         try:
+            lease_task, self._lease_task = self._lease_task, None
+            if lease_task is not None:
+                lease_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await lease_task
             acks, self._acks = self._acks, None
             if acks is not None:
                 # Before the context closes: settle what the finished handlers did.
@@ -331,6 +388,9 @@ class Agent:
                 await self._context.close()
                 self._context = None
                 self._owns_context = False
+            identity, self._identity = self._identity, None
+            if identity is not None:
+                identity.release()
             self._subscription = None
             self._consumer = None
             self._running = False
@@ -449,7 +509,7 @@ class Agent:
     # -- dispatch --------------------------------------------------------------------
 
     async def _consume(self) -> None:
-        assert self._subscription is not None and self._slots is not None
+        assert self._subscription is not None and self._window is not None
         async for event in self._subscription:
             if event.id in self._completed:
                 # A redelivery of work already done (e.g. our ack was lost): settle it.
@@ -459,15 +519,51 @@ class Agent:
             if event.id in self._in_flight:
                 # Redelivered while still running here; the running one will settle it.
                 continue
-            await self._slots.acquire()
-            task = asyncio.create_task(self._process(event), name=f"{self.name} {event.type}")
+            # The service holds us to ``prefetch`` unsettled deliveries; this only
+            # matters against a service that does not.
+            await self._window.acquire()
+            # Leased from now on, also while waiting for a handler slot.
+            if event.delivery_id is not None:
+                self._held.add(event.delivery_id)
+            task = asyncio.create_task(self._run(event), name=f"{self.name} {event.type}")
             self._in_flight[event.id] = task
-            task.add_done_callback(lambda _t, eid=event.id: self._release(eid))
+            task.add_done_callback(
+                lambda _t, eid=event.id, did=event.delivery_id: self._release(eid, did)
+            )
 
-    def _release(self, event_id: str) -> None:
+    async def _run(self, event: Event) -> None:
+        assert self._slots is not None
+        async with self._slots:
+            await self._process(event)
+
+    def _release(self, event_id: str, delivery_id: str | None) -> None:
         self._in_flight.pop(event_id, None)
-        if self._slots is not None:
-            self._slots.release()
+        if delivery_id is not None:
+            self._held.discard(delivery_id)
+        if self._window is not None:
+            self._window.release()
+
+    async def _renew_leases(self) -> None:
+        """Every third of the visibility timeout, renew the held deliveries' leases.
+
+        A handler running longer than ``visibility_timeout`` is thus not redelivered to
+        another replica; if this process dies, renewals stop and its events expire.
+        """
+        timeout = self.visibility_timeout or SERVICE_VISIBILITY_TIMEOUT
+        interval = max(timeout / 3, 0.05)
+        bus = self.context.bus
+        while True:
+            await asyncio.sleep(interval)
+            held = list(self._held)
+            for start in range(0, len(held), MAX_IDS_PER_REQUEST):
+                chunk = held[start:start + MAX_IDS_PER_REQUEST]
+                try:
+                    await bus.extend(self.group, chunk)
+                except Exception as exc:
+                    logger.warning(
+                        "agent %s: could not renew the lease of %d deliveries: %s",
+                        self.name, len(chunk), exc,
+                    )
 
     def _matching(self, event: Event) -> list[HandlerSpec]:
         """Handlers for the event's (topic, type), each function once, cached.

@@ -34,7 +34,7 @@ from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.plan_context import START_STATE, PlanCache, PlanContext
 from soorma_common.errors import VersionConflict
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
 from soorma_common.memory import PlanStatus
 from soorma_common.registry import AgentCapability, EventDefinition
 from soorma_common.state import PlanDefinition, StateConfig
@@ -49,6 +49,8 @@ DEFAULT_TRANSITION_TOPICS = (ACTION_RESULTS, ACTION_REQUESTS)
 # A plan_definition's machine moves on answers; requests (its own step requests
 # included) never answer a step, so it does not read them unless asked to.
 DEFINITION_TRANSITION_TOPICS = (ACTION_RESULTS,)
+# Published by the tracker when a plan's WAIT outlives its timeout (contract C2).
+WAIT_TIMEOUT_EVENT = "plan.wait_timeout"
 _GOAL_NAMESPACE = uuid.UUID("0b8e6a4e-3d51-4b8e-a3c3-9f0f3f7d2c11")
 
 
@@ -114,20 +116,38 @@ class GoalContext:
         start: bool = False,
         cache: PlanCache | None = None,
     ) -> PlanContext:
-        """Create (and store) the plan for this goal.
+        """Create (and store) the plan for this goal; a redelivered goal gets its plan.
 
         The plan answers this goal on :meth:`PlanContext.finalize`, and is a sub-plan
         of the plan that sent the goal, if any. ``start`` takes the first step in the
         same write (see :meth:`PlanContext.create`).
+
+        The plan id derives from the goal event's id, so when the goal is delivered
+        again (its first handling died before the ack) the plan it created is restored
+        and returned as it is now: ``execute_next()`` on it then does nothing new for
+        this goal (it re-sends the first step's request under the same id).
+
+        Raises:
+            VersionConflict: ``plan_id`` names a plan that exists but could not be read.
         """
-        return await PlanContext.create(
-            context, goal_event=self.event_type, goal_data=self.data,
-            state_machine=state_machine, response_event=self.response_event,
-            response_topic=self.response_topic, correlation_id=self.correlation_id,
-            plan_id=plan_id or self.plan_id_for(), parent_plan_id=self.parent_plan_id,
-            session_id=self.session_id, tenant_id=self.tenant_id, user_id=self.user_id,
-            initial_state=initial_state, start=start, cache=cache,
-        )
+        plan_id = plan_id or self.plan_id_for()
+        try:
+            return await PlanContext.create(
+                context, goal_event=self.event_type, goal_data=self.data,
+                state_machine=state_machine, response_event=self.response_event,
+                response_topic=self.response_topic, correlation_id=self.correlation_id,
+                plan_id=plan_id, parent_plan_id=self.parent_plan_id,
+                session_id=self.session_id, tenant_id=self.tenant_id, user_id=self.user_id,
+                initial_state=initial_state, start=start, cache=cache,
+            )
+        except VersionConflict:
+            existing = await PlanContext.restore(plan_id, context)
+            if existing is None:
+                raise
+            if start and existing.status == PlanStatus.RUNNING:
+                # The first step was stored; its request may not have gone out.
+                await existing.resend_current_action()
+            return existing
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +207,12 @@ class Planner(Agent):
         self.transition_topics = list(dict.fromkeys(transition_topics))
         self.plan_definition = plan_definition
         self._has_transition_handler = False
+        # Planners whose plans wait (ChoreographyPlanner WAIT, or a machine with a
+        # transition on plan.wait_timeout) also hear the tracker's timeouts.
+        self.listens_for_wait_timeout = plan_definition is not None and any(
+            t.on_event == WAIT_TIMEOUT_EVENT
+            for cfg in plan_definition.states.values() for t in cfg.transitions
+        )
         self._goal_events: list[str] = []
         # Plans this process wrote last, so answers skip the by-correlation read.
         self.plan_cache = PlanCache()
@@ -312,20 +338,25 @@ class Planner(Agent):
                 plan = await PlanContext.restore_by_correlation(
                     event.correlation_id, context, cache=self.plan_cache if use_cache else None
                 )
-                if plan is None or plan.is_own_request(event):
+                if plan is None or plan.is_own_request(event) or plan.is_own_answer(event):
                     return
                 await func(TransitionContext(event=event, plan=plan), context)
 
             # One record per (topic, pattern): the agent's dispatch runs every matching
             # record, so overlapping patterns are collapsed to "*" first.
-            for topic in self.transition_topics:
-                for pattern in ["*"] if "*" in patterns else patterns:
-                    self._add_handler(
-                        HandlerSpec(
-                            topic=topic, event_type=pattern, func=handle,
-                            name=getattr(func, "__qualname__", repr(func)),
-                        )
+            routes = [
+                (topic, pattern) for topic in self.transition_topics
+                for pattern in (["*"] if "*" in patterns else patterns)
+            ]
+            if self.listens_for_wait_timeout and SYSTEM_EVENTS not in self.transition_topics:
+                routes.append((SYSTEM_EVENTS, WAIT_TIMEOUT_EVENT))
+            for topic, pattern in routes:
+                self._add_handler(
+                    HandlerSpec(
+                        topic=topic, event_type=pattern, func=handle,
+                        name=getattr(func, "__qualname__", repr(func)),
                     )
+                )
             return func
 
         return decorator
@@ -347,21 +378,16 @@ class Planner(Agent):
             machine goes straight to a terminal state).
         """
         context = context or self.context
-        try:
-            plan = await goal.create_plan(
-                context, state_machine, initial_state=initial_state, start=True,
-                cache=self.plan_cache,
-            )
-        except VersionConflict:
-            # The goal was delivered before: continue the plan it created.
-            restored = await PlanContext.restore(goal.plan_id_for(), context)
-            if restored is None:
-                raise
-            plan = restored
-            if plan.status == PlanStatus.RUNNING:
-                await plan.resend_current_action()
-                return plan
+        plan = await goal.create_plan(
+            context, state_machine, initial_state=initial_state, start=True,
+            cache=self.plan_cache,
+        )
+        if plan.status == PlanStatus.PENDING:
+            # Delivered before, and the plan was stored without its first step.
             await plan.execute_next()
+        elif plan.is_finished():
+            await plan.announce_end_again()
+            return plan
         await self._finish_if_terminal(plan)
         return plan
 

@@ -4,6 +4,11 @@ A tool listens on ``action-requests``; its handler returns a result and the SDK
 publishes ``{"request_id", "success": true, "result": ...}`` (or ``success: false`` with
 ``error``) as the *caller's* ``response_event`` on the caller's ``response_topic``, with
 the request's ``correlation_id``.
+
+An answered request is answered once: the answer is recorded in the memory service
+(keyed by tool name and request id) before it is published, and a request that comes
+again within ``answer_retention`` seconds is answered with the recorded answer, under
+the same event id, without running the handler (see :mod:`soorma.agents._answers`).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog, answer_event_id
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec
 from soorma.agents.base import Agent, _placeholder
 from soorma.context import PlatformContext
@@ -83,9 +89,21 @@ class Tool(Agent):
     Callers use ``bus.request(..., response_event=...)`` or ``bus.call(...)``. A handler
     exception becomes a ``success: false`` answer (the request is acked, not retried); a
     request without ``response_event`` cannot be answered and is logged and acked.
+
+    Args:
+        answer_retention: Seconds an answer is kept for a repeated request (default a
+            day; at most 30 days; ``0``: off). Within it, a request id already answered
+            is answered again from the memory service without running the handler.
+        **kwargs: See :class:`~soorma.agents.base.Agent`.
     """
 
     agent_type = "tool"
+
+    def __init__(
+        self, *, answer_retention: float = DEFAULT_ANSWER_RETENTION, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.answers = AnswerLog(self.name, answer_retention)
 
     def on_invoke(self, event_type: str, *, topic: str = ACTION_REQUESTS) -> Callable[[T], T]:
         """Register ``async def handler(request, context) -> dict`` for ``event_type``.
@@ -127,6 +145,12 @@ class Tool(Agent):
                 self.name, event.id, event.type,
             )
             return
+        again = await self.answers.recorded(context, request.request_id)
+        if again is not None:
+            logger.info("tool %s: request %s was answered before; sending that answer",
+                        self.name, request.request_id)
+            await context.bus.publish_event(again)
+            return
         try:
             result = await func(request, context)
             data: dict[str, Any] = {
@@ -138,13 +162,16 @@ class Tool(Agent):
                 "request_id": request.request_id, "success": False,
                 "error": f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc),
             }
+        answer = context.bus.inherit(context.bus.build_event(
+            request.response_topic, request.response_event, data,
+            correlation_id=request.correlation_id or request.request_id,
+            event_id=answer_event_id(self.name, request.request_id),
+        ))
+        # Recorded before it is sent; if another delivery recorded one first, send that.
+        answer = await self.answers.record(context, request.request_id, answer)
         # Publishing the answer may fail (service down): that raises, so the request is
         # nacked and retried, which is what the caller wants.
-        await context.bus.respond(
-            request.response_event, data,
-            correlation_id=request.correlation_id or request.request_id,
-            topic=request.response_topic,
-        )
+        await context.bus.publish_event(answer)
 
 
 __all__ = ["InvocationContext", "Tool"]

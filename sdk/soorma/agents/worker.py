@@ -5,6 +5,15 @@ sub-tasks (``task.delegate()``, ``task.delegate_parallel()``) or asks a human
 (``task.request_human_input()``), and returns. Answers arrive at ``on_result`` handlers —
 on any replica, also after a restart — which restore the task from the memory service
 and ``complete()`` it when everything is in.
+
+A task request handled once is not run again when it comes back (redelivered after a
+crash, or re-sent by a planner): if its answer is recorded (see
+:mod:`soorma.agents._answers`) that answer is sent again; if it delegated or asked a
+human, the requests still unanswered are re-sent under their original ids.
+
+A worker that asked a human (``task.request_human_input``) hears the tracker's
+``task.timeout`` for its own sub-tasks (contract C2): the ``@worker.on_timeout()``
+handler runs, or, without one, the task fails with ``reason: "hitl_timeout"``.
 """
 
 from __future__ import annotations
@@ -13,18 +22,26 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec
 from soorma.agents.base import Agent, _placeholder
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.task import ResultContext, TaskContext
 from soorma_common.errors import TaskNotFound
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
+from soorma_common.memory import SubTaskStatus
 
 logger = logging.getLogger("soorma.worker")
 
 WorkerHandler = Callable[[Any, Any], Awaitable[Any]]
 W = TypeVar("W", bound=WorkerHandler)
+TimeoutHandler = Callable[[Any, Any, Any], Awaitable[Any]]
+TH = TypeVar("TH", bound=TimeoutHandler)
+
+# Published by the tracker when a human did not answer in time (contract C2).
+TASK_TIMEOUT = "task.timeout"
+HITL_TIMEOUT = "hitl_timeout"
 
 
 class Worker(Agent):
@@ -57,9 +74,23 @@ class Worker(Agent):
     Needs the memory service (``context.memory``): task state lives there, not in the
     process. A handler exception nacks the event (it is redelivered, then dead-lettered);
     call ``task.fail(error)`` to answer the caller with a failure instead.
+
+    Args:
+        answer_retention: Seconds a task's answer is kept for a repeated request
+            (default a day; ``0``: off); see the module doc.
+        **kwargs: See :class:`~soorma.agents.base.Agent`.
     """
 
     agent_type = "worker"
+
+    def __init__(
+        self, *, answer_retention: float = DEFAULT_ANSWER_RETENTION, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.answers = AnswerLog(self.name, answer_retention)
+        self._timeout_handler: TimeoutHandler | None = None
+        self._hears_timeouts = False
+        self._has_tasks = False
 
     async def start(self) -> None:
         """Start like any agent; refuses a given context without a memory client."""
@@ -69,6 +100,9 @@ class Worker(Agent):
                 "service (build the context with PlatformContext.from_env(), which reads "
                 "SOORMA_MEMORY_URL)"
             )
+        if self._has_tasks and not self.running:
+            # Any task may ask a human; the tracker's timeouts must reach it (C2).
+            self._hear_timeouts()
         await super().start()
 
     def on_task(self, event_type: str, *, topic: str = ACTION_REQUESTS) -> Callable[[W], W]:
@@ -90,7 +124,10 @@ class Worker(Agent):
             check_handler(func, params=("task", "context"), decorator="on_task()")
 
             async def run_task(event: Event, context: PlatformContext) -> None:
+                if await self._handled_before(event, context):
+                    return
                 task = TaskContext.from_event(event, context, agent_id=self.name)
+                task._answers = self.answers
                 await func(task, context)
 
             self._add_handler(
@@ -99,9 +136,89 @@ class Worker(Agent):
                     name=getattr(func, "__qualname__", repr(func)),
                 )
             )
+            self._has_tasks = True
             return func
 
         return decorator
+
+    async def _handled_before(self, event: Event, context: PlatformContext) -> bool:
+        """True when this task request was handled already (and is now taken care of)."""
+        again = await self.answers.recorded(context, event.id)
+        if again is not None:
+            logger.info("worker %s: task %s was answered before; sending that answer",
+                        self.name, event.id)
+            await context.bus.publish_event(again)
+            return True
+        if context.memory is None:
+            return False
+        record = await context.memory.get_task_context(event.id)
+        if record is None:
+            return False
+        task = TaskContext.from_record(record, context)
+        if not task.has_sent:
+            return False  # saved, but nothing delegated or asked: run the handler again
+        resent = await task.resend_pending()
+        logger.info("worker %s: task %s was handled before; re-sent %d open request(s)",
+                    self.name, event.id, resent)
+        return True
+
+    def on_timeout(self) -> Callable[[TH], TH]:
+        """Register ``async def handler(task, timeout_data, context)`` for HITL timeouts.
+
+        Called when the tracker reports (``task.timeout``) that a human did not answer
+        a ``task.request_human_input()`` of this worker in time; ``timeout_data`` is the
+        event's data (``task_id``, ``sub_task_id``, ``reason``, ``deadline``,
+        ``timeout_seconds``). Without a handler the task fails with
+        ``reason: "hitl_timeout"``. A human answer arriving after that is ignored.
+
+        Raises:
+            TypeError: the handler is not ``async def f(task, timeout_data, context)``.
+            RuntimeError: a second handler.
+        """
+
+        def decorator(func: TH) -> TH:
+            check_handler(func, params=("task", "timeout_data", "context"),
+                          decorator="on_timeout()")
+            if self._timeout_handler is not None:
+                raise RuntimeError(f"worker {self.name!r} already has an on_timeout() handler")
+            self._timeout_handler = func
+            self._hear_timeouts()
+            return func
+
+        return decorator
+
+    def _hear_timeouts(self) -> None:
+        if self._hears_timeouts:
+            return
+        self._hears_timeouts = True
+        self._add_handler(HandlerSpec(
+            topic=SYSTEM_EVENTS, event_type=TASK_TIMEOUT, func=self._timed_out,
+            name=f"{self.name} task.timeout",
+        ))
+
+    async def _timed_out(self, event: Event, context: PlatformContext) -> None:
+        """A ``task.timeout``: fail (or hand to ``on_timeout``) our task if still waiting."""
+        data = dict(event.data)
+        sub_task_id = str(data.get("sub_task_id") or event.correlation_id or "")
+        if not sub_task_id or context.memory is None:
+            return
+        record = await context.memory.get_task_by_subtask(sub_task_id)
+        if record is None:
+            return  # not a task of ours, or it has ended
+        task = TaskContext.from_record(record, context)
+        sub = task.sub_tasks.get(sub_task_id)
+        if task.agent_id != self.name or sub is None or sub.status is not SubTaskStatus.PENDING:
+            return  # another worker's task, or the human answered first
+        task._answers = self.answers
+        if self._timeout_handler is not None:
+            await self._timeout_handler(task, data, context)
+            return
+        reason = str(data.get("reason") or HITL_TIMEOUT)
+        await task.fail(
+            f"no answer from a human before the deadline ({data.get('deadline')})",
+            reason=reason, sub_task_id=sub_task_id, deadline=data.get("deadline"),
+            timeout_seconds=data.get("timeout_seconds"),
+        )
 
     def on_result(self, event_type: str, *, topic: str = ACTION_RESULTS) -> Callable[[W], W]:
         """Register ``async def handler(result: ResultContext, context)`` for answers.
@@ -127,6 +244,7 @@ class Worker(Agent):
 
             async def run_result(event: Event, context: PlatformContext) -> None:
                 result = ResultContext.from_event(event, context)
+                result._answers = self.answers
                 try:
                     await func(result, context)
                 except TaskNotFound as exc:

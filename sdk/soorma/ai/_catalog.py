@@ -75,4 +75,22 @@ async def load_catalog(context: Any) -> EventCatalog:
     return catalog
 
 
-__all__ = ["EventCatalog", "load_catalog"]
+def without_consumer(
+    catalog: EventCatalog, consumer: str, event_names: list[str]
+) -> EventCatalog:
+    """``catalog`` with ``consumer`` removed as a consumer of ``event_names``; an event
+    left with no consumer is no longer actionable."""
+    for name in event_names:
+        if name not in catalog.consumers:
+            continue
+        others = [c for c in catalog.consumers[name] if c != consumer]
+        if others:
+            catalog.consumers[name] = others
+        else:
+            catalog.consumers.pop(name, None)
+            catalog.actionable.pop(name, None)
+            catalog.responses.pop(name, None)
+    return catalog
+
+
+__all__ = ["EventCatalog", "load_catalog", "without_consumer"]

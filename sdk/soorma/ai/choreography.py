@@ -31,8 +31,10 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -41,6 +43,7 @@ from typing import Any, TypeVar
 
 from soorma.agents.base import Agent
 from soorma.agents.planner import Planner
+from soorma.ai import _steps
 from soorma.ai._audit import (
     ATTEMPT_FALLBACK_MODEL,
     ATTEMPT_FALLBACK_PLANNER,
@@ -51,14 +54,15 @@ from soorma.ai._audit import (
     append_audit,
     audit_record,
 )
-from soorma.ai._catalog import EventCatalog, load_catalog
+from soorma.ai._catalog import EventCatalog, load_catalog, without_consumer
 from soorma.ai._errors import (
     CircuitBreakerOpen,
     DecisionInvalid,
     LLMNotConfigured,
     PlannerError,
 )
-from soorma.ai._llm import check_credentials, complete
+from soorma.ai._llm import complete, load_litellm
+from soorma.ai._models import ModelEntry, model_settings
 from soorma.ai._prompt import STRATEGIES, build_messages, repair_messages, response_format
 from soorma.ai._validation import parse_decision, validate_decision
 from soorma_common.decisions import (
@@ -69,7 +73,7 @@ from soorma_common.decisions import (
     PublishAction,
     WaitAction,
 )
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS, EventEnvelope
 
 logger = logging.getLogger("soorma.choreography")
 
@@ -84,7 +88,9 @@ PENDING_KEY = "choreography_pending"
 OWNER_KEY = "choreography_planner"
 WAITING_KEY = "_waiting_for"
 WAIT_TIMEOUT_KEY = "_wait_timeout"
+RESUMED_BY_KEY = "_resumed_by"
 WAITING_FOR_INPUT = "plan.waiting_for_input"
+WAIT_TIMEOUT = "plan.wait_timeout"
 
 CHOREOGRAPHY_STATE = "choreography"
 _FINISHED = {"completed", "failed", "cancelled"}
@@ -154,7 +160,12 @@ class ChoreographyPlanner(Planner):
         planning_strategy: ``"balanced"``, ``"conservative"`` or ``"aggressive"``.
         repair_retries: Re-prompts with the validation errors before moving on to the
             next model.
-        fallback_models: Models tried in order once the main model's repairs failed.
+        fallback_models: Models tried in order once the main model's repairs failed:
+            litellm model ids (sharing ``api_base``/``api_key``), or per-model settings
+            ``{"model", "api_base", "api_key_env"}`` / litellm Router ``model_list``
+            entries (``{"model_name", "litellm_params": {"model", "api_base",
+            "api_key": "os.environ/VAR"}}``), so a local model can fall back to a
+            hosted one (see :mod:`soorma.ai._models`).
         fallback_planner: Deterministic ``(DecisionRequest) -> decision | action |
             dict | None`` (sync or async) used when every model failed; its answer is
             validated too.
@@ -179,7 +190,7 @@ class ChoreographyPlanner(Planner):
         system_instructions: str | None = None,
         planning_strategy: str = "balanced",
         repair_retries: int = DEFAULT_REPAIR_RETRIES,
-        fallback_models: Sequence[str] = (),
+        fallback_models: Sequence[ModelEntry] = (),
         fallback_planner: FallbackPlanner | None = None,
         audit_limit: int = DEFAULT_AUDIT_LIMIT,
         description: str | None = None,
@@ -205,6 +216,8 @@ class ChoreographyPlanner(Planner):
             description=description or f"Autonomous planner using {reasoning_model}",
             **agent_options,
         )
+        # WAIT pauses plans; the tracker's plan.wait_timeout resumes them (contract C2).
+        self.listens_for_wait_timeout = True
         self.reasoning_model = reasoning_model
         self.api_key = api_key
         self.api_base = api_base
@@ -213,12 +226,31 @@ class ChoreographyPlanner(Planner):
         self.system_instructions = system_instructions
         self.planning_strategy = planning_strategy
         self.repair_retries = repair_retries
-        self.fallback_models = tuple(fallback_models)
+        # Main model first, then the fallbacks, each with its own endpoint and key.
+        self.models = (
+            model_settings(reasoning_model, api_base=api_base, api_key=api_key),
+            *(model_settings(m, api_base=api_base, api_key=api_key) for m in fallback_models),
+        )
+        self.fallback_models = tuple(m.model for m in self.models[1:])
         self.fallback_planner = fallback_planner
         self.audit_limit = audit_limit
         self.llm_kwargs = llm_kwargs
         # Audit of calls made without a plan (and a recent copy of all), in process only.
         self.audit_log: deque[dict[str, Any]] = deque(maxlen=max(audit_limit, 1))
+
+    async def start(self) -> None:
+        """Load litellm (in a thread, off the event loop), then start as any agent.
+
+        litellm takes seconds to import; loading it here rather than at the first
+        decision means the planner registers and reports ready only once it can
+        decide, and its first goal is not kept waiting.
+        """
+        if not self.running:
+            started = time.perf_counter()
+            await asyncio.to_thread(load_litellm)
+            logger.info("planner %s: litellm loaded in %.1f s", self.name,
+                        time.perf_counter() - started)
+        await super().start()
 
     def check_llm_configured(self) -> None:
         """Fail fast when no model can be called, naming the variable to set.
@@ -232,9 +264,9 @@ class ChoreographyPlanner(Planner):
                 environment variable, e.g. ``OPENAI_API_KEY``).
         """
         first: LLMNotConfigured | None = None
-        for model in (self.reasoning_model, *self.fallback_models):
+        for spec in self.models:
             try:
-                check_credentials(model, api_key=self.api_key, options=self.llm_kwargs)
+                spec.check_configured(self.llm_kwargs)
             except LLMNotConfigured as exc:
                 first = first or exc
             else:
@@ -283,7 +315,8 @@ class ChoreographyPlanner(Planner):
             await self._check_breaker(plan)
         the_plan_id = plan.plan_id if plan is not None else (plan_id or "")
         current_state = (getattr(plan, "current_state", None) if plan is not None else None) or ""
-        catalog = await load_catalog(context)
+        # Its own goals are not offered: the planner must not send itself its goal.
+        catalog = without_consumer(await load_catalog(context), self.name, self._goal_events)
         messages = build_messages(
             trigger=trigger, catalog=catalog, strategy=self.planning_strategy,
             system_instructions=self.system_instructions,
@@ -294,7 +327,8 @@ class ChoreographyPlanner(Planner):
         failures: list[str] = []
         config_errors: list[LLMNotConfigured] = []
 
-        for index, model in enumerate((self.reasoning_model, *self.fallback_models)):
+        for index, spec in enumerate(self.models):
+            model = spec.model
             attempt_messages = messages
             for repair in range(self.repair_retries + 1):
                 kind = ATTEMPT_REPAIR if repair else (
@@ -303,8 +337,9 @@ class ChoreographyPlanner(Planner):
                 try:
                     answer = await complete(
                         model=model, messages=attempt_messages,
-                        response_format=response_format(), api_key=self.api_key,
-                        api_base=self.api_base, temperature=self.temperature, options=options,
+                        response_format=response_format(), api_key=spec.key(),
+                        api_base=spec.api_base, temperature=self.temperature,
+                        options={**options, **spec.options},
                     )
                 except LLMNotConfigured as exc:
                     config_errors.append(exc)
@@ -401,6 +436,8 @@ class ChoreographyPlanner(Planner):
         context: Any,
         goal_event: Any = None,
         plan: Any = None,
+        *,
+        step_key: str | None = None,
     ) -> str | None:
         """Carry out a decision.
 
@@ -421,6 +458,10 @@ class ChoreographyPlanner(Planner):
             context: The handler's PlatformContext.
             goal_event: The goal (GoalContext or event) to answer when there is no plan.
             plan: The plan the decision belongs to (required for WAIT).
+            step_key: The step this decision is for (normally the triggering event's
+                id, as :meth:`step` passes it). With a plan, the decision and the
+                events it sends are recorded under it before anything is published,
+                and the ids it sends derive from it (see :meth:`step`).
 
         Returns:
             The correlation id of a published/delegated request, else ``None``.
@@ -430,20 +471,40 @@ class ChoreographyPlanner(Planner):
             PlannerError: WAIT without a plan, COMPLETE with nothing to answer.
         """
         action = decision.next_action
-        if plan is not None:
+        if plan is None:
+            step_key = None
+        else:
             await self._check_breaker(plan)
         if isinstance(action, PublishAction | DelegateAction):
-            return await self._send_request(action, context, plan)
+            return await self._send_request(action, context, plan, decision, step_key)
         if plan is not None:
-            await plan.update(_count_action)
+            taken: list[dict[str, Any]] = []
+
+            def count(p: Any) -> None:
+                taken[:] = [s for s in [_steps.recorded_step(p, step_key)] if s is not None]
+                if taken:
+                    return  # another handler of the same trigger recorded it first
+                _count_action(p)
+                if step_key is not None:
+                    _steps.record_step(p, step_key, decision, [])
+
+            await plan.update(count)
+            if taken:
+                await self._replay(taken[0], context, plan, step_key)
+                return None
         if isinstance(action, CompleteAction):
             await self._complete(action, context, goal_event, plan)
         elif isinstance(action, WaitAction):
-            await self._wait(action, context, plan)
+            await self._wait(action, context, plan, step_key)
         return None
 
     async def _send_request(
-        self, action: PublishAction | DelegateAction, context: Any, plan: Any
+        self,
+        action: PublishAction | DelegateAction,
+        context: Any,
+        plan: Any,
+        decision: PlannerDecision | None = None,
+        step_key: str | None = None,
     ) -> str:
         if isinstance(action, PublishAction):
             event_type, data, topic = action.event_type, action.data, action.topic
@@ -454,36 +515,72 @@ class ChoreographyPlanner(Planner):
                 f"{event_type!r} has no response_event: validate the decision with "
                 "reason_next_action() or set response_event"
             )
-        correlation_id = str(uuid.uuid4())
+        keyed = plan is not None and step_key is not None
+        correlation_id = (
+            _steps.derived_id(plan.plan_id, str(step_key), "request") if keyed
+            else str(uuid.uuid4())
+        )
         extra: dict[str, Any] = {}
+        if plan is not None:
+            extra = {"plan_id": plan.plan_id, "session_id": getattr(plan, "session_id", None)}
+        bus = context.bus
+        envelope = bus.inherit(bus.build_event(
+            topic, event_type, data, correlation_id=correlation_id,
+            response_event=action.response_event,
+            response_topic=ACTION_RESULTS if topic == ACTION_REQUESTS else None,
+            # A keyed step's request is its own id: sent again, it is the same event.
+            event_id=correlation_id if keyed else None, **extra,
+        ))
         if plan is not None:
             request = {
                 "event_type": event_type,
                 "response_event": action.response_event,
                 "kind": action.action.value,
             }
+            sent = [envelope.model_dump(mode="json", exclude_none=True)]
+            taken: list[dict[str, Any]] = []
 
             def register(p: Any) -> None:
+                taken[:] = [s for s in [_steps.recorded_step(p, step_key)] if s is not None]
+                if taken:
+                    return  # another handler of the same trigger recorded it first
                 _count_action(p)
                 _add_correlation(p, correlation_id)
                 p.state[PENDING_KEY] = {**(p.state.get(PENDING_KEY) or {}), correlation_id: request}
+                if step_key is not None and decision is not None:
+                    _steps.record_step(p, step_key, decision, sent)
 
-            # Registered and stored BEFORE publishing: a fast answer must find its plan.
+            # Registered and stored BEFORE publishing: a fast answer must find its plan,
+            # and a redelivered trigger finds the step instead of deciding again.
             # update() re-runs the change after a conflicting write, so concurrent
             # handlers never lose a count or a pending request.
             await plan.update(register)
-            extra = {"plan_id": plan.plan_id, "session_id": getattr(plan, "session_id", None)}
-        if topic == ACTION_REQUESTS:
-            await context.bus.request(
-                event_type, data, action.response_event, correlation_id=correlation_id,
-                response_topic=ACTION_RESULTS, **extra,
-            )
-        else:
-            await context.bus.publish(
-                topic, event_type, data, correlation_id=correlation_id,
-                response_event=action.response_event, **extra,
-            )
+            if taken:
+                await self._replay(taken[0], context, plan, step_key)
+                return correlation_id
+        await bus.publish_event(envelope)
         return correlation_id
+
+    async def _replay(
+        self, step: dict[str, Any], context: Any, plan: Any, step_key: str | None
+    ) -> None:
+        """Carry out a recorded step again without deciding: re-send its requests that
+        are still unanswered (same event ids), end or pause the plan as it decided."""
+        decision = _steps.recorded_decision(step)
+        action = decision.next_action
+        if isinstance(action, PublishAction | DelegateAction):
+            pending = plan.state.get(PENDING_KEY) or {}
+            again = [e for e in step.get("events") or [] if e.get("correlation_id") in pending]
+            if _status(plan) not in _FINISHED:
+                for raw in again:
+                    await context.bus.publish_event(EventEnvelope.model_validate(raw))
+        elif isinstance(action, CompleteAction):
+            if _status(plan) in _FINISHED:
+                await plan.announce_end_again()
+            else:
+                await plan.finalize(action.result)
+        elif isinstance(action, WaitAction) and _status(plan) == "paused":
+            await self._wait(action, context, plan, step_key)
 
     async def _complete(
         self, action: CompleteAction, context: Any, goal_event: Any, plan: Any
@@ -503,9 +600,12 @@ class ChoreographyPlanner(Planner):
             topic=_value(goal_event, "response_topic") or ACTION_RESULTS,
         )
 
-    async def _wait(self, action: WaitAction, context: Any, plan: Any) -> None:
+    async def _wait(
+        self, action: WaitAction, context: Any, plan: Any, step_key: str | None = None
+    ) -> None:
         if plan is None:
             raise PlannerError("WAIT needs the plan (execute_decision(..., plan=plan)) to pause")
+
         def expect(p: Any) -> None:
             p.state[WAITING_KEY] = action.expected_event
             p.state[WAIT_TIMEOUT_KEY] = action.timeout_seconds
@@ -525,6 +625,7 @@ class ChoreographyPlanner(Planner):
                 "timeout_seconds": action.timeout_seconds,
             },
             correlation_id=correlation_id, plan_id=plan.plan_id,
+            event_id=_steps.derived_id(plan.plan_id, step_key, "wait") if step_key else None,
         )
 
     # -- transitions -----------------------------------------------------------------
@@ -570,17 +671,29 @@ class ChoreographyPlanner(Planner):
         request = pending.get(event.correlation_id or "")
         if request is not None and event.type == request["event_type"]:
             return False  # our own request, seen on a topic the planner listens to
+        if request is None:
+            answer_id = _steps.answered_by(plan, event.correlation_id)
+            if answer_id is not None and answer_id != event.id:
+                logger.info("plan %s: a second answer to %s (%s) is dropped", plan.plan_id,
+                            event.correlation_id, event.type)
+                return False
+        if event.type == WAIT_TIMEOUT and not (
+            _wait_timeout_for(event, plan) or plan.state.get(RESUMED_BY_KEY) == event.id
+        ):
+            return False  # another plan's, or late: the wait already ended
         if status == "paused":
             expected = plan.state.get(WAITING_KEY)
-            if event.type != expected:
+            if event.type != expected and event.type != WAIT_TIMEOUT:
                 logger.info(
                     "plan %s waits for %s; %s leaves it paused", plan.plan_id, expected,
                     event.type,
                 )
                 return False
+
             def arrived(p: Any) -> None:
                 p.state.pop(WAITING_KEY, None)
                 p.state.pop(WAIT_TIMEOUT_KEY, None)
+                p.state[RESUMED_BY_KEY] = event.id
                 p.results[event.type] = event.data
 
             await plan.update(arrived)
@@ -592,6 +705,7 @@ class ChoreographyPlanner(Planner):
                 still.pop(event.correlation_id, None)
                 p.state[PENDING_KEY] = still
                 p.results[request["event_type"]] = event.data
+                _steps.note_answer(p, str(event.correlation_id), event.id)
 
             await plan.update(answered)
         return True
@@ -664,21 +778,41 @@ class ChoreographyPlanner(Planner):
         custom_context: Mapping[str, Any] | None = None,
         goal_event: Any = None,
         llm_options: Mapping[str, Any] | None = None,
+        trigger_id: str | None = None,
     ) -> PlannerDecision | None:
-        """Reason and execute one decision for ``plan``.
+        """Reason and execute one decision for ``plan``: one step per triggering event.
+
+        The step is keyed by the event being handled (``trigger_id`` overrides it;
+        outside a handler, without one, steps are not keyed). The decision and the
+        requests it sends are recorded in the plan before anything is published, and
+        the requests' event and correlation ids derive from the key. When the same
+        trigger is delivered again (the first handling died before its ack), the
+        recorded step is carried out again instead: unanswered requests are re-sent
+        under the same event ids, a COMPLETE re-announces the answer, and the model
+        is not asked. A plan that has ended takes no step.
 
         Planner errors do not escape: the plan has already been failed with the reason
         (which reaches the goal's caller), so re-delivering the event would not help.
 
         Returns:
-            The executed decision, or ``None`` when the plan failed instead.
+            The executed decision (the recorded one for a repeated trigger), or
+            ``None`` when the plan failed instead or had already ended.
         """
+        key = _steps.step_key(trigger_id)
+        recorded = _steps.recorded_step(plan, key)
+        if recorded is not None:
+            await self._replay(recorded, context, plan, key)
+            return _steps.recorded_decision(recorded)
+        if _status(plan) in _FINISHED:
+            return None
         try:
             decision = await self.reason_next_action(
                 trigger, context, plan=plan, custom_context=custom_context,
                 llm_options=llm_options,
             )
-            await self.execute_decision(decision, context, goal_event=goal_event, plan=plan)
+            await self.execute_decision(
+                decision, context, goal_event=goal_event, plan=plan, step_key=key
+            )
         except LLMNotConfigured as exc:
             logger.error("planner %s: %s", self.name, exc.message)
             await plan.fail(exc.message)
@@ -720,7 +854,7 @@ class ChoreographyPlanner(Planner):
         tokens: dict[str, int] | None,
         errors: list[str],
     ) -> dict[str, Any]:
-        secrets = [s for s in (self.api_key,) if s]
+        secrets = [s for s in (self.api_key, *(m.key() for m in self.models)) if s]
         record = audit_record(
             attempt=kind, model=model, messages=messages, raw_output=raw,
             latency_ms=latency_ms, tokens=tokens, errors=errors, secrets=secrets,
@@ -763,6 +897,17 @@ _AGENT_OPTIONS = frozenset(
     for name in inspect.signature(cls.__init__).parameters
     if name not in {"self", "kwargs", "name", "description"}
 )
+
+
+def _wait_timeout_for(event: Any, plan: Any) -> bool:
+    """Whether a ``plan.wait_timeout`` event ends this plan's current WAIT."""
+    data = event.data if isinstance(event.data, Mapping) else {}
+    if (data.get("plan_id") or event.plan_id or event.correlation_id) != plan.plan_id:
+        return False
+    expected = data.get("expected_event")
+    return _status(plan) == "paused" and (
+        expected is None or expected == plan.state.get(WAITING_KEY)
+    )
 
 
 def _count_action(plan: Any) -> None:

@@ -1,4 +1,4 @@
-"""Request bodies of ack, nack and replay, with the id and topic formats OpenAPI declares.
+"""Request bodies of ack, nack, extend and replay, with the id and topic formats OpenAPI declares.
 
 The formats are declared (``pattern``), not enforced by pydantic: the routes' own
 parsers check them and answer with messages that say what an id looks like.
@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import Field
 
 from event_service.ids import DELIVERY_ID_PATTERN, STREAM_ID_PATTERN
-from soorma_common.bus import AckRequest, NackRequest, ReplayRequest
+from soorma_common.bus import AckRequest, ExtendRequest, NackRequest, ReplayRequest
 from soorma_common.events import TOPIC_PATTERN
 
 DeliveryId = Annotated[str, Field(
@@ -33,6 +33,12 @@ class AckBody(AckRequest):
 
 class NackBody(NackRequest):
     """Body of ``POST /v1/events/nack``."""
+
+    ids: list[DeliveryId] = Field(min_length=1, max_length=1000)
+
+
+class ExtendBody(ExtendRequest):
+    """Body of ``POST /v1/events/extend``."""
 
     ids: list[DeliveryId] = Field(min_length=1, max_length=1000)
 

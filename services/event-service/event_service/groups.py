@@ -5,6 +5,15 @@ entries (``XREADGROUP``) and a claimer taking over deliveries whose visibility t
 expired or that were nacked (dead-lettering those out of deliveries). Nacks made
 through this process wake the claimers of that group at once; other processes notice
 within ``claim_interval_seconds``.
+
+Before either starts, the stream re-delivers what is still pending on its own consumer
+id: a process restarted with a stable id resumes its previous life's deliveries at
+once instead of waiting for their visibility timeout.
+
+Flow control: at most ``prefetch`` deliveries are unsettled on one stream. Acks and
+nacks made through this process free room at once; settlements made elsewhere (another
+event-service replica, or a claim by another consumer) are noticed by asking the log
+once the stream has been full for ``claim_interval_seconds``.
 """
 
 from __future__ import annotations
@@ -12,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from event_service.backends.base import EventLog
+from event_service.backends.base import Entry, EventLog
 from event_service.fanout import Subscriber
+from event_service.ids import ZERO_ID
 
 log = logging.getLogger("event_service.groups")
 
@@ -30,27 +40,39 @@ async def finish_cleanups() -> None:
         await asyncio.wait(list(_cleanups), timeout=_CLEANUP_WAIT)
 
 
+Ref = tuple[str, str]
+
+
 class GroupWaker:
-    """Lets a nack wake the claim loops of that (tenant, group) in this process."""
+    """Connects ack/nack requests to the group streams of this process.
+
+    A nack wakes the claim loops of that (tenant, group) at once; an ack or nack frees
+    prefetch room on the stream that delivered it.
+    """
 
     def __init__(self) -> None:
-        self._events: dict[tuple[str, str], set[asyncio.Event]] = {}
+        self._sessions: dict[tuple[str, str], set[GroupSession]] = {}
 
-    def register(self, tenant: str, group: str) -> asyncio.Event:
-        event = asyncio.Event()
-        self._events.setdefault((tenant, group), set()).add(event)
-        return event
+    def register(self, session: GroupSession) -> None:
+        self._sessions.setdefault((session.tenant, session.group), set()).add(session)
 
-    def unregister(self, tenant: str, group: str, event: asyncio.Event) -> None:
-        events = self._events.get((tenant, group))
-        if events is not None:
-            events.discard(event)
-            if not events:
-                del self._events[(tenant, group)]
+    def unregister(self, session: GroupSession) -> None:
+        key = (session.tenant, session.group)
+        sessions = self._sessions.get(key)
+        if sessions is not None:
+            sessions.discard(session)
+            if not sessions:
+                del self._sessions[key]
 
     def wake(self, tenant: str, group: str) -> None:
-        for event in self._events.get((tenant, group), ()):
-            event.set()
+        """Nacked deliveries are claimable: let every claim loop look now."""
+        for session in self._sessions.get((tenant, group), ()):
+            session.nacked.set()
+
+    def settled(self, tenant: str, group: str, refs: Sequence[Ref]) -> None:
+        """Deliveries were acked or nacked: they no longer count against prefetch."""
+        for session in self._sessions.get((tenant, group), ()):
+            session.settle(refs)
 
 
 class GroupSession:
@@ -67,6 +89,7 @@ class GroupSession:
         consumer: str,
         visibility_timeout: float,
         max_deliveries: int,
+        prefetch: int,
         batch: int,
         block: float,
         claim_interval: float,
@@ -78,16 +101,23 @@ class GroupSession:
         self.consumer = consumer
         self.visibility_timeout = visibility_timeout
         self.max_deliveries = max_deliveries
+        self.prefetch = prefetch
         self.batch = batch
         self.block = block
         self.claim_interval = min(claim_interval, visibility_timeout / 2)
         self.sub = Subscriber(limit=1 << 62)  # bounded by back-pressure below instead
         self.drained = asyncio.Event()
+        self.nacked = asyncio.Event()
+        # Deliveries handed to this stream and not known to be settled.
+        self.in_flight: set[Ref] = set()
+        self._reserved = 0  # room promised to a read in progress
+        self._room = asyncio.Event()
+        self._recovered = asyncio.Event()
         self._waker = waker
-        self._nacked = waker.register(tenant, group)
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
+        self._waker.register(self)
         self._tasks = [
             asyncio.create_task(self._read(), name=f"group-read:{self.group}"),
             asyncio.create_task(self._claim(), name=f"group-claim:{self.group}"),
@@ -99,12 +129,19 @@ class GroupSession:
         Once the reads have stopped, the consumer is dropped from the group where it
         owns nothing pending, so per-connection consumer ids do not accumulate.
         """
-        self._waker.unregister(self.tenant, self.group, self._nacked)
+        self._waker.unregister(self)
         for task in self._tasks:
             task.cancel()
         cleanup = asyncio.get_running_loop().create_task(self._forget(list(self._tasks)))
         _cleanups.add(cleanup)  # keep a reference until it is done
         cleanup.add_done_callback(_cleanups.discard)
+
+    def settle(self, refs: Iterable[Ref]) -> None:
+        """Forget settled deliveries (acked, nacked, or filtered out by type)."""
+        before = len(self.in_flight)
+        self.in_flight.difference_update(refs)
+        if len(self.in_flight) < before:
+            self._room.set()
 
     async def _forget(self, tasks: list[asyncio.Task[None]]) -> None:
         # A read in flight may still hand this consumer deliveries: wait for it, so
@@ -123,13 +160,56 @@ class GroupSession:
             self.drained.clear()
             await self.drained.wait()
 
+    async def _reconcile(self) -> None:
+        """Drop from ``in_flight`` what was settled elsewhere or taken over."""
+        if not self.in_flight:
+            return
+        held = list(self.in_flight)
+        try:
+            pending = await self.log.still_pending(self.tenant, self.group, self.consumer, held)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("pending check failed for group %s; retrying", self.group)
+            return
+        self.settle(ref for ref in held if ref not in pending)
+
+    async def _take_room(self, wanted: int, *, reserve: bool = True) -> int:
+        """Up to ``wanted`` deliveries of prefetch room, waiting until there is some.
+
+        Claims reserve their room while they run. The reader does not: it may block
+        for ``block_seconds`` and must not keep claims from taking over expired work
+        meanwhile, so a read that returns just as a claim delivered can briefly put
+        up to ``prefetch`` more in flight.
+        """
+        while True:
+            room = self.prefetch - len(self.in_flight) - self._reserved
+            if room > 0:
+                taken = min(room, wanted)
+                if reserve:
+                    self._reserved += taken
+                return taken
+            self._room.clear()
+            try:
+                async with asyncio.timeout(self.claim_interval):
+                    await self._room.wait()
+            except TimeoutError:
+                await self._reconcile()
+
+    def _deliver(self, entries: Sequence[Entry]) -> None:
+        if entries:
+            self.in_flight.update((e.topic, e.id) for e in entries)
+            self.sub.push(entries)
+
     async def _read(self) -> None:
+        await self._recovered.wait()
         while True:
             await self._backpressure()
+            room = await self._take_room(self.batch, reserve=False)
             try:
                 entries = await self.log.read_group(
                     self.tenant, self.topics, self.group, self.consumer,
-                    count=self.batch, block=self.block,
+                    count=room, block=self.block,
                 )
             except asyncio.CancelledError:
                 raise
@@ -137,22 +217,48 @@ class GroupSession:
                 log.exception("group read failed for group %s; retrying", self.group)
                 await asyncio.sleep(0.5)
                 continue
-            if entries:
-                self.sub.push(entries)
+            self._deliver(entries)
+
+    async def _recover_own(self) -> None:
+        """Re-deliver what is pending on this consumer id (a previous life's work)."""
+        for topic in self.topics:
+            cursor: str | None = ZERO_ID
+            while cursor is not None:
+                await self._backpressure()
+                room = await self._take_room(self.batch)
+                try:
+                    entries, cursor = await self.log.claim_own(
+                        self.tenant, topic, self.group, self.consumer, after=cursor,
+                        max_deliveries=self.max_deliveries, count=room,
+                    )
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("could not resume pending deliveries of %s in group %s",
+                                  self.consumer, self.group)
+                    break  # they still expire and are claimed like any other
+                finally:
+                    self._reserved -= room
+                self._deliver(entries)
 
     async def _claim(self) -> None:
+        try:
+            await self._recover_own()
+        finally:
+            self._recovered.set()
         while True:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.claim_interval):
-                    await self._nacked.wait()
-            self._nacked.clear()
-            await self._backpressure()
+                    await self.nacked.wait()
+            self.nacked.clear()
             for topic in self.topics:
+                await self._backpressure()
+                room = await self._take_room(self.batch)
                 try:
                     entries = await self.log.claim_expired(
                         self.tenant, topic, self.group, self.consumer,
                         min_idle=self.visibility_timeout,
-                        max_deliveries=self.max_deliveries, count=self.batch,
+                        max_deliveries=self.max_deliveries, count=room,
                     )
                 except asyncio.CancelledError:
                     raise
@@ -160,5 +266,6 @@ class GroupSession:
                     log.exception("claim failed for group %s; retrying", self.group)
                     await asyncio.sleep(0.5)
                     continue
-                if entries:
-                    self.sub.push(entries)
+                finally:
+                    self._reserved -= room
+                self._deliver(entries)

@@ -11,20 +11,22 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
-from event_service.bodies import AckBody, NackBody, ReplayBody
+from event_service.bodies import AckBody, ExtendBody, NackBody, ReplayBody
 from event_service.groups import GroupSession
 from event_service.ids import ZERO_ID, parse_id, parse_ref, parse_token
 from event_service.publishing import publish_many, publish_one
+from event_service.settings import TAP_TENANT
 from event_service.sse import type_filter
 from event_service.state import Events
 from event_service.streams import broadcast_stream, group_stream
-from servicekit.auth import CurrentIdentity
+from servicekit.auth import CurrentIdentity, Identity, require_service
 from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
 from soorma_common.bus import (
     AckResponse,
     DeadLetter,
     DeadLetterList,
+    ExtendResponse,
     PublishBatchRequest,
     PublishBatchResponse,
     PublishRequest,
@@ -45,6 +47,7 @@ MAX_EVENT_TYPES = 64
 MAX_EVENT_TYPE_LENGTH = 256  # an event type's own limit (EventEnvelope.type)
 # Below this a stream would spend its time writing heartbeat frames.
 MIN_HEARTBEAT_SECONDS = 0.5
+MAX_PREFETCH = 1000
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -88,6 +91,18 @@ def _name(value: str, field: str) -> str:
             details={"field": field},
         )
     return value
+
+
+def _tenant(identity: Identity, requested: str | None) -> str:
+    """The tenant whose log a request reads: its own, or the tap (``*``) for a service."""
+    if requested is None or requested == identity.tenant_id:
+        return identity.tenant_id
+    if requested != TAP_TENANT:
+        raise ValidationFailed(
+            f"tenant {requested[:64]!r}: only '*' (the tap) may be named here; act as a "
+            "tenant with X-Tenant-ID", details={"field": "tenant"})
+    require_service(identity, "tenant=*")
+    return TAP_TENANT
 
 
 def _event_types(raw: str | None) -> list[str]:
@@ -140,7 +155,8 @@ async def publish_batch(request: Request, identity: CurrentIdentity, events: Eve
                     media_type="application/json")
 
 
-@router.get("/stream", summary="Subscribe (SSE)", response_class=StreamingResponse)
+@router.get("/stream", summary="Subscribe (SSE)", response_class=StreamingResponse,
+            responses=error_responses(403))
 async def stream(
     request: Request,
     identity: CurrentIdentity,
@@ -161,13 +177,18 @@ async def stream(
     max_deliveries: Annotated[int | None, Query(ge=1, le=1000)] = None,
     last_event_id: Annotated[str | None, Query(description="Resume token")] = None,
     heartbeat: Annotated[float | None, Query(ge=MIN_HEARTBEAT_SECONDS, le=3600)] = None,
+    tenant: Annotated[str | None, Query(
+        description="'*': every tenant's tap topics (platform services only)")] = None,
+    prefetch: Annotated[int | None, Query(
+        ge=1, le=MAX_PREFETCH, description="Most unacked deliveries in flight on this stream")
+    ] = None,
 ) -> Response:
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
     settings = events.settings
     names = _topics(topics)
     accept = await type_filter(_event_types(event_types))
     beat = heartbeat or settings.heartbeat_seconds
-    tenant = identity.tenant_id
+    tenant = _tenant(identity, tenant)
     if group is None:
         token = request.headers.get("last-event-id") or last_event_id
         resume = parse_token(token) if token else {}
@@ -190,6 +211,7 @@ async def stream(
             consumer=consumer,
             visibility_timeout=visibility_timeout or settings.default_visibility_timeout,
             max_deliveries=max_deliveries or settings.default_max_deliveries,
+            prefetch=prefetch or settings.default_prefetch,
             batch=settings.read_batch, block=settings.block_seconds,
             claim_interval=settings.claim_interval_seconds,
         )
@@ -197,20 +219,38 @@ async def stream(
     return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-@router.post("/ack", response_model=AckResponse, summary="Acknowledge group deliveries")
+@router.post("/ack", response_model=AckResponse, summary="Acknowledge group deliveries",
+             responses=error_responses(403))
 async def ack(req: AckBody, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
-    count = await events.log.ack(identity.tenant_id, req.group, refs)
+    tenant = _tenant(identity, req.tenant)
+    count = await events.log.ack(tenant, req.group, refs)
+    events.waker.settled(tenant, req.group, refs)
     return ORJSONResponse({"count": count})
 
 
-@router.post("/nack", response_model=AckResponse, summary="Release deliveries for redelivery")
+@router.post("/nack", response_model=AckResponse, summary="Release deliveries for redelivery",
+             responses=error_responses(403))
 async def nack(req: NackBody, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
-    count = await events.log.nack(identity.tenant_id, req.group, refs, req.reason)
+    tenant = _tenant(identity, req.tenant)
+    count = await events.log.nack(tenant, req.group, refs, req.reason)
+    events.waker.settled(tenant, req.group, refs)
     if count:
-        events.waker.wake(identity.tenant_id, req.group)
+        events.waker.wake(tenant, req.group)
     return ORJSONResponse({"count": count})
+
+
+@router.post("/extend", response_model=ExtendResponse, summary="Renew delivery leases",
+             responses=error_responses(403))
+async def extend(req: ExtendBody, identity: CurrentIdentity, events: Events) -> Response:
+    """Reset the visibility timeout of deliveries still pending (a handler still running).
+
+    Deliveries already acked, nacked or dead-lettered are not counted in ``extended``.
+    """
+    refs = [parse_ref(i) for i in req.ids]
+    tenant = _tenant(identity, req.tenant)
+    return ORJSONResponse({"extended": await events.log.extend(tenant, req.group, refs)})
 
 
 @router.get("/dlq", response_model=DeadLetterList, summary="List dead letters of a topic")

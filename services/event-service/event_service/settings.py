@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
 
 from servicekit.settings import ServiceSettings
 
 DEFAULT_PORT = 8082
+DEFAULT_TAP_TOPICS = (
+    "system-events", "action-requests", "action-results", "plan-events", "task-events",
+    "notification-events",
+)
+# The tap's pseudo-tenant: real tenant ids start with a letter or digit, so never collide.
+TAP_TENANT = "*"
 
 
 class Settings(ServiceSettings):
@@ -38,7 +45,23 @@ class Settings(ServiceSettings):
     claim_interval_seconds: float = Field(default=0.25, gt=0)
     default_visibility_timeout: float = Field(default=30.0, ge=0.1)
     default_max_deliveries: int = Field(default=5, ge=1)
+    # Unacked deliveries one group stream may hold when the client does not say
+    # (``prefetch``): few enough that a handler working one event at a time finishes
+    # them well inside the visibility timeout (32 events in 30 s: ~1 s each).
+    default_prefetch: int = Field(default=32, ge=1, le=1000)
     # Whole-request limit; single events are held to ``max_payload_bytes`` of ``data``.
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     # Entries a slow SSE subscriber may have queued before it falls back to re-reading.
     subscriber_buffer: int = Field(default=10_000, ge=100)
+    # Topics copied to the platform-wide tap (pseudo-tenant ``*``, contract C1) that
+    # platform services (tracker, gateway) read with ``tenant=*``.
+    # ``SOORMA_TAP_TOPICS=a,b`` (comma-separated; empty: no tap).
+    tap_topics: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_TAP_TOPICS))
+
+    @field_validator("tap_topics", mode="before")
+    @classmethod
+    def _split_topics(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [t.strip() for t in value.split(",") if t.strip()]
+        return value

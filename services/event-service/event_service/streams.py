@@ -121,7 +121,7 @@ async def group_stream(
     try:
         session.start()
         ready = orjson.dumps({"topics": session.topics, "group": session.group,
-                              "consumer": session.consumer})
+                              "consumer": session.consumer, "prefetch": session.prefetch})
         yield frame(b"ready", ready)
         while True:
             if not await _wait(sub, heartbeat):
@@ -132,6 +132,7 @@ async def group_stream(
             skipped = [(e.topic, e.id) for e in entries if not accept(e.type)]
             if skipped:
                 await session.log.ack(session.tenant, session.group, skipped)
+                session.settle(skipped)
             chunk = b"".join(frame(b"message", e.payload, e.ref) for e in entries
                              if accept(e.type))
             if chunk:

@@ -1,14 +1,121 @@
-"""App factory for the gateway-a2a."""
+"""App factory for the gateway-a2a: a2a-sdk's routes and handler over the event bus."""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
 
+import httpx
+from a2a.server.routes import (
+    add_a2a_routes_to_fastapi,
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.types.a2a_pb2 import AgentCard
+from fastapi import FastAPI
+from starlette.routing import Mount, Route
+
+from gateway_a2a.auth import AuthMiddleware, TenantContextBuilder
+from gateway_a2a.bridge import Bridge
+from gateway_a2a.card import PLACEHOLDER_SKILL, CardEndpoints, build_card
+from gateway_a2a.executor import BusAgentExecutor
+from gateway_a2a.handler import GatewayRequestHandler
+from gateway_a2a.legacy import LegacyEndpoint
+from gateway_a2a.push import RetryingPushSender
 from gateway_a2a.settings import Settings
+from gateway_a2a.skills import SkillCatalog
+from gateway_a2a.store import build_stores, migrate_stores
 from servicekit import create_service_app
+from soorma._transport import make_http_client
+from soorma.context import DEFAULT_HTTP_LIMITS
+
+AGENT_PREFIX = "/agents/{agent}"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the gateway-a2a app. Nothing connects until the lifespan starts."""
     settings = settings or Settings()
-    return create_service_app(name="gateway-a2a", settings=settings)
+    # One line per bus request would cost more than the request (acks, publishes).
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger(
+        "httpx").getEffectiveLevel()))
+    stores = build_stores(settings)
+    http = make_http_client(limits=DEFAULT_HTTP_LIMITS)
+    push_http = httpx.AsyncClient(
+        timeout=settings.gateway_push_timeout_seconds, follow_redirects=False
+    )
+    catalog = SkillCatalog(settings.registry_url, http, settings.gateway_card_ttl_seconds,
+                           settings.api_token)
+    bridge = Bridge(settings, stores.routes, http)
+    cards = CardEndpoints(settings, catalog)
+    placeholder: AgentCard = build_card(settings, [PLACEHOLDER_SKILL])
+    push_sender = RetryingPushSender(push_http, stores.push_configs, settings)
+    handler = GatewayRequestHandler(
+        agent_executor=BusAgentExecutor(settings, bridge, stores.routes),
+        task_store=stores.tasks,
+        agent_card=placeholder,
+        push_config_store=stores.push_configs if settings.gateway_push_enabled else None,
+        push_sender=push_sender if settings.gateway_push_enabled else None,
+        push_url_validator=push_sender._push_url_validator,
+        extended_card_modifier=cards.extended_card,
+        extended_agent_card=placeholder,
+        validate_input_modes=True,
+        event_stream=stores.events,
+        settings=settings, catalog=catalog, bridge=bridge, routes=stores.routes,
+    )
+    bridge.on_orphan = handler.resume
+    contexts = TenantContextBuilder()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        await migrate_stores(stores)
+        await bridge.start()
+        try:
+            yield {"ready_checks": {"database": stores.ping}}
+        finally:
+            await handler.aclose()
+            await bridge.close()
+            await push_sender.drain()
+            await push_http.aclose()
+            await http.aclose()
+            await stores.close()
+
+    app = create_service_app(
+        name="gateway-a2a", settings=settings, lifespan=lifespan,
+        max_body_bytes=settings.gateway_max_body_bytes,
+    )
+    legacy = LegacyEndpoint(handler)
+    app.router.routes.extend([
+        Route("/tasks/send", legacy.send, methods=["POST"]),
+        Route("/.well-known/agent.json", cards.legacy, methods=["GET"]),
+        Route(f"{AGENT_PREFIX}/.well-known/agent-card.json", cards.agent_card, methods=["GET"]),
+    ])
+    jsonrpc = [
+        route
+        for url in ("/", f"{AGENT_PREFIX}/", AGENT_PREFIX)
+        for route in create_jsonrpc_routes(
+            handler, rpc_url=url, context_builder=contexts, enable_v0_3_compat=True
+        )
+    ]
+    # Per-agent routes first: the SDK's catch-all ``/{tenant}`` mount would take them.
+    rest = [
+        route for route in create_rest_routes(
+            handler, context_builder=contexts, path_prefix=AGENT_PREFIX
+        ) if not isinstance(route, Mount)
+    ]
+    rest += create_rest_routes(handler, context_builder=contexts, enable_v0_3_compat=True)
+    add_a2a_routes_to_fastapi(
+        app,
+        agent_card_routes=create_agent_card_routes(
+            placeholder, card_modifier=cards.public_card,
+            cache_control=f"public, max-age={settings.gateway_card_max_age_seconds}",
+        ),
+        jsonrpc_routes=jsonrpc,
+        rest_routes=rest,
+    )
+    app.add_middleware(AuthMiddleware, settings=settings)
+    app.state.handler = handler
+    app.state.bridge = bridge
+    return app

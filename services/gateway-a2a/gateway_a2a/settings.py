@@ -1,11 +1,83 @@
-"""Settings for the gateway-a2a."""
+"""Settings for the gateway-a2a (``SOORMA_`` prefix)."""
 
 from __future__ import annotations
+
+import hashlib
+import json
+import socket
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from servicekit.settings import ServiceSettings
 
 DEFAULT_PORT = 8085
+HASH_PREFIX = "sha256:"
+
+
+def hash_api_key(key: str) -> str:
+    """The stored form of an API key: ``sha256:<hex digest>``."""
+    return HASH_PREFIX + hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 class Settings(ServiceSettings):
-    pass
+    """Gateway settings.
+
+    ``SOORMA_GATEWAY_API_KEYS`` maps API keys to tenants as JSON. Keys are given as
+    ``"sha256:<hex>"`` (preferred: the plain key never sits in the configuration); a
+    plain key is hashed when the settings load and only its hash is kept.
+    """
+
+    # Compose passes unset options as empty strings: they mean "not set".
+    model_config = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore", env_ignore_empty=True)
+
+    gateway_database_url: str | None = None
+    # Where the other services are (the same variables agents use).
+    event_service_url: str = "http://127.0.0.1:8082"
+    registry_url: str = "http://127.0.0.1:8081"
+    # How external clients reach this gateway (the card's interface URLs).
+    gateway_url: str = "http://127.0.0.1:8085"
+    # jwt mode: the gateway's own token, with the claim soorma_role=service (contract C1).
+    api_token: str | None = None
+    gateway_api_keys: dict[str, str] = Field(default_factory=dict)
+    # Stable per replica: it names the replica's durable consumer group, so a restarted
+    # replica resumes the events it missed. Two replicas need two different ids.
+    gateway_replica_id: str = Field(default_factory=socket.gethostname)
+    gateway_name: str = "Soorma A2A gateway"
+    gateway_description: str = "The platform's agents, reachable over A2A."
+    # The skill a message without metadata.skill goes to (e.g. a planner's goal event).
+    gateway_default_skill: str | None = None
+    # Event type agents answer a gateway task with (on action-results).
+    gateway_response_event: str = "a2a.task.result"
+    # Published on system-events (correlation_id = task id) when a client cancels.
+    gateway_cancel_event: str = "a2a.task.cancel"
+    gateway_card_ttl_seconds: float = Field(default=2.0, ge=0)
+    gateway_card_max_age_seconds: int = Field(default=5, ge=0)
+    gateway_push_enabled: bool = True
+    # Push notifications: hosts allowed as targets. Private/loopback only when listed.
+    gateway_push_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    gateway_push_attempts: int = Field(default=4, ge=1)
+    gateway_push_backoff_seconds: float = Field(default=0.5, gt=0)
+    gateway_push_timeout_seconds: float = Field(default=5.0, gt=0)
+    # A task's push configs are re-read for dispatch at most this often (per replica).
+    gateway_push_config_ttl_seconds: float = Field(default=1.0, ge=0)
+    # Cross-replica polling of the shared task_events table (resubscribe on B).
+    gateway_poll_interval_seconds: float = Field(default=0.2, gt=0)
+    gateway_max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+
+    @field_validator("gateway_api_keys")
+    @classmethod
+    def _hash_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        hashed: dict[str, Any] = {}
+        for key, tenant in value.items():
+            stored = key if key.startswith(HASH_PREFIX) else hash_api_key(key)
+            hashed[stored.lower()] = tenant
+        return hashed
+
+    @field_validator("gateway_push_allow", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
+        return [str(h).strip().lower() for h in value if str(h).strip()]

@@ -17,6 +17,10 @@ TENANT_HEADER = "x-tenant-id"
 # Tenant and user ids end up in storage keys (Redis hash tags, SQL rows): keep them plain.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 USER_HEADER = "x-user-id"
+# Contract C1: platform services (tracker, gateway) may act as any tenant.
+ROLE_HEADER = "x-soorma-role"
+ROLE_CLAIM = "soorma_role"
+SERVICE_ROLE = "service"
 DEFAULT_TOKEN_TTL_SECONDS = 3600.0
 
 
@@ -26,6 +30,8 @@ class Identity:
 
     tenant_id: str
     user_id: str
+    # A platform service: may act as any tenant (``X-Tenant-ID``) and read the tap.
+    is_service: bool = False
 
 
 def _verify_token(token: str, settings: ServiceSettings) -> dict[str, Any]:
@@ -70,6 +76,7 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
         return Identity(
             tenant_id=header_tenant or settings.default_tenant,
             user_id=header_user or settings.default_user,
+            is_service=(headers.get(ROLE_HEADER) or "").lower() == SERVICE_ROLE,
         )
     authorization = headers.get("authorization") or ""
     scheme, _, token = authorization.partition(" ")
@@ -79,6 +86,10 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
     tenant = _claim(claims, "tenant_id")
     user_claim = "user_id" if "user_id" in claims else "sub" if "sub" in claims else None
     user = _claim(claims, user_claim) if user_claim else settings.default_user
+    if claims.get(ROLE_CLAIM) == SERVICE_ROLE:
+        # A platform service acts as the tenant it names (contract C1).
+        return Identity(tenant_id=header_tenant or tenant, user_id=header_user or user,
+                        is_service=True)
     if header_tenant and header_tenant != tenant:
         raise PermissionDenied(
             f"X-Tenant-ID {header_tenant!r} does not match the token's tenant",
@@ -111,6 +122,16 @@ async def get_identity(request: Request) -> Identity:
 
 
 CurrentIdentity = Annotated[Identity, Depends(get_identity)]
+
+
+def require_service(identity: Identity, what: str) -> None:
+    """Raise ``PermissionDenied`` unless the caller is a platform service (contract C1)."""
+    if not identity.is_service:
+        raise PermissionDenied(
+            f"{what} is for platform services only: send 'X-Soorma-Role: service' (dev "
+            "mode) or a token with the claim soorma_role=service",
+            details={"field": what},
+        )
 
 
 def issue_token(

@@ -2,13 +2,80 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from fastapi import APIRouter, FastAPI
 
 from servicekit import create_service_app
+from servicekit.db import database_url
+from soorma._http import Identity, ServiceClient
+from soorma.bus import BusClient
+from tracker_service.db import open_engine
+from tracker_service.projector import Projector, default_consumer
+from tracker_service.routes import router
 from tracker_service.settings import Settings
+from tracker_service.state import TrackerState
+from tracker_service.timeouts import run_timeouts
+from tracker_service.ui import router as ui_router
+
+SERVICE_ROLE = "service"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the tracker-service app. Nothing connects until the lifespan starts."""
+    """Build the tracker-service app. Nothing connects until the lifespan starts.
+
+    The lifespan migrates the database, then (unless switched off) starts the projector on
+    the event service's tap and the timeout loop.
+    """
     settings = settings or Settings()
-    return create_service_app(name="tracker-service", settings=settings)
+    routers: list[APIRouter] = [router, ui_router]
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        engine = await open_engine(
+            database_url(settings, "tracker", settings.tracker_database_url))
+        http = httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None))
+        identity = Identity(token=settings.api_token, role=SERVICE_ROLE)
+        bus = BusClient(base_url=settings.event_service_url, http=http, identity=identity,
+                        source="soorma-tracker", coalesce=False)
+        memory = ServiceClient(base_url=settings.memory_url, http=http, identity=identity,
+                               timeout=5.0, connect_retries=0)
+        consumer = settings.tracker_consumer or default_consumer()
+        projector = Projector(
+            engine=engine, bus=bus, consumer=consumer, batch=settings.tracker_batch,
+            batch_wait=settings.tracker_batch_wait_seconds,
+            visibility_timeout=settings.tracker_visibility_timeout,
+        )
+        tasks: list[asyncio.Task[None]] = []
+        if settings.tracker_projector:
+            tasks.append(asyncio.create_task(projector.run(), name="tracker-projector"))
+        if settings.tracker_timeouts:
+            tasks.append(asyncio.create_task(run_timeouts(
+                engine, bus, owner=consumer, lease=settings.tracker_timeout_lease_seconds,
+                interval=settings.tracker_timeout_interval_seconds), name="tracker-timeouts"))
+        state = TrackerState(engine=engine, settings=settings, memory=memory,
+                             projector=projector)
+
+        async def ready() -> None:
+            async with engine.connect() as conn:
+                await conn.exec_driver_sql("SELECT 1")
+
+        try:
+            yield {"tracker": state, "ready_checks": {"database": ready}}
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await http.aclose()
+            await engine.dispose()
+
+    return create_service_app(
+        name="tracker-service", settings=settings, lifespan=lifespan, routers=routers,
+    )

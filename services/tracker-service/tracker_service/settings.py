@@ -1,6 +1,8 @@
-"""Settings for the tracker-service."""
+"""Settings for the tracker-service (environment prefix ``SOORMA_``)."""
 
 from __future__ import annotations
+
+from pydantic import Field
 
 from servicekit.settings import ServiceSettings
 
@@ -8,4 +10,37 @@ DEFAULT_PORT = 8084
 
 
 class Settings(ServiceSettings):
-    pass
+    """Tracker-service settings.
+
+    Attributes:
+        tracker_database_url: Per-service override of ``SOORMA_DATABASE_URL``
+            (``SOORMA_TRACKER_DATABASE_URL``). Unset: SQLite ``tracker.db`` under ``data_dir``.
+        event_service_url: Where the tap is read and timeouts are published.
+        memory_url: Where plan contexts (state machine, LLM audit) are read.
+        api_token: Bearer token with ``soorma_role=service`` (jwt mode).
+        tracker_consumer: This replica's consumer id in group ``tracker`` (default: one
+            per process).
+        tracker_projector: Consume the tap (off: API only).
+        tracker_batch: Most events projected in one transaction.
+        tracker_batch_wait_seconds: How long a batch waits to fill once it has one event.
+        tracker_visibility_timeout: Seconds before an unacked event goes to another replica.
+        tracker_timeouts: Fire due timeouts from this replica.
+        tracker_timeout_interval_seconds: How often due timeouts are looked for.
+        tracker_timeout_lease_seconds: A claimed timeout whose replica died is fired by
+            another one after this long.
+    """
+
+    tracker_database_url: str | None = None
+    event_service_url: str = "http://127.0.0.1:8082"
+    memory_url: str = "http://127.0.0.1:8083"
+    api_token: str | None = None
+    tracker_consumer: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+    tracker_projector: bool = True
+    tracker_batch: int = Field(default=500, ge=1, le=5000)
+    tracker_batch_wait_seconds: float = Field(default=0.02, ge=0)
+    tracker_visibility_timeout: float = Field(default=30.0, ge=0.1)
+    tracker_timeouts: bool = True
+    tracker_timeout_interval_seconds: float = Field(default=0.25, gt=0)
+    tracker_timeout_lease_seconds: float = Field(default=30.0, gt=0)
+    tracker_stream_poll_seconds: float = Field(default=0.25, gt=0)

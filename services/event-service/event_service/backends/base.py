@@ -111,6 +111,44 @@ class EventLog(abc.ABC):
         """
 
     @abc.abstractmethod
+    async def claim_own(
+        self,
+        tenant: str,
+        topic: str,
+        group: str,
+        consumer: str,
+        *,
+        after: str,
+        max_deliveries: int,
+        count: int,
+    ) -> tuple[list[Entry], str | None]:
+        """Deliver again what is still pending on ``consumer`` itself, oldest first.
+
+        Used when a consumer id opens a stream, so a restarted process resumes what its
+        previous life held without waiting for the visibility timeout. Looks only at
+        deliveries with ids after ``after`` (``0-0`` first, then the returned cursor).
+        Entries already delivered ``max_deliveries`` times go to ``topic.dlq`` as in
+        :meth:`claim_expired`.
+
+        Returns:
+            The entries (their delivery count and lease renewed) and the cursor to pass
+            as ``after`` next time, or ``None`` when nothing more is pending.
+        """
+
+    @abc.abstractmethod
+    async def still_pending(
+        self, tenant: str, group: str, consumer: str, refs: Sequence[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        """Those of ``refs`` still pending on ``consumer`` (not acked, nacked or claimed)."""
+
+    @abc.abstractmethod
+    async def extend(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
+        """Renew the lease of pending deliveries (idle time back to 0, same owner).
+
+        Nacked deliveries are not extended. Returns how many were renewed.
+        """
+
+    @abc.abstractmethod
     async def ack(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
         """Acknowledge ``(topic, stream_id)`` deliveries; returns how many were pending."""
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import bisect
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
 from event_service.ids import StreamKey, format_id, parse_id
+from event_service.settings import TAP_TENANT
 from soorma_common.errors import EventNotFound
 from soorma_common.events import dead_letter_topic
 
@@ -71,8 +72,9 @@ class _Tenant:
 class MemoryEventLog(EventLog):
     """Event log kept in process memory, bounded to ``max_length`` entries per topic."""
 
-    def __init__(self, *, max_length: int = 100_000) -> None:
+    def __init__(self, *, max_length: int = 100_000, tap_topics: Iterable[str] = ()) -> None:
         self._max_length = max_length
+        self._tap = frozenset(tap_topics)
         self._tenants: dict[str, _Tenant] = {}
         self._closed = False
 
@@ -97,6 +99,12 @@ class MemoryEventLog(EventLog):
         state = self._tenant(tenant)
         ids = [self._add(e.topic, state.topic(e.topic), e).id for e in events]
         state.notify()
+        tapped = [e for e in events if e.topic in self._tap]
+        if tapped:
+            tap = self._tenant(TAP_TENANT)
+            for e in tapped:
+                self._add(e.topic, tap.topic(e.topic), e)
+            tap.notify()
         return ids
 
     async def last_ids(self, tenant: str, topics: Sequence[str]) -> dict[str, str]:
@@ -227,6 +235,72 @@ class MemoryEventLog(EventLog):
         if dead:
             state.notify()
         return claimed
+
+    async def claim_own(
+        self,
+        tenant: str,
+        topic: str,
+        group: str,
+        consumer: str,
+        *,
+        after: str,
+        max_deliveries: int,
+        count: int,
+    ) -> tuple[list[Entry], str | None]:
+        state = self._tenant(tenant)
+        g = state.topic(topic).groups.get(group)
+        if g is None or count < 1:
+            return [], None
+        start = parse_id(after)
+        own = sorted(
+            (p for p in g.pending.values()
+             if p.consumer == consumer and not p.nacked and p.entry.key > start),
+            key=lambda p: p.entry.key,
+        )[:count]
+        if not own:
+            return [], None
+        now = time.monotonic()
+        out: list[Entry] = []
+        dead = False
+        for p in own:
+            if p.count >= max_deliveries:
+                del g.pending[p.entry.id]
+                reason = p.reason or f"visibility timeout expired after {p.count} deliveries"
+                self._bury(state, topic, p.entry, reason, p.count, group)
+                dead = True
+                continue
+            p.delivered_at = now
+            p.count += 1
+            out.append(p.entry)
+        if dead:
+            state.notify()
+        return out, own[-1].entry.id
+
+    async def still_pending(
+        self, tenant: str, group: str, consumer: str, refs: Sequence[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        state = self._tenant(tenant)
+        found: set[tuple[str, str]] = set()
+        for topic, stream_id in refs:
+            t = state.topics.get(topic)
+            g = t.groups.get(group) if t else None
+            p = g.pending.get(stream_id) if g else None
+            if p is not None and p.consumer == consumer and not p.nacked:
+                found.add((topic, stream_id))
+        return found
+
+    async def extend(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
+        state = self._tenant(tenant)
+        now = time.monotonic()
+        done = 0
+        for topic, stream_id in refs:
+            t = state.topics.get(topic)
+            g = t.groups.get(group) if t else None
+            p = g.pending.get(stream_id) if g else None
+            if p is not None and not p.nacked:
+                p.delivered_at = now
+                done += 1
+        return done
 
     def _bury(
         self, state: _Tenant, topic: str, entry: Entry, reason: str, count: int, group: str

@@ -12,7 +12,7 @@ batch appends and dead-lettering can run in one MULTI):
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,7 +23,7 @@ from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
 from event_service.backends.redis_appends import AppendCoalescer
 from event_service.backends.redis_direct import DirectCommands, fields_of, xread_entries
 from event_service.ids import ZERO_ID, parse_id
-from event_service.settings import Settings
+from event_service.settings import TAP_TENANT, Settings
 from soorma_common.errors import EventNotFound
 from soorma_common.events import dead_letter_topic
 
@@ -43,6 +43,20 @@ for _, key in ipairs(KEYS) do
   end
 end
 return dropped
+"""
+# Renew the lease of pending deliveries: XCLAIM to their current owner with min-idle 0
+# and JUSTID resets the idle time without counting a delivery. Owner lookup and claim
+# run in one script, so a delivery another consumer took over meanwhile stays with it.
+_EXTEND = """
+local renewed = 0
+for i = 2, #ARGV do
+  local ok, found = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if ok and #found == 1 and found[1][2] ~= '_nacked' then
+    local claimed = redis.call('XCLAIM', KEYS[1], ARGV[1], found[1][2], 0, ARGV[i], 'JUSTID')
+    renewed = renewed + #claimed
+  end
+end
+return renewed
 """
 # Blocking reads: one per broadcast topic and one per group stream in this process.
 _MAX_BLOCKING_CONNECTIONS = 10_000
@@ -93,8 +107,10 @@ class RedisEventLog(EventLog):
         prefix: str = "soorma",
         max_length: int = 100_000,
         command_timeout: float = 5.0,
+        tap_topics: Iterable[str] = (),
     ):
         self._r = redis
+        self._tap = frozenset(tap_topics)
         self._blocking = blocking_redis or redis
         self._prefix = prefix
         self._max_length = max_length
@@ -103,6 +119,7 @@ class RedisEventLog(EventLog):
         blocking_pool = self._blocking.connection_pool
         self._live = DirectCommands(pool=blocking_pool)
         self._forget = redis.register_script(_FORGET_CONSUMER)
+        self._extend = redis.register_script(_EXTEND)
         self._closed = False
         self._appends = AppendCoalescer(
             commands=DirectCommands(pool=blocking_pool), max_length=max_length,
@@ -116,14 +133,20 @@ class RedisEventLog(EventLog):
         return f"{self._prefix}:{{{tenant}}}:nr:{topic}:{group}"
 
     async def append(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
+        # Tap topics are also appended to the platform-wide copy (contract C1), in the
+        # same MULTI as the tenant's own entry.
+        tap = self._tap
         if len(events) == 1:
             e = events[0]
-            raw = await self._appends.xadd(self._key(tenant, e.topic), e.payload, e.type)
+            tap_key = self._key(TAP_TENANT, e.topic) if e.topic in tap else None
+            raw = await self._appends.xadd(
+                self._key(tenant, e.topic), e.payload, e.type, tap_key=tap_key)
             return [raw.decode()]
-        raws = await self._appends.xadd_atomic(
-            [(self._key(tenant, e.topic), e.payload, e.type) for e in events]
-        )
-        return [raw.decode() for raw in raws]
+        items = [(self._key(tenant, e.topic), e.payload, e.type) for e in events]
+        items += [(self._key(TAP_TENANT, e.topic), e.payload, e.type)
+                  for e in events if e.topic in tap]
+        raws = await self._appends.xadd_atomic(items)
+        return [raw.decode() for raw in raws[: len(events)]]
 
     async def last_ids(self, tenant: str, topics: Sequence[str]) -> dict[str, str]:
         async with self._r.pipeline(transaction=False) as pipe:
@@ -240,6 +263,73 @@ class RedisEventLog(EventLog):
         if dead:
             await self._bury(tenant, topic, group, dead)
         return out
+
+    async def claim_own(
+        self,
+        tenant: str,
+        topic: str,
+        group: str,
+        consumer: str,
+        *,
+        after: str,
+        max_deliveries: int,
+        count: int,
+    ) -> tuple[list[Entry], str | None]:
+        if count < 1:
+            return [], None
+        key = self._key(tenant, topic)
+        try:
+            pending = await self._r.xpending_range(
+                key, group, min="-" if after == ZERO_ID else f"({after}", max="+",
+                count=count, consumername=consumer,
+            )
+            if not pending:
+                return [], None
+            # Reading the consumer's own history (an id instead of ">") hands back its
+            # pending entries only, counting a delivery and renewing each lease; a
+            # delivery another consumer took over meanwhile is no longer among them.
+            found = await self._r.xreadgroup(group, consumer, {key: after}, count=len(pending))
+        except ResponseError as exc:
+            if "NOGROUP" in str(exc):
+                return [], None
+            raise
+        delivered = {p["message_id"]: p["times_delivered"] for p in pending}
+        out: list[Entry] = []
+        dead: list[tuple[bytes, dict[bytes, bytes], int]] = []
+        gone: list[bytes] = []
+        for _, rows in found:
+            for raw_id, fields in rows:
+                if not fields:
+                    gone.append(raw_id)
+                elif delivered.get(raw_id, 0) >= max_deliveries:
+                    dead.append((raw_id, fields, delivered[raw_id]))
+                else:
+                    out.append(_entry(topic, raw_id, fields))
+        if gone:
+            await self._r.xack(key, group, *gone)
+        if dead:
+            await self._bury(tenant, topic, group, dead)
+        return out, pending[-1]["message_id"].decode()
+
+    async def still_pending(
+        self, tenant: str, group: str, consumer: str, refs: Sequence[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        if not refs:
+            return set()
+        async with self._r.pipeline(transaction=False) as pipe:
+            for topic, stream_id in refs:
+                pipe.xpending_range(self._key(tenant, topic), group, min=stream_id,
+                                    max=stream_id, count=1, consumername=consumer)
+            results = await pipe.execute(raise_on_error=False)
+        return {ref for ref, found in zip(refs, results, strict=True)
+                if isinstance(found, list) and found}
+
+    async def extend(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
+        renewed = 0
+        for topic, ids in self._by_topic(refs).items():
+            renewed += int(await self._extend(keys=[self._key(tenant, topic)],
+                                              args=[group, *ids]))
+        return renewed
 
     async def _bury(
         self, tenant: str, topic: str, group: str, dead: list[tuple[bytes, dict, int]]

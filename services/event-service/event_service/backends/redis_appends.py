@@ -32,13 +32,18 @@ class AppendCoalescer:
         self._commands = commands
         self._max_length = str(max_length).encode()
         self._timeout = timeout
-        self._queue: list[tuple[str, bytes, str, asyncio.Future[bytes]]] = []
+        self._queue: list[tuple[str, bytes, str, str | None, asyncio.Future[bytes]]] = []
         self._writer: asyncio.Task[None] | None = None
 
-    async def xadd(self, key: str, payload: bytes, event_type: str) -> bytes:
-        """Append one entry (fields ``e`` and ``y``) to ``key``; returns its stream id."""
+    async def xadd(
+        self, key: str, payload: bytes, event_type: str, *, tap_key: str | None = None
+    ) -> bytes:
+        """Append one entry (fields ``e`` and ``y``) to ``key``; returns its stream id.
+
+        ``tap_key``: also append the entry there, in the same ``MULTI``.
+        """
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._queue.append((key, payload, event_type, future))
+        self._queue.append((key, payload, event_type, tap_key, future))
         if self._writer is None:
             # A task, not the caller, does the writing: a caller that goes away (client
             # disconnect cancels its request) must not strand the others' writes.
@@ -79,10 +84,18 @@ class AppendCoalescer:
                     future.set_exception(RedisConnectionError("event log closed"))
             self._queue.clear()
 
-    async def _write(self, batch: list[tuple[str, bytes, str, asyncio.Future[bytes]]]) -> None:
+    async def _write(
+        self, batch: list[tuple[str, bytes, str, str | None, asyncio.Future[bytes]]]
+    ) -> None:
         maxlen = self._max_length
         commands = [
-            pack_xadd(key, payload, event_type, maxlen) for key, payload, event_type, _ in batch
+            pack_xadd(key, payload, event_type, maxlen)
+            for key, payload, event_type, _, _ in batch
+        ]
+        # Tap copies go after the callers' own entries: results[i] stays caller i's id.
+        commands += [
+            pack_xadd(tap_key, payload, event_type, maxlen)
+            for _, payload, event_type, tap_key, _ in batch if tap_key is not None
         ]
         try:
             # One timer per round trip, not per reply.
@@ -109,7 +122,7 @@ class AppendCoalescer:
             if not isinstance(exc, Exception):
                 raise
             return
-        for (*_, future), result in zip(batch, results, strict=True):
+        for (*_, future), result in zip(batch, results[: len(batch)], strict=True):
             if future.done():
                 continue  # its caller went away
             if isinstance(result, Exception):

@@ -1,6 +1,13 @@
 """HTTP routes of the memory-service, one module per resource."""
 
-from memory_service.routes import plan_context, plans, sessions, task_context, working_memory
+from memory_service.routes import (
+    answers,
+    plan_context,
+    plans,
+    sessions,
+    task_context,
+    working_memory,
+)
 
 ROUTERS = (
     task_context.router,
@@ -8,6 +15,7 @@ ROUTERS = (
     plans.router,
     sessions.router,
     working_memory.router,
+    answers.router,
 )
 
 __all__ = ["ROUTERS"]

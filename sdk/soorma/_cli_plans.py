@@ -1,0 +1,189 @@
+"""``soorma plans list|show``: the tracker's view of plans, in a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import datetime
+from typing import Any
+
+from soorma_common.tracker import PlanDetail, PlanSummary, TimelineEntry
+
+STATUS_MARK = {"completed": "✔", "failed": "✘", "cancelled": "∅", "paused": "‖",
+               "running": "▶", "pending": "…"}
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``soorma plans`` on the CLI's sub-command parser."""
+    plans = commands.add_parser("plans", help="list plans and show their timelines (tracker)")
+    actions = plans.add_subparsers(dest="plans_command", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="plans, newest first")
+    listing.add_argument("--status", help="pending|running|paused|completed|failed|cancelled")
+    listing.add_argument("--goal-event", help="the goal's event type")
+    listing.add_argument("--session", help="plans of one session")
+    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--json", action="store_true", help="print the API's JSON")
+    listing.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
+    show = actions.add_parser("show", help="one plan: state path, timeline, waits")
+    show.add_argument("plan_id", metavar="ID", help="plan id (or the goal's correlation id)")
+    show.add_argument("--follow", "-f", action="store_true",
+                      help="keep printing new timeline entries until the plan ends")
+    show.add_argument("--json", action="store_true", help="print JSON (lines with --follow)")
+    show.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``soorma plans ...``; the exit code."""
+    handler = _list if args.plans_command == "list" else _show
+    return asyncio.run(handler(args))
+
+
+def _context(url: str | None) -> Any:
+    from dataclasses import replace
+
+    from soorma.context import PlatformContext, PlatformSettings
+
+    settings = PlatformSettings.from_env()
+    if url:
+        settings = replace(settings, tracker_url=url)
+    return PlatformContext.from_env(settings=settings)
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"soorma: {message}", file=sys.stderr)
+    return code
+
+
+def _clock(value: datetime | None) -> str:
+    return value.strftime("%H:%M:%S.%f")[:-3] if value else "--:--:--"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.0f} ms" if value < 10_000 else f"{value / 1000:.1f} s"
+
+
+def format_plan_row(plan: PlanSummary) -> str:
+    """One line of ``soorma plans list``."""
+    mark = STATUS_MARK.get(plan.status.value, "?")
+    parts = [plan.created_at.strftime("%Y-%m-%d %H:%M:%S"), f"{mark} {plan.status.value:<9}",
+             plan.plan_id, plan.goal_event or "-", plan.current_state or "-"]
+    if plan.duration_ms is not None:
+        parts.append(_ms(plan.duration_ms))
+    return "  ".join(parts)
+
+
+def format_entry(entry: TimelineEntry, start: datetime | None) -> str:
+    """One timeline line: clock, offset from the plan's start, what happened, how long."""
+    offset = f"+{(entry.time - start).total_seconds():.3f}s" if start else ""
+    line = f"  {_clock(entry.time)} {offset:>10}  {entry.summary}"
+    if entry.duration_ms is not None:
+        line += f"  ({_ms(entry.duration_ms)})"
+    return line
+
+
+def format_plan(plan: PlanDetail) -> list[str]:
+    """The header of ``soorma plans show``: status, goal, path, waits."""
+    mark = STATUS_MARK.get(plan.status.value, "?")
+    lines = [f"plan {plan.plan_id}  {mark} {plan.status.value}"
+             + (f" ({plan.reason})" if plan.reason else "")]
+    facts = [("goal", plan.goal_event), ("goal correlation", plan.goal_correlation_id),
+             ("planner", plan.planner), ("session", plan.session_id),
+             ("parent plan", plan.parent_plan_id), ("state", plan.current_state),
+             ("duration", _ms(plan.duration_ms) or None)]
+    lines += [f"  {name}: {value}" for name, value in facts if value]
+    if plan.state_path:
+        path = [plan.state_path[0].from_state or "(start)"]
+        path += [step.to_state for step in plan.state_path]
+        lines.append("  path: " + " -> ".join(path))
+    for wait in plan.waits:
+        lines.append(f"  wait {wait.kind} for {wait.expected_event or '?'}: {wait.status.value}"
+                     + (f", deadline {_clock(wait.deadline)}" if wait.deadline else ""))
+    if plan.sub_plan_ids:
+        lines.append("  sub-plans: " + ", ".join(plan.sub_plan_ids))
+    if plan.context and plan.context.llm_audit:
+        lines.append(f"  LLM calls: {len(plan.context.llm_audit)} (see the UI or --json)")
+    return lines
+
+
+async def _list(args: argparse.Namespace) -> int:
+    from soorma_common.errors import SoormaError
+
+    async with _context(args.url) as context:
+        try:
+            page = await context.tracker.list_plans(
+                status=args.status, goal_event=args.goal_event, session_id=args.session,
+                limit=args.limit)
+        except SoormaError as exc:
+            return _fail(str(exc))
+    if args.json:
+        print(page.model_dump_json(indent=2))
+        return 0
+    if not page.plans:
+        print("no plans yet", file=sys.stderr)
+    for plan in page.plans:
+        print(format_plan_row(plan))
+    return 0
+
+
+async def _resolve(tracker: Any, ident: str) -> PlanDetail:
+    from soorma_common.errors import PlanNotFound
+
+    try:
+        plan: PlanDetail = await tracker.get_plan(ident)
+        return plan
+    except PlanNotFound:
+        found = await tracker.plan_by_correlation(ident)
+        plan = await tracker.get_plan(found.plan_id)
+        return plan
+
+
+async def _show(args: argparse.Namespace) -> int:
+    from soorma_common.errors import SoormaError
+
+    async with _context(args.url) as context:
+        tracker = context.tracker
+        try:
+            plan = await _resolve(tracker, args.plan_id)
+            timeline = await tracker.timeline(plan.plan_id, limit=500)
+            entries = list(timeline.entries)
+            while timeline.next_cursor:
+                timeline = await tracker.timeline(plan.plan_id, limit=500,
+                                                  cursor=timeline.next_cursor)
+                entries.extend(timeline.entries)
+            start = plan.started_at or plan.created_at
+            if args.json and not args.follow:
+                print(json.dumps({"plan": plan.model_dump(mode="json"),
+                                  "timeline": [e.model_dump(mode="json") for e in entries]},
+                                 indent=2))
+                return 0
+            if args.json:
+                print(json.dumps({"plan": plan.model_dump(mode="json")}), flush=True)
+                for e in entries:
+                    print(json.dumps({"entry": e.model_dump(mode="json")}), flush=True)
+            else:
+                print("\n".join(format_plan(plan)))
+                print("timeline:")
+                for e in entries:
+                    print(format_entry(e, start), flush=True)
+            if not args.follow:
+                return 0
+            last = entries[-1].seq if entries else 0
+            async for kind, data in tracker.stream(plan.plan_id, after_seq=last):
+                if args.json:
+                    print(json.dumps({kind: data}), flush=True)
+                elif kind == "entry":
+                    print(format_entry(TimelineEntry.model_validate(data), start), flush=True)
+                elif kind == "end":
+                    ended = PlanSummary.model_validate(data)
+                    print(f"plan {ended.status.value}"
+                          + (f" ({ended.reason})" if ended.reason else ""), flush=True)
+        except SoormaError as exc:
+            return _fail(str(exc))
+    return 0
+
+
+__all__ = ["add_parser", "format_entry", "format_plan", "format_plan_row", "run"]

@@ -1,0 +1,98 @@
+"""The platform services a harness runs in process, with test-sized settings.
+
+The service packages are test-time dependencies: they are imported here, when a harness
+starts, never when ``soorma`` (or ``soorma.testing``) is imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EVENTS_HOST = "events.soorma.test"
+MEMORY_HOST = "memory.soorma.test"
+REGISTRY_HOST = "registry.soorma.test"
+# Not run by the harness: requests to them fail as "service unreachable".
+TRACKER_HOST = "tracker.soorma.test"
+GATEWAY_HOST = "gateway.soorma.test"
+
+# Redelivery of nacked or expired events is noticed within this many seconds.
+CLAIM_INTERVAL_SECONDS = 0.02
+# Background pruning/purging runs at start-up, then never again during a test.
+QUIET_INTERVAL_SECONDS = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSpec:
+    """One service: where the SDK finds it and how its app is built."""
+
+    name: str
+    module: str
+    host: str
+    defaults: Mapping[str, Any]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}"
+
+
+def service_specs(data_dir: Path) -> tuple[ServiceSpec, ...]:
+    """The event, memory and registry services on embedded backends under ``data_dir``.
+
+    Every setting the harness depends on is explicit, so ``SOORMA_*`` variables in the
+    test's environment (a JWT mode, a Redis URL) do not leak into it.
+    """
+    common: dict[str, Any] = {
+        "auth_mode": "dev", "data_dir": data_dir, "database_url": None, "access_log": False,
+    }
+    return (
+        ServiceSpec("events", "event_service", EVENTS_HOST, {
+            **common, "event_backend": "memory", "claim_interval_seconds": CLAIM_INTERVAL_SECONDS,
+            "block_seconds": 0.2,
+            # No tracker or gateway reads the platform-wide tap in a harness.
+            "tap_topics": [],
+        }),
+        ServiceSpec("memory", "memory_service", MEMORY_HOST, {
+            **common, "memory_database_url": f"sqlite+aiosqlite:///{data_dir / 'memory.db'}",
+            "memory_prune_interval_seconds": QUIET_INTERVAL_SECONDS,
+        }),
+        ServiceSpec("registry", "registry_service", REGISTRY_HOST, {
+            **common,
+            "registry_database_url": f"sqlite+aiosqlite:///{data_dir / 'registry.db'}",
+            "registry_purge_interval_seconds": QUIET_INTERVAL_SECONDS,
+        }),
+    )
+
+
+def build_app(spec: ServiceSpec, overrides: Mapping[str, Any] | None = None) -> Any:
+    """The service's ASGI app built with the harness defaults and ``overrides``.
+
+    Raises:
+        ImportError: the service package is not installed (names what to install).
+    """
+    try:
+        package = importlib.import_module(spec.module)
+        settings_module = importlib.import_module(f"{spec.module}.settings")
+    except ImportError as exc:
+        raise ImportError(
+            f"soorma.testing runs the {spec.name} service in process and needs the "
+            f"{spec.module!r} package: install the platform's services in your test "
+            f"environment (e.g. `pip install -e services/{spec.module.replace('_', '-')}`)"
+        ) from exc
+    settings = settings_module.Settings(**{**spec.defaults, **(overrides or {})})
+    return package.create_app(settings)
+
+
+__all__ = [
+    "EVENTS_HOST",
+    "GATEWAY_HOST",
+    "MEMORY_HOST",
+    "REGISTRY_HOST",
+    "TRACKER_HOST",
+    "ServiceSpec",
+    "build_app",
+    "service_specs",
+]

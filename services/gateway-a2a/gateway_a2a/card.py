@@ -1,0 +1,167 @@
+"""Agent cards: the platform's live skills as the gateway's card (spec 1.0), per-agent
+cards, and the seed's legacy card shape."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.types.a2a_pb2 import (
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+    APIKeySecurityScheme,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+from google.protobuf.struct_pb2 import Struct
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from gateway_a2a.mapping import _text_field
+from gateway_a2a.settings import Settings
+from gateway_a2a.skills import Skill, SkillCatalog
+from soorma_common.a2a import A2AAgentCard, A2AAuthentication, A2AAuthType, A2ASkill
+
+SCHEMA_EXTENSION = "urn:soorma:a2a:skill-input-schemas:v1"
+JSONRPC, HTTP_JSON = "JSONRPC", "HTTP+JSON"
+VERSION = "1.0.0"
+
+
+def base_url(settings: Settings, agent: str | None = None) -> str:
+    base = settings.gateway_url.rstrip("/")
+    return f"{base}/agents/{agent}" if agent else base
+
+
+def build_card(settings: Settings, skills: list[Skill], *, agent: str | None = None) -> AgentCard:
+    """The A2A 1.0 card for these skills (the whole gateway, or one agent's)."""
+    base = base_url(settings, agent)
+    params = Struct()
+    params.update({
+        s.id: {"event": s.event, "inputSchema": s.schema or {}} for s in skills
+    })
+    card = AgentCard(
+        name=agent or settings.gateway_name,
+        description=(f"Agent {agent} on the Soorma platform, over A2A." if agent
+                     else settings.gateway_description),
+        version=VERSION,
+        provider=AgentProvider(organization="Soorma", url=settings.gateway_url),
+        supported_interfaces=[
+            AgentInterface(url=f"{base}/", protocol_binding=JSONRPC, protocol_version="1.0"),
+            AgentInterface(url=base, protocol_binding=HTTP_JSON, protocol_version="1.0"),
+            AgentInterface(url=f"{base}/", protocol_binding=JSONRPC, protocol_version="0.3"),
+        ],
+        capabilities=AgentCapabilities(
+            streaming=True, push_notifications=settings.gateway_push_enabled,
+            extended_agent_card=True,
+            extensions=[AgentExtension(
+                uri=SCHEMA_EXTENSION, required=False, params=params,
+                description="Each skill's input JSON Schema and the event it is published as.",
+            )],
+        ),
+        security_schemes={
+            "apiKey": SecurityScheme(api_key_security_scheme=APIKeySecurityScheme(
+                location="header", name="X-API-Key", description="API key mapped to a tenant",
+            )),
+            "bearer": SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(
+                scheme="Bearer", bearer_format="JWT", description="Platform JWT",
+            )),
+        },
+        security_requirements=[
+            SecurityRequirement(schemes={"apiKey": StringList()}),
+            SecurityRequirement(schemes={"bearer": StringList()}),
+        ],
+        default_input_modes=["application/json", "text/plain"],
+        default_output_modes=["application/json", "text/plain"],
+        skills=[_skill(s) for s in skills],
+    )
+    return card
+
+
+PLACEHOLDER_SKILL = Skill(
+    id="gateway", description="Placeholder: the served card lists the live skills.",
+    agent="gateway", event="gateway", topic="action-requests", schema=None,
+    tags=("gateway",),
+)
+
+
+def _skill(skill: Skill) -> AgentSkill:
+    modes = ["application/json"]
+    if _text_field(skill.schema) is not None:
+        modes.append("text/plain")
+    return AgentSkill(
+        id=skill.id, name=skill.id, description=skill.description or skill.event,
+        tags=list(skill.tags), input_modes=modes,
+        output_modes=["application/json", "text/plain"],
+    )
+
+
+def legacy_card(settings: Settings, skills: list[Skill]) -> dict[str, Any]:
+    """The seed's ``A2AAgentCard`` (``/.well-known/agent.json``)."""
+    schemes = [A2AAuthType.API_KEY, A2AAuthType.OAUTH2]
+    if settings.auth_mode == "dev" and not settings.gateway_api_keys:
+        schemes.append(A2AAuthType.NONE)
+    card = A2AAgentCard(
+        name=settings.gateway_name, description=settings.gateway_description,
+        url=settings.gateway_url, version=VERSION, provider={"organization": "Soorma"},
+        capabilities={"streaming": True, "pushNotifications": settings.gateway_push_enabled},
+        skills=[
+            A2ASkill(id=s.id, name=s.id, description=s.description or s.event,
+                     tags=list(s.tags), inputSchema=s.schema)
+            for s in skills
+        ],
+        authentication=A2AAuthentication(schemes=schemes),
+    )
+    return card.model_dump(mode="json", exclude_none=True)
+
+
+def _cached(request: Request, body: dict[str, Any], max_age: int) -> Response:
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    headers = {"ETag": f'W/"{digest}"', "Cache-Control": f"public, max-age={max_age}"}
+    match = request.headers.get("if-none-match", "")
+    if match and any(c.strip().removeprefix("W/") == headers["ETag"].removeprefix("W/")
+                     for c in match.split(",")):
+        return Response(status_code=304, headers=headers)
+    return JSONResponse(body, headers=headers)
+
+
+class CardEndpoints:
+    """The card routes that need the request (per-agent and legacy cards)."""
+
+    def __init__(self, settings: Settings, catalog: SkillCatalog) -> None:
+        self.settings = settings
+        self.catalog = catalog
+
+    async def public_card(self, _: AgentCard) -> AgentCard:
+        """``card_modifier`` for a2a-sdk's card route: the live card."""
+        skills = await self.catalog.skills(self.settings.default_tenant)
+        return build_card(self.settings, skills)
+
+    async def extended_card(self, _: AgentCard, context: Any) -> AgentCard:
+        """``GetExtendedAgentCard``: the caller's own tenant's skills."""
+        from gateway_a2a.store import tenant_of
+
+        return build_card(self.settings, await self.catalog.skills(tenant_of(context)))
+
+    async def agent_card(self, request: Request) -> Response:
+        agent = request.path_params["agent"]
+        skills = [s for s in await self.catalog.skills(self.settings.default_tenant)
+                  if s.agent == agent]
+        if not skills:
+            from servicekit.errors import error_response
+
+            return error_response(404, "not_found", f"no live agent named {agent!r}")
+        body = agent_card_to_dict(build_card(self.settings, skills, agent=agent))
+        return _cached(request, body, self.settings.gateway_card_max_age_seconds)
+
+    async def legacy(self, request: Request) -> Response:
+        skills = await self.catalog.skills(self.settings.default_tenant)
+        return _cached(request, legacy_card(self.settings, skills),
+                       self.settings.gateway_card_max_age_seconds)

@@ -1,0 +1,237 @@
+"""The one AgentExecutor: an A2A task is a request on the bus, its answers update it.
+
+``execute`` runs for three kinds of request (the handler prepares each):
+
+- a new message: publish the skill's request (correlation id = task id), then turn the
+  answers routed back by the :class:`~gateway_a2a.bridge.Bridge` into task updates until
+  the task ends or asks for input;
+- a message on a task in ``input-required``: publish it as the response event the agent
+  asked for, then wait again;
+- a resume: one answer that arrived for a task no executor waits for (after a restart),
+  applied to the stored task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import MutableMapping
+from datetime import UTC, datetime
+from typing import Any
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types.a2a_pb2 import Message, Role, Task, TaskState, TaskStatus
+from a2a.utils.errors import InternalError
+
+from gateway_a2a.bridge import HUMAN_INPUT_EVENT, PROGRESS_EVENT, TIMEOUT_EVENT, Bridge
+from gateway_a2a.mapping import (
+    agent_message,
+    error_text,
+    result_artifacts,
+    result_state,
+)
+from gateway_a2a.settings import Settings
+from gateway_a2a.skills import Skill
+from gateway_a2a.store import TENANT_KEY, USER_KEY, Route, RouteStore
+from soorma.event import Event
+from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS
+
+SKILL_KEY = "soorma_skill"
+PAYLOAD_KEY = "soorma_payload"
+ANSWER_KEY = "soorma_answer"
+RESUME_KEY = "soorma_resume"
+
+
+def _now_status(state: TaskState) -> TaskStatus:
+    status = TaskStatus(state=state)
+    status.timestamp.FromDatetime(datetime.now(UTC))
+    return status
+
+
+class BusAgentExecutor(AgentExecutor):
+    """Bridges A2A tasks to the event bus (see the module docstring)."""
+
+    def __init__(self, settings: Settings, bridge: Bridge, routes: RouteStore) -> None:
+        self.settings = settings
+        self.bridge = bridge
+        self.routes = routes
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        state = context.call_context.state
+        task_id = str(context.task_id)
+        context_id = str(context.context_id)
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        resume: Event | None = state.get(RESUME_KEY)
+        if resume is not None:
+            await self._handle(updater, task_id, resume)
+            return
+        if context.current_task is None:
+            skill: Skill = state[SKILL_KEY]
+            if skill.reply_message:
+                await self._reply_with_message(context, event_queue, skill, state)
+            else:
+                await self._start(context, event_queue, updater, skill, state)
+            return
+        await self._answer(context, updater, state)
+
+    # -- new task --------------------------------------------------------------------
+
+    async def _start(
+        self, context: RequestContext, event_queue: EventQueue, updater: TaskUpdater,
+        skill: Skill, state: MutableMapping[str, Any],
+    ) -> None:
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
+        message = context.message
+        # The SDK's consumer stores the task; the route is stored before the request is
+        # published, so an answer arriving after a restart finds its task. (A client
+        # only learns the task id once the SDK has stored it.)
+        await event_queue.enqueue_event(Task(
+            id=task_id, context_id=context_id, status=_now_status(TaskState.TASK_STATE_SUBMITTED),
+            history=[message] if message is not None else [],
+        ))
+        await self.routes.insert(Route(
+            task_id=task_id, tenant_id=tenant, user_id=user, context_id=context_id,
+            skill=skill.id, request_event=skill.event, replica=self.bridge.replica,
+        ))
+        queue = self.bridge.wait_for(task_id)
+        try:
+            await self.bridge.ensure(tenant)
+            await self.bridge.publish(
+                tenant, skill.topic, skill.event, state[PAYLOAD_KEY], user_id=user or None,
+                event_id=task_id, correlation_id=task_id,
+                response_event=self.settings.gateway_response_event,
+                response_topic=ACTION_RESULTS, session_id=context_id,
+            )
+            # No separate "working" write: the agent's first progress (or its answer)
+            # moves the task on; submitted -> completed is a valid transition.
+            await self._wait(updater, task_id, queue)
+        finally:
+            self.bridge.stop_waiting(task_id)
+
+    async def _reply_with_message(
+        self, context: RequestContext, event_queue: EventQueue, skill: Skill,
+        state: MutableMapping[str, Any],
+    ) -> None:
+        """An agent that answers with messages: no task, one agent message back."""
+        request_id = str(uuid.uuid4())
+        tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
+        queue = self.bridge.wait_for(request_id)
+        try:
+            await self.bridge.ensure(tenant)
+            await self.bridge.publish(
+                tenant, skill.topic, skill.event, state[PAYLOAD_KEY], user_id=user or None,
+                correlation_id=request_id, response_event=self.settings.gateway_response_event,
+                response_topic=ACTION_RESULTS, session_id=str(context.context_id),
+            )
+            while True:
+                event = await queue.get()
+                if event.type == self.settings.gateway_response_event:
+                    break
+        finally:
+            self.bridge.stop_waiting(request_id)
+        data = event.data
+        if result_state(data) == TaskState.TASK_STATE_COMPLETED:
+            parts = [p for a in result_artifacts(data.get("result")) for p in a.parts]
+        else:
+            parts = list(agent_message(error_text(data), "", "", "x").parts)
+        await event_queue.enqueue_event(Message(
+            message_id=str(uuid.uuid4()), context_id=str(context.context_id),
+            role=Role.ROLE_AGENT, parts=parts,
+        ))
+
+    # -- answer to input-required ------------------------------------------------------
+
+    async def _answer(
+        self, context: RequestContext, updater: TaskUpdater, state: MutableMapping[str, Any]
+    ) -> None:
+        task_id = str(context.task_id)
+        route = await self.routes.get(task_id)
+        if route is None or not route.awaiting_event or not route.awaiting_correlation:
+            raise InternalError(message=f"task {task_id} is not waiting for input")
+        queue = self.bridge.wait_for(task_id)
+        try:
+            await self.routes.update(
+                task_id, replica=self.bridge.replica, awaiting_event=None,
+                awaiting_topic=None, awaiting_correlation=None,
+            )
+            await self.bridge.ensure(route.tenant_id)
+            await self.bridge.publish(
+                route.tenant_id, route.awaiting_topic or NOTIFICATION_EVENTS,
+                route.awaiting_event, state[ANSWER_KEY],
+                user_id=str(state.get(USER_KEY) or "") or None,
+                correlation_id=route.awaiting_correlation, session_id=route.context_id,
+            )
+            await updater.start_work()
+            await self._wait(updater, task_id, queue)
+        finally:
+            self.bridge.stop_waiting(task_id)
+
+    # -- answers -----------------------------------------------------------------------
+
+    async def _wait(self, updater: TaskUpdater, task_id: str, queue: asyncio.Queue[Event]) -> None:
+        while True:
+            event = await queue.get()
+            if await self._handle(updater, task_id, event):
+                return
+
+    async def _handle(self, updater: TaskUpdater, task_id: str, event: Event) -> bool:
+        """Apply one answer; True when the executor is done (ended or waiting for input)."""
+        data = event.data
+        message_id = str(uuid.uuid4())
+        if event.type == PROGRESS_EVENT:
+            progress = data.get("progress")
+            text = data.get("message") or (
+                f"{float(progress):.0%} done" if isinstance(progress, int | float) else "working"
+            )
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING,
+                message=agent_message(str(text), task_id, updater.context_id, message_id),
+                metadata={"progress": progress} if progress is not None else None,
+            )
+            return False
+        if event.type == HUMAN_INPUT_EVENT:
+            await self.routes.update(
+                task_id, awaiting_event=data.get("response_event") or event.response_event,
+                awaiting_topic=data.get("response_topic") or NOTIFICATION_EVENTS,
+                awaiting_correlation=event.correlation_id or data.get("sub_task_id"),
+            )
+            question = str(data.get("question") or "input required")
+            details: dict[str, Any] = {
+                k: data[k] for k in ("deadline", "timeout_seconds") if k in data}
+            await updater.update_status(
+                TaskState.TASK_STATE_INPUT_REQUIRED,
+                message=agent_message(question, task_id, updater.context_id, message_id),
+                metadata=details or None,
+            )
+            return True
+        if event.type == TIMEOUT_EVENT:
+            await self.routes.update(task_id, finished=True)
+            await updater.failed(agent_message(
+                f"no input before the deadline ({data.get('reason') or 'timeout'})",
+                task_id, updater.context_id, message_id,
+            ))
+            return True
+        if event.type != self.settings.gateway_response_event:
+            return False
+        state = result_state(data)
+        for artifact in result_artifacts(data.get("result")):
+            await updater.add_artifact(
+                list(artifact.parts), artifact_id=artifact.artifact_id, name=artifact.name,
+            )
+        # The route stays "unfinished": one write less per task; a late event for an
+        # ended task finds the stored task terminal and is dropped (handler.resume).
+        if state == TaskState.TASK_STATE_COMPLETED:
+            await updater.complete()
+        else:
+            reason = agent_message(error_text(data), task_id, updater.context_id, message_id)
+            await (updater.reject(reason) if state == TaskState.TASK_STATE_REJECTED
+                   else updater.failed(reason))
+        return True
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id = str(context.task_id)
+        self.bridge.stop_waiting(task_id)
+        await TaskUpdater(event_queue, task_id, str(context.context_id)).cancel()

@@ -1,0 +1,177 @@
+"""a2a-sdk's default request handler, extended at its own seams for the bus.
+
+- ``SendMessage``/``SendStreamingMessage`` resolve the skill and validate the payload
+  *before* the SDK creates anything: a message that does not fit is answered with
+  ``-32602`` naming the field, and nothing is stored or published.
+- ``CancelTask`` publishes the cancel event once the SDK recorded ``canceled`` (locally
+  or, for a task this replica does not run, in the shared store).
+- :meth:`resume` applies an answer for a task no executor on this replica waits for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from a2a.server.agent_execution import RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    Message,
+    SendMessageRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from a2a.utils.errors import (
+    A2AError,
+    InvalidParamsError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from google.protobuf.json_format import MessageToDict
+
+from gateway_a2a.bridge import Bridge
+from gateway_a2a.executor import ANSWER_KEY, PAYLOAD_KEY, RESUME_KEY, SKILL_KEY
+from gateway_a2a.mapping import MESSAGE_KEY, message_record, narrow, request_payload
+from gateway_a2a.settings import Settings
+from gateway_a2a.skills import SkillCatalog
+from gateway_a2a.store import Route, RouteStore, tenant_context, tenant_of
+from soorma.event import Event as BusEvent
+from soorma_common.events import SYSTEM_EVENTS
+
+AGENT_KEY = "soorma_agent"
+TERMINAL = {
+    TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED,
+}
+
+
+class GatewayRequestHandler(DefaultRequestHandler):
+    """See the module docstring."""
+
+    def __init__(
+        self, *args: Any, settings: Settings, catalog: SkillCatalog, bridge: Bridge,
+        routes: RouteStore, **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = settings
+        self.catalog = catalog
+        self.bridge = bridge
+        self.routes = routes
+
+    async def _prepare(self, params: SendMessageRequest, context: ServerCallContext) -> None:
+        message = params.message
+        tenant = tenant_of(context)
+        if message.task_id:
+            stored = await self._versioned_store.get(message.task_id, context)
+            if stored is None:
+                raise TaskNotFoundError(message=f"task {message.task_id} not found")
+            task = stored.task
+            state = TaskState.Name(task.status.state)
+            if task.status.state in TERMINAL:
+                raise UnsupportedOperationError(
+                    message=f"task {task.id} is {state}: a terminal task takes no more messages"
+                )
+            if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+                raise UnsupportedOperationError(
+                    message=f"task {task.id} is {state}: send a message to it only when it "
+                    "is TASK_STATE_INPUT_REQUIRED",
+                )
+            if params.configuration.HasField("task_push_notification_config"):
+                self._forget_push_configs(message.task_id)
+            if not message.context_id:
+                # The task's context (the client may leave it out on a follow-up).
+                message.context_id = task.context_id
+            context.state[ANSWER_KEY] = _answer_payload(message)
+            return
+        metadata = narrow(MessageToDict(message.metadata)) if message.metadata else {}
+        skill = await self.catalog.resolve(
+            tenant, metadata, agent=context.state.get(AGENT_KEY),
+            default=self.settings.gateway_default_skill,
+        )
+        context.state[SKILL_KEY] = skill
+        context.state[PAYLOAD_KEY] = request_payload(message, skill.id, skill.schema)
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Message | Task:
+        await self._prepare(params, context)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        await self._prepare(params, context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        task = await super().on_cancel_task(params, context)
+        route = await self.routes.get(params.id)
+        if route is not None:
+            self.bridge.stop_waiting(params.id)
+            await self.routes.update(params.id, finished=True)
+            await self.bridge.publish(
+                route.tenant_id, SYSTEM_EVENTS, self.settings.gateway_cancel_event,
+                {"task_id": params.id, "reason": "canceled by the A2A client",
+                 "event_type": route.request_event},
+                correlation_id=params.id, session_id=route.context_id,
+            )
+        return task
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        created = await super().on_create_task_push_notification_config(params, context)
+        self._forget_push_configs(params.task_id)
+        return created
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        await super().on_delete_task_push_notification_config(params, context)
+        self._forget_push_configs(params.task_id)
+
+    def _forget_push_configs(self, task_id: str) -> None:
+        configs = getattr(self._push_sender, "configs", None)
+        if configs is not None:
+            configs.forget(task_id)
+
+    async def resume(self, route: Route, event: BusEvent) -> None:
+        """Apply ``event`` to a task no executor here waits for (the SDK's own path)."""
+        context = tenant_context(route.tenant_id, route.user_id)
+        context.state[RESUME_KEY] = event
+        try:
+            active = await self._active_task_registry.get_or_create(
+                route.task_id, call_context=context, create_task_if_missing=False
+            )
+            await active.enqueue_request(RequestContext(
+                call_context=context, task_id=route.task_id, context_id=route.context_id,
+            ))
+        except (TaskNotFoundError, UnsupportedOperationError):
+            await self.routes.update(route.task_id, finished=True)
+        except A2AError:
+            raise
+
+
+def _answer_payload(message: Message) -> dict[str, Any]:
+    """What a human's answer publishes: its data parts, its text, and the message."""
+    record = message_record(message)
+    payload: dict[str, Any] = {}
+    for item in record["data"]:
+        if isinstance(item, dict):
+            payload.update(item)
+    if record["text"] is not None:
+        payload.setdefault("text", record["text"])
+    if not payload:
+        raise InvalidParamsError(
+            message="the answer has no text or data part", data={"field": "message.parts"}
+        )
+    payload[MESSAGE_KEY] = record
+    return payload

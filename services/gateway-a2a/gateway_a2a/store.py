@@ -1,0 +1,135 @@
+"""The gateway's database: a2a-sdk's stores on one engine, plus the task routes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import DatabasePushNotificationConfigStore
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from gateway_a2a.models import routes
+from gateway_a2a.settings import Settings
+from servicekit.db import database_url, make_engine, migrate
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+VERSION_TABLE = "gateway_alembic_version"
+TENANT_KEY = "soorma_tenant"
+USER_KEY = "soorma_user"
+
+
+def tenant_of(context: ServerCallContext) -> str:
+    """Owner of every stored task and push config: the authenticated caller's tenant.
+
+    The gateway's auth middleware always sets it; a context without it owns nothing.
+    """
+    tenant = context.state.get(TENANT_KEY)
+    if not tenant:
+        raise PermissionError("no authenticated tenant on this call")
+    return str(tenant)
+
+
+def tenant_context(tenant_id: str, user_id: str = "gateway") -> ServerCallContext:
+    """A call context acting as ``tenant_id`` (the gateway's own writes for a task)."""
+    return ServerCallContext(state={TENANT_KEY: tenant_id, USER_KEY: user_id})
+
+
+@dataclass(slots=True)
+class Route:
+    """Where a task's events go and what it waits for."""
+
+    task_id: str
+    tenant_id: str
+    user_id: str
+    context_id: str
+    skill: str
+    request_event: str
+    replica: str
+    awaiting_event: str | None = None
+    awaiting_topic: str | None = None
+    awaiting_correlation: str | None = None
+    finished: bool = False
+
+
+class RouteStore:
+    """CRUD on ``gateway_task_routes``."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def insert(self, route: Route) -> None:
+        values = {**_values(route), "updated_at": datetime.now(UTC)}
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.insert(routes).values(**values))
+
+    async def update(self, task_id: str, **values: Any) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                sa.update(routes).where(routes.c.task_id == task_id)
+                .values(updated_at=datetime.now(UTC), **values)
+            )
+
+    async def get(self, task_id: str) -> Route | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(
+                sa.select(routes).where(routes.c.task_id == task_id)
+            )).mappings().first()
+        return _route(row) if row else None
+
+    async def by_awaiting(self, correlation_id: str) -> Route | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(
+                sa.select(routes).where(routes.c.awaiting_correlation == correlation_id)
+            )).mappings().first()
+        return _route(row) if row else None
+
+
+def _values(route: Route) -> dict[str, Any]:
+    return {name: getattr(route, name) for name in Route.__slots__}
+
+
+def _route(row: Any) -> Route:
+    return Route(**{name: row[name] for name in Route.__slots__})
+
+
+@dataclass(slots=True)
+class Stores:
+    """Everything the gateway keeps in SQL, on one engine."""
+
+    engine: AsyncEngine
+    tasks: VersionedDatabaseTaskStore
+    events: DatabaseTaskEventStream
+    push_configs: DatabasePushNotificationConfigStore
+    routes: RouteStore
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as conn:
+            await conn.execute(sa.text("SELECT 1"))
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+async def migrate_stores(stores: Stores) -> None:
+    """Bring the schema to the latest migration (at start-up; safe to race)."""
+    await migrate(stores.engine, MIGRATIONS, version_table=VERSION_TABLE)
+
+
+def build_stores(settings: Settings) -> Stores:
+    """a2a-sdk's stores on the gateway's engine (nothing connects until first use)."""
+    url = database_url(settings, "gateway", settings.gateway_database_url)
+    engine = make_engine(url)
+    tasks = VersionedDatabaseTaskStore(
+        engine, create_table=False, owner_resolver=tenant_of)
+    events = DatabaseTaskEventStream(
+        engine, create_table=False, poll_interval_s=settings.gateway_poll_interval_seconds,
+    )
+    push = DatabasePushNotificationConfigStore(
+        engine, create_table=False, owner_resolver=tenant_of)
+    return Stores(engine=engine, tasks=tasks, events=events, push_configs=push,
+                  routes=RouteStore(engine))

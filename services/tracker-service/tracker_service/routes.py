@@ -1,0 +1,207 @@
+"""HTTP routes under ``/v1/tracker`` (read-only; every answer scoped to the caller's tenant)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import orjson
+from fastapi import APIRouter, Header, Query, Request
+from pydantic import BaseModel
+from starlette.responses import Response, StreamingResponse
+
+from servicekit.auth import CurrentIdentity
+from servicekit.errors import error_responses
+from servicekit.jsonresp import ORJSONResponse
+from soorma_common.errors import ValidationFailed
+from soorma_common.tracker import (
+    ActionList,
+    DelegationGroup,
+    PlanDetail,
+    PlanList,
+    PlanSummary,
+    TaskDetail,
+    Timeline,
+    TrackedPlanStatus,
+    TrackerMetrics,
+)
+from tracker_service import queries
+from tracker_service.plan_context import read_plan_context
+from tracker_service.state import Tracker
+from tracker_service.stream import plan_stream
+
+router = APIRouter(prefix="/v1/tracker", tags=["tracker"], responses=error_responses(422))
+
+Limit = Annotated[int, Query(ge=1, le=500, description="Page size")]
+Cursor = Annotated[str | None, Query(description="next_cursor of the previous page")]
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def _json(model: BaseModel) -> Response:
+    """The model as JSON, serialized once (not validated again by FastAPI)."""
+    return ORJSONResponse(model.model_dump(mode="json"))
+
+
+def _window(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since >= until:
+        raise ValidationFailed("since must be before until", details={"field": "since"})
+
+
+@router.get("/plans", response_model=PlanList, summary="List plans (newest first)")
+async def list_plans(
+    identity: CurrentIdentity,
+    tracker: Tracker,
+    status: Annotated[TrackedPlanStatus | None, Query()] = None,
+    goal_event: Annotated[str | None, Query(max_length=256)] = None,
+    session_id: Annotated[str | None, Query(max_length=256)] = None,
+    parent_plan_id: Annotated[str | None, Query(max_length=256)] = None,
+    planner: Annotated[str | None, Query(max_length=256)] = None,
+    since: Annotated[datetime | None, Query(description="created at or after")] = None,
+    until: Annotated[datetime | None, Query(description="created before")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Response:
+    _window(since, until)
+    filters = {"status": status.value if status else None, "goal_event": goal_event,
+               "session_id": session_id, "parent_plan_id": parent_plan_id,
+               "planner": planner, "since": since, "until": until}
+    async with tracker.engine.connect() as conn:
+        page, nxt = await queries.list_plans(conn, identity.tenant_id, limit=limit,
+                                             cursor=cursor, filters=filters)
+    return _json(PlanList(plans=page, next_cursor=nxt))
+
+
+@router.get("/plans/by-correlation/{correlation_id}", response_model=PlanSummary,
+            summary="The plan a goal's correlation id leads to", responses=error_responses(404))
+async def plan_by_correlation(
+    correlation_id: str, identity: CurrentIdentity, tracker: Tracker
+) -> PlanSummary:
+    async with tracker.engine.connect() as conn:
+        return await queries.plan_by_correlation(conn, identity.tenant_id, correlation_id)
+
+
+@router.get("/plans/{plan_id}", response_model=PlanDetail, summary="One plan in full",
+            responses=error_responses(404))
+async def get_plan(
+    plan_id: str, identity: CurrentIdentity, tracker: Tracker,
+    context: Annotated[bool, Query(description="Read the memory-service context")] = True,
+) -> PlanDetail:
+    tenant = identity.tenant_id
+    async with tracker.engine.connect() as conn:
+        row = await queries.get_plan_row(conn, tenant, plan_id)
+        detail = PlanDetail(
+            **queries.plan_summary(row).model_dump(),
+            state_path=queries.state_path(row), result=row._mapping["result"],
+            sub_plan_ids=await queries.sub_plan_ids(conn, tenant, plan_id),
+            correlation_ids=await queries.plan_correlation_ids(conn, tenant, plan_id),
+            waits=await queries.plan_waits(conn, tenant, plan_id),
+        )
+    if context and tracker.memory is not None:
+        detail.context, detail.context_error = await read_plan_context(
+            tracker.memory, tenant, plan_id)
+    return detail
+
+
+@router.get("/plans/{plan_id}/actions", response_model=ActionList,
+            summary="The plan's requests and their answers", responses=error_responses(404))
+async def plan_actions(
+    plan_id: str, identity: CurrentIdentity, tracker: Tracker, limit: Limit = 100,
+    cursor: Cursor = None,
+) -> ActionList:
+    async with tracker.engine.connect() as conn:
+        await queries.get_plan_row(conn, identity.tenant_id, plan_id)
+        page, nxt = await queries.actions(conn, identity.tenant_id, plan_id, limit=limit,
+                                          cursor=cursor)
+    return ActionList(plan_id=plan_id, actions=page, next_cursor=nxt)
+
+
+@router.get("/plans/{plan_id}/timeline", response_model=Timeline,
+            summary="The plan's events, oldest first", responses=error_responses(404))
+async def plan_timeline(
+    plan_id: str, identity: CurrentIdentity, tracker: Tracker, limit: Limit = 200,
+    cursor: Cursor = None,
+) -> Timeline:
+    after = 0
+    if cursor:
+        (after,) = queries.decode_cursor(cursor, 1)
+        if not isinstance(after, int):
+            raise ValidationFailed("invalid cursor", details={"field": "cursor"})
+    async with tracker.engine.connect() as conn:
+        await queries.get_plan_row(conn, identity.tenant_id, plan_id)
+        entries, nxt = await queries.timeline(conn, identity.tenant_id, plan_id, limit=limit,
+                                              after_seq=after)
+    return Timeline(plan_id=plan_id, entries=entries, next_cursor=nxt)
+
+
+@router.get("/plans/{plan_id}/sub-plans", response_model=PlanList,
+            summary="Plans started by this plan", responses=error_responses(404))
+async def sub_plans(
+    plan_id: str, identity: CurrentIdentity, tracker: Tracker, limit: Limit = 50,
+    cursor: Cursor = None,
+) -> PlanList:
+    async with tracker.engine.connect() as conn:
+        await queries.get_plan_row(conn, identity.tenant_id, plan_id)
+        page, nxt = await queries.list_plans(conn, identity.tenant_id, limit=limit,
+                                             cursor=cursor,
+                                             filters={"parent_plan_id": plan_id})
+    return PlanList(plans=page, next_cursor=nxt)
+
+
+@router.get("/plans/{plan_id}/stream", summary="Live updates of one plan (SSE)",
+            response_class=StreamingResponse, responses=error_responses(404))
+async def stream_plan(
+    plan_id: str, request: Request, identity: CurrentIdentity, tracker: Tracker,
+    heartbeat: Annotated[float, Query(gt=0, le=3600)] = 15.0,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Frames ``plan``, ``entry``, ``end``, ``heartbeat``: see docs/tracker.md."""
+    after = 0
+    if last_event_id:
+        if not last_event_id.isdigit():
+            raise ValidationFailed("Last-Event-ID must be an entry seq",
+                                   details={"field": "Last-Event-ID"})
+        after = int(last_event_id)
+    async with tracker.engine.connect() as conn:
+        await queries.get_plan_row(conn, identity.tenant_id, plan_id)
+    body = plan_stream(tracker, identity.tenant_id, plan_id, after_seq=after,
+                       heartbeat=heartbeat, disconnected=request.is_disconnected)
+    return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+@router.get("/sessions/{session_id}/plans", response_model=PlanList,
+            summary="Plans of a session (newest first)")
+async def session_plans(
+    session_id: str, identity: CurrentIdentity, tracker: Tracker, limit: Limit = 50,
+    cursor: Cursor = None,
+) -> PlanList:
+    async with tracker.engine.connect() as conn:
+        page, nxt = await queries.list_plans(conn, identity.tenant_id, limit=limit,
+                                             cursor=cursor, filters={"session_id": session_id})
+    return PlanList(plans=page, next_cursor=nxt)
+
+
+@router.get("/delegation-groups/{group_id}", response_model=DelegationGroup,
+            summary="One fan-out (delegate_parallel) and its members",
+            responses=error_responses(404))
+async def delegation_group(
+    group_id: str, identity: CurrentIdentity, tracker: Tracker
+) -> DelegationGroup:
+    async with tracker.engine.connect() as conn:
+        return await queries.delegation_group(conn, identity.tenant_id, group_id)
+
+
+@router.get("/tasks/{task_id}", response_model=TaskDetail,
+            summary="A task with its sub-tasks and waits", responses=error_responses(404))
+async def get_task(task_id: str, identity: CurrentIdentity, tracker: Tracker) -> TaskDetail:
+    async with tracker.engine.connect() as conn:
+        return await queries.task_detail(conn, identity.tenant_id, task_id)
+
+
+@router.get("/metrics", response_model=TrackerMetrics, summary="Counts, durations, failure rates")
+async def get_metrics(identity: CurrentIdentity, tracker: Tracker) -> Response:
+    async with tracker.engine.connect() as conn:
+        found = await queries.metrics(conn, identity.tenant_id)
+    return Response(orjson.dumps(found.model_dump(mode="json")),
+                    media_type="application/json")
+
+

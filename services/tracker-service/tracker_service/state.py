@@ -1,0 +1,27 @@
+"""What the lifespan builds and the routes receive."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tracker_service.settings import Settings
+
+
+@dataclass(slots=True)
+class TrackerState:
+    engine: AsyncEngine
+    settings: Settings
+    memory: Any  # soorma._http.ServiceClient on the memory service, acting as a service
+    projector: Any = None
+
+
+async def get_tracker(request: Request) -> TrackerState:
+    """FastAPI dependency: the tracker state yielded by the app's lifespan."""
+    return request.state.tracker  # type: ignore[no-any-return]
+
+
+Tracker = Annotated[TrackerState, Depends(get_tracker)]

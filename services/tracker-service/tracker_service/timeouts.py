@@ -1,0 +1,123 @@
+"""Durable timeouts (contract C2): deadlines live in ``tracker_waits``; every replica looks
+for due ones and fires each exactly once.
+
+A replica *claims* a due wait with a conditional ``UPDATE`` (status still ``waiting``, no
+live lease) under the tracker's write lock, publishes the timeout event with an id derived
+from the wait (so a re-fire after a crash is the same event), then marks the wait
+``timed_out``. A replica that dies between claim and mark leaves a lease that runs out
+after ``lease`` seconds; another replica (or the restarted one) then fires it. Overdue waits
+are fired at start, since the loop runs at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from soorma.bus import BusClient
+from tracker_service.db import lock_writes
+from tracker_service.models import waits
+from tracker_service.projection import bump
+from tracker_service.timeutil import now, utc, utc_or_none
+
+log = logging.getLogger("tracker_service.timeouts")
+
+SYSTEM_EVENTS = "system-events"
+TASK_TIMEOUT = "task.timeout"
+PLAN_WAIT_TIMEOUT = "plan.wait_timeout"
+SOURCE = "soorma-tracker"
+CLAIM_LIMIT = 100
+_NAMESPACE = uuid.UUID("6f1d3c52-8a0e-4b7e-9a43-2c5d0e7b9f10")
+
+
+def timeout_event_id(tenant: str, wait_id: str) -> str:
+    """The id of the timeout event of one wait (the same on every attempt)."""
+    return str(uuid.uuid5(_NAMESPACE, f"{tenant}/{wait_id}"))
+
+
+def _event(row: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    m = row._mapping
+    deadline = utc_or_none(m["deadline"])
+    if m["kind"] == "human_input":
+        data = {"task_id": m["task_id"], "sub_task_id": m["sub_task_id"],
+                "reason": "hitl_timeout",
+                "deadline": deadline.isoformat() if deadline else None,
+                "timeout_seconds": m["timeout_seconds"]}
+        return TASK_TIMEOUT, data, {"correlation_id": m["sub_task_id"]}
+    data = {"plan_id": m["plan_id"], "expected_event": m["expected_event"],
+            "timeout_seconds": m["timeout_seconds"], "reason": "wait_timeout",
+            "wait_id": m["wait_id"]}
+    return PLAN_WAIT_TIMEOUT, data, {"correlation_id": m["plan_id"]}
+
+
+async def claim_due(engine: AsyncEngine, owner: str, lease: float) -> list[Any]:
+    """Claim the due waits nobody holds a live lease on; the claimed rows."""
+    at = now()
+    due = sa.and_(waits.c.status == "waiting", waits.c.deadline <= at,
+                  sa.or_(waits.c.lease_until.is_(None), waits.c.lease_until < at))
+    async with engine.begin() as conn:
+        await lock_writes(conn)
+        rows = (await conn.execute(sa.select(waits).where(due).order_by(waits.c.deadline)
+                                   .limit(CLAIM_LIMIT))).all()
+        claimed = []
+        for row in rows:
+            m = row._mapping
+            done = await conn.execute(waits.update().where(
+                waits.c.tenant_id == m["tenant_id"], waits.c.wait_id == m["wait_id"], due)
+                .values(lease_owner=owner, lease_until=at + timedelta(seconds=lease)))
+            if done.rowcount == 1:
+                claimed.append(row)
+    return claimed
+
+
+async def fire(engine: AsyncEngine, bus: BusClient, row: Any, owner: str) -> str:
+    """Publish the timeout of a claimed wait, then mark it timed out; the event id."""
+    m = row._mapping
+    event_type, data, fields = _event(row)
+    event_id = timeout_event_id(m["tenant_id"], m["wait_id"])
+    await bus.publish(
+        SYSTEM_EVENTS, event_type, data, tenant_id=m["tenant_id"], event_id=event_id,
+        plan_id=m["plan_id"], session_id=m["session_id"], source=SOURCE, **fields,
+    )
+    async with engine.begin() as conn:
+        await lock_writes(conn)
+        done = await conn.execute(waits.update().where(
+            waits.c.tenant_id == m["tenant_id"], waits.c.wait_id == m["wait_id"],
+            waits.c.status == "waiting", waits.c.lease_owner == owner,
+        ).values(status="timed_out", timed_out_at=now(), timeout_event_id=event_id))
+        if done.rowcount:
+            await bump(conn, timeouts_fired=1)
+    log.info("fired %s for %s/%s (deadline %s)", event_type, m["tenant_id"], m["wait_id"],
+             utc(m["deadline"]).isoformat())
+    return event_id
+
+
+async def fire_due(engine: AsyncEngine, bus: BusClient, owner: str, lease: float) -> int:
+    """One pass: claim and fire every due wait; how many were fired."""
+    fired = 0
+    for row in await claim_due(engine, owner, lease):
+        try:
+            await fire(engine, bus, row, owner)
+            fired += 1
+        except Exception as exc:  # the lease runs out and a later pass retries
+            log.warning("could not fire timeout of %s: %s", row._mapping["wait_id"], exc)
+    return fired
+
+
+async def run_timeouts(engine: AsyncEngine, bus: BusClient, *, owner: str, lease: float,
+                       interval: float) -> None:
+    """Fire due timeouts every ``interval`` seconds until cancelled (first pass at once)."""
+    while True:
+        try:
+            await fire_due(engine, bus, owner, lease)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("timeout pass failed: %s", exc)
+        await asyncio.sleep(interval)

@@ -1,0 +1,321 @@
+/* One plan: summary, state machine with the path taken, timeline, actions, waits,
+ * sub-plans, LLM audit trail; kept live by the plan's SSE stream.
+ *
+ * API (see tracker_service.schemas): GET /plans/{id} -> PlanDetail (state_path, waits,
+ * context.state_machine, context.llm_audit), /timeline -> Timeline, /actions -> ActionList,
+ * /sub-plans -> PlanList, /stream -> SSE frames "plan", "entry", "end", "heartbeat".
+ */
+(function () {
+  "use strict";
+  const ui = window.TrackerUI;
+  const { h } = ui;
+
+  const marker = "/ui/plans/";
+  const planId = decodeURIComponent(location.pathname.slice(location.pathname.indexOf(marker) + marker.length));
+  const enc = encodeURIComponent(planId);
+  const MAX_PAGES = 20;
+  const TERMINAL = ["completed", "failed", "cancelled"];
+
+  let plan = null;          // the latest PlanDetail (summary fields refreshed by "plan" frames)
+  let entries = [];         // timeline entries, by seq
+  const seqs = new Set();
+  let stream = null;
+  let pending = null;
+
+  function fact(dl, label, value) {
+    if (value === null || value === undefined || value === "") return;
+    dl.append(h("dt", null, label), h("dd", null, value));
+  }
+
+  function planLink(id) { return h("a", { href: ui.planHref(id), class: "mono plan-link" }, id); }
+
+  function bump(key) { document.body.dataset[key] = String(Number(document.body.dataset[key] || 0) + 1); }
+
+  function renderSummary() {
+    document.title = "Plan " + planId + " \u00b7 Soorma tracker";
+    ui.clear(document.getElementById("plan-title")).append("Plan ", h("span", { class: "mono" }, planId));
+    ui.clear(document.getElementById("plan-status")).append(ui.statusPill(plan.status));
+    const dl = ui.clear(document.getElementById("facts"));
+    fact(dl, "Goal event", plan.goal_event);
+    fact(dl, "Planner", plan.planner);
+    fact(dl, "Current state", plan.current_state);
+    fact(dl, "Session", plan.session_id);
+    fact(dl, "Started", ui.fmtTime(plan.started_at || plan.created_at));
+    fact(dl, "Ended", ui.fmtTime(plan.ended_at));
+    fact(dl, "Duration", ui.fmtDuration(plan.duration_ms));
+    fact(dl, "Events", plan.event_count);
+    fact(dl, "Parent plan", plan.parent_plan_id ? planLink(plan.parent_plan_id) : null);
+    fact(dl, "Goal correlation", plan.goal_correlation_id);
+    fact(dl, plan.status === "paused" ? "Paused because" : "Reason", plan.reason);
+    if (plan.result !== undefined && plan.result !== null) {
+      fact(dl, "Result", h("code", null, ui.short(JSON.stringify(plan.result), 300)));
+    }
+    if (plan.context_error) fact(dl, "Context", h("span", { class: "muted" }, plan.context_error));
+  }
+
+  /** The path taken: PlanDetail.state_path, plus moves seen live since. */
+  function path() {
+    const steps = (plan.state_path || []).map((s) => ({ from: s.from_state, to: s.to_state, event: s.trigger_event, id: s.event_id }));
+    const known = new Set(steps.map((s) => s.id));
+    for (const e of entries) {
+      if (e.type !== "plan.state_changed" || known.has(e.event_id)) continue;
+      const d = e.data || {};
+      if (typeof d.to_state === "string") steps.push({ from: d.from_state, to: d.to_state, event: d.trigger_event || null, id: e.event_id });
+    }
+    return steps;
+  }
+
+  function renderMachine() {
+    const box = ui.clear(document.getElementById("machine"));
+    const legend = document.getElementById("machine-legend");
+    const context = plan.context || {};
+    const steps = path();
+    const current = steps.length ? steps[steps.length - 1].to : plan.current_state;
+    const machine = context.state_machine || {};
+    const states = Object.keys(machine).length;
+    // A ChoreographyPlanner plan sits in one placeholder state: its steps are LLM choices.
+    const llm = (context.llm_audit || []).length > 0 && states <= 1;
+    if ((!states && !steps.length) || llm) {
+      box.append(h("p", { class: "muted", id: "no-machine" }, (context.llm_audit || []).length
+        ? "No state machine: an LLM (ChoreographyPlanner) chooses each step; see the audit trail below."
+        : "No state machine recorded for this plan."));
+      legend.hidden = true;
+      return;
+    }
+    legend.hidden = false;
+    const svg = ui.drawMachine(machine, null, steps, plan.current_state || current);
+    if (svg) box.append(svg);
+  }
+
+  function timelineRow(entry, first) {
+    const t = ui.parseTime(entry.time);
+    return h("tr", { class: "tl-row", "data-event-type": entry.type, "data-seq": entry.seq },
+      h("td", { class: "nowrap mono" }, ui.fmtTime(t)),
+      h("td", { class: "num mono" }, first !== null && t !== null ? "+" + ui.fmtDuration(t - first) : ""),
+      h("td", { class: "nowrap" }, entry.source || ""),
+      h("td", { class: "mono" }, entry.type),
+      h("td", null, entry.data && Object.keys(entry.data).length
+        ? h("details", { class: "tl-data", "data-seq": entry.seq }, h("summary", null, entry.summary || entry.type),
+          h("pre", null, ui.json(entry.data)))
+        : entry.summary || ""),
+      h("td", { class: "num" }, ui.fmtDuration(entry.duration_ms)));
+  }
+
+  function openSet(selector, key) {
+    return new Set(Array.from(document.querySelectorAll(selector), (d) => d.open ? d.dataset[key] : null).filter(Boolean));
+  }
+
+  function renderTimeline() {
+    // A re-render keeps the rows a person opened open.
+    const open = openSet("#timeline-body details.tl-data", "seq");
+    const body = ui.clear(document.getElementById("timeline-body"));
+    const first = entries.length ? ui.parseTime(entries[0].time) : null;
+    entries.forEach((entry) => {
+      const row = timelineRow(entry, first);
+      const details = row.querySelector("details");
+      if (details && open.has(String(entry.seq))) details.open = true;
+      body.append(row);
+    });
+    document.getElementById("timeline-count").textContent = "(" + entries.length + ")";
+  }
+
+  function addEntry(entry) {
+    if (!entry || seqs.has(entry.seq)) return false;
+    seqs.add(entry.seq);
+    if (entries.length && entry.seq < entries[entries.length - 1].seq) {
+      entries.push(entry);
+      entries.sort((a, b) => a.seq - b.seq);
+      renderTimeline();
+    } else {
+      entries.push(entry);
+      const body = document.getElementById("timeline-body");
+      const row = timelineRow(entry, ui.parseTime(entries[0].time));
+      row.classList.add("fresh");
+      body.append(row);
+      document.getElementById("timeline-count").textContent = "(" + entries.length + ")";
+    }
+    return true;
+  }
+
+  function renderActions(actions) {
+    const body = ui.clear(document.getElementById("actions-body"));
+    if (!actions.length) body.append(h("tr", null, h("td", { colspan: "4", class: "muted" }, "none")));
+    for (const a of actions) {
+      const why = a.reason || a.error;
+      body.append(h("tr", { class: "action-row", title: why || null },
+        h("td", { class: "mono" }, a.event_type || ""),
+        h("td", null, a.agent || ""),
+        h("td", null, ui.statusPill(a.status), why ? h("span", { class: "muted" }, " " + ui.short(why, 60)) : null),
+        h("td", { class: "num" }, ui.fmtDuration(a.latency_ms))));
+    }
+  }
+
+  function renderWaits() {
+    const waits = plan.waits || [];
+    document.getElementById("waits-panel").hidden = !waits.length;
+    const body = ui.clear(document.getElementById("waits-body"));
+    for (const w of waits) {
+      body.append(h("tr", { class: "wait-row" },
+        h("td", null, w.kind),
+        h("td", { class: "mono" }, w.expected_event || ""),
+        h("td", null, ui.statusPill(w.status)),
+        h("td", { class: "nowrap" }, ui.fmtTime(w.deadline)),
+        h("td", { class: "nowrap" }, ui.fmtTime(w.answered_at || w.timed_out_at)),
+        h("td", null, w.late_answer_at ? "late answer at " + ui.fmtTime(w.late_answer_at) : "")));
+    }
+  }
+
+  function renderSubPlans(plans) {
+    const ul = ui.clear(document.getElementById("sub-plans"));
+    const known = new Set(plans.map((p) => p.plan_id));
+    for (const id of plan.sub_plan_ids || []) if (!known.has(id)) plans.push({ plan_id: id, status: "pending" });
+    if (!plans.length) { ul.append(h("li", { class: "muted" }, "none")); return; }
+    for (const p of plans) {
+      ul.append(h("li", { class: "sub-plan" }, ui.statusPill(p.status), " ", planLink(p.plan_id), " ",
+        h("span", { class: "muted" }, [p.goal_event, p.current_state].filter(Boolean).join(" \u00b7 "))));
+    }
+  }
+
+  function renderAudit() {
+    const records = (plan.context && plan.context.llm_audit) || [];
+    document.getElementById("audit-panel").hidden = !records.length;
+    const before = document.querySelectorAll("#audit details.audit");
+    const open = openSet("#audit details.audit", "index");
+    const box = ui.clear(document.getElementById("audit"));
+    records.forEach((r, i) => {
+      const errors = r.errors || [];
+      const ok = r.valid !== false && !errors.length;
+      const tokens = r.tokens && Object.keys(r.tokens).length
+        ? Object.entries(r.tokens).map(([k, v]) => k + " " + v).join(", ") : "";
+      const body = h("div", null);
+      if (errors.length) {
+        body.append(h("strong", null, "Validation errors"),
+          h("ul", { class: "audit-errors" }, errors.map((e) => h("li", { class: "bad" }, String(e)))));
+      }
+      body.append(h("strong", null, "Prompt"));
+      for (const m of r.prompt || []) {
+        body.append(h("div", { class: "muted" }, String(m.role || "")),
+          h("pre", { class: "audit-prompt" }, typeof m.content === "string" ? m.content : ui.json(m.content)));
+      }
+      if (!r.prompt || !r.prompt.length) body.append(h("p", { class: "muted" }, "(not recorded)"));
+      body.append(h("strong", null, "Raw output"),
+        h("pre", { class: "audit-raw" }, r.raw_output === null || r.raw_output === undefined ? "(none)" : String(r.raw_output)));
+      const isOpen = before.length ? open.has(String(i)) : i === records.length - 1;
+      box.append(h("details", { class: "audit", "data-index": i, open: isOpen },
+        h("summary", null,
+          h("span", { class: "mono" }, "#" + (i + 1)),
+          h("span", null, r.attempt || ""),
+          h("span", { class: "mono audit-model" }, r.model || "(no model)"),
+          h("span", { class: "audit-latency" }, ui.fmtDuration(r.latency_ms)),
+          tokens ? h("span", { class: "muted" }, tokens) : null,
+          h("span", { class: ok ? "ok" : "bad" }, ok ? "valid" : "invalid"),
+          h("span", { class: "muted" }, ui.fmtTime(r.at))),
+        body));
+    });
+  }
+
+  async function pages(path, key) {
+    const out = [];
+    let cursor = null;
+    for (let i = 0; i < MAX_PAGES; i++) {
+      const page = await ui.api(path, { cursor });
+      out.push(...(page[key] || []));
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
+    return out;
+  }
+
+  async function load() {
+    try {
+      const [detail, timeline, actions, subs] = await Promise.all([
+        ui.api("/plans/" + enc),
+        pages("/plans/" + enc + "/timeline", "entries"),
+        pages("/plans/" + enc + "/actions", "actions"),
+        pages("/plans/" + enc + "/sub-plans", "plans"),
+      ]);
+      plan = detail;
+      entries = [];
+      seqs.clear();
+      timeline.forEach((e) => { if (!seqs.has(e.seq)) { seqs.add(e.seq); entries.push(e); } });
+      renderSummary();
+      renderMachine();
+      renderTimeline();
+      renderActions(actions);
+      renderWaits();
+      renderSubPlans(subs);
+      renderAudit();
+      bump("loaded");
+      // For tests and scripts: nothing more will change on this page.
+      document.body.dataset.settled = String(!pending && TERMINAL.includes(plan.status));
+      if (TERMINAL.includes(plan.status) && stream) {
+        stream.close();
+        stream = null;
+        live("", "ended");
+      }
+      ui.showError(null);
+    } catch (err) {
+      ui.showError(err);
+      return err;
+    }
+    return null;
+  }
+
+  function refreshSoon() {
+    document.body.dataset.settled = "false";
+    if (pending) return;
+    pending = setTimeout(() => { pending = null; load(); }, 300);
+  }
+
+  function live(state, text) {
+    const el = document.getElementById("live");
+    el.className = "live " + state;
+    el.textContent = text;
+  }
+
+  function onFrame(frame) {
+    if (frame.event === "heartbeat") return;
+    bump("frames");
+    if (frame.event === "entry") {
+      if (addEntry(frame.data) && plan) {
+        if (frame.data.type === "plan.state_changed") renderMachine();
+        bump("updates");
+      }
+    } else if (frame.event === "plan" || frame.event === "end") {
+      const changed = !plan || frame.data.updated_at !== plan.updated_at || frame.data.status !== plan.status;
+      if (plan) {
+        Object.assign(plan, frame.data);
+        renderSummary();
+      }
+      // The detail (waits, context, LLM audit, actions) is not in the frame: re-read it.
+      if (changed) refreshSoon();
+      if (frame.event === "end" && stream) {
+        stream.close();
+        stream = null;
+        live("", "ended");
+      }
+    }
+  }
+
+  let retries = 0;
+
+  async function start() {
+    const err = await load();
+    if (!plan) {
+      // Not projected yet (a plan opened as it starts) or the service unreachable: try
+      // again. A refused identity (401/403) or a bad request will not heal by waiting.
+      const transient = !(err instanceof ui.ApiError) || err.status === 404 || err.status >= 500;
+      if (transient) setTimeout(start, Math.min(1000 * ++retries, 5000));
+      return;
+    }
+    if (stream) stream.close();
+    if (plan && TERMINAL.includes(plan.status)) { live("", "ended"); return; }
+    stream = ui.stream("/plans/" + enc + "/stream", {
+      onOpen() { live("on", "live"); },
+      onEvent: onFrame,
+      onClose(err) { live("off", err ? "disconnected: " + err.message : "reconnecting"); },
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => ui.boot("Plan", start));
+})();

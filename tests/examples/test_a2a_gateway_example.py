@@ -1,0 +1,72 @@
+"""examples/07-a2a-gateway runs as documented: worker and a2a-sdk client as real processes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from event_service import create_app as create_event_app
+from gateway_a2a import create_app as create_gateway_app
+from gateway_a2a.settings import Settings as GatewaySettings
+from memory_service import create_app as create_memory_app
+from registry_service import create_app as create_registry_app
+from testsupport.server import free_port, serve
+from testsupport.services import event_settings, memory_settings, registry_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
+from sdk_helpers import Proc, subprocess_env
+
+pytestmark = pytest.mark.asyncio
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "07-a2a-gateway"
+
+
+@pytest_asyncio.fixture
+async def services(tmp_path: Any) -> AsyncIterator[dict[str, str]]:
+    """Events, registry, memory and the gateway (dev mode, as `soorma dev` runs them)."""
+    async with AsyncExitStack() as stack:
+        events = await stack.enter_async_context(serve(create_event_app(event_settings())))
+        registry = await stack.enter_async_context(serve(create_registry_app(
+            registry_settings(f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path))))
+        memory = await stack.enter_async_context(serve(create_memory_app(
+            memory_settings(f"sqlite+aiosqlite:///{tmp_path}/memory.db", tmp_path))))
+        port = free_port()
+        gateway = await stack.enter_async_context(serve(create_gateway_app(GatewaySettings(
+            event_service_url=events.url, registry_url=registry.url, data_dir=tmp_path,
+            gateway_url=f"http://127.0.0.1:{port}", gateway_card_ttl_seconds=0,
+        )), port))
+        yield subprocess_env(
+            SOORMA_EVENT_SERVICE_URL=events.url, SOORMA_REGISTRY_URL=registry.url,
+            SOORMA_MEMORY_URL=memory.url, SOORMA_GATEWAY_URL=gateway.url,
+        )
+
+
+async def test_client_streams_a_task_with_progress_and_one_human_answer(
+    services: dict[str, str],
+):
+    worker = await Proc.start(sys.executable, str(EXAMPLE / "worker.py"), env=services)
+    try:
+        await worker.wait_for("agent expense-approver ready")
+        client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"), "250",
+                                  "team dinner", "--answer", "yes", env=services)
+        assert await client.wait() == 0, client.output + "\n" + worker.output
+        lines = client.lines
+        assert lines[0] == "gateway skills: expense-review"
+        assert "status: TASK_STATE_WORKING checking the expense policy" in lines
+        assert "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?" in lines
+        assert lines.index("answering: yes") > lines.index(
+            "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?")
+        assert "status: TASK_STATE_COMPLETED" in lines
+        assert json.loads(lines[-1]) == {
+            "amount": 250.0, "approved": True, "by": "human", "note": "yes"}
+        assert await worker.stop(signal.SIGINT) == 0, worker.output
+    finally:
+        await worker.kill()

@@ -1,0 +1,57 @@
+"""``soorma a2a card`` / ``soorma a2a send`` against a running gateway (real processes)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+from conftest import KEY_A, Platform
+
+from soorma import _cli_a2a
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def soorma(*args: str) -> tuple[int, str, str]:
+    env = {**os.environ, "SOORMA_GATEWAY_API_KEY": KEY_A}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "from soorma.cli import main; main()", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return int(proc.returncode or 0), out.decode(), err.decode()
+
+
+async def test_card(platform: Platform):
+    code, out, err = await soorma("a2a", "card", platform.url)
+    assert code == 0, err
+    assert "echo - echo skill (needs: text)" in out
+    assert "review - review skill (needs: doc, mode)" in out
+    assert f"HTTP+JSON 1.0: {platform.url}" in out
+
+
+
+
+async def test_send_exit_codes(platform: Platform, capsys: pytest.CaptureFixture[str]):
+    """The same command in-process (the parser and the coroutine the CLI runs)."""
+    parser = argparse.ArgumentParser()
+    _cli_a2a.add_parser(parser.add_subparsers(dest="command"))
+
+    async def send(*argv: str) -> int:
+        args = parser.parse_args(["a2a", "send", "--api-key", KEY_A, *argv])
+        return await _cli_a2a._send(args)
+
+    assert await send("--binding", "HTTP+JSON", "--no-stream", platform.url, "review",
+                      json.dumps({"doc": "x", "mode": "hitl"})) == 3
+    assert "TASK_STATE_INPUT_REQUIRED Approve the document?" in capsys.readouterr().out
+    assert await send(platform.url, "echo", '{"text": 1}') == 1
+    assert "InvalidParamsError" in capsys.readouterr().err
+    assert await send(platform.url, "echo", "plain words") == 0
+    assert '"plain words"' in capsys.readouterr().out
+    assert await send(platform.url, "echo", json.dumps({"text": "ab", "times": 2})) == 0
+    out = capsys.readouterr().out
+    assert "TASK_STATE_COMPLETED" in out and '"abab"' in out

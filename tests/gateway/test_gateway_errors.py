@@ -1,0 +1,152 @@
+"""Every A2A error for its case, over raw HTTP on both bindings, plus 413 and the 0.3 names.
+
+Nothing reaches the bus from a rejected request (checked with a tap on action-requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+from conftest import HEADERS_A, Platform
+
+from soorma_common.events import ACTION_REQUESTS
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+V1 = {**HEADERS_A, "A2A-Version": "1.0"}
+
+
+def rpc(method: str, params: Any = None, *, id_: Any = 1) -> dict[str, Any]:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        body["params"] = params
+    return body
+
+
+def message(data: dict[str, Any] | None = None, *, skill: str = "echo", **extra: Any) -> dict:
+    parts = [{"data": data}] if data is not None else [{"text": "hi"}]
+    return {"messageId": "m-1", "role": "ROLE_USER", "parts": parts,
+            "metadata": {"skill": skill}, **extra}
+
+
+async def completed_task(http: httpx.AsyncClient) -> str:
+    body = (await http.post("/", json=rpc("SendMessage", {"message": message({"text": "x"})}),
+                            headers=V1)).json()
+    return str(body["result"]["task"]["id"])
+
+
+async def test_json_rpc_error_codes(platform: Platform):
+    context = await platform.context()
+    async with context.bus.subscribe([ACTION_REQUESTS]) as tap, httpx.AsyncClient(
+        base_url=platform.url
+    ) as http:
+        await tap.wait_ready()
+
+        async def code(body: Any, headers: dict[str, str] = V1, raw: bool = False) -> int:
+            content = body if raw else json.dumps(body)
+            response = await http.post("/", content=content, headers={
+                **headers, "Content-Type": "application/json"})
+            assert response.status_code == 200
+            return int(response.json()["error"]["code"])
+
+        assert await code("{not json", raw=True) == -32700
+        assert await code({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}) == -32600
+        assert await code([rpc("GetTask")]) == -32600
+        assert await code(rpc("NoSuchMethod")) == -32601
+        assert await code(rpc("GetTask", {"id": 5, "historyLength": "x"})) == -32602
+        assert await code(rpc("SendMessage", {"message": message({"text": 1})})) == -32602
+        assert await code(rpc("GetTask", {"id": "missing"})) == -32001
+        assert await code(rpc("SendMessage", {"message": {
+            **message(), "parts": [{"text": "x", "mediaType": "image/png"}]}})) == -32005
+        assert await code(rpc("GetTask", {"id": "x"}),
+                          headers={**HEADERS_A, "A2A-Version": "9.0"}) == -32009
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.4):
+                await anext(aiter(tap))
+        done = await completed_task(http)
+        assert await code(rpc("CancelTask", {"id": done})) == -32002
+        assert await code(rpc("SendMessage", {"message": message(taskId=done)})) == -32004
+        assert await code(rpc("SubscribeToTask", {"id": done})) == -32004
+
+
+async def test_push_not_supported_when_disabled(platform: Platform):
+    gateway = await platform.start_gateway(gateway_push_enabled=False,
+                                           gateway_replica_id="no-push")
+    try:
+        async with httpx.AsyncClient(base_url=gateway.url) as http:
+            done = await completed_task(http)
+            body = (await http.post("/", json=rpc("CreateTaskPushNotificationConfig", {
+                "taskId": done, "url": "https://example.com/hook"}), headers=V1)).json()
+            rest = await http.post(f"/tasks/{done}/pushNotificationConfigs", json={
+                "url": "https://example.com/hook"}, headers=V1)
+    finally:
+        await gateway.stop()
+    assert body["error"]["code"] == -32003
+    assert rest.status_code == 400
+
+
+async def test_http_json_statuses(platform: Platform):
+    async with httpx.AsyncClient(base_url=platform.url, headers=V1) as http:
+        missing = await http.get("/tasks/nope")
+        bad = await http.post("/message:send", json={"message": message({"text": 3})})
+        garbage = await http.post("/message:send", content="{oops",
+                                  headers={"Content-Type": "application/json"})
+        done = (await http.post("/message:send", json={"message": message({"text": "x"})}))
+        task_id = done.json()["task"]["id"]
+        not_cancelable = await http.post(f"/tasks/{task_id}:cancel")
+        got = await http.get(f"/tasks/{task_id}")
+    assert missing.status_code == 404
+    assert bad.status_code == 400 and "text" in bad.text
+    assert garbage.status_code == 400
+    assert done.status_code == 200
+    assert not_cancelable.status_code == 400 and "TASK_NOT_CANCELABLE" in not_cancelable.text
+    assert got.json()["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_oversized_body_is_413_and_never_published(platform: Platform):
+    context = await platform.context()
+    big = "x" * (1024 * 1024 + 10)
+    async with context.bus.subscribe([ACTION_REQUESTS]) as tap, httpx.AsyncClient(
+        base_url=platform.url, headers=V1
+    ) as http:
+        await tap.wait_ready()
+        rpc_response = await http.post("/", json=rpc("SendMessage", {"message": message(
+            {"text": big})}))
+        rest_response = await http.post("/message:send", json={"message": message(
+            {"text": big})})
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.4):
+                await anext(aiter(tap))
+    assert rpc_response.status_code == 413
+    assert rest_response.status_code == 413
+
+
+@pytest.mark.parametrize("path", ["/", "/agents/echo-tool/", "/agents/echo-tool"])
+async def test_v0_3_method_names(platform: Platform, path: str):
+    old = {"messageId": "m-old", "role": "user", "kind": "message",
+           "parts": [{"kind": "data", "data": {"text": "old"}}], "metadata": {"skill": "echo"}}
+    async with httpx.AsyncClient(base_url=platform.url, headers=HEADERS_A) as http:
+        sent = (await http.post(path, json=rpc("message/send", {"message": old}))).json()
+        task = sent["result"]
+        assert task["kind"] == "task" and task["status"]["state"] == "completed"
+        got = (await http.post(path, json=rpc("tasks/get", {"id": task["id"]}))).json()
+        assert got["result"]["artifacts"][0]["parts"][0]["data"]["echo"] == "old"
+        cancel = (await http.post(path, json=rpc("tasks/cancel", {"id": task["id"]}))).json()
+        assert cancel["error"]["code"] == -32002
+        async with http.stream("POST", path, json=rpc("message/stream", {"message": old})) as s:
+            lines = [json.loads(line[5:]) async for line in s.aiter_lines()
+                     if line.startswith("data:")]
+        assert lines[-1]["result"]["status"]["state"] == "completed"
+        push = (await http.post(path, json=rpc("tasks/pushNotificationConfig/list",
+                                               {"id": task["id"]}))).json()
+        assert push["result"] == []
+        missing = await http.post(path, json=rpc("tasks/resubscribe", {"id": "nope"}))
+        # A streaming method answers its error as the stream's one event.
+        body = missing.text.strip()
+        body = json.loads(body.removeprefix("data:")) if body.startswith("data:") else json.loads(
+            body)
+        assert body["error"]["code"] == -32001

@@ -1,0 +1,34 @@
+"""An agent replica for the recovery tests, run as its own process (and SIGKILLed).
+
+Handles ``job.created`` on business-facts: prints ``started <n>``, sleeps
+``RECOVERY_SLEEP`` seconds, prints ``done <n>``. ``RECOVERY_VT`` sets the visibility
+timeout. Prints ``ready consumer=<id>`` once its stream is live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from soorma import Agent
+
+
+async def main() -> None:
+    pause = float(os.environ.get("RECOVERY_SLEEP", "0"))
+    agent = Agent(name="recovering", visibility_timeout=float(os.environ["RECOVERY_VT"]),
+                  ack_window=0)
+
+    @agent.on_event(topic="business-facts", event_type="job.created")
+    async def handle(event, context):
+        n = event.data["n"]
+        print(f"started {n}", flush=True)
+        await asyncio.sleep(pause)
+        print(f"done {n}", flush=True)
+
+    await agent.start()
+    print(f"ready consumer={agent.consumer_id}", flush=True)
+    await agent.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,155 @@
+"""Fast recovery of agent replicas, with real processes killed by SIGKILL.
+
+- with no configuration, two replicas on one host get different consumer ids and a
+  restarted one gets its old id back (replica slots), then handles what its previous
+  life held at once (the visibility timeout here is a minute: only resuming by
+  consumer id explains it);
+- when the killed replica does not come back, a live one takes its events over once
+  its lease renewals stop;
+- a handler running longer than the visibility timeout is not redelivered meanwhile.
+
+Identity resolution itself: test_agent_recovery_identity.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+from sdk_helpers import Proc, eventually, make_context, subprocess_env
+
+from soorma import Agent, Event, PlatformContext
+from soorma.agents._consumer_id import ConsumerIdentity
+from testsupport.server import LiveServer
+
+pytestmark = pytest.mark.asyncio
+
+SCRIPT = str(Path(__file__).with_name("recovery_agent.py"))
+HUNG = "600"  # seconds a "hung" handler sleeps: it never finishes within a test
+
+
+def _env(service: LiveServer, state_dir: Path, **extra: str) -> dict[str, str]:
+    return subprocess_env(
+        SOORMA_EVENT_SERVICE_URL=service.url, SOORMA_REGISTRY_URL="http://127.0.0.1:9",
+        SOORMA_STATE_DIR=str(state_dir), **extra,
+    )
+
+
+async def _replica(env: dict[str, str], procs: list[Proc]) -> tuple[Proc, str]:
+    proc = await Proc.start(sys.executable, SCRIPT, env=env)
+    procs.append(proc)
+    line = await proc.wait_for("ready consumer=")
+    return proc, line.split("consumer=", 1)[1]
+
+
+async def _sigkill(proc: Proc) -> None:
+    proc.proc.kill()
+    await proc.wait()
+
+
+async def test_a_killed_replica_restarts_with_its_own_id_and_resumes_its_events_at_once(
+    event_service: LiveServer, context: PlatformContext, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SOORMA_STATE_DIR", str(tmp_path))
+    monkeypatch.delenv("SOORMA_CONSUMER_ID", raising=False)
+    monkeypatch.delenv("SOORMA_REPLICA", raising=False)
+    procs: list[Proc] = []
+    env = _env(event_service, tmp_path, RECOVERY_VT="60")
+    other: ConsumerIdentity | None = None
+    try:
+        first, first_id = await _replica({**env, "RECOVERY_SLEEP": HUNG}, procs)
+        for n in range(2):
+            await context.bus.announce("job.created", {"n": n})
+        for n in range(2):
+            await first.wait_for(f"started {n}")
+        # Another replica on this host (this test process) gets a slot of its own.
+        other = ConsumerIdentity("recovering")
+        assert other.consumer_id != first_id
+        await _sigkill(first)
+        again, again_id = await _replica({**env, "RECOVERY_SLEEP": "0"}, procs)
+        assert again_id == first_id
+        for n in range(2):
+            # Far inside the 60 s visibility timeout: only resuming by id explains it.
+            await again.wait_for(f"done {n}", within=20)
+    finally:
+        if other is not None:
+            other.release()
+        for proc in procs:
+            await proc.kill()
+
+
+async def test_a_live_replica_takes_over_the_events_of_one_that_does_not_come_back(
+    event_service: LiveServer, context: PlatformContext, tmp_path: Path,
+) -> None:
+    procs: list[Proc] = []
+    done: list[int] = []
+    survivor = Agent(name="recovering", visibility_timeout=1, ack_window=0,
+                     consumer_id="survivor", context=make_context(event_service.url))
+
+    @survivor.on_event(topic="business-facts", event_type="job.created")
+    async def handle(event: Event, ctx: PlatformContext) -> None:
+        done.append(event.data["n"])
+
+    try:
+        doomed, _ = await _replica(_env(event_service, tmp_path, RECOVERY_VT="1",
+                                        RECOVERY_SLEEP=HUNG), procs)
+        await survivor.start()
+        # One job at a time until the doomed replica holds one.
+        held = None
+        for n in range(50):
+            await context.bus.announce("job.created", {"n": n})
+            await eventually(lambda n=n: f"started {n}" in doomed.lines or n in done)
+            if f"started {n}" in doomed.lines:
+                held = n
+                break
+        assert held is not None, "the doomed replica never got a job"
+        # It renews its lease while alive: its job stays with it ...
+        await asyncio.sleep(2.5)
+        assert held not in done
+        await _sigkill(doomed)
+        # ... and moves once the renewals stop.
+        await eventually(lambda: held in done, within=15)
+    finally:
+        await survivor.stop()
+        await survivor.context.close()
+        for proc in procs:
+            await proc.kill()
+
+
+async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered(
+    event_service: LiveServer, context: PlatformContext,
+) -> None:
+    started: list[int] = []
+    finished: list[int] = []
+    agent = Agent(name="slow", visibility_timeout=1, ack_window=0, consumer_id="worker",
+                  context=make_context(event_service.url))
+
+    @agent.on_event(topic="business-facts", event_type="job.created")
+    async def handle(event: Event, ctx: PlatformContext) -> None:
+        started.append(event.data["n"])
+        await asyncio.sleep(3.5)  # three and a half visibility timeouts
+        finished.append(event.data["n"])
+
+    try:
+        await agent.start()
+        await context.bus.announce("job.created", {"n": 0})
+        await eventually(lambda: started == [0])
+        # Other consumers of the group, idle: an expired lease would be claimed by one
+        # of them (or by the agent itself, which would skip it as in flight).
+        watchers = [context.bus.subscribe("business-facts", group="slow", consumer=f"w{i}",
+                                          visibility_timeout=1) for i in range(3)]
+        for watcher in watchers:
+            await watcher.wait_ready()
+        await eventually(lambda: finished == [0], within=20)
+        await asyncio.sleep(0.5)  # a redelivery racing the ack would show up here
+        stolen = [watcher._queue.qsize() for watcher in watchers]
+        for watcher in watchers:
+            await watcher.close()
+    finally:
+        await agent.stop()
+        await agent.context.close()
+    assert stolen == [0, 0, 0], "the running handler's event was redelivered"
+    assert started == [0]

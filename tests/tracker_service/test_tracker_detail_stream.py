@@ -1,0 +1,81 @@
+"""The plan page's data: the memory context (state machine, LLM audit) read as the plan's
+tenant, and the live SSE stream of one plan."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from tracker_stack import Stack
+
+pytestmark = pytest.mark.asyncio
+
+
+def lifecycle(plan_id: str, type_: str, **data: Any) -> dict[str, Any]:
+    return {"topic": "system-events", "type": type_, "correlation_id": plan_id,
+            "plan_id": plan_id, "data": {"plan_id": plan_id, **data}}
+
+
+async def test_plan_detail_carries_the_memory_context_of_its_own_tenant(stack: Stack) -> None:
+    plan_id = str(uuid.uuid4())
+    audit = {"attempt": "first", "model": "mock/m", "prompt": [{"role": "user", "content": "q"}],
+             "raw_output": "{}", "latency_ms": 12.5, "tokens": {"total": 3}, "valid": False,
+             "errors": ["bad json"]}
+    machine = {"start": {"transitions": [{"on_event": "x.done", "to_state": "end"}]}}
+    r = await stack.client.post(f"{stack.memory.url}/v1/memory/plan-context", headers={
+        "X-Tenant-ID": "acme"}, json={"plan_id": plan_id, "goal_event": "g",
+                                      "current_state": "start", "state_machine": machine,
+                                      "state": {"llm_audit": [audit]}})
+    assert r.status_code in (200, 201), r.text
+    await stack.publish(lifecycle(plan_id, "plan.started", current_state="start"))
+    await stack.plan_when(plan_id, lambda p: p["status"] == "running")
+    detail = await stack.ok(f"/plans/{plan_id}")
+    assert detail["context_error"] is None
+    ctx = detail["context"]
+    assert ctx["state_machine"] == machine and ctx["current_state"] == "start"
+    assert ctx["llm_audit"][0]["errors"] == ["bad json"]
+    assert ctx["llm_audit"][0]["model"] == "mock/m"
+    # Another tenant's plan of the same id: the context is read as the plan's tenant.
+    await stack.publish(lifecycle(plan_id, "plan.started"), tenant="globex")
+    await stack.plan_when(plan_id, lambda p: p["status"] == "running", tenant="globex")
+    other = await stack.ok(f"/plans/{plan_id}", tenant="globex")
+    assert other["context"] is None and "no context" in other["context_error"]
+
+
+async def _frames(response: httpx.Response, out: list[tuple[str, Any]]) -> None:
+    event = None
+    async for line in response.aiter_lines():
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: ") and event:
+            out.append((event, json.loads(line[6:])))
+
+
+async def test_plan_stream_sends_the_plan_each_entry_and_the_end(stack: Stack) -> None:
+    plan_id = str(uuid.uuid4())
+    await stack.publish(lifecycle(plan_id, "plan.started", current_state="a"))
+    await stack.plan_when(plan_id, lambda p: p["status"] == "running")
+    frames: list[tuple[str, Any]] = []
+    async with stack.client.stream("GET", f"{stack.tracker.url}/v1/tracker/plans/{plan_id}/stream",
+                                   headers={"X-Tenant-ID": "acme"}) as response:
+        assert response.status_code == 200
+        reader = asyncio.create_task(_frames(response, frames))
+        await stack.until(lambda: _has(frames, "entry", 1))
+        await stack.publish(lifecycle(plan_id, "plan.state_changed", from_state="a",
+                                      to_state="b", status="running"))
+        await stack.publish(lifecycle(plan_id, "plan.completed", current_state="b"))
+        async with asyncio.timeout(20):
+            await reader
+    kinds = [k for k, _ in frames]
+    assert kinds[0] == "plan" and kinds[-1] == "end"
+    entries = [d["type"] for k, d in frames if k == "entry"]
+    assert entries == ["plan.started", "plan.state_changed", "plan.completed"]
+    assert frames[-1][1]["status"] == "completed"
+
+
+async def _has(frames: list[tuple[str, Any]], kind: str, n: int) -> bool:
+    return sum(1 for k, _ in frames if k == kind) >= n

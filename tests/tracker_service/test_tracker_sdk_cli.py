@@ -1,0 +1,97 @@
+"""``context.tracker`` and ``soorma plans`` against a running tracker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import pytest
+from tracker_stack import Stack
+
+from soorma import PlatformContext, PlatformSettings
+from soorma.cli import main
+from soorma_common.errors import PlanNotFound
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _plan(stack: Stack, *, finish: bool = True) -> dict[str, str]:
+    plan_id, cid = str(uuid.uuid4()), f"goal-{uuid.uuid4()}"
+    goal = await stack.publish({"topic": "action-requests", "type": "trip.plan",
+                                "correlation_id": cid, "response_event": "trip.planned"})
+    common = {"topic": "system-events", "correlation_id": plan_id, "plan_id": plan_id}
+    await stack.publish({**common, "type": "plan.started", "parent_event_id": goal,
+                         "data": {"plan_id": plan_id, "current_state": "book"}})
+    await stack.publish({**common, "type": "plan.state_changed", "data": {
+        "plan_id": plan_id, "from_state": None, "to_state": "book", "status": "running"}})
+    if finish:
+        await stack.publish({**common, "type": "plan.completed",
+                             "data": {"plan_id": plan_id, "current_state": "book"}})
+    return {"plan_id": plan_id, "cid": cid}
+
+
+def _context(stack: Stack) -> PlatformContext:
+    return PlatformContext.from_env(settings=PlatformSettings(
+        tracker_url=stack.tracker.url, event_service_url=stack.events.url, tenant_id="acme"))
+
+
+async def test_context_tracker_reads_and_waits_for_plans(stack: Stack) -> None:
+    async with _context(stack) as context:
+        ids = await _plan(stack)
+        plan = await context.tracker.wait_for_plan(correlation_id=ids["cid"], timeout=20)
+        assert plan.plan_id == ids["plan_id"] and plan.status.value == "completed"
+        assert plan.goal_event == "trip.plan"
+        timeline = await context.tracker.timeline(plan.plan_id)
+        assert timeline.entries[0].type == "plan.started"
+        page = await context.tracker.list_plans(status="completed")
+        assert ids["plan_id"] in [p.plan_id for p in page.plans]
+        assert (await context.tracker.metrics()).plans.total >= 1
+        assert (await context.tracker.actions(plan.plan_id)).actions == []
+        with pytest.raises(PlanNotFound):
+            await context.tracker.get_plan("missing")
+        with pytest.raises(TimeoutError, match="not seen"):
+            await context.tracker.wait_for_plan("missing", timeout=0.5)
+
+
+async def _cli(*argv: str) -> int:
+    def call() -> int:
+        try:
+            main(list(argv))
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+    return await asyncio.to_thread(call)
+
+
+async def test_soorma_plans_list_show_and_follow(stack: Stack, capsys: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
+    done = await _plan(stack)
+    await stack.plan_when(done["plan_id"], lambda p: p["status"] == "completed")
+    assert await _cli("plans", "list", "--url", stack.tracker.url) == 0
+    assert done["plan_id"] in capsys.readouterr().out
+    assert await _cli("plans", "show", done["cid"], "--url", stack.tracker.url) == 0
+    out = capsys.readouterr().out
+    assert f"plan {done['plan_id']}" in out and "path: (start) -> book" in out
+    assert "plan started" in out and "plan completed" in out
+    assert await _cli("plans", "show", done["plan_id"], "--json", "--url",
+                      stack.tracker.url) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["plan"]["status"] == "completed" and len(shown["timeline"]) == 3
+    # --follow prints entries as they come and returns when the plan ends.
+    live = await _plan(stack, finish=False)
+    await stack.plan_when(live["plan_id"], lambda p: p["event_count"] == 2)
+    follower = asyncio.create_task(_cli("plans", "show", live["plan_id"], "--follow",
+                                        "--url", stack.tracker.url))
+    await asyncio.sleep(1.0)
+    await stack.publish({"topic": "system-events", "type": "plan.failed",
+                         "plan_id": live["plan_id"], "correlation_id": live["plan_id"],
+                         "data": {"plan_id": live["plan_id"], "reason": "no seats"}})
+    async with asyncio.timeout(20):
+        assert await follower == 0
+    out = capsys.readouterr().out
+    assert "failed: no seats" in out and out.rstrip().endswith("plan failed (no seats)")
+    assert await _cli("plans", "show", "nope", "--url", stack.tracker.url) == 1
+    assert "'nope'" in capsys.readouterr().err

@@ -1,0 +1,488 @@
+"""The tracker's web UI in a real headless Chromium, against real services and real plans.
+
+One browser and one platform (event, memory, registry, tracker under uvicorn) for the
+module. Plans are run by real agents: the research state machine of examples/04 (a
+Planner and its workers) and a ChoreographyPlanner whose LLM is the only stand-in (a
+litellm custom provider answering from a script). The pages are checked for what a
+person sees: rows, colours, the path taken, the audit trail, updates arriving without a
+reload, and hostile event data shown as text.
+
+``SOORMA_UI_SCREENSHOTS=docs/img`` saves the screenshots linked from docs/tracker-ui.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ui_browser import IN_CI, console_errors, start_chromium, wait_for
+from ui_stack import Stack
+
+from servicekit.auth import issue_token
+from servicekit.settings import ServiceSettings
+from soorma import Agent, PlatformContext
+from soorma.agents.planner import Planner
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples" / "04-planner-state-machine"))
+sys.path.insert(0, str(ROOT / "tests" / "choreography"))
+from research import GOAL_EVENT, RESEARCH, RESPONSE_EVENT  # noqa: E402
+
+TENANT = "acme"
+XSS = "<img src=x onerror=window.__xss=1><script>window.__xss=2</script>"
+SCREENSHOTS = os.environ.get("SOORMA_UI_SCREENSHOTS")
+
+
+# -- the platform and its agents ------------------------------------------------------
+
+
+class Research:
+    """The examples/04 research planner and workers; the user stand-in answers only
+    once ``gate`` is set, so a plan can be held in ``ask_user`` while a page watches."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.gate = asyncio.Event()
+
+    async def start(self) -> None:
+        ctx = self.stack.agent_context
+        await self.stack.started(Planner(
+            name="research-planner", plan_definition=RESEARCH,
+            context=ctx("research-planner", TENANT)))
+        searcher = Agent(name="web-searcher", context=ctx("web-searcher", TENANT))
+        analyzer = Agent(name="content-analyzer", context=ctx("content-analyzer", TENANT))
+        user = Agent(name="user-stand-in", context=ctx("user-stand-in", TENANT))
+        gate = self.gate
+
+        async def reply(event: Any, context: PlatformContext, event_type: str, data: dict) -> None:
+            await context.bus.respond(event_type, data, correlation_id=event.correlation_id,
+                                      topic=event.response_topic)
+
+        @searcher.on_event(topic="action-requests", event_type="web.search.requested")
+        async def search(event: Any, context: PlatformContext) -> None:
+            query = event.data.get("query")
+            if query == "broken":
+                await reply(event, context, "web.search.failed", {"error": "backend timed out"})
+            elif str(query).startswith("obscure") and not event.data.get("details"):
+                await reply(event, context, "web.search.no_results", {"count": 0})
+            else:
+                await reply(event, context, "web.search.completed",
+                            {"pages": [f"https://example.org/{i}" for i in range(3)]})
+
+        @analyzer.on_event(topic="action-requests", event_type="content.analyze.requested")
+        async def analyze(event: Any, context: PlatformContext) -> None:
+            pages = event.data.get("pages") or []
+            await reply(event, context, "content.analyze.completed",
+                        {"summary": f"{len(pages)} pages about {event.data.get('topic')}"})
+
+        @user.on_event(topic="action-requests", event_type="notification.human_input")
+        async def clarify(event: Any, context: PlatformContext) -> None:
+            await gate.wait()
+            await reply(event, context, "user.clarification.provided", {"details": "the 1970s"})
+
+        for agent in (searcher, analyzer, user):
+            await self.stack.started(agent)
+
+
+async def ask(stack: Stack, topic: str, *, wait: bool = True) -> str:
+    """Send a research goal; the answer's plan id (or, not waiting, the correlation id)."""
+    async with stack.context(TENANT) as context:
+        if not wait:
+            correlation = f"goal-{topic}"
+            await context.bus.request(GOAL_EVENT, {"topic": topic},
+                                      response_event=RESPONSE_EVENT, correlation_id=correlation)
+            return correlation
+        answer = await context.bus.call(GOAL_EVENT, {"topic": topic},
+                                        response_event=RESPONSE_EVENT, timeout=30)
+        return str(answer.data["plan_id"])
+
+
+async def ask_a_human(stack: Stack, plan_id: str, seconds: float) -> None:
+    """What a Worker publishes when it asks a person (``notification.human_input``)."""
+    async with stack.context(TENANT) as context:
+        context.bus.source = "approver"
+        sub_task = f"sub-{plan_id}"
+        deadline = datetime.now(UTC) + timedelta(seconds=seconds)
+        await context.bus.publish(
+            "notification-events", "notification.human_input",
+            {"task_id": f"task-{plan_id}", "sub_task_id": sub_task,
+             "question": "Approve?", "response_event": "approval.answered",
+             "response_topic": "action-results", "timeout_seconds": seconds,
+             "deadline": deadline.isoformat()},
+            correlation_id=sub_task, plan_id=plan_id)
+
+
+async def tracked(stack: Stack, path: str, tenant: str = TENANT) -> Any:
+    """GET the tracker API until it answers 200 (the projection is asynchronous)."""
+    async with stack.context(tenant) as context, asyncio.timeout(20):
+        while True:
+            response = await context.http.get(
+                stack.urls["tracker"] + "/v1/tracker" + path, headers={"X-Tenant-ID": tenant})
+            if response.status_code == 200:
+                return response.json()
+            await asyncio.sleep(0.1)
+
+
+async def plan_with(stack: Stack, correlation_id: str, state: str) -> str:
+    """The id of the plan started by ``correlation_id`` once it is in ``state``."""
+    async with asyncio.timeout(20):
+        while True:
+            plan = await tracked(stack, f"/plans/by-correlation/{correlation_id}")
+            if plan.get("current_state") == state:
+                return str(plan["plan_id"])
+            await asyncio.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    browser = start_chromium()
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, driver: Any) -> Iterator[Stack]:
+    stack = Stack(tmp_path_factory.mktemp("ui-stack"))
+    if IN_CI:  # CI runs the pages on the production backends
+        assert stack.backend == "redis+postgres", "set SOORMA_TEST_REDIS_URL and _DATABASE_URL"
+    stack.start()
+    research = Research(stack)
+    try:
+        stack.research = research  # type: ignore[attr-defined]
+        stack.run(research.start())
+        yield stack
+    finally:
+        driver.get("about:blank")  # close the page's streams before the services stop
+        stack.call(research.gate.set)  # a held plan's handler must end for agents to stop
+        stack.stop()
+
+
+def page(driver: Any, stack: Stack, path: str) -> None:
+    sep = "&" if "?" in path else "?"
+    driver.get(f"{stack.urls['tracker']}{path}{sep}tenant={TENANT}")
+
+
+def counter(driver: Any, name: str) -> int:
+    """A count the pages keep on <body> (loads, stream frames, live updates)."""
+    return int(driver.find_element("tag name", "body").get_attribute(f"data-{name}") or 0)
+
+
+def loaded(driver: Any, count: int = 1) -> None:
+    wait_for(driver, lambda d: counter(d, "loaded") >= count, message="page never loaded")
+
+
+def settled(driver: Any) -> None:
+    """Wait until a finished plan's page has its final content (no reload pending)."""
+    wait_for(driver, lambda d: d.find_element("tag name", "body").get_attribute("data-settled")
+             == "true", message="page never settled")
+
+
+def css(driver: Any, selector: str) -> list[Any]:
+    return list(driver.find_elements("css selector", selector))
+
+
+def attrs(driver: Any, selector: str, name: str) -> set[str]:
+    """The values of attribute ``name`` over ``selector`` (read in one go)."""
+    return set(driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]),"
+        " (e) => e.getAttribute(arguments[1]));", selector, name))
+
+
+def status(driver: Any) -> str:
+    return str(driver.execute_script(
+        "const pill = document.querySelector('#plan-status .pill');"
+        "return pill ? pill.textContent : '';"))
+
+
+def rows(driver: Any) -> dict[str, str]:
+    """Plan id -> status of the list's rows (read in one go: the list re-renders)."""
+    return dict(driver.execute_script(
+        "const out = {};"
+        "for (const r of document.querySelectorAll('#plans-body tr'))"
+        "  out[r.dataset.planId] = r.querySelector('.pill').textContent;"
+        "return out;"))
+
+
+def screenshot(driver: Any, name: str) -> None:
+    if not SCREENSHOTS:
+        return
+    driver.execute_script("window.scrollTo(0, 0)")
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1360, min(max(int(height), 700), 2400))
+    target = Path(SCREENSHOTS) / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(target))
+    driver.set_window_size(1360, 900)
+
+
+def no_injection(driver: Any) -> None:
+    assert driver.execute_script("return window.__xss") is None
+    injected = driver.execute_script(
+        "return document.querySelectorAll('main img, main script, main [onerror]').length")
+    assert injected == 0
+
+
+# -- tests ------------------------------------------------------------------------------
+
+
+def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver, stack):
+    done = stack.run(ask(stack, "owls"))
+    failed = stack.run(ask(stack, "broken"))
+    held = stack.run(plan_with(stack, stack.run(ask(stack, "obscure", wait=False)), "ask_user"))
+
+    page(driver, stack, "/ui")
+    loaded(driver)
+    wait_for(driver, lambda d: {done, failed, held} <= set(rows(d)), message="plans not listed")
+    listed = rows(driver)
+    assert (listed[done], listed[failed], listed[held]) == ("completed", "failed", "running")
+    pill = driver.find_element("css selector", f'tr[data-plan-id="{done}"] .pill')
+    assert "status-completed" in pill.get_attribute("class")
+    # Completed green, running blue: the colours come from the status classes.
+    colour = pill.value_of_css_property("background-color")
+    running = driver.find_element("css selector", f'tr[data-plan-id="{held}"] .pill')
+    assert colour != running.value_of_css_property("background-color")
+
+    # A filter narrows the list and lands in the URL (shareable).
+    driver.find_element("id", "f-status").send_keys("completed")
+    driver.find_element("css selector", "#filters button[type=submit]").click()
+    wait_for(driver, lambda d: held not in rows(d) and done in rows(d), message="filter ignored")
+    assert "status=completed" in driver.current_url
+    driver.find_element("id", "f-clear").click()
+    wait_for(driver, lambda d: held in rows(d), message="clear ignored")
+    # Clicking a planner narrows the list to that planner's plans.
+    css(driver, f'tr[data-plan-id="{done}"] a.filter-link')[1].click()
+    wait_for(driver, lambda d: "planner=research-planner" in d.current_url)
+    assert driver.find_element("id", "f-planner").get_attribute("value") == "research-planner"
+    driver.find_element("id", "f-clear").click()
+    # A time range (local time in the form, UTC to the API): nothing started in 2099.
+    driver.execute_script("document.getElementById('f-since').value = '2099-01-01T00:00:00'")
+    driver.find_element("css selector", "#filters button[type=submit]").click()
+    wait_for(driver, lambda d: rows(d) == {}, message="time filter ignored")
+    assert driver.find_element("id", "error").text == ""
+    driver.find_element("id", "f-clear").click()
+    wait_for(driver, lambda d: held in rows(d), message="clear ignored")
+
+    # Auto-refresh: a plan started after the page loaded appears without a reload.
+    driver.execute_script("window.__same_page = true")
+    driver.find_element("id", "refresh-every").send_keys("2 s")
+    later = stack.run(ask(stack, "herons"))
+    wait_for(driver, lambda d: later in rows(d), timeout=15, message="no auto-refresh")
+    assert driver.execute_script("return window.__same_page") is True
+
+    # Clicking a plan opens its page.
+    driver.find_element("css selector", f'tr[data-plan-id="{later}"] a.plan-link').click()
+    wait_for(driver, lambda d: "/ui/plans/" in d.current_url)
+    assert console_errors(driver) == []
+
+    # Another tenant sees none of acme's plans.
+    driver.get(f"{stack.urls['tracker']}/ui?tenant=someone-else")
+    loaded(driver)
+    assert rows(driver) == {}
+    assert driver.find_element("id", "empty").is_displayed()
+
+
+def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
+    held = stack.run(plan_with(stack, stack.run(ask(stack, "obscure-live", wait=False)),
+                               "ask_user"))
+    page(driver, stack, f"/ui/plans/{held}")
+    loaded(driver)
+    wait_for(driver, lambda d: "live" in d.find_element("id", "live").text,
+             message="stream never opened")
+    timeline = css(driver, "#timeline-body tr")
+    types = attrs(driver, "#timeline-body tr", "data-event-type")
+    assert {"plan.started", "plan.state_changed", "web.search.requested"} <= types
+    # Who did it (the planner, the searcher), when, and how long an answer took.
+    cells = [r.find_elements("tag name", "td") for r in timeline]
+    assert {"research-planner", "web-searcher"} <= {c[2].text for c in cells}
+    assert all(c[0].text.startswith("20") for c in cells)
+
+    def visited(d: Any) -> set[str]:
+        return attrs(d, "#machine .node.visited", "data-state")
+
+    def taken(d: Any) -> set[tuple[str, str]]:
+        return {tuple(pair) for pair in d.execute_script(
+            "return Array.from(document.querySelectorAll('#machine .edge.taken'),"
+            " (e) => [e.dataset.from, e.dataset.to]);")}
+
+    assert {"searching", "ask_user"} <= visited(driver)
+    assert "analyzing" not in visited(driver) and "done" not in visited(driver)
+    assert ("searching", "ask_user") in taken(driver)
+    assert attrs(driver, "#machine .node.current", "data-state") == {"ask_user"}
+    # Every state of the definition is drawn, reached or not.
+    assert set(RESEARCH.states) <= attrs(driver, "#machine .node", "data-state")
+    rows_before = len(timeline)
+
+    # A worker in the plan asks a person with a 1 s deadline; nobody answers: the page
+    # shows the wait, then (tracker-fired task.timeout, over the stream) its timeout.
+    stack.run(ask_a_human(stack, held, seconds=1))
+    wait_for(driver, lambda d: attrs(d, "#waits-body .pill", "data-status") == {"timed_out"},
+             message="the wait's timeout never showed")
+    assert "task.timeout" in attrs(driver, "#timeline-body tr", "data-event-type")
+
+    # The human answers: the plan moves on; the open page follows over SSE, no reload.
+    driver.execute_script("window.__same_page = true")
+    stack.call(stack.research.gate.set)  # type: ignore[attr-defined]
+    wait_for(driver, lambda d: status(d) == "completed", timeout=20,
+             message="status never updated live")
+    wait_for(driver, lambda d: "done" in visited(d))
+    assert driver.execute_script("return window.__same_page") is True
+    # The plan page does not poll: only the SSE stream can have brought this.
+    assert counter(driver, "frames") > 0
+    path = {("ask_user", "searching"), ("searching", "analyzing"), ("analyzing", "done")}
+    assert path <= taken(driver)
+    assert ("searching", "retry_search") not in taken(driver)
+    assert len(driver.find_elements("css selector", "#timeline-body tr")) > rows_before
+    settled(driver)
+    assert driver.find_element("id", "live").text == "ended"
+    # The goal, search, ask the user, search again, analyze: requests with their answers.
+    wait_for(driver, lambda d: len(css(d, "#actions-body tr.action-row")) >= 5,
+             message="actions missing")
+    agents = {row.find_elements("tag name", "td")[1].text
+              for row in css(driver, "#actions-body tr.action-row")}
+    assert {"web-searcher", "user-stand-in", "content-analyzer"} <= agents
+    assert console_errors(driver) == []
+    screenshot(driver, "tracker-plan.png")
+
+
+def test_event_data_is_shown_as_text_never_as_html(driver, stack):
+    plan_id = stack.run(ask(stack, XSS))
+    page(driver, stack, f"/ui/plans/{plan_id}")
+    loaded(driver)
+    settled(driver)
+    assert status(driver) == "completed"
+    # The topic travels in the goal, the search request and the analysis: open their data.
+    shown = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#timeline-body details.tl-data'),"
+        " (d) => { d.open = true; return d.querySelector('pre').innerText; });")
+    assert sum(XSS in text for text in shown) >= 2, shown
+    no_injection(driver)
+    page(driver, stack, "/ui")
+    loaded(driver)
+    wait_for(driver, lambda d: plan_id in rows(d))
+    no_injection(driver)
+
+
+async def start_orchestrator(stack: Stack) -> None:
+    """A ChoreographyPlanner for ``report.goal`` (its LLM: the scripted litellm provider)."""
+    from choreo_helpers import MODEL
+
+    from soorma.ai.choreography import ChoreographyPlanner
+
+    planner = ChoreographyPlanner(name="orchestrator", reasoning_model=MODEL,
+                                  context=stack.agent_context("orchestrator", TENANT))
+
+    @planner.on_goal("report.goal")
+    async def on_goal(goal: Any, context: PlatformContext) -> None:
+        plan = await planner.create_plan(goal, context)
+        await planner.step(plan, context, trigger=f"new goal {goal.event_type}: {goal.data}")
+
+    @planner.on_transition()
+    async def on_transition(transition: Any, context: PlatformContext) -> None:
+        if transition.plan.goal_event != "report.goal":
+            return  # the research sub-plan's events belong to the research planner
+        event = transition.event
+        await planner.step(transition.plan, context, trigger=f"{event.type}: {event.data}")
+
+    await stack.started(planner)
+
+
+async def report(stack: Stack) -> str:
+    async with stack.context(TENANT) as context:
+        answer = await context.bus.call("report.goal", {"subject": "owls"},
+                                        response_event="report.done", timeout=30)
+    assert answer.data["status"] == "completed", answer.data
+    return str(answer.data["plan_id"])
+
+
+def test_choreography_plan_shows_its_llm_audit_trail_and_links_its_sub_plan(driver, stack):
+    from choreo_helpers import ScriptedLLM, complete, delegate, publish
+
+    llm = ScriptedLLM()
+    hostile = "<img src=x onerror=window.__xss=3>"
+    # 1: an event nobody handles (invalid: the repair re-prompt names it), 2: hand the
+    # research to the state-machine planner (a sub-plan), 3: complete with its answer.
+    llm.say(publish(hostile, {"q": 1}),
+            delegate("research-planner", GOAL_EVENT, {"topic": "owls"}),
+            complete({"report": "owls, researched"}))
+    llm.answers[1]["next_action"]["response_event"] = RESPONSE_EVENT
+    with llm.installed():
+        stack.run(start_orchestrator(stack))
+        plan_id = stack.run(report(stack))
+
+    page(driver, stack, f"/ui/plans/{plan_id}")
+    settled(driver)
+    assert driver.find_element("id", "audit-panel").is_displayed()
+    assert "ChoreographyPlanner" in driver.find_element("id", "no-machine").text
+    records = driver.find_elements("css selector", "#audit details.audit")
+    assert len(records) == len(llm.calls) == 3
+    first = records[0]
+    first.find_element("tag name", "summary").click()
+    assert "scripted/planner" in first.find_element("css selector", ".audit-model").text
+    assert first.find_element("css selector", ".bad").text == "invalid"
+    assert re.fullmatch(r"[\d.]+ m?s", first.find_element("css selector", ".audit-latency").text)
+    errors = first.find_element("css selector", ".audit-errors").text
+    assert hostile in errors  # the validation error names the bad event, as text
+    assert hostile in first.find_element("css selector", ".audit-raw").text
+    assert "report.goal" in first.find_elements("css selector", ".audit-prompt")[-1].text
+    assert records[-1].find_element("css selector", ".ok").text == "valid"
+    no_injection(driver)
+
+    # The delegated research is a sub-plan, linked both ways.
+    link = wait_for(driver, lambda d: d.find_elements("css selector", "#sub-plans a.plan-link"),
+                    message="sub-plan not linked")[0]
+    sub_id = link.text
+    assert status(driver) == "completed"
+    screenshot(driver, "tracker-plan-llm.png")
+    link.click()
+    wait_for(driver, lambda d: sub_id in d.current_url)
+    loaded(driver)
+    parent = wait_for(driver, lambda d: d.find_elements("css selector", "#facts a.plan-link"))
+    assert parent[0].text == plan_id
+    assert console_errors(driver) == []
+
+    # The list now has every kind of plan: the orchestrator and its linked sub-plan too.
+    page(driver, stack, "/ui")
+    loaded(driver)
+    wait_for(driver, lambda d: {plan_id, sub_id} <= set(rows(d)))
+    parent_link = css(driver, f'tr[data-plan-id="{sub_id}"] td:last-child a')[0]
+    assert f"/ui/plans/{plan_id}" in parent_link.get_attribute("href")
+    screenshot(driver, "tracker-plans.png")
+
+
+def test_jwt_mode_asks_for_a_token_and_sends_it_as_a_bearer_header(driver, stack):
+    secret = "ui-test-secret-" + "s" * 32
+    # A second tracker (API and UI only) on the same projection, in jwt mode.
+    url = stack.run(stack.add_tracker(auth_mode="jwt", jwt_secret=secret,
+                                      tracker_projector=False, tracker_timeouts=False))
+    plan_id = stack.run(ask(stack, "owls-jwt"))
+    stack.run(tracked(stack, f"/plans/{plan_id}"))
+
+    driver.get(f"{url}/ui?tenant=ignored-in-jwt-mode")
+    wait_for(driver, lambda d: css(d, "#token-input"), message="no token field")
+    assert css(driver, "#tenant-input") == []
+    # No token: the API's 401 message is shown, nothing else.
+    wait_for(driver, lambda d: "bearer token" in d.find_element("id", "error").text)
+    assert rows(driver) == {}
+
+    token = issue_token(ServiceSettings(jwt_secret=secret), tenant_id=TENANT, user_id="ui")
+    driver.find_element("id", "token-input").send_keys(token)
+    driver.find_element("css selector", "#identity button").click()
+    wait_for(driver, lambda d: plan_id in rows(d), message="token not used")
+    assert driver.find_element("id", "error").text == ""
+    assert token not in driver.current_url  # kept in localStorage, never in a URL
+
+    driver.find_element("css selector", f'tr[data-plan-id="{plan_id}"] a.plan-link').click()
+    settled(driver)
+    assert status(driver) == "completed"
+    assert token not in driver.current_url
+    # The only failures were the token-less calls.
+    assert all("status of 401" in m for m in console_errors(driver))

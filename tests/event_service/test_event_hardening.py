@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import json
 import re
@@ -69,11 +70,15 @@ async def test_dead_letters_holding_integers_beyond_64_bits_are_listed(service: 
         published = await service.publish("action-requests", "poison", big)
         frame = await stream.next()
         assert await service.nack("g", [frame.id or ""], "boom") == 1
-    for _ in range(300):
-        r = await service.client.get("/v1/events/dlq", params={"topic": "action-requests"})
-        assert r.status_code == 200, r.text[:300]
-        if r.json()["events"]:
-            break
+        # Dead-lettered by the open stream's next claim pass.
+        async with asyncio.timeout(15):
+            while True:
+                r = await service.client.get("/v1/events/dlq",
+                                             params={"topic": "action-requests"})
+                assert r.status_code == 200, r.text[:300]
+                if r.json()["events"]:
+                    break
+                await asyncio.sleep(0.05)
     [dead] = r.json()["events"]
     assert dead["event"]["id"] == published["event_id"]
     assert dead["event"]["data"] == big

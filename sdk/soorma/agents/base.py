@@ -91,7 +91,7 @@ class Agent:
         consumer_id: This replica's consumer id in the group. Default:
             ``SOORMA_CONSUMER_ID``, else ``<host>-<SOORMA_REPLICA>``, else
             ``<host>-<n>`` with ``n`` a replica slot locked on this host (see
-            docs/sdk.md, "Consumer identity"). A restarted replica with the same id
+            docs/sdk.md, "Consumer identity and leases"). A restarted replica with the id
             gets back at once what its previous life left unacked.
         visibility_timeout: Seconds the service waits for an ack before redelivering
             (default 10; running handlers renew their lease every third of it;

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 import pytest_asyncio
+from sdk_helpers import eventually
 
 from soorma import Agent, PlatformContext, PlatformSettings
 from soorma._http import ServiceClient
@@ -84,14 +85,10 @@ async def test_agent_starts_and_works_while_registry_dies_mid_request(
         await agent.start()  # raised httpx.RemoteProtocolError before the fix
         try:
             event_id = await context.bus.publish("business-facts", "lost.answer.checked", {})
-            async with asyncio.timeout(15):
-                while event_id not in seen:
-                    await asyncio.sleep(0.02)
+            await eventually(lambda: event_id in seen)
             # The heartbeat loop (every ttl/3 s) keeps trying instead of dying.
             tried = dying_registry.requests
-            async with asyncio.timeout(15):
-                while dying_registry.requests < tried + 2:
-                    await asyncio.sleep(0.05)
+            await eventually(lambda: dying_registry.requests >= tried + 2)
             assert agent._registry_task is not None and not agent._registry_task.done()
         finally:
             await agent.stop()

@@ -149,7 +149,8 @@ class ServiceClient:
 
         Raises:
             SoormaError: the domain error the service returned, or
-                ``ServiceUnavailable`` when the service cannot be reached.
+                ``ServiceUnavailable`` when the service cannot be reached or the
+                connection is lost before its answer (timeout, reset).
         """
         if identity is not None:
             all_headers = dict(identity)
@@ -173,6 +174,16 @@ class ServiceClient:
                         details={"url": self.base_url},
                     ) from exc
                 await asyncio.sleep(self.retry_backoff * 2 ** (attempt - 1))
+            except httpx.TransportError as exc:
+                # Connected, then lost: a timeout, a reset, a service killed mid-request.
+                # Not retried (the request may have been processed), but reported as the
+                # service being unavailable, like a failed connect: callers that carry on
+                # without a service (registration, heartbeats) must not crash on it.
+                raise ServiceUnavailable(
+                    f"{self.base_url} did not answer ({type(exc).__name__}: {exc}); "
+                    "the request may or may not have been processed",
+                    details={"url": self.base_url},
+                ) from exc
         raise_for_error(response)
         if not response.content:
             return None

@@ -40,7 +40,12 @@ from soorma.agents._lru import RecentIds
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.subscription import Subscription
-from soorma_common.errors import AgentNotFound, SoormaError, ValidationFailed
+from soorma_common.errors import (
+    AgentNotFound,
+    ServiceUnavailable,
+    SoormaError,
+    ValidationFailed,
+)
 from soorma_common.registry import DEFAULT_AGENT_TTL_SECONDS, AgentCapability, EventDefinition
 
 logger = logging.getLogger("soorma.agent")
@@ -54,6 +59,8 @@ DEFAULT_VISIBILITY_TIMEOUT = 10.0
 # The service's own default, for a lease interval when visibility_timeout=None.
 SERVICE_VISIBILITY_TIMEOUT = 30.0
 MAX_PREFETCH = 1000
+# How long a handler failing with ServiceUnavailable is run again before it is nacked.
+UNAVAILABLE_RETRY_SECONDS = 60.0
 DISPATCH_CACHE_SIZE = 4096
 
 H = TypeVar("H", bound=EventHandler)
@@ -587,7 +594,7 @@ class Agent:
         with handling(event):
             for spec in self._matching(event):
                 try:
-                    await spec.func(event, self.context)
+                    await self._call_while_unavailable(spec, event)
                 except Exception as exc:
                     logger.exception(
                         "agent %s: handler %s failed on %s (%s)",
@@ -599,6 +606,29 @@ class Agent:
             # Remember first: if the ack is lost, the redelivery is recognised and skipped.
             self._completed.add(event.id)
         self._settle(event, error=error)
+
+    async def _call_while_unavailable(self, spec: HandlerSpec, event: Event) -> None:
+        """Run the handler; while a platform service is unavailable, run it again.
+
+        A service down for a restart (``ServiceUnavailable``: refused, or lost
+        mid-request) is waited out here, with backoff, for up to
+        ``UNAVAILABLE_RETRY_SECONDS``: a nack would redeliver at once and spend the
+        event's ``max_deliveries`` within seconds, dead-lettering work that only had to
+        wait. The lease is renewed meanwhile (the delivery is still held).
+        """
+        waited, delay = 0.0, 0.5
+        while True:
+            try:
+                await spec.func(event, self.context)
+                return
+            except ServiceUnavailable as exc:
+                if waited >= UNAVAILABLE_RETRY_SECONDS:
+                    raise
+                logger.warning("agent %s: %s on %s (%s): %s; running it again in %.1f s",
+                               self.name, spec.name, event.type, event.id, exc, delay)
+                await asyncio.sleep(delay)
+                waited += delay
+                delay = min(delay * 2, 8.0)
 
     def _settle(self, event: Event, *, error: BaseException | None) -> None:
         """Queue the delivery's ack (or nack); the batcher sends it shortly."""

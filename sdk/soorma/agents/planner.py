@@ -25,6 +25,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec
@@ -214,6 +215,9 @@ class Planner(Agent):
             for cfg in plan_definition.states.values() for t in cfg.transitions
         )
         self._goal_events: list[str] = []
+        # Every on_goal pattern (globs too): a plan whose goal matches none of them was
+        # created by another planner of the tenant, and its answers are not ours to step.
+        self._goal_patterns: list[str] = []
         # Plans this process wrote last, so answers skip the by-correlation read.
         self.plan_cache = PlanCache()
         if plan_definition is not None:
@@ -269,6 +273,8 @@ class Planner(Agent):
                     name=getattr(func, "__qualname__", repr(func)),
                 )
             )
+            if event_type not in self._goal_patterns:
+                self._goal_patterns.append(event_type)
             if event_type not in self._goal_events and "*" not in event_type:
                 self._goal_events.append(event_type)
                 self.capabilities.append(
@@ -340,6 +346,8 @@ class Planner(Agent):
                 )
                 if plan is None or plan.is_own_request(event) or plan.is_own_answer(event):
                     return
+                if not self.owns(plan):
+                    return  # another planner's plan (same tenant, same memory service)
                 await func(TransitionContext(event=event, plan=plan), context)
 
             # One record per (topic, pattern): the agent's dispatch runs every matching
@@ -360,6 +368,19 @@ class Planner(Agent):
             return func
 
         return decorator
+
+    def owns(self, plan: PlanContext) -> bool:
+        """Whether ``plan`` was started by one of this planner's goals.
+
+        Plans of every planner of a tenant live in one memory service, and answers
+        find their plan by correlation id, so an unfiltered ``on_transition`` hears
+        the answers of other planners' plans too. Those are skipped: only the planner
+        whose ``on_goal`` matches the plan's goal event steps it. A planner without
+        ``on_goal`` handlers (plans created elsewhere) takes every plan.
+        """
+        if not self._goal_patterns:
+            return True
+        return any(fnmatchcase(plan.goal_event, p) for p in self._goal_patterns)
 
     # -- the declarative driver ------------------------------------------------------
 

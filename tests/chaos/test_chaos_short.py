@@ -1,0 +1,51 @@
+"""The short chaos run in CI: bench/chaos.py with 100 plans and ~1 minute of SIGKILLs.
+
+Real processes only: a private Redis (AOF on), the event, memory and registry services
+(PostgreSQL), two replicas of examples/04's planner and workers and of examples/05's
+ChoreographyPlanner and tools, and the scripted model server. A no-fault pass of the
+same 100 plans is the expectation; the chaos pass kills a random process every 4-7 s
+and restarts it. Targets: every goal answered once, the same tool and model calls per
+plan as without faults, nothing stuck, nothing dead-lettered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANS = 100
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis]
+
+
+@pytest.mark.timeout(600)
+def test_short_chaos_run_meets_every_target(postgres_server_url: str) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server must be installed: the chaos run starts its own with AOF")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "chaos.py"), "--plans", str(PLANS),
+         "--duration", "60", "--kill-every", "4,7", "--grace", "90", "--settle", "3",
+         "--seed", "7", "--free-ports", "--database-url", postgres_server_url],
+        cwd=ROOT, capture_output=True, text=True, timeout=580,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("CHAOS_SUMMARY ")]
+    assert lines, f"no summary ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    summary = json.loads(lines[-1].removeprefix("CHAOS_SUMMARY "))
+    report = proc.stdout[-4000:]
+    assert summary["kills"] >= 5, report
+    assert summary["goals_answered"] == PLANS, report
+    assert summary["duplicate_answers"] == 0, report
+    assert summary["plans_stuck"] == 0, report
+    assert summary["dlq_events"] == 0, report
+    assert summary["tool_calls_per_plan"] == summary["tool_calls_per_plan_no_fault"], report
+    assert summary["llm_calls_per_plan"] == summary["llm_calls_per_plan_no_fault"], report
+    assert summary["plans_with_other_calls"] == 0, report
+    assert proc.returncode == 0, report

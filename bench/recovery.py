@@ -244,8 +244,11 @@ async def takeover_runs(bench: Bench, context, mode: str, kills: int) -> dict[st
         except TimeoutError:
             # Counted, not hidden: the summary reports it as a failed takeover.
             failed.append(job)
+            ids = {name: [line[1] for line in r.lines if line[0] == "ready"]
+                   for name, r in (("holder", holder), ("survivor", survivor))}
             print(f"  {mode} takeover of job {job}: NOT done within 90 s "
-                  f"(pending: {await bench.pending()})", flush=True)
+                  f"(pending: {await bench.pending()}, consumers {ids}, survivor said "
+                  f"{[line[:2] for line in survivor.lines]})", flush=True)
             await bench.spawn(mode)
             continue
         since_kill.append(done - killed)

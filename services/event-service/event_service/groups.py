@@ -115,6 +115,7 @@ class GroupSession:
         self._recovered = asyncio.Event()
         self._waker = waker
         self._tasks: list[asyncio.Task[None]] = []
+        self._closed = False
 
     def start(self) -> None:
         self._waker.register(self)
@@ -128,7 +129,11 @@ class GroupSession:
 
         Once the reads have stopped, the consumer is dropped from the group where it
         owns nothing pending, so per-connection consumer ids do not accumulate.
+        Idempotent.
         """
+        if self._closed:
+            return
+        self._closed = True
         self._waker.unregister(self)
         for task in self._tasks:
             task.cancel()

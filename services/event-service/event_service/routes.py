@@ -18,7 +18,7 @@ from event_service.publishing import publish_many, publish_one
 from event_service.settings import TAP_TENANT
 from event_service.sse import type_filter
 from event_service.state import Events
-from event_service.streams import broadcast_stream, group_stream
+from event_service.streams import GroupStreamResponse, broadcast_stream, group_stream
 from servicekit.auth import CurrentIdentity, Identity, require_service
 from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
@@ -216,6 +216,7 @@ async def stream(
             claim_interval=settings.claim_interval_seconds,
         )
         body = group_stream(session=session, accept=accept, heartbeat=beat)
+        return GroupStreamResponse(body, session=session, headers=SSE_HEADERS)
     return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
 
 

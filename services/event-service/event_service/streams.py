@@ -7,6 +7,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Sequence
 
 import orjson
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from event_service.backends.base import Entry, EventLog
 from event_service.fanout import BroadcastHub, Subscriber
@@ -107,6 +109,27 @@ async def broadcast_stream(
     finally:
         for topic in topics:
             hub.detach(tenant, topic, sub)
+
+
+class GroupStreamResponse(StreamingResponse):
+    """The SSE response of a group stream; ends its session however the response ends.
+
+    The generator's own ``finally`` is not enough: when the client disconnects while the
+    response is sending a chunk, the generator is left suspended at its ``yield`` and is
+    only closed once garbage-collected. Meanwhile the session would keep reading and
+    claiming deliveries for a consumer that is gone, each lost until it expires again.
+    """
+
+    def __init__(self, body: AsyncIterator[bytes], *, session: GroupSession,
+                 headers: dict[str, str]) -> None:
+        super().__init__(body, media_type="text/event-stream", headers=headers)
+        self.session = session
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.session.close()
 
 
 async def group_stream(

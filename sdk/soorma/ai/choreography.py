@@ -665,6 +665,11 @@ class ChoreographyPlanner(Planner):
             return False  # another planner's plan (e.g. the parent of our sub-plan)
         status = _status(plan)
         if status in _FINISHED:
+            if _steps.recorded_step(plan, event.id) is not None:
+                # The trigger of the step that ended the plan, delivered again: its
+                # first handling may have died (or lost the event service) between
+                # storing the end and announcing it. step() re-announces it.
+                return True
             logger.debug("plan %s is %s; ignoring %s", plan.plan_id, status, event.type)
             return False
         pending: dict[str, Any] = plan.state.get(PENDING_KEY) or {}

@@ -20,8 +20,9 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
 from soorma._http import ServiceClient
-from soorma_common.errors import NotFound, VersionConflict
+from soorma_common.errors import NotFound
 from soorma_common.memory import (
     PlanContextRecord,
     PlanStatus,
@@ -35,7 +36,7 @@ from soorma_common.memory import (
 logger = logging.getLogger("soorma.memory")
 
 DEFAULT_LIST_LIMIT = 20
-DEFAULT_UPDATE_RETRIES = 5
+DEFAULT_UPDATE_RETRIES = CONFLICT_RETRIES
 # How long recorded answers are kept by default (the memory service allows 1 s - 30 days).
 DEFAULT_ANSWER_RETENTION = 86_400.0
 
@@ -520,27 +521,23 @@ def _fields(context: Any) -> dict[str, Any]:
 
 
 async def _read_modify_write(
-    read: Callable[[], Any],
-    mutate: Callable[[Any], Any],
-    write: Callable[..., Any],
+    read: Callable[[], Awaitable[R]],
+    mutate: Mutator[R],
+    write: Callable[..., Awaitable[R]],
     retries: int,
-) -> Any:
-    """Optimistic update: write with ``If-Match`` and start over on a conflict."""
-    attempt = 0
-    while True:
+) -> R:
+    """Optimistic update: write with ``If-Match``; on a conflict read and change again."""
+
+    async def attempt() -> R:
         current = await read()
         version = current.version
         changed = mutate(current)
         if inspect.isawaitable(changed):
             changed = await changed
         record = current if changed is None else changed
-        try:
-            return await write(record, expected_version=version)
-        except VersionConflict:
-            attempt += 1
-            if attempt > retries:
-                raise
-            logger.debug("version conflict on attempt %d; re-reading", attempt)
+        return await write(record, expected_version=version)
+
+    return await retry_on_conflict(attempt, retries=retries)
 
 
 __all__ = ["DEFAULT_LIST_LIMIT", "DEFAULT_UPDATE_RETRIES", "MemoryClient"]

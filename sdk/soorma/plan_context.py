@@ -25,21 +25,23 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
 from soorma._propagation import current_event
 from soorma.planning.conditions import evaluate_condition
 from soorma.planning.interpolate import interpolate
-from soorma_common.errors import PlanNotFound, VersionConflict
+from soorma_common.errors import PlanNotFound
 from soorma_common.events import ACTION_RESULTS, SYSTEM_EVENTS, EventEnvelope
 from soorma_common.memory import PlanContextRecord, PlanStatus
 from soorma_common.state import StateConfig
 
 if TYPE_CHECKING:
     from soorma.context import PlatformContext
+    from soorma.memory import MemoryClient
 
 logger = logging.getLogger("soorma.plan")
 
 START_STATE = "start"
-DEFAULT_SAVE_RETRIES = 20
+DEFAULT_SAVE_RETRIES = CONFLICT_RETRIES
 # Triggers remembered per plan for the redelivery guard (oldest dropped first).
 APPLIED_MEMORY = 200
 # Terminal states with these names end the plan as failed rather than completed.
@@ -354,7 +356,7 @@ class PlanContext:
         previous = entered = None
         if start:
             _, previous, entered = plan._apply(None)
-        stored = await context.memory.store_plan_context(
+        stored = await _memory(context).store_plan_context(
             plan_id, session_id, plan.to_record(), expected_version=0
         )
         plan._stored(stored)
@@ -369,7 +371,7 @@ class PlanContext:
     @classmethod
     async def restore(cls, plan_id: str, context: PlatformContext) -> PlanContext | None:
         """The stored plan ``plan_id``, or ``None`` when there is none."""
-        record = await context.memory.get_plan_context(plan_id)
+        record = await _memory(context).get_plan_context(plan_id)
         return None if record is None else cls(record, context)
 
     @classmethod
@@ -388,7 +390,7 @@ class PlanContext:
             hit = cache.by_correlation(correlation_id)
             if hit is not None:
                 return cls(hit, context, cache=cache, cached=True)
-        record = await context.memory.get_plan_by_correlation(correlation_id)
+        record = await _memory(context).get_plan_by_correlation(correlation_id)
         return None if record is None else cls(record, context, cache=cache)
 
     # -- saving ----------------------------------------------------------------------
@@ -408,20 +410,22 @@ class PlanContext:
         """
         local, base = self.to_record(), self._snapshot
         record = local
-        for attempt in range(retries + 1):
-            try:
-                stored = await self._context.memory.replace_plan_context(
+
+        async def write() -> None:
+            self._stored(
+                await _memory(self._context).replace_plan_context(
                     record, expected_version=record.version
                 )
-                self._stored(stored)
-                return
-            except VersionConflict:
-                if attempt == retries:
-                    raise
-                fresh = await self._context.memory.get_plan_context(self.plan_id)
-                if fresh is None:
-                    raise PlanNotFound(f"plan {self.plan_id} was deleted") from None
-                record = _merge(fresh, base, local)
+            )
+
+        async def reread() -> None:
+            nonlocal record
+            fresh = await _memory(self._context).get_plan_context(self.plan_id)
+            if fresh is None:
+                raise PlanNotFound(f"plan {self.plan_id} was deleted") from None
+            record = _merge(fresh, base, local)
+
+        await retry_on_conflict(write, reread, retries=retries)
 
     async def update(
         self, change: Mutation, *, retries: int = DEFAULT_SAVE_RETRIES
@@ -431,16 +435,18 @@ class PlanContext:
         ``change`` may be sync or async and may run several times, so it must only
         change the plan (no publishing).
         """
-        for attempt in range(retries + 1):
+
+        async def write() -> None:
             result = change(self)
             if isinstance(result, Awaitable):
                 await result
-            if await self._saved_or_reloaded(last=attempt == retries):
-                return
+            await self._write()
+
+        await retry_on_conflict(write, self.reload, retries=retries)
 
     async def reload(self) -> None:
         """Discard local changes and read the stored plan again."""
-        record = await self._context.memory.get_plan_context(self.plan_id)
+        record = await _memory(self._context).get_plan_context(self.plan_id)
         if record is None:
             raise PlanNotFound(f"plan {self.plan_id} does not exist (deleted or pruned)")
         self._load(record)
@@ -620,24 +626,30 @@ class PlanContext:
         previous: str | None = None
         moved_status = self.status
         ending: _Ending | None = None
-        for attempt in range(DEFAULT_SAVE_RETRIES + 2):
+
+        async def write() -> None:
+            nonlocal previous, entered, moved_status, ending
             changed, previous, entered = self._apply(trigger_event, key)
             moved_status, ending = self.status, None
             if finish and entered is not None and self.is_complete():
                 ending = self._end(self._step_results())
             if not changed and self._cached:
                 # Nothing to do by a possibly stale copy: ask the service before
-                # dropping the event.
-                await self.reload()
-                if await self._stopped(trigger_event):
-                    return None
-                continue
-            if not changed:
-                break
-            if await self._saved_or_reloaded(last=attempt == DEFAULT_SAVE_RETRIES):
-                break
+                # dropping the event (the fresh copy is not cached: this runs once).
+                await reread()
+                await write()
+            elif changed:
+                await self._write()
+
+        async def reread() -> None:
+            await self.reload()
             if await self._stopped(trigger_event):
-                return None
+                raise _Stopped
+
+        try:
+            await retry_on_conflict(write, reread)
+        except _Stopped:
+            return None
         if entered is None:
             seen = self._applied.get(key) if key is not None else None
             if seen is not None and seen == self.current_state:
@@ -809,35 +821,25 @@ class PlanContext:
             {"plan_id": self.plan_id, "status": "failed", "error": reason},
         )
 
-    async def _saved_or_reloaded(self, *, last: bool) -> bool:
-        """Save this copy if the stored version is still the one it was read at; True
-        when it was stored.
-
-        On a conflict with another writer, re-read the plan and return False, so the
-        caller applies its change again to the fresh copy; on the ``last`` attempt the
-        ``VersionConflict`` is raised instead.
-        """
-        try:
-            stored = await self._context.memory.replace_plan_context(
-                self.to_record(), expected_version=self.version
-            )
-        except VersionConflict:
-            if last:
-                raise
-            await self.reload()
-            return False
+    async def _write(self) -> None:
+        """Store this copy if the stored version is still the one it was read at
+        (``VersionConflict`` otherwise: see :func:`retry_on_conflict`)."""
+        stored = await _memory(self._context).replace_plan_context(
+            self.to_record(), expected_version=self.version
+        )
         self._stored(stored)
-        return True
 
     async def _transition_status(self, change: Callable[[PlanContext], None]) -> bool:
         """Apply a status change exactly once; True when another writer finished first."""
-        for attempt in range(DEFAULT_SAVE_RETRIES + 1):
+
+        async def write() -> bool:
             if self.is_finished():
                 return True
             change(self)
-            if await self._saved_or_reloaded(last=attempt == DEFAULT_SAVE_RETRIES):
-                return False
-        return True
+            await self._write()
+            return False
+
+        return await retry_on_conflict(write, self.reload)
 
     async def _announce_end(self, ending: _Ending) -> None:
         """Publish the lifecycle event and the goal's answer in one request."""
@@ -910,6 +912,20 @@ class PlanContext:
         if entered is None:
             entered = await self.execute_next()
         return entered
+
+
+def _memory(context: PlatformContext) -> MemoryClient:
+    memory = context.memory
+    if memory is None:
+        raise RuntimeError(
+            "plans need context.memory (the memory service); build the context with "
+            "PlatformContext.from_env() and set SOORMA_MEMORY_URL"
+        )
+    return memory
+
+
+class _Stopped(Exception):
+    """The plan ended or paused while a step was being retried: take no transition."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from soorma._concurrency import retry_on_conflict
 from soorma._propagation import current_event
 from soorma.agents._answers import AnswerLog, answer_event_id
 from soorma.event import Event
@@ -48,7 +49,6 @@ PROGRESS_EVENT = "task.progress"
 # SDK bookkeeping kept inside the stored ``state`` (the record has no other place for it);
 # hidden from ``TaskContext.state`` so handlers only see their own keys.
 _META_KEY = "__soorma__"
-_CLAIM_RETRIES = 20
 
 SubTaskInfo = SubTaskRecord
 """Tracking info of one delegated sub-task (seed name for ``SubTaskRecord``)."""
@@ -220,24 +220,28 @@ class TaskContext:
             record = self.to_record()
             self._absorb(await memory.store_task_context(self.task_id, self.plan_id, record))
             return
-        for _ in range(_CLAIM_RETRIES):
-            try:
-                stored = await memory.replace_task_context(
-                    self.to_record(), expected_version=self.version
+
+        async def write() -> None:
+            self._absorb(
+                await memory.replace_task_context(self.to_record(), expected_version=self.version)
+            )
+
+        async def reread() -> None:
+            # Someone wrote meanwhile (a result, a claim): take their sub-tasks and
+            # bookkeeping, keep our state and data, and try again.
+            await self._refresh()
+            if self._claimed_elsewhere():
+                raise TaskNotFound(
+                    f"task {self.task_id} is being finished by another claimant",
+                    details={"task_id": self.task_id},
                 )
-            except VersionConflict:
-                # Someone wrote meanwhile (a result, a claim): take their sub-tasks and
-                # bookkeeping, keep our state and data, and try again.
-                await self._refresh()
-                if self._claimed_elsewhere():
-                    raise TaskNotFound(
-                        f"task {self.task_id} is being finished by another claimant",
-                        details={"task_id": self.task_id},
-                    ) from None
-                continue
-            self._absorb(stored)
-            return
-        raise VersionConflict(f"could not save task {self.task_id}: too many concurrent writes")
+
+        try:
+            await retry_on_conflict(write, reread)
+        except VersionConflict as exc:
+            raise VersionConflict(
+                f"could not save task {self.task_id}: too many concurrent writes"
+            ) from exc
 
     async def _refresh(self) -> None:
         """Merge the stored context into this copy (``TaskNotFound`` if it is gone)."""
@@ -512,7 +516,8 @@ class TaskContext:
             return True
         claimant = self._claimant() or f"direct-{uuid.uuid4()}"
         memory = _memory(self.context)
-        for _ in range(_CLAIM_RETRIES):
+
+        async def write() -> bool:
             marker = self._meta.get("finish")
             if marker is not None:
                 return bool(marker.get("by") == claimant)
@@ -523,16 +528,18 @@ class TaskContext:
                 )
             except VersionConflict:
                 self._meta.pop("finish", None)
-                try:
-                    await self._refresh()
-                except TaskNotFound:
-                    return False
-                continue
-            except TaskNotFound:
-                return False
+                raise
             self._absorb(stored)
             return True
-        raise VersionConflict(f"could not claim task {self.task_id}: too many concurrent writes")
+
+        try:
+            return await retry_on_conflict(write, self._refresh)
+        except TaskNotFound:
+            return False
+        except VersionConflict as exc:
+            raise VersionConflict(
+                f"could not claim task {self.task_id}: too many concurrent writes"
+            ) from exc
 
     # -- progress and human input ----------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from soorma._coalesce import PublishCoalescer
 from soorma._http import ServiceClient
+from soorma._names import check_event_type, check_topic
 from soorma._propagation import current_event
 from soorma._sse import DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_BACKOFF
 from soorma.event import Event
@@ -28,7 +29,6 @@ from soorma_common.events import (
     ACTION_RESULTS,
     BUSINESS_FACTS,
     EventEnvelope,
-    is_valid_topic,
     new_event_id,
 )
 
@@ -37,29 +37,6 @@ DEFAULT_SOURCE = "soorma-sdk"
 
 # Checks an envelope before it is sent (raises to refuse it); see BusClient.payload_validator.
 PayloadValidator = Callable[[EventEnvelope], Awaitable[None]]
-
-
-def _check_topic(topic: object, *, what: str = "topic") -> str:
-    if topic is None or topic == "":
-        raise TypeError(
-            f"{what} is required: the bus never infers a topic from the event type; pass "
-            f"{what}=... explicitly (e.g. 'action-requests', 'business-facts'), or use "
-            "bus.request()/respond()/announce()"
-        )
-    if not isinstance(topic, str):
-        raise TypeError(f"{what} must be a string, got {type(topic).__name__}")
-    if not is_valid_topic(topic):
-        raise ValueError(
-            f"{what} {topic!r} is not a valid topic name: use lowercase letters, digits, "
-            "'.', '_' or '-' (1-64 chars, starting with a letter or digit)"
-        )
-    return topic
-
-
-def _check_event_type(event_type: object, *, what: str = "event_type") -> str:
-    if not isinstance(event_type, str) or not event_type.strip():
-        raise ValueError(f"{what} must be a non-empty string such as 'order.placed'")
-    return event_type
 
 
 def _as_tenant(body: dict[str, Any], tenant_id: str | None) -> dict[str, Any]:
@@ -154,10 +131,10 @@ class BusClient(ServiceClient):
             TypeError: ``topic`` missing or ``data`` not a mapping.
             ValueError: invalid topic, response topic or event type.
         """
-        _check_topic(topic)
-        _check_event_type(event_type)
+        check_topic(topic)
+        check_event_type(event_type)
         if response_topic is not None:
-            _check_topic(response_topic, what="response_topic")
+            check_topic(response_topic, what="response_topic")
         if data is None:
             data = {}
         if not isinstance(data, Mapping):
@@ -337,7 +314,7 @@ class BusClient(ServiceClient):
                 "request() requires response_event: the event type the responder should "
                 f"answer {event_type!r} with, e.g. response_event='{event_type}.completed'"
             )
-        _check_event_type(response_event, what="response_event")
+        check_event_type(response_event, what="response_event")
         event_id = kwargs.pop("event_id", None) or new_event_id()
         return await self.publish(
             topic, event_type, data, correlation_id=correlation_id or event_id,
@@ -470,7 +447,7 @@ class BusClient(ServiceClient):
         if not topic_list:
             raise ValueError("subscribe() needs at least one topic")
         for topic in topic_list:
-            _check_topic(topic)
+            check_topic(topic)
         params = stream_params(
             topics=topic_list, event_types=event_types, group=group, consumer=consumer,
             start_from=start_from, visibility_timeout=visibility_timeout,

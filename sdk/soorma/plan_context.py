@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
 from soorma._propagation import current_event
+from soorma.planning.cache import DEFAULT_CACHE_PLANS, PlanCache
 from soorma.planning.conditions import evaluate_condition
 from soorma.planning.interpolate import interpolate
+from soorma.planning.machine import CONDITION_NAMES, as_state_machine, validate_state_machine
 from soorma_common.errors import PlanNotFound
 from soorma_common.events import ACTION_RESULTS, SYSTEM_EVENTS, EventEnvelope
 from soorma_common.memory import PlanContextRecord, PlanStatus
@@ -85,90 +86,6 @@ def _initial_correlations(
     if goal_correlation and goal_correlation != plan_id and parent_plan_id is None:
         ids.append(goal_correlation)
     return ids
-
-
-def _as_state_machine(
-    machine: Mapping[str, StateConfig | Mapping[str, Any]],
-) -> dict[str, StateConfig]:
-    out: dict[str, StateConfig] = {}
-    for name, config in machine.items():
-        cfg = config if isinstance(config, StateConfig) else StateConfig.model_validate(config)
-        out[name] = cfg
-    return out
-
-
-def validate_state_machine(machine: Mapping[str, StateConfig], initial_state: str) -> None:
-    """Check that every referenced state exists and conditions parse.
-
-    Raises:
-        ValueError: naming the state and the missing target or bad condition.
-    """
-    from soorma.planning.conditions import ConditionError, validate_condition
-
-    if initial_state not in machine:
-        raise ValueError(
-            f"state machine has no initial state {initial_state!r}; states: {sorted(machine)}"
-        )
-    for name, cfg in machine.items():
-        targets = [t.to_state for t in cfg.transitions]
-        if cfg.default_next:
-            targets.append(cfg.default_next)
-        for target in targets:
-            if target not in machine:
-                raise ValueError(
-                    f"state {name!r} leads to unknown state {target!r}; states: {sorted(machine)}"
-                )
-        for t in cfg.transitions:
-            if t.condition:
-                try:
-                    validate_condition(t.condition, set(CONDITION_NAMES))
-                except ConditionError as exc:
-                    raise ValueError(
-                        f"state {name!r}, transition on {t.on_event!r}: {exc}"
-                    ) from exc
-
-
-CONDITION_NAMES = ("data", "event", "results", "goal_data", "state")
-
-DEFAULT_CACHE_PLANS = 2048
-
-
-class PlanCache:
-    """The last stored version of recently written plans, found by correlation id.
-
-    Lets a planner skip the by-correlation read when it wrote the plan itself. A cached
-    copy is only a guess: every write is still guarded by its version, and a decision
-    to do nothing taken on a cached copy is re-checked on a fresh read (another replica
-    may have moved the plan on).
-
-    Args:
-        capacity: Plans kept (least recently written dropped first).
-    """
-
-    def __init__(self, *, capacity: int = DEFAULT_CACHE_PLANS) -> None:
-        self.capacity = capacity
-        self._records: OrderedDict[str, PlanContextRecord] = OrderedDict()
-        self._by_correlation: dict[str, str] = {}
-
-    def put(self, record: PlanContextRecord) -> None:
-        """Remember ``record`` (the version just stored)."""
-        self._records[record.plan_id] = record
-        self._records.move_to_end(record.plan_id)
-        for corr in record.correlation_ids:
-            self._by_correlation[corr] = record.plan_id
-        while len(self._records) > self.capacity:
-            _, old = self._records.popitem(last=False)
-            for corr in old.correlation_ids:
-                if self._by_correlation.get(corr) == old.plan_id:
-                    del self._by_correlation[corr]
-
-    def by_correlation(self, correlation_id: str) -> PlanContextRecord | None:
-        """The cached plan ``correlation_id`` leads to, if any."""
-        plan_id = self._by_correlation.get(correlation_id)
-        return self._records.get(plan_id) if plan_id else None
-
-    def __len__(self) -> int:
-        return len(self._records)
 
 
 class PlanContext:
@@ -233,7 +150,7 @@ class PlanContext:
         self.response_topic: str = meta.get("response_topic") or ACTION_RESULTS
         self.correlation_id: str | None = meta.get("correlation_id")
         self.status: str = str(record.status)
-        self.state_machine: dict[str, StateConfig] = _as_state_machine(record.state_machine)
+        self.state_machine: dict[str, StateConfig] = as_state_machine(record.state_machine)
         self.current_state: str = record.current_state or START_STATE
         self.results: dict[str, Any] = dict(record.results)
         self.parent_plan_id: str | None = record.parent_plan_id
@@ -336,7 +253,7 @@ class PlanContext:
                 conditions.
             VersionConflict: a plan with ``plan_id`` already exists.
         """
-        machine = _as_state_machine(state_machine)
+        machine = as_state_machine(state_machine)
         validate_state_machine(machine, initial_state)
         plan_id = plan_id or str(uuid.uuid4())
         record = PlanContextRecord(
@@ -968,6 +885,7 @@ _MISSING = object()
 
 __all__ = [
     "CONDITION_NAMES",
+    "DEFAULT_CACHE_PLANS",
     "PLAN_COMPLETED",
     "PLAN_FAILED",
     "PLAN_PAUSED",
@@ -975,6 +893,7 @@ __all__ = [
     "PLAN_STARTED",
     "PLAN_STATE_CHANGED",
     "START_STATE",
+    "PlanCache",
     "PlanContext",
     "validate_state_machine",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from soorma.bus import _check_event_type, _check_topic
+from soorma._names import check_event_type, check_topic
 
 EventHandler = Callable[[Any, Any], Awaitable[Any]]
 LifecycleHook = Callable[[], Awaitable[Any]]
@@ -65,11 +65,15 @@ def make_spec(
 ) -> HandlerSpec:
     """Validate a subscription and build its record."""
     try:
-        _check_topic(topic)
-        _check_event_type(event_type)
+        check_topic(topic)
+        check_event_type(event_type)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{decorator}: {exc}") from None
     return HandlerSpec(
         topic=str(topic), event_type=str(event_type), func=func,
         name=getattr(func, "__qualname__", repr(func)),
     )
+
+
+async def placeholder(event: Any, context: Any) -> None:
+    """Stands in for the handler while validating decorator arguments."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 from collections.abc import Callable, Sequence
@@ -35,6 +36,7 @@ from soorma.agents._handlers import (
     check_handler,
     check_hook,
     make_spec,
+    placeholder,
 )
 from soorma.agents._lru import RecentIds
 from soorma.context import PlatformContext
@@ -213,7 +215,7 @@ class Agent:
             ValueError: invalid topic or empty event type.
         """
         spec_check = make_spec(
-            topic=topic, event_type=event_type, func=_placeholder, decorator="on_event()"
+            topic=topic, event_type=event_type, func=placeholder, decorator="on_event()"
         )
 
         def decorator(func: H) -> H:
@@ -412,7 +414,7 @@ class Agent:
         """Start, run until SIGINT/SIGTERM (or a fatal stream error), then stop."""
         loop = asyncio.get_running_loop()
         stop_requested = asyncio.Event()
-        installed: list[int] = []
+        installed: list[signal.Signals] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, stop_requested.set)
@@ -535,8 +537,11 @@ class Agent:
             task = asyncio.create_task(self._run(event), name=f"{self.name} {event.type}")
             self._in_flight[event.id] = task
             task.add_done_callback(
-                lambda _t, eid=event.id, did=event.delivery_id: self._release(eid, did)
+                functools.partial(self._released, event.id, event.delivery_id)
             )
+
+    def _released(self, event_id: str, delivery_id: str | None, _task: object) -> None:
+        self._release(event_id, delivery_id)
 
     async def _run(self, event: Event) -> None:
         assert self._slots is not None
@@ -638,10 +643,6 @@ class Agent:
             self._acks.ack(event.delivery_id)
         else:
             self._acks.nack(event.delivery_id, f"{type(error).__name__}: {error}")
-
-
-async def _placeholder(event: Any, context: Any) -> None:
-    """Stands in for the handler while validating decorator arguments."""
 
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "Agent"]

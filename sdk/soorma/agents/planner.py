@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
-from soorma.agents._handlers import HandlerSpec, check_handler, make_spec
-from soorma.agents.base import Agent, _placeholder
-from soorma.bus import _check_event_type
+from soorma._names import check_event_type
+from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
+from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.plan_context import START_STATE, PlanCache, PlanContext
@@ -258,7 +258,7 @@ class Planner(Agent):
             ValueError: invalid topic or empty event type.
         """
         checked = make_spec(
-            topic=topic, event_type=event_type, func=_placeholder, decorator="on_goal()"
+            topic=topic, event_type=event_type, func=placeholder, decorator="on_goal()"
         )
 
         def decorator(func: G) -> G:
@@ -318,7 +318,7 @@ class Planner(Agent):
             raise ValueError("on_transition(event_types=...) needs at least one event type")
         for pattern in patterns:
             try:
-                _check_event_type(pattern, what="on_transition() event type")
+                check_event_type(pattern, what="on_transition() event type")
             except ValueError:
                 raise ValueError(
                     f"on_transition() event types must be non-empty strings such as "

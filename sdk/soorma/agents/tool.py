@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog, answer_event_id
-from soorma.agents._handlers import HandlerSpec, check_handler, make_spec
-from soorma.agents.base import Agent, _placeholder
+from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
+from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
@@ -117,7 +117,7 @@ class Tool(Agent):
             ValueError: invalid topic or empty event type.
         """
         checked = make_spec(
-            topic=topic, event_type=event_type, func=_placeholder, decorator="on_invoke()"
+            topic=topic, event_type=event_type, func=placeholder, decorator="on_invoke()"
         )
 
         def decorator(func: T) -> T:

@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog
-from soorma.agents._handlers import HandlerSpec, check_handler, make_spec
-from soorma.agents.base import Agent, _placeholder
+from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
+from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.task import ResultContext, TaskContext
@@ -117,7 +117,7 @@ class Worker(Agent):
             ValueError: invalid topic or empty event type.
         """
         checked = make_spec(
-            topic=topic, event_type=event_type, func=_placeholder, decorator="on_task()"
+            topic=topic, event_type=event_type, func=placeholder, decorator="on_task()"
         )
 
         def decorator(func: W) -> W:
@@ -236,7 +236,7 @@ class Worker(Agent):
             ValueError: invalid topic or empty event type.
         """
         checked = make_spec(
-            topic=topic, event_type=event_type, func=_placeholder, decorator="on_result()"
+            topic=topic, event_type=event_type, func=placeholder, decorator="on_result()"
         )
 
         def decorator(func: W) -> W:

@@ -100,6 +100,16 @@ async def test_registry_down_is_503_naming_it_and_bad_bodies_are_400(tmp_path: A
                 rpc = await http.post("/", json={"jsonrpc": "2.0", "id": 1,
                                                  "method": "SendMessage", "params": body})
                 assert error_of(rpc)["code"] in (-32602, -32700), (body, rpc.text)
+            # Bytes that are not UTF-8: a parse error on both bindings (was a bare 500).
+            for path in ("/message:send", "/message:stream", "/agents/echo-tool/message:send"):
+                garbled = await http.post(path, content=b'{"\xff\xfe": 1}',
+                                          headers={"Content-Type": "application/json"})
+                assert garbled.status_code == 400, (path, garbled.text)
+                assert "UTF-8" in error_of(garbled)["message"]
+            for path in ("/", "/agents/echo-tool"):
+                garbled = await http.post(path, content=b"\xff\xfe",
+                                          headers={"Content-Type": "application/json"})
+                assert garbled.status_code == 200 and error_of(garbled)["code"] == -32700
             empty = await http.post("/message:send", json={"message": {**MESSAGE, "parts": [{}]}})
             assert "message.parts[0]" in error_of(empty)["message"]
             missing = await http.post("/message:send", json={})

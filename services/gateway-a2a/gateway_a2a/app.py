@@ -16,9 +16,11 @@ from a2a.server.routes import (
 )
 from a2a.types.a2a_pb2 import AgentCard
 from fastapi import FastAPI
+from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 
 from gateway_a2a.auth import AuthMiddleware, TenantContextBuilder
+from gateway_a2a.body import Utf8BodyGuard
 from gateway_a2a.bridge import Bridge
 from gateway_a2a.card import PLACEHOLDER_SKILL, CardEndpoints, build_card
 from gateway_a2a.executor import BusAgentExecutor
@@ -116,6 +118,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         rest_routes=rest,
     )
     app.add_middleware(AuthMiddleware, settings=settings)
+    # Innermost (after the size limit): a body that is not UTF-8 is a parse error.
+    app.user_middleware.append(Middleware(Utf8BodyGuard))
     app.state.handler = handler
     app.state.bridge = bridge
     return app

@@ -90,11 +90,15 @@ class Bridge:
             self._stream = asyncio.create_task(self._consume(), name="gateway answers")
             self._flusher = asyncio.create_task(self._flush_acks(), name="gateway acks")
 
-    async def ensure(self, tenant: str) -> None:
-        """Make sure answers are being read before publishing a request for ``tenant``."""
+    async def ensure(self, tenant: str, wait_seconds: float = READY_TIMEOUT_SECONDS) -> None:
+        """Make sure answers are being read before publishing a request for ``tenant``.
+
+        Raises:
+            TimeoutError: the answer stream is not open after ``wait_seconds``.
+        """
         del tenant  # one stream (the tap) carries every tenant's answers
         await self.start()
-        await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_SECONDS)
+        await asyncio.wait_for(self._ready.wait(), wait_seconds)
 
     async def _consume(self) -> None:
         while not self._closing:

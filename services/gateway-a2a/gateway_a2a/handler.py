@@ -3,6 +3,11 @@
 - ``SendMessage``/``SendStreamingMessage`` resolve the skill and validate the payload
   *before* the SDK creates anything: a message that does not fit is answered with
   ``-32602`` naming the field, and nothing is stored or published.
+- Before that, the SDK's own required-field check runs (it would run only after the
+  registry lookup otherwise), and a message without parts, or a part without content, is
+  ``-32602``; a registry or event service the gateway cannot reach is
+  :class:`~gateway_a2a.errors.DependencyUnavailableError` (HTTP 503 / ``-32603`` naming
+  the service), never a bare 500.
 - ``CancelTask`` publishes the cancel event once the SDK recorded ``canceled`` (locally
   or, for a task this replica does not run, in the shared store).
 - :meth:`resume` applies an answer for a task no executor on this replica waits for.
@@ -17,6 +22,7 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.request_handler import validate_request_params
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
@@ -35,12 +41,14 @@ from a2a.utils.errors import (
 from google.protobuf.json_format import MessageToDict
 
 from gateway_a2a.bridge import Bridge
+from gateway_a2a.errors import unavailable
 from gateway_a2a.executor import ANSWER_KEY, PAYLOAD_KEY, RESUME_KEY, SKILL_KEY
 from gateway_a2a.mapping import MESSAGE_KEY, message_record, narrow, request_payload
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import Route, RouteStore, tenant_context, tenant_of
 from soorma.event import Event as BusEvent
+from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import SYSTEM_EVENTS
 
 AGENT_KEY = "soorma_agent"
@@ -66,6 +74,7 @@ class GatewayRequestHandler(DefaultRequestHandler):
     async def _prepare(self, params: SendMessageRequest, context: ServerCallContext) -> None:
         message = params.message
         tenant = tenant_of(context)
+        _check_parts(message)
         if message.task_id:
             stored = await self._versioned_store.get(message.task_id, context)
             if stored is None:
@@ -87,27 +96,50 @@ class GatewayRequestHandler(DefaultRequestHandler):
                 # The task's context (the client may leave it out on a follow-up).
                 message.context_id = task.context_id
             context.state[ANSWER_KEY] = _answer_payload(message)
+            await self._require_bus(tenant)
             return
         metadata = narrow(MessageToDict(message.metadata)) if message.metadata else {}
-        skill = await self.catalog.resolve(
-            tenant, metadata, agent=context.state.get(AGENT_KEY),
-            default=self.settings.gateway_default_skill,
-        )
+        try:
+            skill = await self.catalog.resolve(
+                tenant, metadata, agent=context.state.get(AGENT_KEY),
+                default=self.settings.gateway_default_skill,
+            )
+        except ServiceUnavailable as exc:
+            raise unavailable("registry", exc) from exc
         context.state[SKILL_KEY] = skill
         context.state[PAYLOAD_KEY] = request_payload(message, skill.id, skill.schema)
+        await self._require_bus(tenant)
 
+    async def _require_bus(self, tenant: str) -> None:
+        """The answer stream is open (so a publish can be answered), else 503."""
+        try:
+            await self.bridge.ensure(tenant, self.settings.gateway_bus_ready_timeout_seconds)
+        except TimeoutError as exc:
+            raise unavailable(
+                "event service",
+                ServiceUnavailable(f"no answer stream from {self.settings.event_service_url}"),
+            ) from exc
+
+    @validate_request_params
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
         await self._prepare(params, context)
-        return await super().on_message_send(params, context)
+        try:
+            return await super().on_message_send(params, context)
+        except ServiceUnavailable as exc:
+            raise unavailable("event service", exc) from exc
 
+    @validate_request_params
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         await self._prepare(params, context)
-        async for event in super().on_message_send_stream(params, context):
-            yield event
+        try:
+            async for event in super().on_message_send_stream(params, context):
+                yield event
+        except ServiceUnavailable as exc:
+            raise unavailable("event service", exc) from exc
 
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
@@ -158,6 +190,22 @@ class GatewayRequestHandler(DefaultRequestHandler):
             await self.routes.update(route.task_id, finished=True)
         except A2AError:
             raise
+
+
+def _check_parts(message: Message) -> None:
+    """A message carries at least one part, and every part has content."""
+    if not message.parts:
+        raise InvalidParamsError(
+            message="message.parts is empty: send at least one text, data, url or raw part",
+            data={"field": "message.parts"},
+        )
+    for index, part in enumerate(message.parts):
+        if part.WhichOneof("content") is None:
+            raise InvalidParamsError(
+                message=f"message.parts[{index}] has no content: give it one of text, data, "
+                "url or raw",
+                data={"field": f"message.parts[{index}]"},
+            )
 
 
 def _answer_payload(message: Message) -> dict[str, Any]:

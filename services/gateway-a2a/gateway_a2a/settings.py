@@ -64,6 +64,8 @@ class Settings(ServiceSettings):
     gateway_push_config_ttl_seconds: float = Field(default=1.0, ge=0)
     # Cross-replica polling of the shared task_events table (resubscribe on B).
     gateway_poll_interval_seconds: float = Field(default=0.2, gt=0)
+    # How long a send waits for the answer stream before the event service counts as down.
+    gateway_bus_ready_timeout_seconds: float = Field(default=5.0, gt=0)
     gateway_max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
 
     @field_validator("gateway_api_keys")

@@ -121,8 +121,10 @@ analyzer = Tool(
 )
 reporter = Tool(
     name="doc-reporter", description="Writes the final report.",
-    capabilities=[capability("report", "doc.report.requested", REPORT_SCHEMA, "doc.report.completed",
-                             "Write the final report of a topic from its analysis.")],
+    capabilities=[capability(
+        "report", "doc.report.requested", REPORT_SCHEMA, "doc.report.completed",
+        "Write the final report of a topic from its analysis.",
+    )],
 )
 
 

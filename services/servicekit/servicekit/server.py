@@ -9,8 +9,8 @@ connection (and a file descriptor) forever. The protocol classes here add both b
 - **header-read timeout**: a connection that has not sent a complete request head
   ``header_timeout`` seconds after it opened (or after it started its next request) is
   answered ``408`` and closed (by a sweep that runs four times per timeout, so within
-  1.25 timeouts; a request pays only for reading the loop's clock). Idle keep-alive connections are closed by uvicorn's own
-  ``timeout_keep_alive``.
+  1.25 timeouts; a request pays only for reading the loop's clock). Idle keep-alive
+  connections are closed by uvicorn's own ``timeout_keep_alive``.
 
 ``python -m servicekit.server module:create_app`` serves an app factory this way (the
 container image's command); ``soorma dev`` uses :func:`uvicorn_options` too.

@@ -110,7 +110,8 @@ def _all_subclasses(cls: type[SoormaError]) -> list[type[SoormaError]]:
 
 def error_class_for(code: str) -> type[SoormaError]:
     """The error class with this stable ``code`` (``SoormaError`` when unknown)."""
-    for cls in [SoormaError, *_all_subclasses(SoormaError)]:
+    classes: list[type[SoormaError]] = [SoormaError, *_all_subclasses(SoormaError)]
+    for cls in classes:
         if cls.code == code:
             return cls
     return SoormaError

@@ -78,9 +78,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
         fallback: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._limits = limits or httpx.Limits(max_connections=64, max_keepalive_connections=32)
-        self._max_idle = self._limits.max_keepalive_connections
-        if self._max_idle is None:
-            self._max_idle = 1 << 30
+        max_idle = self._limits.max_keepalive_connections
+        self._max_idle: int = 1 << 30 if max_idle is None else max_idle
         self._max_active = self._limits.max_connections
         self._fallback = fallback
         self._idle: dict[tuple[str, int], list[_Conn]] = {}

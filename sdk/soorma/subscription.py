@@ -149,7 +149,7 @@ class Subscription:
                 break
             if not isinstance(item, Event):
                 # Put the error or the end back in front for ``__anext__``.
-                rest = [item]
+                rest: list[Event | BaseException | _Closed] = [item]
                 while not self._queue.empty():
                     rest.append(self._queue.get_nowait())
                 for r in rest:

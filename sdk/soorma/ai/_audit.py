@@ -45,7 +45,7 @@ def audit_record(
         [{"role": m["role"], "content": _trim(m["content"])} for m in messages]
         if messages is not None else None
     )
-    return redact(
+    entry: dict[str, Any] = redact(
         {
             "at": datetime.now(UTC).isoformat(),
             "attempt": attempt,
@@ -59,6 +59,7 @@ def audit_record(
         },
         secrets,
     )
+    return entry
 
 
 def append_audit(

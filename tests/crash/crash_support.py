@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from sdk_helpers import Proc, subprocess_env
 
-from soorma import Event, PlatformContext
+from soorma import PlatformContext
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,28 +26,6 @@ async def sigkill(proc: Proc) -> None:
     """SIGKILL: no graceful shutdown, no pending ack flushed."""
     proc.proc.kill()
     await proc.wait()
-
-
-@contextlib.asynccontextmanager
-async def recorded(
-    context: PlatformContext, topics: list[str], event_types: list[str]
-) -> AsyncIterator[list[Event]]:
-    """Every event of ``event_types`` on ``topics`` (broadcast) while the block runs."""
-    seen: list[Event] = []
-    async with context.bus.subscribe(topics, event_types=event_types) as sub:
-        await sub.wait_ready()
-
-        async def pump() -> None:
-            async for event in sub:
-                seen.append(event)
-
-        task = asyncio.create_task(pump())
-        try:
-            yield seen
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
 
 
 async def until(predicate, within: float = 60.0) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from crash_support import llm_calls, recorded, register_tool, sigkill, start_agent, until
+from crash_support import llm_calls, register_tool, sigkill, start_agent, until
+
+from testsupport.capture import capture
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
 
@@ -29,9 +31,9 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
     await register_tool(context, "summarizer", "summarize.requested", "summarize.done")
     procs = []
     try:
-        async with recorded(context, ["action-requests"],
+        async with capture(context, ["action-requests"],
                             ["search.requested", "summarize.requested"]) as requests, \
-                recorded(context, ["action-results"], ["research.done"]) as answers:
+                capture(context, ["action-results"], ["research.done"]) as answers:
             def sent(event_type):
                 return [e for e in requests if e.type == event_type]
 

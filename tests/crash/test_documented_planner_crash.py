@@ -8,7 +8,9 @@ right after the plan was stored, the redelivered goal must get the existing plan
 from __future__ import annotations
 
 import pytest
-from crash_support import recorded, sigkill, start_agent, until
+from crash_support import sigkill, start_agent, until
+
+from testsupport.capture import capture
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
 
@@ -23,8 +25,8 @@ async def test_goal_redelivered_after_a_kill_between_create_plan_and_execute_nex
                               CRASH_HOLD="after_create")
     second = None
     try:
-        async with recorded(context, ["action-requests"], ["quote.requested"]) as quotes, \
-                recorded(context, ["action-results"], ["purchase.done"]) as answers:
+        async with capture(context, ["action-requests"], ["quote.requested"]) as quotes, \
+                capture(context, ["action-results"], ["purchase.done"]) as answers:
             goal_id = await bus.request("purchase.goal", {"item": "desk"}, "purchase.done",
                                         correlation_id="order-7")
             await first.wait_for("created ")

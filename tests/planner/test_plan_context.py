@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from planner_support import capture, wait_for
+from planner_support import wait_for
 
 from soorma._propagation import handling
 from soorma.event import Event
@@ -13,6 +13,7 @@ from soorma.plan_context import PlanContext
 from soorma_common.errors import VersionConflict
 from soorma_common.memory import PlanStatus
 from soorma_common.state import StateAction, StateConfig, StateTransition
+from testsupport.capture import capture
 
 pytestmark = pytest.mark.asyncio
 

@@ -12,10 +12,11 @@ none of its ``on_goal`` handlers matches.
 from __future__ import annotations
 
 import pytest
-from planner_support import capture, responder, wait_for
+from planner_support import responder, wait_for
 
 from soorma.agents.planner import Planner
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
+from testsupport.capture import capture
 
 pytestmark = pytest.mark.asyncio
 

@@ -11,11 +11,12 @@ from collections import Counter
 
 import httpx
 import pytest
-from planner_support import capture, responder, wait_for
+from planner_support import responder, wait_for
 
 from soorma import PlatformContext
 from soorma.agents.planner import Planner
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
+from testsupport.capture import capture
 
 pytestmark = pytest.mark.asyncio
 

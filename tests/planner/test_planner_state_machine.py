@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from planner_support import capture, responder, wait_for
+from planner_support import responder, wait_for
 
 from soorma.agents.planner import GoalContext, Planner, TransitionContext
 from soorma.plan_context import PlanContext
 from soorma_common.memory import PlanStatus
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
+from testsupport.capture import capture
 
 pytestmark = pytest.mark.asyncio
 

@@ -8,10 +8,11 @@ is published by hand (correlation_id = plan_id), as the contract describes it.
 from __future__ import annotations
 
 import pytest
-from planner_support import capture, wait_for
+from planner_support import wait_for
 
 from soorma.agents.planner import Planner
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
+from testsupport.capture import capture
 
 pytestmark = pytest.mark.asyncio
 

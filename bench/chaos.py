@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from harness import create_database, drop_database
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT = ROOT / "bench" / "chaos" / "agent.py"
@@ -203,8 +204,8 @@ class Stack:
              "--save", ""],
             stdout=(self.logs / "redis.log").open("w"), stderr=subprocess.STDOUT)
         self.model.start()
-        memory_db, registry_db = await create_database(self.args.database_url), \
-            await create_database(self.args.database_url)
+        memory_db, registry_db = await create_database(self.args.database_url, "soorma_chaos"), \
+            await create_database(self.args.database_url, "soorma_chaos")
         self.db_urls = [memory_db, registry_db]
         for _ in range(100):
             with contextlib.suppress(OSError), socket.create_connection(
@@ -274,28 +275,6 @@ class Stack:
                 await drop_database(self.args.database_url, db)
         if not self.args.keep_logs:
             shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-async def create_database(url: str) -> str:
-    import asyncpg
-
-    name = f"soorma_chaos_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    return url.rpartition("/")[0] + "/" + name
-
-
-async def drop_database(url: str, db_url: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{db_url.rpartition("/")[2]}" WITH (FORCE)')
-    finally:
-        await conn.close()
 
 
 class Driver:

@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import ROOT, UvicornService, cpu_seconds, pct
+from harness import ROOT, UvicornService, cpu_seconds, create_database, drop_database, pct
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -45,28 +45,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-async def create_database(url: str) -> str:
-    import asyncpg
-
-    name = f"soorma_bench_gw_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    return url.rpartition("/")[0] + "/" + name
-
-
-async def drop_database(url: str, db_url: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{db_url.rpartition("/")[2]}" WITH (FORCE)')
-    finally:
-        await conn.close()
 
 
 def echo_tool(context: Any) -> Any:
@@ -120,8 +98,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
     tmp = ROOT / ".soorma" / f"bench-gw-{uuid.uuid4().hex[:6]}"
     tmp.mkdir(parents=True, exist_ok=True)
-    db_url = (await create_database(args.database_url) if args.gateway_db == "postgres"
-              else f"sqlite+aiosqlite:///{tmp}/gateway.db")
+    db_url = (
+        await create_database(args.database_url, "soorma_bench_gw")
+        if args.gateway_db == "postgres" else f"sqlite+aiosqlite:///{tmp}/gateway.db"
+    )
     events = UvicornService(name="event service", factory="event_service.app:create_app",
                             port=free_port(), env={
                                 "SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": args.redis_url,

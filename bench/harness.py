@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,3 +135,27 @@ class UvicornService:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+
+
+async def create_database(url: str, prefix: str = "soorma_bench") -> str:
+    """A fresh PostgreSQL database next to ``url``'s (named ``<prefix>_<random>``); its URL."""
+    import asyncpg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return url.rpartition("/")[0] + "/" + name
+
+
+async def drop_database(url: str, db_url: str) -> None:
+    """Drop the database ``db_url`` names (made by :func:`create_database`), through ``url``."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{db_url.rpartition("/")[2]}" WITH (FORCE)')
+    finally:
+        await conn.close()

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from harness import create_database, drop_database
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = ("step1", "step2", "step3")
@@ -233,29 +234,6 @@ async def run_streams(context: Any, streams: int, seconds: float) -> list[float]
         with contextlib.suppress(asyncio.CancelledError):
             await pump_task
     return latencies
-
-
-async def create_database(url: str) -> str:
-    import asyncpg
-
-    plain = url.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"soorma_bench_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(plain)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    return url.rpartition("/")[0] + "/" + name
-
-
-async def drop_database(url: str, db_url: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{db_url.rpartition("/")[2]}" WITH (FORCE)')
-    finally:
-        await conn.close()
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:

@@ -345,9 +345,16 @@ def _apply_plan(b: _Batch, e: et.Ev) -> None:
         if isinstance(state, str) and (p["state_time"] is None
                                       or e.time >= utc(p["state_time"])):
             p["current_state"], p["state_time"] = state, e.time
+    if e.type in et.PLAN_LIFECYCLE and e.type != et.PLAN_WAIT_TIMEOUT:
+        # The planner publishes its plan's lifecycle (a ChoreographyPlanner plan may
+        # show only its end); plan.wait_timeout comes from the tracker itself.
+        p["planner"] = e.source if e.type == et.PLAN_STARTED and e.source \
+            else p["planner"] or e.source
     if e.type == et.PLAN_STARTED:
         p["started_at"] = e.time if p["started_at"] is None else min(utc(p["started_at"]), e.time)
-        p["planner"] = p["planner"] or e.source
+        goal_event = d.get("goal_event")
+        if isinstance(goal_event, str) and goal_event and not p["goal_event"]:
+            p["goal_event"] = goal_event[:256]
         if e.parent_event_id and not p["goal_event_id"]:
             p["goal_event_id"] = e.parent_event_id
             goal = b.goal_events.get((e.tenant, e.parent_event_id))

@@ -188,6 +188,8 @@ class TaskSummary(BaseDTO):
     plan_id: str | None = None
     event_type: str | None = None
     response_event: str | None = None
+    answer_type: str | None = Field(
+        default=None, description="event type of the answer (may differ from response_event)")
     status: TrackedTaskStatus
     reason: str | None = None
     error: str | None = None

@@ -489,6 +489,17 @@ class PlanContext:
             {"plan_id": self.plan_id, "status": "failed", "error": reason},
         )
 
+    async def announce_start(self) -> None:
+        """Publish ``plan.started`` for a plan not stepped by :meth:`execute_next`
+        (a ChoreographyPlanner plan). Its id derives from the plan id, so announcing
+        again (a redelivered goal) is recognisably the same event.
+        """
+        if not self.is_finished():
+            await self._context.bus.publish_event(self._lifecycle_event(
+                PLAN_STARTED, {"status": PlanStatus.RUNNING.value},
+                event_id=_derived_id(self.plan_id, "started"),
+            ), **self._identity())
+
     async def announce_end_again(self) -> None:
         """Publish a finished plan's end and its goal's answer again, under the ids the
         first announcement used (consumers drop the copy). For a redelivered trigger
@@ -687,6 +698,8 @@ class PlanContext:
         self, event_type: str, data: dict[str, Any], *, event_id: str | None = None
     ) -> EventEnvelope:
         payload = {"plan_id": self.plan_id, "current_state": self.current_state, **data}
+        if event_type == PLAN_STARTED and self.goal_event:
+            payload["goal_event"] = self.goal_event
         if self.parent_plan_id:
             payload["parent_plan_id"] = self.parent_plan_id
         return self._context.bus.build_event(

@@ -747,7 +747,7 @@ class ChoreographyPlanner(Planner):
             plan_id = str(uuid.uuid5(_PLAN_NAMESPACE, f"{self.name}/{event_id}")) if event_id \
                 else str(uuid.uuid4())
         try:
-            return await PlanContext.create(
+            plan = await PlanContext.create(
                 context,
                 goal_event=_value(goal, "event_type") or _value(event, "type") or "",
                 goal_data=_value(goal, "data") or {},
@@ -772,7 +772,10 @@ class ChoreographyPlanner(Planner):
             existing = await PlanContext.restore(plan_id, context)
             if existing is None:
                 raise
-            return existing
+            plan = existing
+        # The tracker reads the plan's planner (the event's source) and goal from it.
+        await plan.announce_start()
+        return plan
 
     async def step(
         self,

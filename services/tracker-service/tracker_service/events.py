@@ -32,6 +32,7 @@ PLAN_LIFECYCLE = frozenset({
 # Platform event types that are never the answer to a request.
 NOT_ANSWERS = PLAN_LIFECYCLE | {TASK_PROGRESS, TASK_TIMEOUT, HUMAN_INPUT}
 ACTION_REQUESTS = "action-requests"
+SYSTEM_EVENTS = "system-events"
 DELEGATION_SUBJECT = "delegation-group:"
 MAX_TIMEOUT_SECONDS = 366 * 86_400.0
 

@@ -303,11 +303,24 @@ def _stored_ev(row: dict[str, Any]) -> et.Ev:
     )
 
 
-def _early_answers(b: _Batch, tenant: str, key: str, response_event: str | None) -> None:
-    """Apply an answer stored before its request (or human-input ask) arrived."""
+def _early_answers(b: _Batch, tenant: str, key: str) -> None:
+    """Apply an answer stored before its request (or human-input ask) arrived (the
+    first one :func:`_answers` accepts)."""
     for answer in sorted(b.answers.get((tenant, key), []), key=lambda a: (a.time, a.id)):
-        if response_event is None or answer.type == response_event:
-            _apply_answer(b, answer)
+        _apply_answer(b, answer)
+
+
+def _answers(t: dict[str, Any], e: et.Ev) -> bool:
+    """Whether ``e`` (carrying ``t``'s correlation id) is the answer to request ``t``.
+
+    The expected ``response_event``, or any type on a result topic (not
+    ``system-events``) from the request's plan: a worker may answer
+    ``web.search.requested`` with ``web.search.no_results`` or ``web.search.failed``.
+    """
+    if not t["response_event"] or e.type == t["response_event"]:
+        return True
+    return (e.topic != et.SYSTEM_EVENTS
+            and (t["plan_id"] is None or e.plan_id is None or t["plan_id"] == e.plan_id))
 
 
 # -- applying ------------------------------------------------------------------------------
@@ -332,9 +345,16 @@ def _apply_plan(b: _Batch, e: et.Ev) -> None:
         if isinstance(state, str) and (p["state_time"] is None
                                       or e.time >= utc(p["state_time"])):
             p["current_state"], p["state_time"] = state, e.time
+    if e.type in et.PLAN_LIFECYCLE and e.type != et.PLAN_WAIT_TIMEOUT:
+        # The planner publishes its plan's lifecycle (a ChoreographyPlanner plan may
+        # show only its end); plan.wait_timeout comes from the tracker itself.
+        p["planner"] = e.source if e.type == et.PLAN_STARTED and e.source \
+            else p["planner"] or e.source
     if e.type == et.PLAN_STARTED:
         p["started_at"] = e.time if p["started_at"] is None else min(utc(p["started_at"]), e.time)
-        p["planner"] = p["planner"] or e.source
+        goal_event = d.get("goal_event")
+        if isinstance(goal_event, str) and goal_event and not p["goal_event"]:
+            p["goal_event"] = goal_event[:256]
         if e.parent_event_id and not p["goal_event_id"]:
             p["goal_event_id"] = e.parent_event_id
             goal = b.goal_events.get((e.tenant, e.parent_event_id))
@@ -377,11 +397,12 @@ def _apply_request(b: _Batch, e: et.Ev) -> None:
     t["response_event"] = e.response_event
     t["requester"] = e.source
     t["requested_at"] = e.time
-    t["plan_id"] = t["plan_id"] or e.plan_id
+    t["plan_id"] = e.plan_id or t["plan_id"]
     t["parent_event_id"] = e.parent_event_id
     t["delegation_group_id"] = e.delegation_group
     if t["answer_type"] and e.response_event and t["answer_type"] != e.response_event:
-        # An event taken for the answer before the request arrived was not it.
+        # An event taken for the answer before the request arrived may not be it: apply
+        # the stored answers again (below) against the request.
         t.update(status="pending", status_rank=0, status_time=e.time, answer_type=None,
                  answer_event_id=None, responded_at=None, agent=None, result=None,
                  error=None)
@@ -397,7 +418,7 @@ def _apply_request(b: _Batch, e: et.Ev) -> None:
         child["parent_task_id"] = e.id
         b.dirty_tasks.add(child_key)
         _set_status(t, "delegated", utc(child["requested_at"] or child["status_time"]))
-    _early_answers(b, e.tenant, e.task_key, e.response_event)
+    _early_answers(b, e.tenant, e.task_key)
     for plan_key in b.plans_by_goal.get((e.tenant, e.id), []):
         p = b.plans[plan_key]
         p["goal_event"], p["goal_correlation_id"] = e.type, e.correlation_id
@@ -405,9 +426,11 @@ def _apply_request(b: _Batch, e: et.Ev) -> None:
     b.goal_events[(e.tenant, e.id)] = (e.type, e.correlation_id)
 
 
-def _answer_status(d: dict[str, Any]) -> tuple[str, str | None]:
-    failed = d.get("status") == "failed" or d.get("success") is False
+def _answer_status(e: et.Ev) -> tuple[str, str | None]:
+    d = e.data
     error = d.get("error")
+    failed = (d.get("status") == "failed" or d.get("success") is False or bool(error)
+              or e.type.endswith(".failed"))
     return ("failed" if failed else "completed"), (str(error)[:2000] if error else None)
 
 
@@ -415,7 +438,7 @@ def _apply_answer(b: _Batch, e: et.Ev) -> None:
     assert e.correlation_id is not None
     key = (e.tenant, e.correlation_id)
     t = b.tasks.get(key)
-    if t is not None and t["response_event"] and e.type != t["response_event"]:
+    if t is not None and not _answers(t, e):
         return  # carries the correlation id, but is not the answer
     wait = b.waits.get(key)
     if t is None:
@@ -428,7 +451,7 @@ def _apply_answer(b: _Batch, e: et.Ev) -> None:
             b.dirty_waits.add(key)
         return
     b.dirty_tasks.add(key)
-    status, error = _answer_status(e.data)
+    status, error = _answer_status(e)
     t["answer_type"], t["answer_event_id"] = e.type, e.id
     t["responded_at"], t["agent"] = e.time, e.source
     t["plan_id"] = t["plan_id"] or e.plan_id
@@ -501,7 +524,7 @@ def _apply_human_input(b: _Batch, e: et.Ev) -> None:
     if parent is not None and not answered_early:
         _set_status(parent, "waiting", e.time)
     if not answered_early:
-        _early_answers(b, e.tenant, sub, response_event)
+        _early_answers(b, e.tenant, sub)
 
 
 def _apply_task_timeout(b: _Batch, e: et.Ev) -> None:

@@ -88,7 +88,8 @@ def task_summary(row: Any) -> TaskSummary:
     return TaskSummary(
         task_id=m["task_id"], correlation_id=m["correlation_id"], kind=m["kind"],
         plan_id=m["plan_id"], event_type=m["event_type"], response_event=m["response_event"],
-        status=m["status"], reason=m["reason"], error=m["error"], requester=m["requester"],
+        answer_type=m["answer_type"], status=m["status"], reason=m["reason"],
+        error=m["error"], requester=m["requester"],
         agent=m["agent"], parent_task_id=m["parent_task_id"],
         delegation_group_id=m["delegation_group_id"], progress=m["progress"],
         requested_at=req, responded_at=resp, latency_ms=latency, result=m["result"],

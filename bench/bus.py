@@ -41,11 +41,29 @@ T = TypeVar("T")
 class Results:
     rows: list[dict] = field(default_factory=list)
 
-    def add(self, bench: str, what: str, raw: float, service: float, unit: str, target: str,
-            **extra: object) -> None:
+    def add(
+        self,
+        bench: str,
+        what: str,
+        raw: float,
+        service: float,
+        unit: str,
+        target: str,
+        **extra: object,
+    ) -> None:
         ratio = service / raw if raw else float("nan")
-        self.rows.append({"bench": bench, "what": what, "raw": raw, "service": service,
-                          "unit": unit, "ratio": ratio, "target": target, **extra})
+        self.rows.append(
+            {
+                "bench": bench,
+                "what": what,
+                "raw": raw,
+                "service": service,
+                "unit": unit,
+                "ratio": ratio,
+                "target": target,
+                **extra,
+            }
+        )
 
 
 # ---------------------------------------------------------------- raw redis-py baselines
@@ -83,8 +101,9 @@ async def raw_latency(url: str, key: str, rate: int, seconds: float) -> list[flo
     return latencies
 
 
-async def raw_throughput(url: str, key: str, seconds: float, *, batch: int,
-                         publishers: int = 4) -> float:
+async def raw_throughput(
+    url: str, key: str, seconds: float, *, batch: int, publishers: int = 4
+) -> float:
     r = aioredis.from_url(url)
     reader = aioredis.from_url(url)
     await r.xgroup_create(key, "g", id="$", mkstream=True)
@@ -137,8 +156,12 @@ _ids = itertools.count()
 def envelope(i: int, topic: str = TOPIC) -> dict:
     # Envelopes carry their id, as the SDK sends them (it builds each EventEnvelope
     # client-side); a counter keeps the load generator cheap.
-    return {"id": f"{_RUN}-{next(_ids)}", "type": "bench.tick", "topic": topic,
-            "data": {"i": i, "t": time.perf_counter(), "pad": "x" * 200}}
+    return {
+        "id": f"{_RUN}-{next(_ids)}",
+        "type": "bench.tick",
+        "topic": topic,
+        "data": {"i": i, "t": time.perf_counter(), "pad": "x" * 200},
+    }
 
 
 class ServiceUnderTest(UvicornService):
@@ -148,9 +171,15 @@ class ServiceUnderTest(UvicornService):
         self.prefix = f"bench-{uuid.uuid4().hex[:8]}"
         self.redis_url = redis_url
         super().__init__(
-            name="event service", factory="event_service.app:create_app", port=port,
-            env={"SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": redis_url,
-                 "SOORMA_REDIS_PREFIX": self.prefix, "SOORMA_LOG_LEVEL": "WARNING"},
+            name="event service",
+            factory="event_service.app:create_app",
+            port=port,
+            env={
+                "SOORMA_EVENT_BACKEND": "redis",
+                "SOORMA_REDIS_URL": redis_url,
+                "SOORMA_REDIS_PREFIX": self.prefix,
+                "SOORMA_LOG_LEVEL": "WARNING",
+            },
             ready_marker=b'"event-service"',
         )
 
@@ -170,8 +199,9 @@ async def open_stream(svc: ServiceUnderTest, path: str):
             return frames
 
 
-async def service_latency(svc: ServiceUnderTest, rate: int, seconds: float,
-                          connections: int = 4) -> list[float]:
+async def service_latency(
+    svc: ServiceUnderTest, rate: int, seconds: float, connections: int = 4
+) -> list[float]:
     topic = f"lat-{uuid.uuid4().hex[:6]}"
     frames = await open_stream(svc, f"/v1/events/stream?topics={topic}")
     total = int(rate * seconds)
@@ -198,7 +228,8 @@ async def service_latency(svc: ServiceUnderTest, rate: int, seconds: float,
             if i < 0:
                 return
             status, body = await client.post(
-                "/v1/events/publish", orjson.dumps({"event": envelope(i, topic)}))
+                "/v1/events/publish", orjson.dumps({"event": envelope(i, topic)})
+            )
             if status != 200:
                 raise RuntimeError(f"publish failed: {status} {body[:200]!r}")
 
@@ -218,8 +249,9 @@ async def service_latency(svc: ServiceUnderTest, rate: int, seconds: float,
     return latencies
 
 
-async def service_throughput(svc: ServiceUnderTest, seconds: float, *, batch: int,
-                             publishers: int = 4) -> float:
+async def service_throughput(
+    svc: ServiceUnderTest, seconds: float, *, batch: int, publishers: int = 4
+) -> float:
     topic = f"thr-{uuid.uuid4().hex[:6]}"
     frames = await open_stream(svc, f"/v1/events/stream?topics={topic}")
     published = 0
@@ -271,10 +303,12 @@ async def service_fanout(svc: ServiceUnderTest, subscribers: int, burst: int) ->
     rss_before = svc.rss_kib()
     streams = []
     for chunk in range(0, subscribers, 100):
-        streams += await asyncio.gather(*[
-            open_stream(svc, f"/v1/events/stream?topics={topic}")
-            for _ in range(chunk, min(subscribers, chunk + 100))
-        ])
+        streams += await asyncio.gather(
+            *[
+                open_stream(svc, f"/v1/events/stream?topics={topic}")
+                for _ in range(chunk, min(subscribers, chunk + 100))
+            ]
+        )
     await asyncio.sleep(0.5)
     rss_after = svc.rss_kib()
     counts = [0] * subscribers
@@ -298,7 +332,8 @@ async def service_fanout(svc: ServiceUnderTest, subscribers: int, burst: int) ->
     start = time.perf_counter()
     status, _ = await client.post(
         "/v1/events/publish-batch",
-        orjson.dumps({"events": [envelope(i, topic) for i in range(burst)]}))
+        orjson.dumps({"events": [envelope(i, topic) for i in range(burst)]}),
+    )
     assert status == 200
     try:
         await asyncio.wait_for(finished.wait(), 120)
@@ -354,8 +389,14 @@ async def main(args: argparse.Namespace) -> None:
         )
         svc_lat = await metered("service B1", service_latency(svc, args.rate, args.seconds))
         for q in (50, 99):
-            res.add("B1", f"publish→deliver p{q} @ {args.rate} ev/s", pct(raw_lat, q),
-                    pct(svc_lat, q), "ms", "≤ 3x")
+            res.add(
+                "B1",
+                f"publish→deliver p{q} @ {args.rate} ev/s",
+                pct(raw_lat, q),
+                pct(svc_lat, q),
+                "ms",
+                "≤ 3x",
+            )
 
         raw_single = await metered(
             "raw B2 single", raw_throughput(args.redis_url, f"{base}:t1", args.seconds, batch=1)
@@ -363,8 +404,14 @@ async def main(args: argparse.Namespace) -> None:
         svc_single = await metered(
             "service B2 single", service_throughput(svc, args.seconds, batch=1)
         )
-        res.add("B2", "single publishes, 4 keep-alive publishers", raw_single, svc_single,
-                "ev/s", "≥ 0.40x")
+        res.add(
+            "B2",
+            "single publishes, 4 keep-alive publishers",
+            raw_single,
+            svc_single,
+            "ev/s",
+            "≥ 0.40x",
+        )
 
         raw_batch = await metered(
             "raw B2 batch",
@@ -373,8 +420,9 @@ async def main(args: argparse.Namespace) -> None:
         svc_batch = await metered(
             "service B2 batch", service_throughput(svc, args.seconds, batch=100)
         )
-        res.add("B2", "publish-batch (100/batch), 4 publishers", raw_batch, svc_batch,
-                "ev/s", "≥ 0.50x")
+        res.add(
+            "B2", "publish-batch (100/batch), 4 publishers", raw_batch, svc_batch, "ev/s", "≥ 0.50x"
+        )
 
         fan = await metered("service B5", service_fanout(svc, args.subscribers, 100))
     finally:
@@ -388,33 +436,54 @@ async def main(args: argparse.Namespace) -> None:
 
     # Other work on the machine skews every number: record how busy it was.
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"\nmachine: {platform.node()} {os.cpu_count()} cores, {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load} (before: {load_before})")
-    print(f"{'bench':5} {'what':45} {'raw redis-py':>13} {'service':>10} {'unit':>5} "
-          f"{'ratio':>7} {'target':>8}")
+    print(
+        f"\nmachine: {platform.node()} {os.cpu_count()} cores, {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load} (before: {load_before})"
+    )
+    print(
+        f"{'bench':5} {'what':45} {'raw redis-py':>13} {'service':>10} {'unit':>5} "
+        f"{'ratio':>7} {'target':>8}"
+    )
     for row in res.rows:
-        print(f"{row['bench']:5} {row['what']:45} {row['raw']:13.2f} {row['service']:10.2f} "
-              f"{row['unit']:>5} {row['ratio']:6.2f}x {row['target']:>8}")
-    print(f"B5    {fan['subscribers']} SSE subscribers x {fan['burst']}-event burst: "
-          f"all delivered={fan['all_delivered']} ({fan['delivered']}), drain "
-          f"{fan['drain_s']} s, server RSS/connection {fan['rss_per_connection_kib']} KiB")
+        print(
+            f"{row['bench']:5} {row['what']:45} {row['raw']:13.2f} {row['service']:10.2f} "
+            f"{row['unit']:>5} {row['ratio']:6.2f}x {row['target']:>8}"
+        )
+    print(
+        f"B5    {fan['subscribers']} SSE subscribers x {fan['burst']}-event burst: "
+        f"all delivered={fan['all_delivered']} ({fan['delivered']}), drain "
+        f"{fan['drain_s']} s, server RSS/connection {fan['rss_per_connection_kib']} KiB"
+    )
     print("cpu (client = load generator, server = event service):")
     for name, c in cpu.items():
-        print(f"  {name:20} wall {c['wall_s']:6.2f} s  client {c['client_cpu_pct']:5.1f}%  "
-              f"server {c['server_cpu_pct']:5.1f}%")
+        print(
+            f"  {name:20} wall {c['wall_s']:6.2f} s  client {c['client_cpu_pct']:5.1f}%  "
+            f"server {c['server_cpu_pct']:5.1f}%"
+        )
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"bus-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps({"rows": res.rows, "b5": fan, "cpu": cpu,
-                                "load_before": load_before, "load_after": load}, indent=2))
+    path.write_text(
+        json.dumps(
+            {
+                "rows": res.rows,
+                "b5": fan,
+                "cpu": cpu,
+                "load_before": load_before,
+                "load_after": load,
+            },
+            indent=2,
+        )
+    )
     print(f"results: {path.relative_to(ROOT)}")
     _ = statistics  # kept for ad-hoc analysis
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--redis-url", default=os.environ.get(
-        "SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
     parser.add_argument("--port", type=int, default=18082)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rate", type=int, default=1000)

@@ -65,12 +65,29 @@ from llm_server import ScriptedModel  # noqa: E402
 SM_BRANCHES = ("owls", "flaky", "obscure", "broken")
 # Calls a no-fault plan makes, by branch: search (+retry) and analyze, the user stand-in.
 AGENT_KINDS = ("sm-planner", "sm-workers", "ch-planner", "ch-tools")
-TOPICS = ("action-requests", "action-results", "system-events", "plan-events",
-          "task-events", "notification-events", "business-facts")
-REGISTERED = {"research-planner", "web-searcher", "content-analyzer", "user-stand-in",
-              "doc-research-planner", "doc-fetcher", "doc-analyzer", "doc-reporter"}
-GOALS = {"sm": ("research.goal", "research.done"),
-         "ch": ("doc.research.requested", "doc.research.completed")}
+TOPICS = (
+    "action-requests",
+    "action-results",
+    "system-events",
+    "plan-events",
+    "task-events",
+    "notification-events",
+    "business-facts",
+)
+REGISTERED = {
+    "research-planner",
+    "web-searcher",
+    "content-analyzer",
+    "user-stand-in",
+    "doc-research-planner",
+    "doc-fetcher",
+    "doc-analyzer",
+    "doc-reporter",
+}
+GOALS = {
+    "sm": ("research.goal", "research.done"),
+    "ch": ("doc.research.requested", "doc.research.completed"),
+}
 
 
 def free_port() -> int:
@@ -82,8 +99,14 @@ def free_port() -> int:
 class Proc:
     """A process the run can SIGKILL and start again with the same command and env."""
 
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str], logs: Path,
-                 ready_url: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        cmd: list[str],
+        env: dict[str, str],
+        logs: Path,
+        ready_url: str | None = None,
+    ) -> None:
         self.name, self.cmd, self.env, self.ready_url = name, cmd, env, ready_url
         self.log = logs / f"{name}.log"
         self.proc: subprocess.Popen[str] | None = None
@@ -96,9 +119,14 @@ class Proc:
         log = self.log.open("a")
         log.write(f"--- start {self.starts} at {time.strftime('%H:%M:%S')}\n")
         log.flush()
-        self.proc = subprocess.Popen(self.cmd, env={**os.environ, **self.env}, cwd=ROOT,
-                                     stdout=subprocess.PIPE if not self.ready_url else log,
-                                     stderr=log, text=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            env={**os.environ, **self.env},
+            cwd=ROOT,
+            stdout=subprocess.PIPE if not self.ready_url else log,
+            stderr=log,
+            text=True,
+        )
         threading.Thread(target=self._watch, args=(self.proc, log), daemon=True).start()
 
     def _watch(self, proc: subprocess.Popen[str], log: Any) -> None:
@@ -184,13 +212,18 @@ class Stack:
         self.tmp = Path(tempfile.mkdtemp(prefix="soorma-chaos-"))
         self.logs = self.tmp / "logs"
         self.logs.mkdir()
-        ports = ([free_port() for _ in range(4)] if args.free_ports
-                 else [args.port_base + i for i in range(4)])
+        ports = (
+            [free_port() for _ in range(4)]
+            if args.free_ports
+            else [args.port_base + i for i in range(4)]
+        )
         self.redis_port = free_port() if args.free_ports else args.redis_port
         self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
         self.key = f"chaos:{uuid.uuid4().hex[:8]}"
-        self.urls = {name: f"http://127.0.0.1:{port}"
-                     for name, port in zip(("event", "memory", "registry"), ports[:3], strict=True)}
+        self.urls = {
+            name: f"http://127.0.0.1:{port}"
+            for name, port in zip(("event", "memory", "registry"), ports[:3], strict=True)
+        }
         self.model = ScriptedModel(ports[3], log=self.logs / "llm-calls.tsv")
         self.redis: subprocess.Popen[bytes] | None = None
         self.db_urls: list[str] = []
@@ -199,42 +232,85 @@ class Stack:
 
     async def start(self) -> None:
         self.redis = subprocess.Popen(  # noqa: ASYNC220 - started once, returns at once
-            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1",
-             "--appendonly", "yes", "--appendfsync", "everysec", "--dir", str(self.tmp),
-             "--save", ""],
-            stdout=(self.logs / "redis.log").open("w"), stderr=subprocess.STDOUT)
+            [
+                "redis-server",
+                "--port",
+                str(self.redis_port),
+                "--bind",
+                "127.0.0.1",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "everysec",
+                "--dir",
+                str(self.tmp),
+                "--save",
+                "",
+            ],
+            stdout=(self.logs / "redis.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
         self.model.start()
-        memory_db, registry_db = await create_database(self.args.database_url, "soorma_chaos"), \
-            await create_database(self.args.database_url, "soorma_chaos")
+        memory_db, registry_db = (
+            await create_database(self.args.database_url, "soorma_chaos"),
+            await create_database(self.args.database_url, "soorma_chaos"),
+        )
         self.db_urls = [memory_db, registry_db]
         for _ in range(100):
-            with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", self.redis_port), 0.2):
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.redis_port), 0.2),
+            ):
                 break
             await asyncio.sleep(0.1)
         specs = {
-            "event": ("event_service.app:create_app", {
-                "SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": self.redis_url,
-                "SOORMA_REDIS_PREFIX": "chaos"}),
-            "memory": ("memory_service.app:create_app", {
-                "SOORMA_MEMORY_DATABASE_URL": memory_db, "SOORMA_DATA_DIR": str(self.tmp)}),
-            "registry": ("registry_service.app:create_app", {
-                "SOORMA_REGISTRY_DATABASE_URL": registry_db, "SOORMA_DATA_DIR": str(self.tmp)}),
+            "event": (
+                "event_service.app:create_app",
+                {
+                    "SOORMA_EVENT_BACKEND": "redis",
+                    "SOORMA_REDIS_URL": self.redis_url,
+                    "SOORMA_REDIS_PREFIX": "chaos",
+                },
+            ),
+            "memory": (
+                "memory_service.app:create_app",
+                {"SOORMA_MEMORY_DATABASE_URL": memory_db, "SOORMA_DATA_DIR": str(self.tmp)},
+            ),
+            "registry": (
+                "registry_service.app:create_app",
+                {"SOORMA_REGISTRY_DATABASE_URL": registry_db, "SOORMA_DATA_DIR": str(self.tmp)},
+            ),
         }
         for name, (factory, env) in specs.items():
             port = self.urls[name].rsplit(":", 1)[1]
-            cmd = [sys.executable, "-m", "uvicorn", "--factory", factory, "--host", "127.0.0.1",
-                   "--port", port, "--log-level", "warning", "--no-access-log"]
-            self.services[name] = Proc(name, cmd, env, self.logs,
-                                       ready_url=f"{self.urls[name]}/ready")
+            cmd = [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                factory,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                port,
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ]
+            self.services[name] = Proc(
+                name, cmd, env, self.logs, ready_url=f"{self.urls[name]}/ready"
+            )
             self.services[name].start()
         await asyncio.gather(*(s.wait_ready() for s in self.services.values()))
         agent_env = {
             "SOORMA_EVENT_SERVICE_URL": self.urls["event"],
             "SOORMA_MEMORY_URL": self.urls["memory"],
-            "SOORMA_REGISTRY_URL": self.urls["registry"], "CHAOS_REDIS_URL": self.redis_url,
-            "CHAOS_KEY": self.key, "CHAOS_LLM_BASE": self.model.api_base,
-            "OPENAI_API_KEY": "chaos-scripted", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "SOORMA_REGISTRY_URL": self.urls["registry"],
+            "CHAOS_REDIS_URL": self.redis_url,
+            "CHAOS_KEY": self.key,
+            "CHAOS_LLM_BASE": self.model.api_base,
+            "OPENAI_API_KEY": "chaos-scripted",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         }
         # Tools first: a ChoreographyPlanner only offers events some live agent consumes.
         for kind in ("ch-tools", "sm-workers", "sm-planner", "ch-planner"):
@@ -290,12 +366,18 @@ class Driver:
     async def start(self) -> None:
         from soorma import Agent, PlatformContext, PlatformSettings
 
-        settings = PlatformSettings(event_service_url=self.stack.urls["event"],
-                                    memory_url=self.stack.urls["memory"],
-                                    registry_url=self.stack.urls["registry"])
+        settings = PlatformSettings(
+            event_service_url=self.stack.urls["event"],
+            memory_url=self.stack.urls["memory"],
+            registry_url=self.stack.urls["registry"],
+        )
         self.context = PlatformContext.from_env(settings=settings)
-        collector = Agent(name="chaos-collector", context=self.context,
-                          consumer_id="chaos-collector-1", max_concurrency=64)
+        collector = Agent(
+            name="chaos-collector",
+            context=self.context,
+            consumer_id="chaos-collector-1",
+            max_concurrency=64,
+        )
 
         @collector.on_event(topic="action-results", event_type="research.done")
         @collector.on_event(topic="action-results", event_type="doc.research.completed")
@@ -318,16 +400,18 @@ class Driver:
         deadline = time.monotonic() + 120
         while True:  # the event service may be down right now: retry with the same id
             try:
-                await self.context.bus.request(event_type, {"topic": goal.topic}, response,
-                                               event_id=goal.event_id)
+                await self.context.bus.request(
+                    event_type, {"topic": goal.topic}, response, event_id=goal.event_id
+                )
                 return
             except Exception:  # any failure: try again until the deadline
                 if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.5)
 
-    async def run_phase(self, goals: list[Goal], *, pace: float, patience: float,
-                        faults: bool) -> None:
+    async def run_phase(
+        self, goals: list[Goal], *, pace: float, patience: float, faults: bool
+    ) -> None:
         killer = asyncio.create_task(self.kill_loop(pace * len(goals))) if faults else None
         inflight = asyncio.Semaphore(self.args.inflight)
 
@@ -400,16 +484,29 @@ def calls(goal: Goal, by_plan: dict[str, Counter[str]], model: ScriptedModel) ->
     return tools, model.calls.get(goal.topic, 0) if goal.kind == "ch" else 0
 
 
-def report(driver: Driver, stack: Stack, baseline: list[Goal], chaos: list[Goal] | None,
-           by_plan: dict[str, Counter[str]], dlq: dict[str, int]) -> dict[str, Any]:
+def report(
+    driver: Driver,
+    stack: Stack,
+    baseline: list[Goal],
+    chaos: list[Goal] | None,
+    by_plan: dict[str, Counter[str]],
+    dlq: dict[str, int],
+) -> dict[str, Any]:
     run = chaos if chaos is not None else baseline
     answered = [g for g in run if g.answered]
     base_calls = [calls(g, by_plan, stack.model) for g in baseline]
     run_calls = [calls(g, by_plan, stack.model) for g in run]
     differ = [
-        {"plan": g.index, "kind": g.kind, "branch": g.branch, "plan_id": g.plan_id,
-         "no_fault": list(b), "chaos": list(c)}
-        for g, b, c in zip(run, base_calls, run_calls, strict=True) if b != c
+        {
+            "plan": g.index,
+            "kind": g.kind,
+            "branch": g.branch,
+            "plan_id": g.plan_id,
+            "no_fault": list(b),
+            "chaos": list(c),
+        }
+        for g, b, c in zip(run, base_calls, run_calls, strict=True)
+        if b != c
     ]
     slowest = max(answered, key=lambda g: g.latency, default=None)
     n = max(len(run), 1)
@@ -426,22 +523,34 @@ def report(driver: Driver, stack: Stack, baseline: list[Goal], chaos: list[Goal]
         "other_calls_examples": differ[:10],
         "repeated_executions": dict(by_plan.get("__repeats__", {})),
         "plans_stuck": len(run) - len(answered),
-        "stuck_examples": [{"plan": g.index, "kind": g.kind, "branch": g.branch,
-                            "goal_event_id": g.event_id} for g in run if not g.answered][:10],
+        "stuck_examples": [
+            {"plan": g.index, "kind": g.kind, "branch": g.branch, "goal_event_id": g.event_id}
+            for g in run
+            if not g.answered
+        ][:10],
         "dlq_events": sum(dlq.values()),
         "dlq_by_topic": {k: v for k, v in dlq.items() if v},
-        "slowest_plan": None if slowest is None else {
-            "plan": slowest.index, "kind": slowest.kind, "branch": slowest.branch,
-            "plan_id": slowest.plan_id, "seconds": round(slowest.latency, 2)},
+        "slowest_plan": None
+        if slowest is None
+        else {
+            "plan": slowest.index,
+            "kind": slowest.kind,
+            "branch": slowest.branch,
+            "plan_id": slowest.plan_id,
+            "seconds": round(slowest.latency, 2),
+        },
         "kills": len(driver.kills),
         "kills_by_process": dict(Counter(name for _, name in driver.kills)),
         "llm_server_errors": stack.model.errors,
-        "llm_calls_per_ch_plan": dict(Counter(c[1] for g, c in zip(run, run_calls, strict=True)
-                                              if g.kind == "ch")),
+        "llm_calls_per_ch_plan": dict(
+            Counter(c[1] for g, c in zip(run, run_calls, strict=True) if g.kind == "ch")
+        ),
         "tool_calls_per_branch": {
-            branch: dict(Counter(c[0] for g, c in zip(run, run_calls, strict=True)
-                                 if g.branch == branch))
-            for branch in (*SM_BRANCHES, "ch")},
+            branch: dict(
+                Counter(c[0] for g, c in zip(run, run_calls, strict=True) if g.branch == branch)
+            )
+            for branch in (*SM_BRANCHES, "ch")
+        },
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
     return summary
@@ -449,14 +558,20 @@ def report(driver: Driver, stack: Stack, baseline: list[Goal], chaos: list[Goal]
 
 def print_summary(s: dict[str, Any]) -> None:
     mode = "chaos" if s["faults"] else "no-fault"
-    print(f"\n== {mode} run: {s['plans']} plans, {s['kills']} kills "
-          f"{s['kills_by_process']} (load average {s['load_average_1m']})")
+    print(
+        f"\n== {mode} run: {s['plans']} plans, {s['kills']} kills "
+        f"{s['kills_by_process']} (load average {s['load_average_1m']})"
+    )
     print(f"goals answered:        {s['goals_answered']} / {s['plans']}")
     print(f"duplicate answers:     {s['duplicate_answers']}")
-    print(f"tool calls per plan:   {s['tool_calls_per_plan']} "
-          f"(no-fault run: {s['tool_calls_per_plan_no_fault']})")
-    print(f"LLM calls per plan:    {s['llm_calls_per_plan']} "
-          f"(no-fault run: {s['llm_calls_per_plan_no_fault']})")
+    print(
+        f"tool calls per plan:   {s['tool_calls_per_plan']} "
+        f"(no-fault run: {s['tool_calls_per_plan_no_fault']})"
+    )
+    print(
+        f"LLM calls per plan:    {s['llm_calls_per_plan']} "
+        f"(no-fault run: {s['llm_calls_per_plan_no_fault']})"
+    )
     print(f"plans with other call counts than no-fault: {s['plans_with_other_calls']}")
     for example in s["other_calls_examples"]:
         print(f"    {example}")
@@ -465,8 +580,10 @@ def print_summary(s: dict[str, Any]) -> None:
     print(f"events in any DLQ:     {s['dlq_events']} {s['dlq_by_topic'] or ''}")
     slow = s["slowest_plan"]
     if slow:
-        print(f"slowest plan:          {slow['seconds']} s (#{slow['plan']} {slow['kind']} "
-              f"{slow['branch']}, plan {slow['plan_id']})")
+        print(
+            f"slowest plan:          {slow['seconds']} s (#{slow['plan']} {slow['kind']} "
+            f"{slow['branch']}, plan {slow['plan_id']})"
+        )
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -476,21 +593,30 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     try:
         await stack.start()
         await driver.start()
-        print(f"stack ready in {time.monotonic() - started:.1f} s (logs: {stack.logs})",
-              flush=True)
+        print(f"stack ready in {time.monotonic() - started:.1f} s (logs: {stack.logs})", flush=True)
         baseline = make_goals("n", args.plans, args.seed)
         t0 = time.monotonic()
         await driver.run_phase(baseline, pace=0.0, patience=args.grace, faults=False)
-        print(f"no-fault pass: {sum(g.answered for g in baseline)}/{len(baseline)} answered "
-              f"in {time.monotonic() - t0:.1f} s", flush=True)
+        print(
+            f"no-fault pass: {sum(g.answered for g in baseline)}/{len(baseline)} answered "
+            f"in {time.monotonic() - t0:.1f} s",
+            flush=True,
+        )
         chaos = None
         if not args.no_faults:
             chaos = make_goals("c", args.plans, args.seed)
             t0 = time.monotonic()
-            await driver.run_phase(chaos, pace=args.duration / max(args.plans, 1),
-                                   patience=args.duration + args.grace, faults=True)
-            print(f"chaos pass: {sum(g.answered for g in chaos)}/{len(chaos)} answered in "
-                  f"{time.monotonic() - t0:.1f} s", flush=True)
+            await driver.run_phase(
+                chaos,
+                pace=args.duration / max(args.plans, 1),
+                patience=args.duration + args.grace,
+                faults=True,
+            )
+            print(
+                f"chaos pass: {sum(g.answered for g in chaos)}/{len(chaos)} answered in "
+                f"{time.monotonic() - t0:.1f} s",
+                flush=True,
+            )
             # Every killed process must be up again before the DLQ and counters are read.
             await asyncio.gather(*(p.wait_ready() for p in stack.targets.values()))
         by_plan = await plan_counts(stack)
@@ -513,24 +639,48 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--plans", type=int, default=1000)
-    parser.add_argument("--duration", type=float, default=300.0,
-                        help="seconds of faults; the chaos pass's goals are paced over them")
-    parser.add_argument("--grace", type=float, default=120.0,
-                        help="seconds a plan may still take once the faults stopped")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=300.0,
+        help="seconds of faults; the chaos pass's goals are paced over them",
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=120.0,
+        help="seconds a plan may still take once the faults stopped",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-faults", action="store_true", help="only the no-fault pass")
-    parser.add_argument("--kill-every", type=lambda s: tuple(float(x) for x in s.split(",")),
-                        default=(2.0, 5.0), help="seconds between kills: low,high")
+    parser.add_argument(
+        "--kill-every",
+        type=lambda s: tuple(float(x) for x in s.split(",")),
+        default=(2.0, 5.0),
+        help="seconds between kills: low,high",
+    )
     parser.add_argument("--inflight", type=int, default=64, help="most goals open at once")
-    parser.add_argument("--settle", type=float, default=5.0,
-                        help="seconds to wait after the last answer for late duplicates")
-    parser.add_argument("--port-base", type=int, default=9781,
-                        help="event, memory, registry, model on this port and the next three")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=5.0,
+        help="seconds to wait after the last answer for late duplicates",
+    )
+    parser.add_argument(
+        "--port-base",
+        type=int,
+        default=9781,
+        help="event, memory, registry, model on this port and the next three",
+    )
     parser.add_argument("--redis-port", type=int, default=9790)
     parser.add_argument("--free-ports", action="store_true", help="pick free ports (tests)")
     parser.add_argument("--keep-logs", action="store_true")
-    parser.add_argument("--database-url", default=os.environ.get(
-        "SOORMA_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"))
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "SOORMA_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+        ),
+    )
     return parser.parse_args(argv)
 
 
@@ -541,7 +691,11 @@ def _interrupt(signum: int, frame: Any) -> None:
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _interrupt)
     summary = asyncio.run(main(parse_args()))
-    ok = (summary["goals_answered"] == summary["plans"] and summary["duplicate_answers"] == 0
-          and summary["plans_with_other_calls"] == 0 and summary["plans_stuck"] == 0
-          and summary["dlq_events"] == 0)
+    ok = (
+        summary["goals_answered"] == summary["plans"]
+        and summary["duplicate_answers"] == 0
+        and summary["plans_with_other_calls"] == 0
+        and summary["plans_stuck"] == 0
+        and summary["dlq_events"] == 0
+    )
     raise SystemExit(0 if ok else 1)

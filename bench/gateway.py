@@ -51,9 +51,19 @@ def echo_tool(context: Any) -> Any:
     from soorma import Tool
     from soorma_common.registry import AgentCapability, EventDefinition
 
-    tool = Tool(name="bench-echo", context=context, max_concurrency=64, capabilities=[
-        AgentCapability(task_name="echo", consumed_event=EventDefinition(
-            event_name="bench.echo.requested", payload_schema=SCHEMA))])
+    tool = Tool(
+        name="bench-echo",
+        context=context,
+        max_concurrency=64,
+        capabilities=[
+            AgentCapability(
+                task_name="echo",
+                consumed_event=EventDefinition(
+                    event_name="bench.echo.requested", payload_schema=SCHEMA
+                ),
+            )
+        ],
+    )
 
     @tool.on_invoke("bench.echo.requested")
     async def echo(request, ctx):
@@ -100,32 +110,55 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     tmp.mkdir(parents=True, exist_ok=True)
     db_url = (
         await create_database(args.database_url, "soorma_bench_gw")
-        if args.gateway_db == "postgres" else f"sqlite+aiosqlite:///{tmp}/gateway.db"
+        if args.gateway_db == "postgres"
+        else f"sqlite+aiosqlite:///{tmp}/gateway.db"
     )
-    events = UvicornService(name="event service", factory="event_service.app:create_app",
-                            port=free_port(), env={
-                                "SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": args.redis_url,
-                                "SOORMA_REDIS_PREFIX": f"bench-gw-{uuid.uuid4().hex[:8]}"},
-                            ready_attempts=1200)
-    registry = UvicornService(name="registry", factory="registry_service.app:create_app",
-                              port=free_port(), env={"SOORMA_DATA_DIR": str(tmp)},
-                              ready_attempts=1200)
+    events = UvicornService(
+        name="event service",
+        factory="event_service.app:create_app",
+        port=free_port(),
+        env={
+            "SOORMA_EVENT_BACKEND": "redis",
+            "SOORMA_REDIS_URL": args.redis_url,
+            "SOORMA_REDIS_PREFIX": f"bench-gw-{uuid.uuid4().hex[:8]}",
+        },
+        ready_attempts=1200,
+    )
+    registry = UvicornService(
+        name="registry",
+        factory="registry_service.app:create_app",
+        port=free_port(),
+        env={"SOORMA_DATA_DIR": str(tmp)},
+        ready_attempts=1200,
+    )
     gateway_port = free_port()
-    gateway = UvicornService(name="gateway", factory="gateway_a2a.app:create_app",
-                             port=gateway_port, env={
-                                 "SOORMA_EVENT_SERVICE_URL": events.url,
-                                 "SOORMA_REGISTRY_URL": registry.url,
-                                 "SOORMA_GATEWAY_DATABASE_URL": db_url,
-                                 "SOORMA_GATEWAY_URL": f"http://127.0.0.1:{gateway_port}",
-                                 "SOORMA_GATEWAY_REPLICA_ID": "bench",
-                                 "SOORMA_GATEWAY_CARD_TTL_SECONDS": "5",
-                                 "SOORMA_DATA_DIR": str(tmp)}, ready_attempts=1200)
+    gateway = UvicornService(
+        name="gateway",
+        factory="gateway_a2a.app:create_app",
+        port=gateway_port,
+        env={
+            "SOORMA_EVENT_SERVICE_URL": events.url,
+            "SOORMA_REGISTRY_URL": registry.url,
+            "SOORMA_GATEWAY_DATABASE_URL": db_url,
+            "SOORMA_GATEWAY_URL": f"http://127.0.0.1:{gateway_port}",
+            "SOORMA_GATEWAY_REPLICA_ID": "bench",
+            "SOORMA_GATEWAY_CARD_TTL_SECONDS": "5",
+            "SOORMA_DATA_DIR": str(tmp),
+        },
+        ready_attempts=1200,
+    )
     services = {"events": events, "registry": registry, "gateway": gateway}
     report: dict[str, Any] = {
-        "bench": "B7", "gateway_db": args.gateway_db, "clients": args.clients,
-        "seconds": args.seconds, "rounds": args.rounds,
-        "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg(),
-                    "python": platform.python_version()},
+        "bench": "B7",
+        "gateway_db": args.gateway_db,
+        "clients": args.clients,
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_avg_at_start": os.getloadavg(),
+            "python": platform.python_version(),
+        },
         "runs": [],
     }
     http = httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=64))
@@ -143,16 +176,22 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         meta.update({"skill": "echo"})
 
         async def via_gateway(n: int) -> None:
-            request = SendMessageRequest(message=Message(
-                message_id=str(uuid.uuid4()), role=Role.ROLE_USER,
-                parts=[new_data_part({"n": n})], metadata=meta))
+            request = SendMessageRequest(
+                message=Message(
+                    message_id=str(uuid.uuid4()),
+                    role=Role.ROLE_USER,
+                    parts=[new_data_part({"n": n})],
+                    metadata=meta,
+                )
+            )
             async for event in client.send_message(request):
                 if event.task.status.state != TaskState.TASK_STATE_COMPLETED:
                     raise RuntimeError(f"task ended {event.task.status.state}")
 
         async def via_bus(n: int) -> None:
-            answer = await context.bus.call("bench.echo.requested", {"n": n},
-                                            response_event="bench.echo.done", timeout=30)
+            answer = await context.bus.call(
+                "bench.echo.requested", {"n": n}, response_event="bench.echo.done", timeout=30
+            )
             if not answer.data.get("success"):
                 raise RuntimeError(answer.data)
 
@@ -163,24 +202,28 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         walls: dict[str, float] = {name: 0.0 for name in modes}
         for round_ in range(args.rounds):
             for name, call in modes.items():
-                cpu_before = {k: cpu_seconds(s.proc.pid) for k, s in services.items()
-                              if s.proc is not None}
+                cpu_before = {
+                    k: cpu_seconds(s.proc.pid) for k, s in services.items() if s.proc is not None
+                }
                 client_before = time.process_time()
                 start = time.perf_counter()
                 latencies = await run_clients(args.clients, args.seconds, call)
                 wall = time.perf_counter() - start
-                cpu = {k: round(100 * (cpu_seconds(s.proc.pid) - cpu_before[k]) / wall, 1)
-                       for k, s in services.items() if s.proc is not None}
+                cpu = {
+                    k: round(100 * (cpu_seconds(s.proc.pid) - cpu_before[k]) / wall, 1)
+                    for k, s in services.items()
+                    if s.proc is not None
+                }
                 cpu["client+tool"] = round(100 * (time.process_time() - client_before) / wall, 1)
-                run = {"round": round_, "mode": name, **summary(latencies, wall),
-                       "cpu_pct": cpu}
+                run = {"round": round_, "mode": name, **summary(latencies, wall), "cpu_pct": cpu}
                 report["runs"].append(run)
                 totals[name] += latencies
                 walls[name] += wall
                 print(json.dumps(run), flush=True)
         result = {name: summary(totals[name], walls[name]) for name in modes}
         result["p50_ratio_gateway_vs_bus_call"] = round(
-            result["gateway"]["p50_ms"] / result["bus.call"]["p50_ms"], 2)
+            result["gateway"]["p50_ms"] / result["bus.call"]["p50_ms"], 2
+        )
         result["target_p50_ratio_max"] = 2.0
         report["result"] = result
         report["machine"]["load_avg_at_end"] = os.getloadavg()
@@ -201,12 +244,21 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--gateway-db", choices=["postgres", "sqlite"], default="postgres",
-                        help="the gateway's task store (B7 is defined on PostgreSQL)")
-    parser.add_argument("--redis-url", default=os.environ.get(
-        "SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
-    parser.add_argument("--database-url", default=os.environ.get(
-        "SOORMA_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"))
+    parser.add_argument(
+        "--gateway-db",
+        choices=["postgres", "sqlite"],
+        default="postgres",
+        help="the gateway's task store (B7 is defined on PostgreSQL)",
+    )
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "SOORMA_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+        ),
+    )
     report = asyncio.run(main(parser.parse_args()))
     out = ROOT / "bench" / "results" / f"gateway-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

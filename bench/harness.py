@@ -100,9 +100,24 @@ class UvicornService:
 
     def start(self) -> None:
         """Start the server and wait until ``/ready`` answers 200."""
-        cmd = [sys.executable, "-m", "uvicorn", "--factory", self.factory,
-               "--host", "127.0.0.1", "--port", str(self.port), "--loop", "uvloop",
-               "--http", "httptools", "--no-access-log", "--log-level", "warning"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            self.factory,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--loop",
+            "uvloop",
+            "--http",
+            "httptools",
+            "--no-access-log",
+            "--log-level",
+            "warning",
+        ]
         if (os.cpu_count() or 1) >= 2:
             cmd = ["taskset", "-c", "0", *cmd]
         self.proc = subprocess.Popen(cmd, env={**os.environ, **self.env}, cwd=ROOT)

@@ -50,7 +50,7 @@ class KeepAliveClient:
         at = lower.find(b"\r\ncontent-length:")
         if at >= 0:
             end = lower.index(b"\r\n", at + 2)
-            return status, await self._reader.readexactly(int(lower[at + 17:end]))
+            return status, await self._reader.readexactly(int(lower[at + 17 : end]))
         if b"\r\ntransfer-encoding: chunked" not in lower:
             return status, b""
         body = b""
@@ -85,8 +85,10 @@ async def sse_frames(
     reader, writer = await asyncio.open_connection(host, port, limit=2**22)
     extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
     writer.write(
-        f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n{extra}\r\n"
-        .encode()
+        (
+            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Accept: text/event-stream\r\n{extra}\r\n"
+        ).encode()
     )
     try:
         head = await reader.readuntil(b"\r\n\r\n")

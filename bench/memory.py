@@ -55,13 +55,15 @@ class RestClient(KeepAliveClient):
     """The lean keep-alive client with GET/PUT/POST and per-request headers."""
 
     async def request(
-        self, method: str, path: str, body: bytes | None = None,
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
         headers: dict[str, str] | None = None,
     ) -> tuple[int, bytes]:
         assert self._writer is not None
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items()).encode()
-        head = b"%s %s HTTP/1.1\r\n%s%s" % (method.encode(), path.encode(), self._head_bytes,
-                                            extra)
+        head = b"%s %s HTTP/1.1\r\n%s%s" % (method.encode(), path.encode(), self._head_bytes, extra)
         if body is None:
             self._writer.write(head + b"\r\n")
         else:
@@ -75,11 +77,16 @@ class RestClient(KeepAliveClient):
 def plan_body(plan_id: str, n: int, step: int = 0) -> dict:
     """A plan context of realistic size: a small state machine, results, 3 correlation ids."""
     return {
-        "plan_id": plan_id, "session_id": f"s-{n % 10}", "goal_event": "research.goal",
-        "goal_data": {"topic": f"topic {n}", "depth": 2}, "response_event": "research.done",
-        "status": "running", "current_state": f"step{step % 3}",
-        "state_machine": {f"step{i}": {"action": f"do.{i}", "next": f"step{i + 1}"}
-                          for i in range(3)},
+        "plan_id": plan_id,
+        "session_id": f"s-{n % 10}",
+        "goal_event": "research.goal",
+        "goal_data": {"topic": f"topic {n}", "depth": 2},
+        "response_event": "research.done",
+        "status": "running",
+        "current_state": f"step{step % 3}",
+        "state_machine": {
+            f"step{i}": {"action": f"do.{i}", "next": f"step{i + 1}"} for i in range(3)
+        },
         "results": {f"step{i}": {"ok": True, "items": list(range(5))} for i in range(step % 3)},
         "correlation_ids": [f"{plan_id}-c{i}" for i in range(3)],
         "state": {"attempt": step},
@@ -96,9 +103,15 @@ class MemoryService(UvicornService):
         self.database_url = database_url
         self._tmp = tempfile.TemporaryDirectory(prefix="soorma-bench-")
         super().__init__(
-            name="memory service", factory="memory_service:create_app", port=port,
-            env={"SOORMA_MEMORY_DATABASE_URL": database_url, "SOORMA_LOG_LEVEL": "WARNING",
-                 "SOORMA_DATA_DIR": self._tmp.name, "SOORMA_MEMORY_RETENTION_DAYS": "0"},
+            name="memory service",
+            factory="memory_service:create_app",
+            port=port,
+            env={
+                "SOORMA_MEMORY_DATABASE_URL": database_url,
+                "SOORMA_LOG_LEVEL": "WARNING",
+                "SOORMA_DATA_DIR": self._tmp.name,
+                "SOORMA_MEMORY_RETENTION_DAYS": "0",
+            },
             ready_attempts=400,
         )
 
@@ -128,8 +141,12 @@ async def seed(svc: MemoryService, plan_ids: list[str]) -> None:
 Op = Callable[[int, int], Awaitable[None]]
 
 
-async def run_load(clients: int, seconds: float, make_op: Callable[[int], Awaitable[Op]],
-                   server_pid: int | None = None) -> dict:
+async def run_load(
+    clients: int,
+    seconds: float,
+    make_op: Callable[[int], Awaitable[Op]],
+    server_pid: int | None = None,
+) -> dict:
     """Run ``clients`` concurrent loops of one op for ``seconds``; latencies in ms."""
     ops = [await make_op(i) for i in range(clients)]
     latencies: list[float] = []
@@ -149,8 +166,10 @@ async def run_load(clients: int, seconds: float, make_op: Callable[[int], Awaita
     await asyncio.gather(*(loop(i) for i in range(clients)))
     wall = time.perf_counter() - t0
     row = {
-        "ops": len(latencies), "ops_s": len(latencies) / wall,
-        "p50_ms": pct(latencies, 50), "p99_ms": pct(latencies, 99),
+        "ops": len(latencies),
+        "ops_s": len(latencies) / wall,
+        "p50_ms": pct(latencies, 50),
+        "p99_ms": pct(latencies, 99),
         "client_cpu_pct": 100 * (cpu_seconds() - cpu0) / wall,
     }
     if server_pid:
@@ -200,14 +219,26 @@ def service_ops(svc: MemoryService, plan_ids: list[str]) -> OpFactories:
 
 # ---------------------------------------------------------------- asyncpg baseline
 
-PLAN_COLUMNS = ("session_id", "parent_plan_id", "goal_event", "goal_data", "response_event",
-                "status", "current_state", "state_machine", "results", "state",
-                "correlation_ids")
+PLAN_COLUMNS = (
+    "session_id",
+    "parent_plan_id",
+    "goal_event",
+    "goal_data",
+    "response_event",
+    "status",
+    "current_state",
+    "state_machine",
+    "results",
+    "state",
+    "correlation_ids",
+)
 JSON_COLUMNS = {"goal_data", "state_machine", "results", "state", "correlation_ids"}
 # The service reads and returns whole rows (every column, in table order).
-ALL_COLUMNS = ("tenant_id, plan_id, session_id, parent_plan_id, goal_event, goal_data, "
-               "response_event, status, current_state, state_machine, results, state, "
-               "version, created_at, updated_at, correlation_ids")
+ALL_COLUMNS = (
+    "tenant_id, plan_id, session_id, parent_plan_id, goal_event, goal_data, "
+    "response_event, status, current_state, state_machine, results, state, "
+    "version, created_at, updated_at, correlation_ids"
+)
 
 
 async def baseline_ops(pool: asyncpg.Pool, plan_ids: list[str]) -> OpFactories:
@@ -228,15 +259,21 @@ async def baseline_ops(pool: asyncpg.Pool, plan_ids: list[str]) -> OpFactories:
         f"{c} = ${n + 3}{cast if c in JSON_COLUMNS else ''}" for n, c in enumerate(PLAN_COLUMNS)
     )
     k = len(PLAN_COLUMNS) + 3
-    update = (f"UPDATE memory_plans SET {sets}, version = version + 1, updated_at = ${k} "
-              f"WHERE tenant_id = $1 AND plan_id = $2 AND version = ${k + 1} "
-              f"RETURNING {ALL_COLUMNS}")
+    update = (
+        f"UPDATE memory_plans SET {sets}, version = version + 1, updated_at = ${k} "
+        f"WHERE tenant_id = $1 AND plan_id = $2 AND version = ${k + 1} "
+        f"RETURNING {ALL_COLUMNS}"
+    )
     select_plan = f"SELECT {ALL_COLUMNS} FROM memory_plans WHERE tenant_id = $1 AND plan_id = $2"
-    delete_corr = ("DELETE FROM memory_plan_correlations WHERE tenant_id = $1 AND plan_id = $2 "
-                   "AND correlation_id <> ALL($3::varchar[])")
-    insert_corr = ("INSERT INTO memory_plan_correlations (tenant_id, correlation_id, plan_id, "
-                   "position) VALUES ($1, $2, $3, $4) "
-                   "ON CONFLICT (tenant_id, correlation_id, plan_id) DO NOTHING")
+    delete_corr = (
+        "DELETE FROM memory_plan_correlations WHERE tenant_id = $1 AND plan_id = $2 "
+        "AND correlation_id <> ALL($3::varchar[])"
+    )
+    insert_corr = (
+        "INSERT INTO memory_plan_correlations (tenant_id, correlation_id, plan_id, "
+        "position) VALUES ($1, $2, $3, $4) "
+        "ON CONFLICT (tenant_id, correlation_id, plan_id) DO NOTHING"
+    )
     by_corr = (
         f"SELECT {ALL_COLUMNS} FROM memory_plans WHERE tenant_id = $1 AND plan_id = coalesce("
         "(SELECT exact.plan_id FROM memory_plans AS exact "
@@ -266,8 +303,12 @@ async def baseline_ops(pool: asyncpg.Pool, plan_ids: list[str]) -> OpFactories:
             ids = values["correlation_ids"]
             async with pool.acquire() as conn, conn.transaction():
                 row = await conn.fetchrow(
-                    update, TENANT, plan_id, *(encode(c, values[c]) for c in PLAN_COLUMNS),
-                    datetime.now(UTC), plan["version"],
+                    update,
+                    TENANT,
+                    plan_id,
+                    *(encode(c, values[c]) for c in PLAN_COLUMNS),
+                    datetime.now(UTC),
+                    plan["version"],
                 )
                 assert row is not None
                 await conn.execute(delete_corr, TENANT, plan_id, ids)
@@ -393,31 +434,47 @@ async def main(args: argparse.Namespace) -> None:
         analyze = await asyncpg.connect(db_url)
         await analyze.execute("ANALYZE")
         await analyze.close()
-        pool = await asyncpg.create_pool(db_url, min_size=SERVICE_POOL_SIZE,
-                                         max_size=SERVICE_POOL_SIZE)
+        pool = await asyncpg.create_pool(
+            db_url, min_size=SERVICE_POOL_SIZE, max_size=SERVICE_POOL_SIZE
+        )
         try:
             raw_ops = await baseline_ops(pool, plan_ids)
             http_ops = service_ops(svc, plan_ids)
             runs: dict[str, list[dict]] = {}
             for _ in range(args.runs):
-                for key, what in (("read_write", "plan-context read+write"),
-                                  ("by_correlation", "by-correlation lookup")):
+                for key, what in (
+                    ("read_write", "plan-context read+write"),
+                    ("by_correlation", "by-correlation lookup"),
+                ):
                     # Warm both paths (connections, statement caches) before measuring.
                     await run_load(args.clients, 1.0, http_ops[key])
                     await run_load(args.clients, 1.0, raw_ops[key])
                     raw = await run_load(args.clients, args.seconds, raw_ops[key])
-                    service = await run_load(args.clients, args.seconds, http_ops[key],
-                                             server_pid=svc.proc.pid if svc.proc else None)
+                    service = await run_load(
+                        args.clients,
+                        args.seconds,
+                        http_ops[key],
+                        server_pid=svc.proc.pid if svc.proc else None,
+                    )
                     runs.setdefault(what, []).append(
-                        {"what": what, "asyncpg": raw, "service": service,
-                         "p99_ratio": service["p99_ms"] / raw["p99_ms"]})
+                        {
+                            "what": what,
+                            "asyncpg": raw,
+                            "service": service,
+                            "p99_ratio": service["p99_ms"] / raw["p99_ms"],
+                        }
+                    )
                     print(f"{what}: asyncpg {raw}\n  service {service}", flush=True)
             # The shared machine is noisy: report the run with the median p99 ratio, and
             # every run's ratio beside it.
             for measured in runs.values():
                 ordered = sorted(measured, key=lambda r: r["p99_ratio"])
-                rows.append({**ordered[(len(ordered) - 1) // 2],
-                             "run_ratios": [r["p99_ratio"] for r in measured]})
+                rows.append(
+                    {
+                        **ordered[(len(ordered) - 1) // 2],
+                        "run_ratios": [r["p99_ratio"] for r in measured],
+                    }
+                )
         finally:
             await pool.close()
     finally:
@@ -425,10 +482,15 @@ async def main(args: argparse.Namespace) -> None:
         admin = await asyncpg.connect(admin_url)
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
-    meta = {"when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
-                       f"{platform.python_version()}",
-            "seconds": args.seconds, "clients": args.clients, "runs": args.runs, "load": load}
+    meta = {
+        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}",
+        "seconds": args.seconds,
+        "clients": args.clients,
+        "runs": args.runs,
+        "load": load,
+    }
     print()
     print(table(rows))
     out = ROOT / "bench" / "results"
@@ -441,12 +503,20 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database-url", default=os.environ.get(
-        "SOORMA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"))
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "SOORMA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
+        ),
+    )
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--runs", type=int, default=3,
-                        help="measure each operation this many times (median reported)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="measure each operation this many times (median reported)",
+    )
     parser.add_argument("--port", type=int, default=18083)
     parser.add_argument("--no-doc", action="store_true", help="do not update docs/benchmarks.md")
     asyncio.run(main(parser.parse_args()))

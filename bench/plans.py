@@ -64,7 +64,8 @@ class TimingTransport(httpx.AsyncBaseTransport):
 
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
         self.inner: httpx.AsyncBaseTransport = (
-            LeanTransport(limits=limits) if kind == "lean"
+            LeanTransport(limits=limits)
+            if kind == "lean"
             else httpx.AsyncHTTPTransport(limits=limits)
         )
         self.seconds: dict[int, float] = defaultdict(float)
@@ -98,8 +99,20 @@ class Service:
     def __init__(self, factory: str, env: dict[str, str]) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "uvicorn", "--factory", factory, "--host", "127.0.0.1",
-               "--port", str(self.port), "--log-level", "warning", "--no-access-log"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            factory,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ]
         self.proc = subprocess.Popen(cmd, env={**os.environ, **env}, cwd=ROOT)
 
     async def ready(self) -> None:
@@ -127,9 +140,11 @@ def machine() -> dict[str, Any]:
         nxt = STEPS[i + 1] if i + 1 < len(STEPS) else "done"
         states[step] = StateConfig(
             state_name=step,
-            action=StateAction(event_type=f"bench.{step}.requested",
-                               response_event=f"bench.{step}.done",
-                               data={"n": "{goal_data.n}"}),
+            action=StateAction(
+                event_type=f"bench.{step}.requested",
+                response_event=f"bench.{step}.done",
+                data={"n": "{goal_data.n}"},
+            ),
             transitions=[StateTransition(on_event=f"bench.{step}.done", to_state=nxt)],
         )
     states["done"] = StateConfig(state_name="done", is_terminal=True)
@@ -144,9 +159,12 @@ def echo_agent(context: Any, **tuning: Any) -> Any:
 
     @echo.on_event(topic="action-requests", event_type="bench.step*.requested")
     async def answer(event, ctx):
-        await ctx.bus.respond(event.response_event, {"echo": event.data},
-                              correlation_id=event.correlation_id,
-                              topic=event.response_topic)
+        await ctx.bus.respond(
+            event.response_event,
+            {"echo": event.data},
+            correlation_id=event.correlation_id,
+            topic=event.response_topic,
+        )
 
     return echo
 
@@ -157,8 +175,9 @@ async def echo_worker(args: argparse.Namespace) -> None:
 
     transport = TimingTransport(args.transport)
     http = httpx.AsyncClient(transport=transport)
-    settings = PlatformSettings(event_service_url=args.event_url, memory_url=args.memory_url,
-                                registry_url=args.registry_url)
+    settings = PlatformSettings(
+        event_service_url=args.event_url, memory_url=args.memory_url, registry_url=args.registry_url
+    )
     context = PlatformContext.from_env(settings=settings, http=http)
     context.bus.coalesce = not args.no_coalesce
     tuning = {"ack_window": args.ack_window} if args.ack_window is not None else {}
@@ -175,15 +194,26 @@ class EchoProcess:
     """The echo agent in a child process (``--layout split``)."""
 
     def __init__(self, args: argparse.Namespace, services: dict[str, Service]) -> None:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--echo-worker",
-               "--event-url", services["event"].url, "--memory-url", services["memory"].url,
-               "--registry-url", services["registry"].url, "--transport", args.transport]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--echo-worker",
+            "--event-url",
+            services["event"].url,
+            "--memory-url",
+            services["memory"].url,
+            "--registry-url",
+            services["registry"].url,
+            "--transport",
+            args.transport,
+        ]
         if args.no_coalesce:
             cmd.append("--no-coalesce")
         if args.ack_window is not None:
             cmd += ["--ack-window", str(args.ack_window)]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
 
     async def ready(self) -> None:
         assert self.proc.stdout is not None
@@ -223,8 +253,9 @@ async def run_streams(context: Any, streams: int, seconds: float) -> list[float]
                 fut = asyncio.get_running_loop().create_future()
                 waiting[corr] = fut
                 start = time.perf_counter()
-                await context.bus.request("bench.goal", {"n": n, "stream": idx},
-                                          "bench.goal.done", correlation_id=corr)
+                await context.bus.request(
+                    "bench.goal", {"n": n, "stream": idx}, "bench.goal.done", correlation_id=corr
+                )
                 await asyncio.wait_for(fut, 30)
                 latencies.append(time.perf_counter() - start)
                 n += 1
@@ -245,32 +276,49 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     tmp.mkdir(parents=True, exist_ok=True)
     db_url = await create_database(args.database_url)
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
-    events = Service("event_service.app:create_app", {
-        "SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": args.redis_url,
-        "SOORMA_REDIS_PREFIX": prefix,
-    })
-    memory = Service("memory_service.app:create_app", {
-        "SOORMA_MEMORY_DATABASE_URL": db_url, "SOORMA_DATA_DIR": str(tmp),
-    })
+    events = Service(
+        "event_service.app:create_app",
+        {
+            "SOORMA_EVENT_BACKEND": "redis",
+            "SOORMA_REDIS_URL": args.redis_url,
+            "SOORMA_REDIS_PREFIX": prefix,
+        },
+    )
+    memory = Service(
+        "memory_service.app:create_app",
+        {
+            "SOORMA_MEMORY_DATABASE_URL": db_url,
+            "SOORMA_DATA_DIR": str(tmp),
+        },
+    )
     registry = Service("registry_service.app:create_app", {"SOORMA_DATA_DIR": str(tmp)})
     services = {"event": events, "memory": memory, "registry": registry}
-    report: dict[str, Any] = {"bench": "B3", "transport": args.transport,
-                              "layout": args.layout, "runs": []}
+    report: dict[str, Any] = {
+        "bench": "B3",
+        "transport": args.transport,
+        "layout": args.layout,
+        "runs": [],
+    }
     worker: EchoProcess | None = None
     transport = TimingTransport(args.transport)
     http = httpx.AsyncClient(transport=transport)
     try:
         await asyncio.gather(*(s.ready() for s in services.values()))
-        settings = PlatformSettings(event_service_url=events.url, memory_url=memory.url,
-                                    registry_url=registry.url)
+        settings = PlatformSettings(
+            event_service_url=events.url, memory_url=memory.url, registry_url=registry.url
+        )
         context = PlatformContext.from_env(settings=settings, http=http)
         context.bus.coalesce = not args.no_coalesce
         tuning: dict[str, Any] = {}
         if args.ack_window is not None:
             tuning["ack_window"] = args.ack_window
-        planner = Planner(name="bench-planner", context=context, max_concurrency=64,
-                          plan_definition=PlanDefinition(plan_type="bench.goal",
-                                                         states=machine()), **tuning)
+        planner = Planner(
+            name="bench-planner",
+            context=context,
+            max_concurrency=64,
+            plan_definition=PlanDefinition(plan_type="bench.goal", states=machine()),
+            **tuning,
+        )
         echo = echo_agent(context, **tuning) if args.layout == "one" else None
         await planner.start()
         if echo is not None:
@@ -308,16 +356,24 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     for name, svc in services.items()
                 },
                 "cpu_s": {
-                    **{k: round(cpu_seconds(s.proc.pid) - cpu_before[k], 2)
-                       for k, s in services.items()},
+                    **{
+                        k: round(cpu_seconds(s.proc.pid) - cpu_before[k], 2)
+                        for k, s in services.items()
+                    },
                     "sdk_process": round(time.process_time() - self_before, 2),
-                    **({"echo_process": round(cpu_seconds(worker.proc.pid) - worker_before, 2)}
-                       if worker is not None else {}),
+                    **(
+                        {"echo_process": round(cpu_seconds(worker.proc.pid) - worker_before, 2)}
+                        if worker is not None
+                        else {}
+                    ),
                 },
                 "wall_s": round(wall, 2),
                 "routes_ms": {
-                    key: {"calls_per_plan": round(len(v) / max(len(latencies), 1), 1),
-                          "p50": round(pct(v, 50) * 1000, 2), "p99": round(pct(v, 99) * 1000, 2)}
+                    key: {
+                        "calls_per_plan": round(len(v) / max(len(latencies), 1), 1),
+                        "p50": round(pct(v, 50) * 1000, 2),
+                        "p99": round(pct(v, 99) * 1000, 2),
+                    }
                     for key, v in sorted(transport.by_path.items())
                 },
             }
@@ -346,21 +402,42 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--redis-url", default=os.environ.get(
-        "SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
-    parser.add_argument("--database-url", default=os.environ.get(
-        "SOORMA_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"))
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "SOORMA_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+        ),
+    )
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--streams", type=lambda s: [int(x) for x in s.split(",")],
-                        default=[1, 4, 8, 16])
-    parser.add_argument("--no-coalesce", action="store_true",
-                        help="send every publish on its own (BusClient.coalesce=False)")
-    parser.add_argument("--transport", choices=("lean", "httpx"), default="lean",
-                        help="the SDK's lean keep-alive transport (default) or httpx's own")
-    parser.add_argument("--ack-window", type=float, default=None,
-                        help="agents' ack_window in seconds (default: the SDK's)")
-    parser.add_argument("--layout", choices=("one", "split"), default="one",
-                        help="echo agent in this process (one) or in a process of its own")
+    parser.add_argument(
+        "--streams", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 8, 16]
+    )
+    parser.add_argument(
+        "--no-coalesce",
+        action="store_true",
+        help="send every publish on its own (BusClient.coalesce=False)",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("lean", "httpx"),
+        default="lean",
+        help="the SDK's lean keep-alive transport (default) or httpx's own",
+    )
+    parser.add_argument(
+        "--ack-window",
+        type=float,
+        default=None,
+        help="agents' ack_window in seconds (default: the SDK's)",
+    )
+    parser.add_argument(
+        "--layout",
+        choices=("one", "split"),
+        default="one",
+        help="echo agent in this process (one) or in a process of its own",
+    )
     parser.add_argument("--echo-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--event-url", help=argparse.SUPPRESS)
     parser.add_argument("--memory-url", help=argparse.SUPPRESS)

@@ -64,8 +64,7 @@ async def run_agent(args: argparse.Namespace) -> None:
     markers = Path(args.markers)
     if args.mode == "before":
         # Old behaviour: a new consumer id per process, the service's 30 s timeout.
-        agent = Agent(name=AGENT, consumer_id=f"p-{uuid.uuid4().hex[:12]}",
-                      visibility_timeout=None)
+        agent = Agent(name=AGENT, consumer_id=f"p-{uuid.uuid4().hex[:12]}", visibility_timeout=None)
     else:
         agent = Agent(name=AGENT)
 
@@ -128,8 +127,16 @@ class Replica:
 
 
 class Bench:
-    def __init__(self, url: str, state: Path, markers: Path, logs: Path | None = None, *,
-                 redis_url: str = "", prefix: str = "") -> None:
+    def __init__(
+        self,
+        url: str,
+        state: Path,
+        markers: Path,
+        logs: Path | None = None,
+        *,
+        redis_url: str = "",
+        prefix: str = "",
+    ) -> None:
         self.url = url
         self.redis_url = redis_url
         self.prefix = prefix
@@ -140,15 +147,28 @@ class Bench:
         self.job = 0
 
     async def spawn(self, mode: str) -> Replica:
-        env = {**os.environ, "SOORMA_EVENT_SERVICE_URL": self.url,
-               "SOORMA_REGISTRY_URL": "http://127.0.0.1:9", "SOORMA_STATE_DIR": str(self.state),
-               "PYTHONUNBUFFERED": "1", "SOORMA_LOG_LEVEL": "INFO" if self.logs else "ERROR"}
+        env = {
+            **os.environ,
+            "SOORMA_EVENT_SERVICE_URL": self.url,
+            "SOORMA_REGISTRY_URL": "http://127.0.0.1:9",
+            "SOORMA_STATE_DIR": str(self.state),
+            "PYTHONUNBUFFERED": "1",
+            "SOORMA_LOG_LEVEL": "INFO" if self.logs else "ERROR",
+        }
         env.pop("SOORMA_CONSUMER_ID", None)
         env.pop("SOORMA_REPLICA", None)
         spawned = time.time()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, __file__, "agent", "--mode", mode, "--markers", str(self.markers),
-            stdout=asyncio.subprocess.PIPE, stderr=self.stderr(), env=env,
+            sys.executable,
+            __file__,
+            "agent",
+            "--mode",
+            mode,
+            "--markers",
+            str(self.markers),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=self.stderr(),
+            env=env,
             cwd=ROOT,
         )
         replica = Replica(proc, spawned)
@@ -163,12 +183,20 @@ class Bench:
 
         r = aioredis.from_url(self.redis_url)
         try:
-            rows = await r.xpending_range(f"{self.prefix}:{{default}}:t:{TOPIC}", AGENT,
-                                          min="-", max="+", count=20)
+            rows = await r.xpending_range(
+                f"{self.prefix}:{{default}}:t:{TOPIC}", AGENT, min="-", max="+", count=20
+            )
         finally:
             await r.aclose()
-        return [(p["message_id"].decode(), p["consumer"].decode(), p["time_since_delivered"],
-                 p["times_delivered"]) for p in rows]
+        return [
+            (
+                p["message_id"].decode(),
+                p["consumer"].decode(),
+                p["time_since_delivered"],
+                p["times_delivered"],
+            )
+            for p in rows
+        ]
 
     def stderr(self) -> int | IO[bytes]:
         """Where replicas' logs go: a file per replica with ``--logs DIR``, else nowhere."""
@@ -218,12 +246,18 @@ async def restart_runs(bench: Bench, context, mode: str, kills: int) -> dict[str
         since_import.append(done - imported)
         since_ready.append(done - ready)
         since_kill.append(done - killed)
-        print(f"  {mode} restart #{len(since_spawn)}: done {done - replica.spawned:.2f} s "
-              f"after the restart ({done - ready:.2f} s after its stream was live)",
-              flush=True)
+        print(
+            f"  {mode} restart #{len(since_spawn)}: done {done - replica.spawned:.2f} s "
+            f"after the restart ({done - ready:.2f} s after its stream was live)",
+            flush=True,
+        )
     await bench.close()
-    return {"since_restart": since_spawn, "since_imported": since_import,
-            "since_ready": since_ready, "since_kill": since_kill}
+    return {
+        "since_restart": since_spawn,
+        "since_imported": since_import,
+        "since_ready": since_ready,
+        "since_kill": since_kill,
+    }
 
 
 async def takeover_runs(bench: Bench, context, mode: str, kills: int) -> dict[str, list[float]]:  # type: ignore[no-untyped-def]
@@ -244,16 +278,23 @@ async def takeover_runs(bench: Bench, context, mode: str, kills: int) -> dict[st
         except TimeoutError:
             # Counted, not hidden: the summary reports it as a failed takeover.
             failed.append(job)
-            ids = {name: [line[1] for line in r.lines if line[0] == "ready"]
-                   for name, r in (("holder", holder), ("survivor", survivor))}
-            print(f"  {mode} takeover of job {job}: NOT done within 90 s "
-                  f"(pending: {await bench.pending()}, consumers {ids}, survivor said "
-                  f"{[line[:2] for line in survivor.lines]})", flush=True)
+            ids = {
+                name: [line[1] for line in r.lines if line[0] == "ready"]
+                for name, r in (("holder", holder), ("survivor", survivor))
+            }
+            print(
+                f"  {mode} takeover of job {job}: NOT done within 90 s "
+                f"(pending: {await bench.pending()}, consumers {ids}, survivor said "
+                f"{[line[:2] for line in survivor.lines]})",
+                flush=True,
+            )
             await bench.spawn(mode)
             continue
         since_kill.append(done - killed)
-        print(f"  {mode} takeover #{len(since_kill)}: done {done - killed:.2f} s after the "
-              "kill", flush=True)
+        print(
+            f"  {mode} takeover #{len(since_kill)}: done {done - killed:.2f} s after the kill",
+            flush=True,
+        )
         await bench.spawn(mode)  # back to two replicas for the next round
     await bench.close()
     return {"since_kill": since_kill, "failed": [float(j) for j in failed]}
@@ -270,11 +311,18 @@ async def drive(args: argparse.Namespace) -> None:
 
     prefix = f"bench-recovery-{uuid.uuid4().hex[:8]}"
     svc = UvicornService(
-        name="event service", factory="event_service.app:create_app", port=args.port,
-        env={"SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": args.redis_url,
-             "SOORMA_REDIS_PREFIX": prefix, "SOORMA_LOG_LEVEL": "WARNING",
-             "SOORMA_REGISTRY_URL": "http://127.0.0.1:9"},
-        ready_marker=b'"event-service"', ready_attempts=1200,  # a busy machine starts slowly
+        name="event service",
+        factory="event_service.app:create_app",
+        port=args.port,
+        env={
+            "SOORMA_EVENT_BACKEND": "redis",
+            "SOORMA_REDIS_URL": args.redis_url,
+            "SOORMA_REDIS_PREFIX": prefix,
+            "SOORMA_LOG_LEVEL": "WARNING",
+            "SOORMA_REGISTRY_URL": "http://127.0.0.1:9",
+        },
+        ready_marker=b'"event-service"',
+        ready_attempts=1200,  # a busy machine starts slowly
     )
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     results: dict[str, dict[str, list[float]]] = {}
@@ -286,14 +334,21 @@ async def drive(args: argparse.Namespace) -> None:
     except BaseException:
         svc.stop()
         raise
-    context = PlatformContext.from_env(settings=PlatformSettings(
-        event_service_url=svc.url, registry_url="http://127.0.0.1:9"))
+    context = PlatformContext.from_env(
+        settings=PlatformSettings(event_service_url=svc.url, registry_url="http://127.0.0.1:9")
+    )
     try:
-        bench = Bench(svc.url, args.workdir / "state", args.workdir / "markers",
-                      Path(args.logs) if args.logs else None, redis_url=args.redis_url,
-                      prefix=prefix)
-        plan = [(mode, n) for mode, n in (("before", args.before_kills),
-                                           ("after", args.kills)) if n > 0]
+        bench = Bench(
+            svc.url,
+            args.workdir / "state",
+            args.workdir / "markers",
+            Path(args.logs) if args.logs else None,
+            redis_url=args.redis_url,
+            prefix=prefix,
+        )
+        plan = [
+            (mode, n) for mode, n in (("before", args.before_kills), ("after", args.kills)) if n > 0
+        ]
         try:
             for mode, n in plan:
                 if "restart" in args.scenarios:
@@ -316,29 +371,38 @@ async def drive(args: argparse.Namespace) -> None:
         await r.aclose()
 
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"\nmachine: {platform.node()} {os.cpu_count()} cores, {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load} (before: {load_before})")
-    print("seconds until the killed replica's job is done again "
-          "(before: random consumer id per process, 30 s visibility timeout; "
-          "after: stable consumer id, 10 s timeout renewed while handlers run)")
+    print(
+        f"\nmachine: {platform.node()} {os.cpu_count()} cores, {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load} (before: {load_before})"
+    )
+    print(
+        "seconds until the killed replica's job is done again "
+        "(before: random consumer id per process, 30 s visibility timeout; "
+        "after: stable consumer id, 10 s timeout renewed while handlers run)"
+    )
     for name, series in results.items():
         for what, values in series.items():
             if what == "failed":
                 print(f"  {name:17} failed         {len(values)} (jobs {values})")
                 continue
             print(f"  {name:17} {what:14} n={len(values):<3} {summary(values)}")
-    for what, key, target in (("restart", "since_restart", "<= 5 s (p99)"),
-                              ("takeover", "since_kill", "<= visibility timeout + 1 s")):
+    for what, key, target in (
+        ("restart", "since_restart", "<= 5 s (p99)"),
+        ("takeover", "since_kill", "<= visibility timeout + 1 s"),
+    ):
         before = results.get(f"before {what}", {}).get(key, [])
         after = results.get(f"after {what}", {}).get(key, [])
         if before and after:
-            print(f"  {what}: p99 after/before = {pct(after, 99) / pct(before, 99):.2f}x, "
-                  f"target {target}")
+            print(
+                f"  {what}: p99 after/before = {pct(after, 99) / pct(before, 99):.2f}x, "
+                f"target {target}"
+            )
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"recovery-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps({"results": results, "load_before": load_before,
-                                "load_after": load}, indent=2))
+    path.write_text(
+        json.dumps({"results": results, "load_before": load_before, "load_after": load}, indent=2)
+    )
     print(f"results: {path.relative_to(ROOT)}")
 
 
@@ -348,12 +412,17 @@ def main() -> None:
     agent = sub.add_parser("agent", help="(internal) run one agent replica")
     agent.add_argument("--mode", choices=("before", "after"), required=True)
     agent.add_argument("--markers", required=True)
-    parser.add_argument("--redis-url", default=os.environ.get(
-        "SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
     parser.add_argument("--port", type=int, default=9582)
     parser.add_argument("--kills", type=int, default=10, help="kills per scenario, after")
-    parser.add_argument("--before-kills", type=int, default=5,
-                        help="kills per scenario, before (each waits out 30 s)")
+    parser.add_argument(
+        "--before-kills",
+        type=int,
+        default=5,
+        help="kills per scenario, before (each waits out 30 s)",
+    )
     parser.add_argument("--scenarios", default="restart,takeover")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--logs", help="write each replica's log to this directory")

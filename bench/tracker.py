@@ -52,24 +52,52 @@ HEADERS = {"X-Tenant-ID": TENANT}
 
 def plan_events(plan_id: str) -> list[dict[str, Any]]:
     """Ten events of one plan, as a state-machine planner and its workers publish them."""
-    lc = {"topic": "system-events", "plan_id": plan_id, "correlation_id": plan_id,
-          "source": "bench-planner"}
+    lc = {
+        "topic": "system-events",
+        "plan_id": plan_id,
+        "correlation_id": plan_id,
+        "source": "bench-planner",
+    }
     out = [{**lc, "type": "plan.started", "data": {"plan_id": plan_id, "status": "running"}}]
     for step in range(3):
         cid = f"{plan_id}-{step}"
-        out.append({"topic": "action-requests", "type": f"step{step}.requested",
-                    "plan_id": plan_id, "correlation_id": cid,
-                    "response_event": f"step{step}.done", "source": "bench-planner",
-                    "data": {"n": step}})
-        out.append({"topic": "action-results", "type": f"step{step}.done", "plan_id": plan_id,
-                    "correlation_id": cid, "source": "bench-worker",
-                    "data": {"status": "completed", "result": {"n": step}}})
+        out.append(
+            {
+                "topic": "action-requests",
+                "type": f"step{step}.requested",
+                "plan_id": plan_id,
+                "correlation_id": cid,
+                "response_event": f"step{step}.done",
+                "source": "bench-planner",
+                "data": {"n": step},
+            }
+        )
+        out.append(
+            {
+                "topic": "action-results",
+                "type": f"step{step}.done",
+                "plan_id": plan_id,
+                "correlation_id": cid,
+                "source": "bench-worker",
+                "data": {"status": "completed", "result": {"n": step}},
+            }
+        )
     for step in range(2):
-        out.append({**lc, "type": "plan.state_changed", "data": {
-            "plan_id": plan_id, "from_state": f"s{step}", "to_state": f"s{step + 1}",
-            "status": "running"}})
-    out.append({**lc, "type": "plan.completed", "data": {"plan_id": plan_id,
-                                                         "status": "completed"}})
+        out.append(
+            {
+                **lc,
+                "type": "plan.state_changed",
+                "data": {
+                    "plan_id": plan_id,
+                    "from_state": f"s{step}",
+                    "to_state": f"s{step + 1}",
+                    "status": "running",
+                },
+            }
+        )
+    out.append(
+        {**lc, "type": "plan.completed", "data": {"plan_id": plan_id, "status": "completed"}}
+    )
     return out
 
 
@@ -95,9 +123,10 @@ async def drop_database(server_url: str, name: str) -> None:
 
 async def publish_plans(client: httpx.AsyncClient, events_url: str, plan_ids: list[str]) -> None:
     for start in range(0, len(plan_ids), 20):
-        batch = [e for p in plan_ids[start:start + 20] for e in plan_events(p)]
-        r = await client.post(f"{events_url}/v1/events/publish-batch", json={"events": batch},
-                              headers=HEADERS)
+        batch = [e for p in plan_ids[start : start + 20] for e in plan_events(p)]
+        r = await client.post(
+            f"{events_url}/v1/events/publish-batch", json={"events": batch}, headers=HEADERS
+        )
         r.raise_for_status()
 
 
@@ -105,8 +134,7 @@ async def projected(db_plain: str) -> int:
     """The tracker's own count of projected events (read in SQL: cheaper than /metrics)."""
     conn = await asyncpg.connect(db_plain)
     try:
-        value = await conn.fetchval(
-            "SELECT value FROM tracker_counters WHERE name = 'events'")
+        value = await conn.fetchval("SELECT value FROM tracker_counters WHERE name = 'events'")
         return int(value or 0)
     finally:
         await conn.close()
@@ -118,21 +146,34 @@ async def projected(db_plain: str) -> int:
 async def baseline_inserts(db_plain: str, n_events: int) -> float:
     conn = await asyncpg.connect(db_plain)
     try:
-        await conn.execute("CREATE TABLE bench_raw (seq bigserial primary key, tenant_id text, "
-                           "event_id text, plan_id text, type text, topic text, "
-                           "time timestamptz, data jsonb, UNIQUE (tenant_id, event_id))")
+        await conn.execute(
+            "CREATE TABLE bench_raw (seq bigserial primary key, tenant_id text, "
+            "event_id text, plan_id text, type text, topic text, "
+            "time timestamptz, data jsonb, UNIQUE (tenant_id, event_id))"
+        )
         rows = []
         now = datetime.now(UTC)
         for i in range(n_events // EVENTS_PER_PLAN):
             for e in plan_events(f"raw-{i}"):
-                rows.append((TENANT, str(uuid.uuid4()), e["plan_id"], e["type"], e["topic"],
-                             now, orjson.dumps(e.get("data", {})).decode()))
+                rows.append(
+                    (
+                        TENANT,
+                        str(uuid.uuid4()),
+                        e["plan_id"],
+                        e["type"],
+                        e["topic"],
+                        now,
+                        orjson.dumps(e.get("data", {})).decode(),
+                    )
+                )
         start = time.perf_counter()
         for i in range(0, len(rows), 500):
             async with conn.transaction():
                 await conn.executemany(
                     "INSERT INTO bench_raw (tenant_id, event_id, plan_id, type, topic, time, "
-                    "data) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)", rows[i:i + 500])
+                    "data) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)",
+                    rows[i : i + 500],
+                )
         elapsed = time.perf_counter() - start
         await conn.execute("DROP TABLE bench_raw")
         return len(rows) / elapsed
@@ -143,24 +184,30 @@ async def baseline_inserts(db_plain: str, n_events: int) -> float:
 # -- 2. publish -> visible lag -----------------------------------------------------------
 
 
-async def lag_run(client: httpx.AsyncClient, events_url: str, tracker_url: str,
-                  seconds: float, rate: int) -> list[float]:
+async def lag_run(
+    client: httpx.AsyncClient, events_url: str, tracker_url: str, seconds: float, rate: int
+) -> list[float]:
     """Plans started at ``rate`` per second for ``seconds``; lag of each plan.started."""
     lags: list[float] = []
 
     async def one(plan_id: str, sampled: bool) -> None:
         events = plan_events(plan_id)
         t0 = time.perf_counter()
-        r = await client.post(f"{events_url}/v1/events/publish", json={"event": events[0]},
-                              headers=HEADERS)
+        r = await client.post(
+            f"{events_url}/v1/events/publish", json={"event": events[0]}, headers=HEADERS
+        )
         r.raise_for_status()
-        rest = client.post(f"{events_url}/v1/events/publish-batch",
-                           json={"events": events[1:]}, headers=HEADERS)
+        rest = client.post(
+            f"{events_url}/v1/events/publish-batch", json={"events": events[1:]}, headers=HEADERS
+        )
         rest_task = asyncio.create_task(rest)
         # Polling costs the tracker too: one plan in SAMPLE is watched, every 20 ms.
         while sampled:
-            got = await client.get(f"{tracker_url}/v1/tracker/plans/{plan_id}",
-                                   params={"context": "false"}, headers=HEADERS)
+            got = await client.get(
+                f"{tracker_url}/v1/tracker/plans/{plan_id}",
+                params={"context": "false"},
+                headers=HEADERS,
+            )
             if got.status_code == 200:
                 lags.append(time.perf_counter() - t0)
                 break
@@ -185,9 +232,13 @@ async def bus_lag(client: httpx.AsyncClient, events_url: str, n: int) -> list[fl
     got: asyncio.Queue[float] = asyncio.Queue()
 
     async def read() -> None:
-        async with client.stream("GET", f"{events_url}/v1/events/stream",
-                                 params={"topics": "bench-lag"}, headers=HEADERS,
-                                 timeout=httpx.Timeout(10, read=None)) as resp:
+        async with client.stream(
+            "GET",
+            f"{events_url}/v1/events/stream",
+            params={"topics": "bench-lag"},
+            headers=HEADERS,
+            timeout=httpx.Timeout(10, read=None),
+        ) as resp:
             async for line in resp.aiter_lines():
                 if line.startswith("event: ready"):
                     await got.put(0.0)
@@ -198,8 +249,11 @@ async def bus_lag(client: httpx.AsyncClient, events_url: str, n: int) -> list[fl
     await got.get()
     for _ in range(n):
         t0 = time.perf_counter()
-        r = await client.post(f"{events_url}/v1/events/publish", headers=HEADERS,
-                              json={"event": {"topic": "bench-lag", "type": "bench.lag"}})
+        r = await client.post(
+            f"{events_url}/v1/events/publish",
+            headers=HEADERS,
+            json={"event": {"topic": "bench-lag", "type": "bench.lag"}},
+        )
         r.raise_for_status()
         lags.append(await got.get() - t0)
         await asyncio.sleep(0.01)
@@ -215,30 +269,58 @@ async def fill_plans(db_plain: str, n: int) -> None:
     try:
         base = datetime.now(UTC) - timedelta(days=30)
         statuses = ["completed"] * 7 + ["failed", "running", "paused"]
-        rows = [(TENANT, f"bulk-{i:07d}", statuses[i % 10], 2 if i % 10 < 8 else 1, base,
-                 f"goal{i % 5}.requested", "bench-planner", "[]",
-                 base + timedelta(seconds=i * 2), base + timedelta(seconds=i * 2 + 1), 10)
-                for i in range(n)]
+        rows = [
+            (
+                TENANT,
+                f"bulk-{i:07d}",
+                statuses[i % 10],
+                2 if i % 10 < 8 else 1,
+                base,
+                f"goal{i % 5}.requested",
+                "bench-planner",
+                "[]",
+                base + timedelta(seconds=i * 2),
+                base + timedelta(seconds=i * 2 + 1),
+                10,
+            )
+            for i in range(n)
+        ]
         await conn.copy_records_to_table(
-            "tracker_plans", records=rows, columns=[
-                "tenant_id", "plan_id", "status", "status_rank", "status_time", "goal_event",
-                "planner", "state_path", "created_at", "updated_at", "event_count"])
+            "tracker_plans",
+            records=rows,
+            columns=[
+                "tenant_id",
+                "plan_id",
+                "status",
+                "status_rank",
+                "status_time",
+                "goal_event",
+                "planner",
+                "state_path",
+                "created_at",
+                "updated_at",
+                "event_count",
+            ],
+        )
         await conn.execute("ANALYZE tracker_plans")
     finally:
         await conn.close()
 
 
-async def list_latency(client: httpx.AsyncClient, tracker_url: str, n: int
-                       ) -> dict[str, list[float]]:
+async def list_latency(
+    client: httpx.AsyncClient, tracker_url: str, n: int
+) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"first page": [], "status=failed": [], "cursor page": []}
     first = (await client.get(f"{tracker_url}/v1/tracker/plans", headers=HEADERS)).json()
     cursor = first["next_cursor"]
     for i in range(n):
-        for name, params in (("first page", {}), ("status=failed", {"status": "failed"}),
-                             ("cursor page", {"cursor": cursor})):
+        for name, params in (
+            ("first page", {}),
+            ("status=failed", {"status": "failed"}),
+            ("cursor page", {"cursor": cursor}),
+        ):
             t0 = time.perf_counter()
-            r = await client.get(f"{tracker_url}/v1/tracker/plans", params=params,
-                                 headers=HEADERS)
+            r = await client.get(f"{tracker_url}/v1/tracker/plans", params=params, headers=HEADERS)
             out[name].append(time.perf_counter() - t0)
             r.raise_for_status()
         if i == 0:
@@ -252,8 +334,11 @@ async def raw_list_latency(db_plain: str, n: int) -> list[float]:
         out = []
         for _ in range(n):
             t0 = time.perf_counter()
-            await conn.fetch("SELECT * FROM tracker_plans WHERE tenant_id = $1 ORDER BY "
-                             "created_at DESC, plan_id DESC LIMIT 51", TENANT)
+            await conn.fetch(
+                "SELECT * FROM tracker_plans WHERE tenant_id = $1 ORDER BY "
+                "created_at DESC, plan_id DESC LIMIT 51",
+                TENANT,
+            )
             out.append(time.perf_counter() - t0)
         return out
     finally:
@@ -271,17 +356,33 @@ async def main(args: argparse.Namespace) -> None:
     prefix = f"bench-tracker-{uuid.uuid4().hex[:8]}"
     common = {"SOORMA_LOG_LEVEL": "WARNING", "SOORMA_DATA_DIR": "/tmp/soorma-bench-tracker"}
     events = UvicornService(
-        name="event service", factory="event_service.app:create_app", port=args.port,
-        env={**common, "SOORMA_EVENT_BACKEND": "redis", "SOORMA_REDIS_URL": args.redis_url,
-             "SOORMA_REDIS_PREFIX": prefix}, ready_marker=b"event-service",
-        ready_attempts=1200)
-    tracker_env = {**common, "SOORMA_TRACKER_DATABASE_URL": db_url,
-                   "SOORMA_EVENT_SERVICE_URL": f"http://127.0.0.1:{args.port}",
-                   "SOORMA_MEMORY_URL": "http://127.0.0.1:1",
-                   "SOORMA_TRACKER_CONSUMER": "bench-tracker"}
-    tracker = UvicornService(name="tracker", factory="tracker_service.app:create_app",
-                             port=args.port + 1, env=tracker_env,
-                             ready_marker=b"tracker-service", ready_attempts=1200)
+        name="event service",
+        factory="event_service.app:create_app",
+        port=args.port,
+        env={
+            **common,
+            "SOORMA_EVENT_BACKEND": "redis",
+            "SOORMA_REDIS_URL": args.redis_url,
+            "SOORMA_REDIS_PREFIX": prefix,
+        },
+        ready_marker=b"event-service",
+        ready_attempts=1200,
+    )
+    tracker_env = {
+        **common,
+        "SOORMA_TRACKER_DATABASE_URL": db_url,
+        "SOORMA_EVENT_SERVICE_URL": f"http://127.0.0.1:{args.port}",
+        "SOORMA_MEMORY_URL": "http://127.0.0.1:1",
+        "SOORMA_TRACKER_CONSUMER": "bench-tracker",
+    }
+    tracker = UvicornService(
+        name="tracker",
+        factory="tracker_service.app:create_app",
+        port=args.port + 1,
+        env=tracker_env,
+        ready_marker=b"tracker-service",
+        ready_attempts=1200,
+    )
     results: dict[str, Any] = {}
     try:
         events.start()
@@ -302,15 +403,20 @@ async def main(args: argparse.Namespace) -> None:
             # 2. publish -> visible lag under load.
             lags = await lag_run(client, events.url, tracker.url, args.seconds, args.rate)
             bus = await bus_lag(client, events.url, 200)
-            results["lag_ms"] = {"p50": pct(lags, 50) * 1000, "p99": pct(lags, 99) * 1000,
-                                 "n": len(lags)}
+            results["lag_ms"] = {
+                "p50": pct(lags, 50) * 1000,
+                "p99": pct(lags, 99) * 1000,
+                "n": len(lags),
+            }
             results["bus_lag_ms"] = {"p50": pct(bus, 50) * 1000, "p99": pct(bus, 99) * 1000}
             # 3. GET /plans with many plans stored.
             await fill_plans(db_plain, args.plans)
             listing = await list_latency(client, tracker.url, args.requests)
             raw = await raw_list_latency(db_plain, args.requests)
-            results["list_ms"] = {name: {"p50": pct(v, 50) * 1000, "p99": pct(v, 99) * 1000}
-                                  for name, v in listing.items()}
+            results["list_ms"] = {
+                name: {"p50": pct(v, 50) * 1000, "p99": pct(v, 99) * 1000}
+                for name, v in listing.items()
+            }
             results["raw_list_ms"] = {"p50": pct(raw, 50) * 1000, "p99": pct(raw, 99) * 1000}
     finally:
         tracker.stop()
@@ -322,33 +428,51 @@ async def main(args: argparse.Namespace) -> None:
             await r.delete(*keys)
         await r.aclose()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"machine: {platform.node()} {os.cpu_count()} cores, {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load} (before: {load_before})")
+    print(
+        f"machine: {platform.node()} {os.cpu_count()} cores, {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load} (before: {load_before})"
+    )
     p, b = results["projection_ev_s"], results["baseline_insert_ev_s"]
-    print(f"B6 projection: {p:,.0f} ev/s (raw PostgreSQL inserts {b:,.0f} ev/s, ratio "
-          f"{p / b:.2f}x; target >= 2,000 ev/s)")
+    print(
+        f"B6 projection: {p:,.0f} ev/s (raw PostgreSQL inserts {b:,.0f} ev/s, ratio "
+        f"{p / b:.2f}x; target >= 2,000 ev/s)"
+    )
     lag, bus = results["lag_ms"], results["bus_lag_ms"]
-    print(f"B6 publish->visible: p50 {lag['p50']:.1f} ms, p99 {lag['p99']:.1f} ms over "
-          f"{lag['n']} plans at {args.rate} plans/s (bus publish->SSE p50 {bus['p50']:.1f} / "
-          f"p99 {bus['p99']:.1f} ms; target p99 <= 1000 ms)")
+    print(
+        f"B6 publish->visible: p50 {lag['p50']:.1f} ms, p99 {lag['p99']:.1f} ms over "
+        f"{lag['n']} plans at {args.rate} plans/s (bus publish->SSE p50 {bus['p50']:.1f} / "
+        f"p99 {bus['p99']:.1f} ms; target p99 <= 1000 ms)"
+    )
     raw = results["raw_list_ms"]
     for name, v in results["list_ms"].items():
-        print(f"B6 GET /plans ({name}, {args.plans:,} plans): p50 {v['p50']:.1f} ms, "
-              f"p99 {v['p99']:.1f} ms (raw SQL p99 {raw['p99']:.1f} ms; target p99 <= 50 ms)")
+        print(
+            f"B6 GET /plans ({name}, {args.plans:,} plans): p50 {v['p50']:.1f} ms, "
+            f"p99 {v['p99']:.1f} ms (raw SQL p99 {raw['p99']:.1f} ms; target p99 <= 50 ms)"
+        )
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"tracker-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps({**results, "load_before": load_before, "load_after": load,
-                                "args": vars(args)}, indent=2, default=str))
+    path.write_text(
+        json.dumps(
+            {**results, "load_before": load_before, "load_after": load, "args": vars(args)},
+            indent=2,
+            default=str,
+        )
+    )
     print(f"results: {path.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--redis-url", default=os.environ.get(
-        "SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
-    parser.add_argument("--database-url", default=os.environ.get(
-        "SOORMA_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"))
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("SOORMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "SOORMA_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+        ),
+    )
     parser.add_argument("--port", type=int, default=18182)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--plans", type=int, default=100_000)

@@ -32,8 +32,9 @@ CH_DIR = ROOT / "examples" / "05-choreography"
 LLM_MODEL = "openai/chaos-scripted"
 
 
-def counted(agent: str, func: Callable[..., Awaitable[Any]], redis: Any,
-            key: str) -> Callable[..., Awaitable[Any]]:
+def counted(
+    agent: str, func: Callable[..., Awaitable[Any]], redis: Any, key: str
+) -> Callable[..., Awaitable[Any]]:
     """``func`` (an example handler) preceded by one execution count in Redis."""
 
     @functools.wraps(func)
@@ -86,8 +87,9 @@ def ch_tools(redis: Any, key: str) -> list[Any]:
         (ex.analyzer, "doc.analyze.requested", ex.analyze),
         (ex.reporter, "doc.report.requested", ex.report),
     ):
-        tool = Tool(name=original.name, description=original.description,
-                    capabilities=original.capabilities)
+        tool = Tool(
+            name=original.name, description=original.description, capabilities=original.capabilities
+        )
         wrapped = counted(original.name, func, redis, key)
 
         async def invoke(request: Any, context: Any, _wrapped: Any = wrapped) -> Any:

@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _scripted_decision() -> Any:
     spec = importlib.util.spec_from_file_location(
-        "chaos_offline", ROOT / "examples" / "05-choreography" / "offline.py")
+        "chaos_offline", ROOT / "examples" / "05-choreography" / "offline.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -61,16 +62,19 @@ class ScriptedModel:
                 try:
                     plan = plan_from_prompt(body["messages"])
                     goal = plan.get("goal_data") or {}
-                    decision = decide(SimpleNamespace(goal_data=goal,
-                                                      results=plan.get("results") or {}))
+                    decision = decide(
+                        SimpleNamespace(goal_data=goal, results=plan.get("results") or {})
+                    )
                     with model._lock:
                         model.calls[str(goal.get("topic"))] += 1
                         if model.log is not None:
                             trigger = body["messages"][-1]["content"].split("\n", 1)[0]
                             action = decision["next_action"]
-                            model.log.write(f"{goal.get('topic')}\t{len(body['messages'])}\t"
-                                            f"{trigger}\t{action['action']} "
-                                            f"{action.get('event_type', '')}\n")
+                            model.log.write(
+                                f"{goal.get('topic')}\t{len(body['messages'])}\t"
+                                f"{trigger}\t{action['action']} "
+                                f"{action.get('event_type', '')}\n"
+                            )
                             model.log.flush()
                 except (ValueError, KeyError) as exc:
                     with model._lock:
@@ -80,11 +84,17 @@ class ScriptedModel:
                     self.wfile.write(json.dumps({"error": {"message": str(exc)}}).encode())
                     return
                 answer = {
-                    "id": f"chatcmpl-{time.monotonic_ns()}", "object": "chat.completion",
-                    "created": int(time.time()), "model": body.get("model", "scripted"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant",
-                                             "content": json.dumps(decision)}}],
+                    "id": f"chatcmpl-{time.monotonic_ns()}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "scripted"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": json.dumps(decision)},
+                        }
+                    ],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 }
                 raw = json.dumps(answer).encode()

@@ -108,9 +108,11 @@ class Wait(BaseDTO):
     answered_at: datetime | None = None
     timed_out_at: datetime | None = None
     timeout_event_id: str | None = Field(
-        default=None, description="Id of the task.timeout / plan.wait_timeout published")
+        default=None, description="Id of the task.timeout / plan.wait_timeout published"
+    )
     late_answer_at: datetime | None = Field(
-        default=None, description="An answer that came after the timeout (not acted on)")
+        default=None, description="An answer that came after the timeout (not acted on)"
+    )
 
 
 class LlmAuditRecord(BaseDTO):
@@ -150,9 +152,11 @@ class PlanDetail(PlanSummary):
     correlation_ids: list[str] = Field(default_factory=list)
     waits: list[Wait] = Field(default_factory=list)
     context: PlanContextView | None = Field(
-        default=None, description="From the memory service; null when unavailable")
+        default=None, description="From the memory service; null when unavailable"
+    )
     context_error: str | None = Field(
-        default=None, description="Why context is null (plan gone from memory, unreachable)")
+        default=None, description="Why context is null (plan gone from memory, unreachable)"
+    )
 
 
 class TimelineEntry(BaseDTO):
@@ -167,7 +171,8 @@ class TimelineEntry(BaseDTO):
     correlation_id: str | None = None
     summary: str = Field(description="One line a person can read")
     duration_ms: float | None = Field(
-        default=None, description="For an answer: time since its request")
+        default=None, description="For an answer: time since its request"
+    )
     data: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -189,7 +194,8 @@ class TaskSummary(BaseDTO):
     event_type: str | None = None
     response_event: str | None = None
     answer_type: str | None = Field(
-        default=None, description="event type of the answer (may differ from response_event)")
+        default=None, description="event type of the answer (may differ from response_event)"
+    )
     status: TrackedTaskStatus
     reason: str | None = None
     error: str | None = None

@@ -1,6 +1,6 @@
 """Hello-world client: asks the tool for a greeting and prints it.
 
-    python client.py Ada        ->  Hello, Ada!
+python client.py Ada        ->  Hello, Ada!
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Asks the analyzer about a text and prints the aggregate as JSON.
 
-    python client.py "I love the new laptop from Acme, but the flight to Berlin was late."
+python client.py "I love the new laptop from Acme, but the flight to Berlin was late."
 """
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ async def analyze(task, context):
     if not isinstance(text, str) or not text.strip():
         await task.fail("data.text must be a non-empty string")
         return
-    await task.delegate_parallel([
-        DelegationSpec(request, {"text": text}, answer) for request, answer in ANALYSES.items()
-    ])
+    await task.delegate_parallel(
+        [DelegationSpec(request, {"text": text}, answer) for request, answer in ANALYSES.items()]
+    )
 
 
 @worker.on_result("sentiment.completed")

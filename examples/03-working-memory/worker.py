@@ -22,12 +22,14 @@ async def check_parts(task, context):
         await task.fail(f"no vehicle record in working memory under {key!r}")
         return
     required = vehicle["required_parts"]
-    await task.complete({
-        "vehicle_id": vehicle["vehicle_id"],
-        "history_entries": len(vehicle["service_history"]),
-        "in_stock": [p for p in required if p in IN_STOCK],
-        "to_order": [p for p in required if p not in IN_STOCK],
-    })
+    await task.complete(
+        {
+            "vehicle_id": vehicle["vehicle_id"],
+            "history_entries": len(vehicle["service_history"]),
+            "in_stock": [p for p in required if p in IN_STOCK],
+            "to_order": [p for p in required if p not in IN_STOCK],
+        }
+    )
 
 
 if __name__ == "__main__":

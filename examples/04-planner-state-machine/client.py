@@ -1,7 +1,7 @@
 """Research client: sends a research goal and prints the plan's outcome.
 
-    python client.py owls       ->  completed: 3 pages about owls
-    python client.py broken     ->  failed: plan reached state 'failed'   (exit 1)
+python client.py owls       ->  completed: 3 pages about owls
+python client.py broken     ->  failed: plan reached state 'failed'   (exit 1)
 """
 
 from __future__ import annotations

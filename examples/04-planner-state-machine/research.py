@@ -1,9 +1,9 @@
 """The research state machine from the Planner design (seed 000).
 
-    start -> searching -> analyzing -> done
-                |  web.search.failed      -> retry_search -> analyzing | failed
-                |  web.search.no_results  -> ask_user -> (user.clarification.provided)
-                                                       -> searching
+start -> searching -> analyzing -> done
+            |  web.search.failed      -> retry_search -> analyzing | failed
+            |  web.search.no_results  -> ask_user -> (user.clarification.provided)
+                                                   -> searching
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ GOAL_EVENT = "research.goal"
 RESPONSE_EVENT = "research.done"
 
 STATES = {
-    "start": StateConfig(state_name="start", description="Initial state",
-                         default_next="searching"),
+    "start": StateConfig(state_name="start", description="Initial state", default_next="searching"),
     "searching": StateConfig(
         state_name="searching",
         description="Searching for information",
@@ -62,8 +61,11 @@ STATES = {
         action=StateAction(
             event_type="content.analyze.requested",
             response_event="content.analyze.completed",
-            data={"topic": "{goal_data.topic}", "pages": "{results.searching.pages}",
-                  "retry_pages": "{results.retry_search.pages}"},
+            data={
+                "topic": "{goal_data.topic}",
+                "pages": "{results.searching.pages}",
+                "retry_pages": "{results.retry_search.pages}",
+            },
         ),
         transitions=[
             StateTransition(on_event="content.analyze.completed", to_state="done"),

@@ -20,7 +20,9 @@ DEFAULT_TOPIC = "event-driven choreography"
 async def main(topic: str, wait_seconds: float) -> int:
     async with PlatformContext.from_env() as context:
         answer = await context.bus.call(
-            "doc.research.requested", {"topic": topic}, response_event="doc.research.completed",
+            "doc.research.requested",
+            {"topic": topic},
+            response_event="doc.research.completed",
             timeout=wait_seconds,
         )
     data = answer.data
@@ -39,7 +41,11 @@ async def main(topic: str, wait_seconds: float) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Ask the research planner for a report.")
     parser.add_argument("topic", nargs="*", help=f"what to research (default: {DEFAULT_TOPIC})")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds to wait for the report (a real model takes a while)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for the report (a real model takes a while)",
+    )
     args = parser.parse_args()
     raise SystemExit(asyncio.run(main(" ".join(args.topic) or DEFAULT_TOPIC, args.timeout)))

@@ -17,36 +17,52 @@ def _publish(event_type: str, data: dict[str, Any], why: str) -> dict[str, Any]:
     # the registry lists for event_type (as it does for a real model's answer).
     return {
         "reasoning": why,
-        "next_action": {"action": "publish", "event_type": event_type, "data": data,
-                        "reasoning": why},
+        "next_action": {
+            "action": "publish",
+            "event_type": event_type,
+            "data": data,
+            "reasoning": why,
+        },
     }
 
 
 def _complete(result: dict[str, Any], why: str) -> dict[str, Any]:
-    return {"reasoning": why,
-            "next_action": {"action": "complete", "result": result, "reasoning": why}}
+    return {
+        "reasoning": why,
+        "next_action": {"action": "complete", "result": result, "reasoning": why},
+    }
 
 
 def scripted_decision(plan: Any) -> dict[str, Any]:
     """The decision a model would take next for ``plan`` (a PlanContext)."""
     topic = (plan.goal_data or {}).get("topic", "")
     results = plan.results or {}
-    failed = [step for step, answer in results.items()
-              if isinstance(answer, dict) and answer.get("success") is False]
+    failed = [
+        step
+        for step, answer in results.items()
+        if isinstance(answer, dict) and answer.get("success") is False
+    ]
     if failed:
         error = results[failed[0]].get("error")
         return _complete({"error": f"{failed[0]} failed: {error}"}, "a step failed")
     if "doc.fetch.requested" not in results:
-        return _publish("doc.fetch.requested", {"topic": topic, "max_sources": 3},
-                        "nothing is known yet: fetch sources first")
+        return _publish(
+            "doc.fetch.requested",
+            {"topic": topic, "max_sources": 3},
+            "nothing is known yet: fetch sources first",
+        )
     if "doc.analyze.requested" not in results:
         sources = results["doc.fetch.requested"]["result"]["sources"]
-        return _publish("doc.analyze.requested", {"sources": sources},
-                        "sources fetched: analyze them")
+        return _publish(
+            "doc.analyze.requested", {"sources": sources}, "sources fetched: analyze them"
+        )
     if "doc.report.requested" not in results:
         analysis = results["doc.analyze.requested"]["result"]
-        return _publish("doc.report.requested", {"topic": topic, "analysis": analysis},
-                        "analysis ready: write the report")
+        return _publish(
+            "doc.report.requested",
+            {"topic": topic, "analysis": analysis},
+            "analysis ready: write the report",
+        )
     report = results["doc.report.requested"]["result"]["report"]
     return _complete({"report": report}, "the report is written")
 

@@ -32,9 +32,7 @@ If a step failed, complete with {"error": <what failed>}.
 """
 
 
-def build_planner(
-    model: str, *, offline: bool, api_base: str | None = None
-) -> ChoreographyPlanner:
+def build_planner(model: str, *, offline: bool, api_base: str | None = None) -> ChoreographyPlanner:
     planner = ChoreographyPlanner(
         name="doc-research-planner",
         reasoning_model=model,
@@ -51,14 +49,19 @@ def build_planner(
         if decision is not None:  # None: the plan failed, and step() logged why
             action = decision.next_action
             what = getattr(action, "event_type", None) or getattr(action, "goal_event", "")
-            logger.info("plan %s: %s -- %s", plan.plan_id,
-                        f"{action.action.value} {what}".strip(), decision.reasoning)
+            logger.info(
+                "plan %s: %s -- %s",
+                plan.plan_id,
+                f"{action.action.value} {what}".strip(),
+                decision.reasoning,
+            )
 
     @planner.on_goal("doc.research.requested", description="Research a topic, answer a report.")
     async def on_goal(goal, context):
         plan = await planner.create_plan(goal, context)
-        decision = await planner.step(plan, context, trigger=f"new goal: {goal.data}",
-                                      llm_options=llm_options(plan))
+        decision = await planner.step(
+            plan, context, trigger=f"new goal: {goal.data}", llm_options=llm_options(plan)
+        )
         log(plan, decision)
 
     @planner.on_transition()
@@ -66,8 +69,9 @@ def build_planner(
         # Called after the planner recorded the answer in transition.plan.results.
         event = transition.event
         plan = transition.plan
-        decision = await planner.step(plan, context, trigger=f"{event.type} arrived",
-                                      llm_options=llm_options(plan))
+        decision = await planner.step(
+            plan, context, trigger=f"{event.type} arrived", llm_options=llm_options(plan)
+        )
         log(plan, decision)
 
     @planner.on_startup
@@ -80,10 +84,16 @@ def build_planner(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="gpt-4o-mini",
-                        help="litellm model id (gpt-4o-mini, anthropic/claude-..., ollama/...)")
-    parser.add_argument("--offline", action="store_true",
-                        help="scripted model answers (litellm mock_response); no key, no network")
+    parser.add_argument(
+        "--model",
+        default="gpt-4o-mini",
+        help="litellm model id (gpt-4o-mini, anthropic/claude-..., ollama/...)",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="scripted model answers (litellm mock_response); no key, no network",
+    )
     parser.add_argument("--api-base", help="custom endpoint (a proxy, Azure, a local server)")
     args = parser.parse_args(argv)
     if args.offline:
@@ -94,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             planner.check_llm_configured()
         except LLMNotConfigured as exc:
-            print(f"error: {exc.message}; or run `python planner.py --offline`",
-                  file=sys.stderr)
+            print(f"error: {exc.message}; or run `python planner.py --offline`", file=sys.stderr)
             return 2
     planner.run()
     return 0

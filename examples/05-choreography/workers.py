@@ -45,7 +45,9 @@ ANALYZE_SCHEMA = {
     "type": "object",
     "properties": {
         "sources": {
-            "type": "array", "minItems": 1, "items": SOURCE_SCHEMA,
+            "type": "array",
+            "minItems": 1,
+            "items": SOURCE_SCHEMA,
             "description": "the sources returned by doc.fetch.requested",
         },
     },
@@ -71,27 +73,69 @@ REPORT_SCHEMA = {
 }
 
 LIBRARY = [
-    ("Event-driven architecture in practice",
-     "Services publish events instead of calling each other. Consumers react to events "
-     "at their own pace, so a slow consumer never blocks a producer."),
-    ("Choreography versus orchestration",
-     "In choreography no central conductor exists: each agent reacts to events and "
-     "publishes new events. Orchestration keeps one controller that calls every step."),
-    ("Durable plans",
-     "A plan that stores its state after every step survives restarts. Any replica can "
-     "continue the plan when the next event arrives."),
-    ("Consumer groups",
-     "Replicas of one agent share a consumer group, so each event is handled once. "
-     "Unacknowledged events are redelivered after a timeout."),
-    ("LLM planners",
-     "An LLM planner chooses the next event from the registered capabilities. Its "
-     "decisions are validated against the registered schemas before anything happens."),
+    (
+        "Event-driven architecture in practice",
+        "Services publish events instead of calling each other. Consumers react to events "
+        "at their own pace, so a slow consumer never blocks a producer.",
+    ),
+    (
+        "Choreography versus orchestration",
+        "In choreography no central conductor exists: each agent reacts to events and "
+        "publishes new events. Orchestration keeps one controller that calls every step.",
+    ),
+    (
+        "Durable plans",
+        "A plan that stores its state after every step survives restarts. Any replica can "
+        "continue the plan when the next event arrives.",
+    ),
+    (
+        "Consumer groups",
+        "Replicas of one agent share a consumer group, so each event is handled once. "
+        "Unacknowledged events are redelivered after a timeout.",
+    ),
+    (
+        "LLM planners",
+        "An LLM planner chooses the next event from the registered capabilities. Its "
+        "decisions are validated against the registered schemas before anything happens.",
+    ),
 ]
 STOPWORDS = {
-    "a", "after", "an", "and", "any", "anything", "are", "at", "be", "before", "can", "each",
-    "every", "from", "happens", "in", "instead", "is", "its", "never", "no", "not", "of",
-    "on", "one", "other", "own", "so", "that", "the", "their", "to", "versus", "when",
-    "which", "with",
+    "a",
+    "after",
+    "an",
+    "and",
+    "any",
+    "anything",
+    "are",
+    "at",
+    "be",
+    "before",
+    "can",
+    "each",
+    "every",
+    "from",
+    "happens",
+    "in",
+    "instead",
+    "is",
+    "its",
+    "never",
+    "no",
+    "not",
+    "of",
+    "on",
+    "one",
+    "other",
+    "own",
+    "so",
+    "that",
+    "the",
+    "their",
+    "to",
+    "versus",
+    "when",
+    "which",
+    "with",
 }
 
 
@@ -101,30 +145,53 @@ def words(text: str) -> list[str]:
 
 def capability(task: str, consumes: str, schema: dict, answers: str, what: str) -> AgentCapability:
     return AgentCapability(
-        task_name=task, description=what,
-        consumed_event=EventDefinition(event_name=consumes, description=what,
-                                       payload_schema=schema),
+        task_name=task,
+        description=what,
+        consumed_event=EventDefinition(
+            event_name=consumes, description=what, payload_schema=schema
+        ),
         produced_events=[EventDefinition(event_name=answers, topic="action-results")],
     )
 
 
 fetcher = Tool(
-    name="doc-fetcher", description="Finds sources about a topic.",
-    capabilities=[capability("fetch", "doc.fetch.requested", FETCH_SCHEMA, "doc.fetch.completed",
-                             "Fetch up to max_sources sources (title, text) about a topic.")],
+    name="doc-fetcher",
+    description="Finds sources about a topic.",
+    capabilities=[
+        capability(
+            "fetch",
+            "doc.fetch.requested",
+            FETCH_SCHEMA,
+            "doc.fetch.completed",
+            "Fetch up to max_sources sources (title, text) about a topic.",
+        )
+    ],
 )
 analyzer = Tool(
-    name="doc-analyzer", description="Extracts key terms and highlights from sources.",
-    capabilities=[capability("analyze", "doc.analyze.requested", ANALYZE_SCHEMA,
-                             "doc.analyze.completed",
-                             "Analyze fetched sources: key terms, highlights, counts.")],
+    name="doc-analyzer",
+    description="Extracts key terms and highlights from sources.",
+    capabilities=[
+        capability(
+            "analyze",
+            "doc.analyze.requested",
+            ANALYZE_SCHEMA,
+            "doc.analyze.completed",
+            "Analyze fetched sources: key terms, highlights, counts.",
+        )
+    ],
 )
 reporter = Tool(
-    name="doc-reporter", description="Writes the final report.",
-    capabilities=[capability(
-        "report", "doc.report.requested", REPORT_SCHEMA, "doc.report.completed",
-        "Write the final report of a topic from its analysis.",
-    )],
+    name="doc-reporter",
+    description="Writes the final report.",
+    capabilities=[
+        capability(
+            "report",
+            "doc.report.requested",
+            REPORT_SCHEMA,
+            "doc.report.completed",
+            "Write the final report of a topic from its analysis.",
+        )
+    ],
 )
 
 
@@ -135,16 +202,16 @@ async def fetch(request, context):
     # Rank the library by overlap with the topic; ties keep library order.
     ranked = sorted(LIBRARY, key=lambda doc: -len(wanted & set(words(doc[0] + " " + doc[1]))))
     limit = request.data.get("max_sources", 3)
-    return {"topic": topic,
-            "sources": [{"title": title, "text": text} for title, text in ranked[:limit]]}
+    return {
+        "topic": topic,
+        "sources": [{"title": title, "text": text} for title, text in ranked[:limit]],
+    }
 
 
 @analyzer.on_invoke("doc.analyze.requested")
 async def analyze(request, context):
     sources = request.data["sources"]
-    counts = Counter(
-        w for source in sources for w in words(source["text"]) if w not in STOPWORDS
-    )
+    counts = Counter(w for source in sources for w in words(source["text"]) if w not in STOPWORDS)
     return {
         "source_count": len(sources),
         "word_count": sum(len(words(source["text"])) for source in sources),
@@ -159,8 +226,10 @@ async def report(request, context):
     analysis = request.data["analysis"]
     lines = [f"Report: {request.data['topic']}", ""]
     if "source_count" in analysis:
-        lines.append(f"Based on {analysis['source_count']} sources "
-                     f"({analysis.get('word_count', '?')} words).")
+        lines.append(
+            f"Based on {analysis['source_count']} sources "
+            f"({analysis.get('word_count', '?')} words)."
+        )
     lines.append("Key terms: " + ", ".join(analysis["key_terms"]))
     lines += ["", "Highlights:"] + [f"- {h}" for h in analysis["highlights"]]
     return {"report": "\n".join(lines)}

@@ -19,8 +19,9 @@ RESPONSE_EVENT = "expense.decided"
 ASK_SECONDS = 2
 
 STATES = {
-    "start": StateConfig(state_name="start", description="Expense received",
-                         default_next="reviewing"),
+    "start": StateConfig(
+        state_name="start", description="Expense received", default_next="reviewing"
+    ),
     "reviewing": StateConfig(
         state_name="reviewing",
         description="A person approves or rejects (2 s to answer)",
@@ -30,19 +31,26 @@ STATES = {
             data={"amount": "{goal_data.amount}", "item": "{goal_data.item}"},
         ),
         transitions=[
-            StateTransition(on_event="expense.review.completed", to_state="escalated",
-                            condition='data.status == "failed"'),
-            StateTransition(on_event="expense.review.completed", to_state="approved",
-                            condition="data.result.approved == True"),
+            StateTransition(
+                on_event="expense.review.completed",
+                to_state="escalated",
+                condition='data.status == "failed"',
+            ),
+            StateTransition(
+                on_event="expense.review.completed",
+                to_state="approved",
+                condition="data.result.approved == True",
+            ),
             StateTransition(on_event="expense.review.completed", to_state="rejected"),
         ],
     ),
     "approved": StateConfig(state_name="approved", description="Approved", is_terminal=True),
     "rejected": StateConfig(state_name="rejected", description="Rejected", is_terminal=True),
-    "escalated": StateConfig(state_name="escalated",
-                             description="Nobody answered in time: sent to a manager",
-                             is_terminal=True),
+    "escalated": StateConfig(
+        state_name="escalated",
+        description="Nobody answered in time: sent to a manager",
+        is_terminal=True,
+    ),
 }
 
-APPROVAL = PlanDefinition(plan_type=GOAL_EVENT, description="Approve an expense",
-                          states=STATES)
+APPROVAL = PlanDefinition(plan_type=GOAL_EVENT, description="Approve an expense", states=STATES)

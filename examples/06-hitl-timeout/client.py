@@ -18,15 +18,17 @@ from approval import GOAL_EVENT, RESPONSE_EVENT
 from soorma import PlatformContext
 
 
-async def answer_when_asked(context: PlatformContext, approve: bool, ready: asyncio.Event
-                            ) -> None:
-    async with context.bus.subscribe("notification-events",
-                                     event_types=["notification.human_input"]) as asks:
+async def answer_when_asked(context: PlatformContext, approve: bool, ready: asyncio.Event) -> None:
+    async with context.bus.subscribe(
+        "notification-events", event_types=["notification.human_input"]
+    ) as asks:
         await asks.wait_ready(10)
         ready.set()
         async for ask in asks:
             await context.bus.publish(
-                ask.data["response_topic"], ask.data["response_event"], {"approved": approve},
+                ask.data["response_topic"],
+                ask.data["response_event"],
+                {"approved": approve},
                 correlation_id=ask.data["sub_task_id"],
             )
             return
@@ -41,8 +43,11 @@ async def main(answer: str | None) -> int:
             await ready.wait()
         goal_cid = str(uuid.uuid4())
         decision = await context.bus.call(
-            GOAL_EVENT, {"item": "train ticket", "amount": "42 EUR"},
-            response_event=RESPONSE_EVENT, correlation_id=goal_cid, timeout=60,
+            GOAL_EVENT,
+            {"item": "train ticket", "amount": "42 EUR"},
+            response_event=RESPONSE_EVENT,
+            correlation_id=goal_cid,
+            timeout=60,
         )
         if person is not None:
             person.cancel()

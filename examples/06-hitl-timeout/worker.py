@@ -25,7 +25,8 @@ log = logging.getLogger("approver")
 async def review(task, context):
     await task.request_human_input(
         f"Approve {task.data.get('item')} for {task.data.get('amount')}?",
-        response_event=ANSWER_EVENT, timeout_seconds=ASK_SECONDS,
+        response_event=ANSWER_EVENT,
+        timeout_seconds=ASK_SECONDS,
         response_topic="notification-events",
     )
 

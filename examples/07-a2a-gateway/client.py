@@ -29,8 +29,14 @@ SKILL = "expense-review"
 def message(parts: list, *, task_id: str = "", context_id: str = "") -> Message:
     metadata = Struct()
     metadata.update({"skill": SKILL})
-    return Message(message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=parts,
-                   metadata=metadata, task_id=task_id, context_id=context_id)
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=parts,
+        metadata=metadata,
+        task_id=task_id,
+        context_id=context_id,
+    )
 
 
 async def stream(client, request: SendMessageRequest) -> tuple[str, str, int, list]:
@@ -55,8 +61,11 @@ async def stream(client, request: SendMessageRequest) -> tuple[str, str, int, li
 
 async def main(amount: float, purpose: str, answer: str) -> int:
     url = os.environ.get("SOORMA_GATEWAY_URL", "http://127.0.0.1:8085")
-    headers = {"X-API-Key": os.environ["SOORMA_GATEWAY_API_KEY"]} if os.environ.get(
-        "SOORMA_GATEWAY_API_KEY") else {}
+    headers = (
+        {"X-API-Key": os.environ["SOORMA_GATEWAY_API_KEY"]}
+        if os.environ.get("SOORMA_GATEWAY_API_KEY")
+        else {}
+    )
     async with httpx.AsyncClient(headers=headers, timeout=60) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         print(f"gateway skills: {', '.join(sorted(s.id for s in card.skills))}")
@@ -64,14 +73,19 @@ async def main(amount: float, purpose: str, answer: str) -> int:
         async with client:
             first = message([new_data_part({"amount": amount, "purpose": purpose})])
             task_id, context_id, state, artifacts = await stream(
-                client, SendMessageRequest(message=first))
+                client, SendMessageRequest(message=first)
+            )
             if state == TaskState.TASK_STATE_INPUT_REQUIRED:
                 approved = answer.lower() in {"y", "yes", "ok", "approve"}
                 print(f"answering: {answer}")
-                reply = message([new_text_part(answer), new_data_part({"approved": approved})],
-                                task_id=task_id, context_id=context_id)
+                reply = message(
+                    [new_text_part(answer), new_data_part({"approved": approved})],
+                    task_id=task_id,
+                    context_id=context_id,
+                )
                 task_id, context_id, state, artifacts = await stream(
-                    client, SendMessageRequest(message=reply))
+                    client, SendMessageRequest(message=reply)
+                )
     if state != TaskState.TASK_STATE_COMPLETED:
         print(f"task ended {TaskState.Name(state)}", file=sys.stderr)
         return 1

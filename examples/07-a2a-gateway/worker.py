@@ -29,11 +29,15 @@ EXPENSE_SCHEMA = {
 worker = Worker(
     name="expense-approver",
     description="Approves expenses; asks a human above the limit.",
-    capabilities=[AgentCapability(
-        task_name="expense-review", description="Review an expense claim",
-        consumed_event=EventDefinition(event_name="expense.review.requested",
-                                       payload_schema=EXPENSE_SCHEMA),
-    )],
+    capabilities=[
+        AgentCapability(
+            task_name="expense-review",
+            description="Review an expense claim",
+            consumed_event=EventDefinition(
+                event_name="expense.review.requested", payload_schema=EXPENSE_SCHEMA
+            ),
+        )
+    ],
 )
 
 
@@ -46,7 +50,8 @@ async def review(task, context):
         return
     await task.request_human_input(
         f"Approve {amount:.2f} for {purpose}?",
-        response_event="expense.decision", timeout_seconds=300,
+        response_event="expense.decision",
+        timeout_seconds=300,
     )
 
 
@@ -54,8 +59,14 @@ async def review(task, context):
 async def decision(result, context):
     task = await result.restore_task()
     approved = bool(result.data.get("approved"))
-    await task.complete({"approved": approved, "by": "human", "amount": task.data["amount"],
-                         "note": result.data.get("text")})
+    await task.complete(
+        {
+            "approved": approved,
+            "by": "human",
+            "amount": task.data["amount"],
+            "note": result.data.get("text"),
+        }
+    )
 
 
 async def main() -> None:

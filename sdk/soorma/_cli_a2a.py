@@ -43,8 +43,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         import a2a.client  # noqa: F401
     except ImportError:
-        print("soorma: `soorma a2a` needs the a2a-sdk package: pip install 'a2a-sdk[http-server]'",
-              file=sys.stderr)
+        print(
+            "soorma: `soorma a2a` needs the a2a-sdk package: pip install 'a2a-sdk[http-server]'",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if args.a2a_command == "card":
         return asyncio.run(_card(args))
@@ -103,8 +105,13 @@ def _message(args: argparse.Namespace) -> Any:
     part = new_data_part(value) if isinstance(value, dict) else new_text_part(args.payload)
     metadata = Struct()
     metadata.update({"skill": args.skill})
-    return Message(message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[part],
-                   metadata=metadata, task_id=args.task or "")
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[part],
+        metadata=metadata,
+        task_id=args.task or "",
+    )
 
 
 async def _send(args: argparse.Namespace) -> int:
@@ -116,15 +123,17 @@ async def _send(args: argparse.Namespace) -> int:
 
     state = TaskState.TASK_STATE_UNSPECIFIED
     async with httpx.AsyncClient(headers=_headers(args), timeout=None) as http:
-        factory = ClientFactory(ClientConfig(
-            streaming=not args.no_stream, httpx_client=http,
-            supported_protocol_bindings=[args.binding],
-        ))
+        factory = ClientFactory(
+            ClientConfig(
+                streaming=not args.no_stream,
+                httpx_client=http,
+                supported_protocol_bindings=[args.binding],
+            )
+        )
         try:
             client = await factory.create_from_url(args.url)
             async with client:
-                async for event in client.send_message(SendMessageRequest(
-                        message=_message(args))):
+                async for event in client.send_message(SendMessageRequest(message=_message(args))):
                     state = _print_event(event, MessageToDict) or state
         except A2AError as exc:
             print(f"soorma: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -134,8 +143,11 @@ async def _send(args: argparse.Namespace) -> int:
             return EXIT_TASK_FAILED
     if state == TaskState.TASK_STATE_INPUT_REQUIRED:
         return EXIT_INPUT_REQUIRED
-    return EXIT_OK if state in (TaskState.TASK_STATE_COMPLETED,
-                                TaskState.TASK_STATE_UNSPECIFIED) else EXIT_TASK_FAILED
+    return (
+        EXIT_OK
+        if state in (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_UNSPECIFIED)
+        else EXIT_TASK_FAILED
+    )
 
 
 def _print_event(event: Any, to_dict: Any) -> Any:
@@ -156,8 +168,10 @@ def _print_event(event: Any, to_dict: Any) -> Any:
         return task.status.state
     if event.HasField("status_update"):
         status = event.status_update.status
-        print(f"task {event.status_update.task_id}: {TaskState.Name(status.state)} "
-              f"{text(status.message)}".rstrip())
+        print(
+            f"task {event.status_update.task_id}: {TaskState.Name(status.state)} "
+            f"{text(status.message)}".rstrip()
+        )
         return status.state
     if event.HasField("artifact_update"):
         print(json.dumps(to_dict(event.artifact_update.artifact)))

@@ -11,8 +11,14 @@ from typing import Any
 
 from soorma_common.tracker import PlanDetail, PlanSummary, TimelineEntry
 
-STATUS_MARK = {"completed": "✔", "failed": "✘", "cancelled": "∅", "paused": "‖",
-               "running": "▶", "pending": "…"}
+STATUS_MARK = {
+    "completed": "✔",
+    "failed": "✘",
+    "cancelled": "∅",
+    "paused": "‖",
+    "running": "▶",
+    "pending": "…",
+}
 
 
 def add_parser(commands: Any) -> None:
@@ -28,8 +34,12 @@ def add_parser(commands: Any) -> None:
     listing.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
     show = actions.add_parser("show", help="one plan: state path, timeline, waits")
     show.add_argument("plan_id", metavar="ID", help="plan id (or the goal's correlation id)")
-    show.add_argument("--follow", "-f", action="store_true",
-                      help="keep printing new timeline entries until the plan ends")
+    show.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep printing new timeline entries until the plan ends",
+    )
     show.add_argument("--json", action="store_true", help="print JSON (lines with --follow)")
     show.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
 
@@ -69,8 +79,13 @@ def _ms(value: float | None) -> str:
 def format_plan_row(plan: PlanSummary) -> str:
     """One line of ``soorma plans list``."""
     mark = STATUS_MARK.get(plan.status.value, "?")
-    parts = [plan.created_at.strftime("%Y-%m-%d %H:%M:%S"), f"{mark} {plan.status.value:<9}",
-             plan.plan_id, plan.goal_event or "-", plan.current_state or "-"]
+    parts = [
+        plan.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+        f"{mark} {plan.status.value:<9}",
+        plan.plan_id,
+        plan.goal_event or "-",
+        plan.current_state or "-",
+    ]
     if plan.duration_ms is not None:
         parts.append(_ms(plan.duration_ms))
     return "  ".join(parts)
@@ -88,20 +103,29 @@ def format_entry(entry: TimelineEntry, start: datetime | None) -> str:
 def format_plan(plan: PlanDetail) -> list[str]:
     """The header of ``soorma plans show``: status, goal, path, waits."""
     mark = STATUS_MARK.get(plan.status.value, "?")
-    lines = [f"plan {plan.plan_id}  {mark} {plan.status.value}"
-             + (f" ({plan.reason})" if plan.reason else "")]
-    facts = [("goal", plan.goal_event), ("goal correlation", plan.goal_correlation_id),
-             ("planner", plan.planner), ("session", plan.session_id),
-             ("parent plan", plan.parent_plan_id), ("state", plan.current_state),
-             ("duration", _ms(plan.duration_ms) or None)]
+    lines = [
+        f"plan {plan.plan_id}  {mark} {plan.status.value}"
+        + (f" ({plan.reason})" if plan.reason else "")
+    ]
+    facts = [
+        ("goal", plan.goal_event),
+        ("goal correlation", plan.goal_correlation_id),
+        ("planner", plan.planner),
+        ("session", plan.session_id),
+        ("parent plan", plan.parent_plan_id),
+        ("state", plan.current_state),
+        ("duration", _ms(plan.duration_ms) or None),
+    ]
     lines += [f"  {name}: {value}" for name, value in facts if value]
     if plan.state_path:
         path = [plan.state_path[0].from_state or "(start)"]
         path += [step.to_state for step in plan.state_path]
         lines.append("  path: " + " -> ".join(path))
     for wait in plan.waits:
-        lines.append(f"  wait {wait.kind} for {wait.expected_event or '?'}: {wait.status.value}"
-                     + (f", deadline {_clock(wait.deadline)}" if wait.deadline else ""))
+        lines.append(
+            f"  wait {wait.kind} for {wait.expected_event or '?'}: {wait.status.value}"
+            + (f", deadline {_clock(wait.deadline)}" if wait.deadline else "")
+        )
     if plan.sub_plan_ids:
         lines.append("  sub-plans: " + ", ".join(plan.sub_plan_ids))
     if plan.context and plan.context.llm_audit:
@@ -115,8 +139,11 @@ async def _list(args: argparse.Namespace) -> int:
     async with _context(args.url) as context:
         try:
             page = await context.tracker.list_plans(
-                status=args.status, goal_event=args.goal_event, session_id=args.session,
-                limit=args.limit)
+                status=args.status,
+                goal_event=args.goal_event,
+                session_id=args.session,
+                limit=args.limit,
+            )
         except SoormaError as exc:
             return _fail(str(exc))
     if args.json:
@@ -151,14 +178,21 @@ async def _show(args: argparse.Namespace) -> int:
             timeline = await tracker.timeline(plan.plan_id, limit=500)
             entries = list(timeline.entries)
             while timeline.next_cursor:
-                timeline = await tracker.timeline(plan.plan_id, limit=500,
-                                                  cursor=timeline.next_cursor)
+                timeline = await tracker.timeline(
+                    plan.plan_id, limit=500, cursor=timeline.next_cursor
+                )
                 entries.extend(timeline.entries)
             start = plan.started_at or plan.created_at
             if args.json and not args.follow:
-                print(json.dumps({"plan": plan.model_dump(mode="json"),
-                                  "timeline": [e.model_dump(mode="json") for e in entries]},
-                                 indent=2))
+                print(
+                    json.dumps(
+                        {
+                            "plan": plan.model_dump(mode="json"),
+                            "timeline": [e.model_dump(mode="json") for e in entries],
+                        },
+                        indent=2,
+                    )
+                )
                 return 0
             if args.json:
                 print(json.dumps({"plan": plan.model_dump(mode="json")}), flush=True)
@@ -179,8 +213,11 @@ async def _show(args: argparse.Namespace) -> int:
                     print(format_entry(TimelineEntry.model_validate(data), start), flush=True)
                 elif kind == "end":
                     ended = PlanSummary.model_validate(data)
-                    print(f"plan {ended.status.value}"
-                          + (f" ({ended.reason})" if ended.reason else ""), flush=True)
+                    print(
+                        f"plan {ended.status.value}"
+                        + (f" ({ended.reason})" if ended.reason else ""),
+                        flush=True,
+                    )
         except SoormaError as exc:
             return _fail(str(exc))
     return 0

@@ -61,9 +61,7 @@ def select_services(only: str | None, ports: Sequence[str]) -> list[DevService]:
                 f"--port expects NAME=PORT with NAME in {', '.join(SERVICE_NAMES)}, got {item!r}"
             )
         overrides[name] = int(value)
-    return [
-        DevService(s.name, s.module, overrides.get(s.name, s.port), s.url_env) for s in chosen
-    ]
+    return [DevService(s.name, s.module, overrides.get(s.name, s.port), s.url_env) for s in chosen]
 
 
 def check_ports_free(host: str, services: Sequence[DevService]) -> None:
@@ -99,16 +97,19 @@ def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
     # (SOORMA_MAX_HEADER_BYTES, SOORMA_HEADER_TIMEOUT_SECONDS): servicekit.server.
     serving = importlib.import_module("servicekit.server")
     config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, lifespan="on",
-        timeout_graceful_shutdown=3, ws="none",
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+        ws="none",
         **serving.uvicorn_options(app.state.settings),
     )
     return _Server(config)
 
 
-async def run_dev(
-    services: Sequence[DevService], *, host: str, log_level: str, out: TextIO
-) -> int:
+async def run_dev(services: Sequence[DevService], *, host: str, log_level: str, out: TextIO) -> int:
     """Start ``services`` in this process and serve until SIGINT/SIGTERM."""
     check_ports_free(host, services)
     # The services find each other through the same variables agents use.
@@ -150,7 +151,8 @@ async def run_dev(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     failed = [
-        (s.name, r) for (s, _, _), r in zip(running, results, strict=True)
+        (s.name, r)
+        for (s, _, _), r in zip(running, results, strict=True)
         if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)
     ]
     for name, error in failed:

@@ -84,8 +84,9 @@ def raise_for_error(response: httpx.Response) -> None:
     except ValueError:
         payload = response.text[:500]
     error = error_from_payload(
-        payload, default_message=f"{response.request.method} {response.request.url} "
-        f"failed with HTTP {response.status_code}"
+        payload,
+        default_message=f"{response.request.method} {response.request.url} "
+        f"failed with HTTP {response.status_code}",
     )
     error.status_code = response.status_code  # type: ignore[attr-defined]
     raise error
@@ -162,8 +163,12 @@ class ServiceClient:
         while True:
             try:
                 response = await self.http.request(
-                    method, self.url(path), json=json, params=params,
-                    headers=all_headers, timeout=self.timeout,
+                    method,
+                    self.url(path),
+                    json=json,
+                    params=params,
+                    headers=all_headers,
+                    timeout=self.timeout,
                 )
                 break
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:

@@ -124,9 +124,7 @@ async def _frames(response: httpx.Response, heartbeat_timeout: float) -> AsyncIt
         except StopAsyncIteration:
             raise SSEConnectionLost("stream closed by the server") from None
         except TimeoutError:
-            raise SSEConnectionLost(
-                f"no data or heartbeat for {heartbeat_timeout:.0f} s"
-            ) from None
+            raise SSEConnectionLost(f"no data or heartbeat for {heartbeat_timeout:.0f} s") from None
         for line in splitter.feed(chunk):
             frame = parser.feed(line)
             if frame is not None:
@@ -201,7 +199,9 @@ async def stream_frames(
                 logger.warning(
                     "cannot open SSE stream %s (%s); retrying in %.1f s - is the event service "
                     "running (./scripts/dev.sh) and SOORMA_EVENT_SERVICE_URL right?",
-                    url, exc, backoff,
+                    url,
+                    exc,
+                    backoff,
                 )
         await asyncio.sleep(backoff)
         backoff = min(backoff * 2, max_backoff)

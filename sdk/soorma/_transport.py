@@ -45,7 +45,9 @@ class _Conn:
         # read as the next request's response, so such a socket is not reused either.
         reader = self.reader
         return not (
-            reader.at_eof() or self.writer.is_closing() or reader.exception() is not None
+            reader.at_eof()
+            or self.writer.is_closing()
+            or reader.exception() is not None
             or getattr(reader, "_buffer", None)
         )
 
@@ -173,12 +175,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
     ) -> _Conn:
         try:
             async with asyncio.timeout(timeouts.get("connect")):
-                reader, writer = await asyncio.open_connection(
-                    key[0], key[1], limit=_STREAM_LIMIT
-                )
+                reader, writer = await asyncio.open_connection(key[0], key[1], limit=_STREAM_LIMIT)
         except TimeoutError as exc:
-            raise httpx.ConnectTimeout(f"connecting to {key[0]}:{key[1]} timed out",
-                                       request=request) from exc
+            raise httpx.ConnectTimeout(
+                f"connecting to {key[0]}:{key[1]} timed out", request=request
+            ) from exc
         except OSError as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
         return _Conn(reader, writer)
@@ -201,8 +202,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
                     async with asyncio.timeout(timeouts.get("write")):
                         await writer.drain()
             except TimeoutError as exc:
-                raise httpx.WriteTimeout("writing the request timed out",
-                                         request=request) from exc
+                raise httpx.WriteTimeout("writing the request timed out", request=request) from exc
             except OSError as exc:
                 raise _StaleConnection() from exc
             try:
@@ -214,15 +214,16 @@ class LeanTransport(httpx.AsyncBaseTransport):
                         conn, request, status, headers, keep_alive
                     )
             except TimeoutError as exc:
-                raise httpx.ReadTimeout("reading the response timed out",
-                                        request=request) from exc
+                raise httpx.ReadTimeout("reading the response timed out", request=request) from exc
             if keep_alive and not self._closed:
                 stack = self._idle.setdefault(key, [])
                 if len(stack) < self._max_idle:
                     stack.append(conn)
                     pooled = True
             return httpx.Response(
-                status, headers=headers, stream=httpx.ByteStream(body),
+                status,
+                headers=headers,
+                stream=httpx.ByteStream(body),
                 extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason},
             )
         finally:
@@ -245,8 +246,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
                     request=request,
                 ) from exc
             except asyncio.LimitOverrunError as exc:
-                raise httpx.RemoteProtocolError("response headers too large",
-                                                request=request) from exc
+                raise httpx.RemoteProtocolError(
+                    "response headers too large", request=request
+                ) from exc
             except OSError as exc:
                 # A reset before any response byte is the same as a stale socket.
                 raise _StaleConnection() from exc
@@ -336,8 +338,9 @@ async def _read_chunked(reader: asyncio.StreamReader, request: httpx.Request) ->
         try:
             size = int(line.split(b";", 1)[0].strip(), 16)
         except ValueError as exc:
-            raise httpx.RemoteProtocolError(f"bad chunk size line {line[:40]!r}",
-                                            request=request) from exc
+            raise httpx.RemoteProtocolError(
+                f"bad chunk size line {line[:40]!r}", request=request
+            ) from exc
         if size == 0:
             # Trailers (ignored) end with an empty line.
             while await reader.readuntil(b"\r\n") != b"\r\n":

@@ -317,9 +317,14 @@ class BusClient(ServiceClient):
         check_event_type(response_event, what="response_event")
         event_id = kwargs.pop("event_id", None) or new_event_id()
         return await self.publish(
-            topic, event_type, data, correlation_id=correlation_id or event_id,
-            response_event=response_event, response_topic=response_topic,
-            event_id=event_id, **kwargs,
+            topic,
+            event_type,
+            data,
+            correlation_id=correlation_id or event_id,
+            response_event=response_event,
+            response_topic=response_topic,
+            event_id=event_id,
+            **kwargs,
         )
 
     async def respond(
@@ -392,8 +397,13 @@ class BusClient(ServiceClient):
             try:
                 await sub.wait_ready(timeout)
                 await self.request(
-                    event_type, data, response_event, correlation_id=correlation_id,
-                    response_topic=response_topic, topic=topic, **kwargs,
+                    event_type,
+                    data,
+                    response_event,
+                    correlation_id=correlation_id,
+                    response_topic=response_topic,
+                    topic=topic,
+                    **kwargs,
                 )
                 remaining = max(deadline - asyncio.get_running_loop().time(), 0.0)
                 async with asyncio.timeout(remaining):
@@ -449,9 +459,14 @@ class BusClient(ServiceClient):
         for topic in topic_list:
             check_topic(topic)
         params = stream_params(
-            topics=topic_list, event_types=event_types, group=group, consumer=consumer,
-            start_from=start_from, visibility_timeout=visibility_timeout,
-            max_deliveries=max_deliveries, prefetch=prefetch,
+            topics=topic_list,
+            event_types=event_types,
+            group=group,
+            consumer=consumer,
+            start_from=start_from,
+            visibility_timeout=visibility_timeout,
+            max_deliveries=max_deliveries,
+            prefetch=prefetch,
         )
         if tenant_id == "*":
             params["tenant"], tenant_id = "*", None
@@ -459,9 +474,13 @@ class BusClient(ServiceClient):
         # handled event's tenant across reconnects made from the background task.
         headers = self.headers(tenant_id=tenant_id)
         return Subscription(
-            http=self.http, url=self.url(STREAM_PATH), params=params,
-            headers=lambda: headers, last_event_id=last_event_id,
-            heartbeat_timeout=self.heartbeat_timeout, max_backoff=self.max_backoff,
+            http=self.http,
+            url=self.url(STREAM_PATH),
+            params=params,
+            headers=lambda: headers,
+            last_event_id=last_event_id,
+            heartbeat_timeout=self.heartbeat_timeout,
+            max_backoff=self.max_backoff,
             buffer=buffer,
         )
 
@@ -494,7 +513,11 @@ class BusClient(ServiceClient):
         return int((result or {}).get("extended", 0))
 
     async def nack(
-        self, group: str, ids: str | Sequence[str], reason: str = "nacked", *,
+        self,
+        group: str,
+        ids: str | Sequence[str],
+        reason: str = "nacked",
+        *,
         tenant_id: str | None = None,
     ) -> int:
         """Give deliveries back for immediate redelivery, recording ``reason``."""

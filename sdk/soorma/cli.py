@@ -19,7 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     dev = commands.add_parser(
-        "dev", help="run all five services in one process (embedded backends)",
+        "dev",
+        help="run all five services in one process (embedded backends)",
         description="Run registry, events, memory, tracker and gateway in one process. "
         "SOORMA_EVENT_BACKEND / SOORMA_REDIS_URL / SOORMA_DATABASE_URL select real backends.",
     )
@@ -28,7 +29,10 @@ def _parser() -> argparse.ArgumentParser:
         "--only", help="comma-separated subset: registry,events,memory,tracker,gateway"
     )
     dev.add_argument(
-        "--port", action="append", default=[], metavar="NAME=PORT",
+        "--port",
+        action="append",
+        default=[],
+        metavar="NAME=PORT",
         help="override a service's port (repeatable), e.g. --port events=9082",
     )
     dev.add_argument("--log-level", default="warning", help="uvicorn log level")
@@ -164,14 +168,18 @@ async def _publish(args: argparse.Namespace) -> int:
     try:
         data = json.loads(args.data)
     except json.JSONDecodeError as exc:
-        return _fail(f"--data is not valid JSON ({exc}); e.g. --data '{{\"key\": \"value\"}}'", 2)
+        return _fail(f'--data is not valid JSON ({exc}); e.g. --data \'{{"key": "value"}}\'', 2)
     if not isinstance(data, dict):
-        return _fail("--data must be a JSON object, e.g. '{\"key\": \"value\"}'", 2)
+        return _fail('--data must be a JSON object, e.g. \'{"key": "value"}\'', 2)
     async with _context(args.url) as context:
         try:
             event_id = await context.bus.publish(
-                args.topic, args.event_type, data, correlation_id=args.correlation_id,
-                response_event=args.response_event, response_topic=args.response_topic,
+                args.topic,
+                args.event_type,
+                data,
+                correlation_id=args.correlation_id,
+                response_event=args.response_event,
+                response_topic=args.response_topic,
             )
         except (SoormaError, TypeError, ValueError) as exc:
             return _fail(str(exc))

@@ -67,8 +67,12 @@ class PlatformSettings:
     @property
     def identity(self) -> Identity:
         """The identity every client of this context acts as."""
-        return Identity(tenant_id=self.tenant_id, user_id=self.user_id, token=self.api_token,
-                        role=self.service_role)
+        return Identity(
+            tenant_id=self.tenant_id,
+            user_id=self.user_id,
+            token=self.api_token,
+            role=self.service_role,
+        )
 
 
 class PlatformContext:
@@ -135,8 +139,14 @@ class PlatformContext:
         toolkit = EventToolkit(registry=registry)
         tracker = TrackerClient(base_url=settings.tracker_url, http=client, identity=identity)
         return cls(
-            bus=bus, memory=memory, registry=registry, tracker=tracker, toolkit=toolkit,
-            settings=settings, http=client, owns_http=owns_http,
+            bus=bus,
+            memory=memory,
+            registry=registry,
+            tracker=tracker,
+            toolkit=toolkit,
+            settings=settings,
+            http=client,
+            owns_http=owns_http,
         )
 
     async def close(self) -> None:

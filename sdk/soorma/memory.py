@@ -152,8 +152,11 @@ class MemoryClient(ServiceClient):
             VersionConflict: ``expected_version`` is stale.
         """
         return await self._write_record(
-            "PUT", f"/v1/memory/task-context/{_seg(record.task_id)}", record,
-            TaskContextRecord, expected_version,
+            "PUT",
+            f"/v1/memory/task-context/{_seg(record.task_id)}",
+            record,
+            TaskContextRecord,
+            expected_version,
         )
 
     async def get_task_context(self, task_id: str) -> TaskContextRecord | None:
@@ -221,6 +224,7 @@ class MemoryClient(ServiceClient):
             TaskNotFound: the context does not exist.
             VersionConflict: still conflicting after ``retries`` re-reads.
         """
+
         async def read() -> TaskContextRecord:
             data = await self._send("GET", f"/v1/memory/task-context/{_seg(task_id)}")
             return TaskContextRecord.model_validate(data)
@@ -268,8 +272,11 @@ class MemoryClient(ServiceClient):
             VersionConflict: ``expected_version`` is stale.
         """
         return await self._write_record(
-            "PUT", f"/v1/memory/plan-context/{_seg(record.plan_id)}", record,
-            PlanContextRecord, expected_version,
+            "PUT",
+            f"/v1/memory/plan-context/{_seg(record.plan_id)}",
+            record,
+            PlanContextRecord,
+            expected_version,
         )
 
     async def get_plan_context(self, plan_id: str) -> PlanContextRecord | None:
@@ -315,6 +322,7 @@ class MemoryClient(ServiceClient):
             PlanNotFound: the plan does not exist.
             VersionConflict: still conflicting after ``retries`` re-reads.
         """
+
         async def read() -> PlanContextRecord:
             data = await self._send("GET", f"/v1/memory/plan-context/{_seg(plan_id)}")
             return PlanContextRecord.model_validate(data)
@@ -340,9 +348,13 @@ class MemoryClient(ServiceClient):
             Conflict: ``plan_id`` already exists.
         """
         body = {
-            "plan_id": plan_id, "goal_event": goal_event, "goal_data": dict(goal_data or {}),
-            "response_event": response_event, "session_id": session_id,
-            "parent_plan_id": parent_plan_id, "status": PlanStatus(status).value,
+            "plan_id": plan_id,
+            "goal_event": goal_event,
+            "goal_data": dict(goal_data or {}),
+            "response_event": response_event,
+            "session_id": session_id,
+            "parent_plan_id": parent_plan_id,
+            "status": PlanStatus(status).value,
         }
         return PlanSummary.model_validate(await self._send("POST", "/v1/memory/plans", json=body))
 
@@ -423,9 +435,7 @@ class MemoryClient(ServiceClient):
 
     async def get_session(self, session_id: str) -> SessionSummary | None:
         """A session's summary, or ``None`` when there is none."""
-        return await self._get_or_none(
-            SessionSummary, f"/v1/memory/sessions/{_seg(session_id)}"
-        )
+        return await self._get_or_none(SessionSummary, f"/v1/memory/sessions/{_seg(session_id)}")
 
     async def delete_session(self, session_id: str) -> bool:
         """Delete a session **and its plans**; ``False`` when it did not exist."""
@@ -434,7 +444,10 @@ class MemoryClient(ServiceClient):
     # -- recorded answers ------------------------------------------------------------
 
     async def record_answer(
-        self, request_id: str, answer: Mapping[str, Any], *,
+        self,
+        request_id: str,
+        answer: Mapping[str, Any],
+        *,
         retention_seconds: float = DEFAULT_ANSWER_RETENTION,
     ) -> dict[str, Any]:
         """Record the answer sent for ``request_id`` (first one wins until it expires).
@@ -448,7 +461,8 @@ class MemoryClient(ServiceClient):
             The answer kept: ``answer``, or the one recorded earlier.
         """
         data = await self._send(
-            "PUT", f"/v1/memory/answers/{_seg(request_id)}",
+            "PUT",
+            f"/v1/memory/answers/{_seg(request_id)}",
             json={"answer": dict(answer), "retention_seconds": retention_seconds},
         )
         return dict(data["answer"])

@@ -257,10 +257,16 @@ class PlanContext:
         validate_state_machine(machine, initial_state)
         plan_id = plan_id or str(uuid.uuid4())
         record = PlanContextRecord(
-            plan_id=plan_id, session_id=session_id, parent_plan_id=parent_plan_id,
-            goal_event=goal_event, goal_data=dict(goal_data or {}),
-            response_event=response_event, status=PlanStatus.PENDING,
-            current_state=initial_state, state_machine={}, results={},
+            plan_id=plan_id,
+            session_id=session_id,
+            parent_plan_id=parent_plan_id,
+            goal_event=goal_event,
+            goal_data=dict(goal_data or {}),
+            response_event=response_event,
+            status=PlanStatus.PENDING,
+            current_state=initial_state,
+            state_machine={},
+            results={},
             correlation_ids=_initial_correlations(plan_id, correlation_id, parent_plan_id),
             state=dict(state or {}),
         )
@@ -278,11 +284,21 @@ class PlanContext:
         )
         plan._stored(stored)
         if entered is not None:
-            await plan._publish_action(entered, lifecycle=[
-                (PLAN_STARTED, {"status": PlanStatus.RUNNING.value}),
-                (PLAN_STATE_CHANGED, {"from_state": previous, "to_state": entered,
-                                      "status": plan.status, "trigger_event": None}),
-            ])
+            await plan._publish_action(
+                entered,
+                lifecycle=[
+                    (PLAN_STARTED, {"status": PlanStatus.RUNNING.value}),
+                    (
+                        PLAN_STATE_CHANGED,
+                        {
+                            "from_state": previous,
+                            "to_state": entered,
+                            "status": plan.status,
+                            "trigger_event": None,
+                        },
+                    ),
+                ],
+            )
         return plan
 
     @classmethod
@@ -344,9 +360,7 @@ class PlanContext:
 
         await retry_on_conflict(write, reread, retries=retries)
 
-    async def update(
-        self, change: Mutation, *, retries: int = DEFAULT_SAVE_RETRIES
-    ) -> None:
+    async def update(self, change: Mutation, *, retries: int = DEFAULT_SAVE_RETRIES) -> None:
         """Apply ``change(plan)`` and save; on a conflict re-read and apply it again.
 
         ``change`` may be sync or async and may run several times, so it must only
@@ -423,8 +437,10 @@ class PlanContext:
     def is_own_answer(self, event: EventEnvelope) -> bool:
         """Whether ``event`` is this plan's answer to its goal (not a transition)."""
         return bool(
-            self.correlation_id and event.correlation_id == self.correlation_id
-            and event.type == self.response_event and event.correlation_id != self.plan_id
+            self.correlation_id
+            and event.correlation_id == self.correlation_id
+            and event.type == self.response_event
+            and event.correlation_id != self.plan_id
         )
 
     def _apply(
@@ -479,13 +495,18 @@ class PlanContext:
         """The end of a finished plan, rebuilt from what it stored."""
         if self.status == PlanStatus.COMPLETED:
             return _Ending(
-                PLAN_COMPLETED, {"status": PlanStatus.COMPLETED.value},
-                {"plan_id": self.plan_id, "status": "completed",
-                 "result": self.results.get("final")},
+                PLAN_COMPLETED,
+                {"status": PlanStatus.COMPLETED.value},
+                {
+                    "plan_id": self.plan_id,
+                    "status": "completed",
+                    "result": self.results.get("final"),
+                },
             )
         reason = str(self.state.get("failure_reason") or self.status)
         return _Ending(
-            PLAN_FAILED, {"status": str(self.status), "reason": reason},
+            PLAN_FAILED,
+            {"status": str(self.status), "reason": reason},
             {"plan_id": self.plan_id, "status": "failed", "error": reason},
         )
 
@@ -495,10 +516,14 @@ class PlanContext:
         again (a redelivered goal) is recognisably the same event.
         """
         if not self.is_finished():
-            await self._context.bus.publish_event(self._lifecycle_event(
-                PLAN_STARTED, {"status": PlanStatus.RUNNING.value},
-                event_id=_derived_id(self.plan_id, "started"),
-            ), **self._identity())
+            await self._context.bus.publish_event(
+                self._lifecycle_event(
+                    PLAN_STARTED,
+                    {"status": PlanStatus.RUNNING.value},
+                    event_id=_derived_id(self.plan_id, "started"),
+                ),
+                **self._identity(),
+            )
 
     async def announce_end_again(self) -> None:
         """Publish a finished plan's end and its goal's answer again, under the ids the
@@ -589,9 +614,15 @@ class PlanContext:
         if was_pending:
             lifecycle.append((PLAN_STARTED, {"status": PlanStatus.RUNNING.value}))
         lifecycle.append(
-            (PLAN_STATE_CHANGED, {"from_state": previous, "to_state": entered,
-                                  "status": moved_status,
-                                  "trigger_event": trigger_event.type if trigger_event else None})
+            (
+                PLAN_STATE_CHANGED,
+                {
+                    "from_state": previous,
+                    "to_state": entered,
+                    "status": moved_status,
+                    "trigger_event": trigger_event.type if trigger_event else None,
+                },
+            )
         )
         await self._publish_action(entered, lifecycle=lifecycle, ending=ending)
         return entered
@@ -613,7 +644,8 @@ class PlanContext:
         self.status = PlanStatus.COMPLETED
         self.results["final"] = final
         return _Ending(
-            PLAN_COMPLETED, {"status": PlanStatus.COMPLETED.value},
+            PLAN_COMPLETED,
+            {"status": PlanStatus.COMPLETED.value},
             {"plan_id": self.plan_id, "status": "completed", "result": final},
         )
 
@@ -634,9 +666,14 @@ class PlanContext:
             data = interpolate(action.data or {}, self.interpolation_sources())
             events.append(
                 bus.build_event(
-                    action.topic, action.event_type, data, correlation_id=corr,
-                    response_event=action.response_event, plan_id=self.plan_id,
-                    session_id=self.session_id, event_id=corr,
+                    action.topic,
+                    action.event_type,
+                    data,
+                    correlation_id=corr,
+                    response_event=action.response_event,
+                    plan_id=self.plan_id,
+                    session_id=self.session_id,
+                    event_id=corr,
                 )
             )
         if ending is not None:
@@ -703,8 +740,13 @@ class PlanContext:
         if self.parent_plan_id:
             payload["parent_plan_id"] = self.parent_plan_id
         return self._context.bus.build_event(
-            SYSTEM_EVENTS, event_type, payload, correlation_id=self.plan_id,
-            plan_id=self.plan_id, session_id=self.session_id, event_id=event_id,
+            SYSTEM_EVENTS,
+            event_type,
+            payload,
+            correlation_id=self.plan_id,
+            plan_id=self.plan_id,
+            session_id=self.session_id,
+            event_id=event_id,
         )
 
     async def _emit(self, event_type: str, data: dict[str, Any]) -> None:
@@ -747,7 +789,8 @@ class PlanContext:
         self.status = PlanStatus.FAILED
         self.state["failure_reason"] = reason
         return _Ending(
-            PLAN_FAILED, {"status": PlanStatus.FAILED.value, "reason": reason},
+            PLAN_FAILED,
+            {"status": PlanStatus.FAILED.value, "reason": reason},
             {"plan_id": self.plan_id, "status": "failed", "error": reason},
         )
 
@@ -778,17 +821,25 @@ class PlanContext:
     def _end_events(self, ending: _Ending) -> list[EventEnvelope]:
         """The end's lifecycle event, and the goal's answer when it asked for one."""
         # Ids derived from the plan: an end announced again is recognisably the same.
-        events = [self._lifecycle_event(
-            ending.lifecycle_type, ending.lifecycle_data,
-            event_id=_derived_id(self.plan_id, "end", ending.lifecycle_type),
-        )]
+        events = [
+            self._lifecycle_event(
+                ending.lifecycle_type,
+                ending.lifecycle_data,
+                event_id=_derived_id(self.plan_id, "end", ending.lifecycle_type),
+            )
+        ]
         if self.response_event:
-            events.append(self._context.bus.build_event(
-                self.response_topic, self.response_event, ending.reply,
-                correlation_id=self.correlation_id or self.plan_id,
-                plan_id=self.parent_plan_id or self.plan_id, session_id=self.session_id,
-                event_id=_derived_id(self.plan_id, "answer"),
-            ))
+            events.append(
+                self._context.bus.build_event(
+                    self.response_topic,
+                    self.response_event,
+                    ending.reply,
+                    correlation_id=self.correlation_id or self.plan_id,
+                    plan_id=self.parent_plan_id or self.plan_id,
+                    session_id=self.session_id,
+                    event_id=_derived_id(self.plan_id, "answer"),
+                )
+            )
         else:
             logger.info("plan %s ended; its goal asked for no response", self.plan_id)
         return events
@@ -872,8 +923,15 @@ def _merge(
 ) -> PlanContextRecord:
     """``fresh`` with the changes ``local`` made relative to ``base`` applied."""
     merged = fresh.model_copy(deep=True)
-    for name in ("status", "current_state", "response_event", "session_id",
-                 "parent_plan_id", "goal_event", "state_machine"):
+    for name in (
+        "status",
+        "current_state",
+        "response_event",
+        "session_id",
+        "parent_plan_id",
+        "goal_event",
+        "state_machine",
+    ):
         if getattr(local, name) != getattr(base, name):
             setattr(merged, name, getattr(local, name))
     for name in ("results", "state", "goal_data"):

@@ -108,9 +108,16 @@ def build_agent_definition(
     if plain_tasks:
         meta["tasks"] = plain_tasks
     definition = AgentDefinition(
-        agent_id=agent_id, name=name, description=description, version=version,
-        agent_type=agent_type, capabilities=caps, events_consumed=consumed,
-        events_produced=produced, ttl_seconds=ttl_seconds, metadata=meta,
+        agent_id=agent_id,
+        name=name,
+        description=description,
+        version=version,
+        agent_type=agent_type,
+        capabilities=caps,
+        events_consumed=consumed,
+        events_produced=produced,
+        ttl_seconds=ttl_seconds,
+        metadata=meta,
     )
     return definition, standalone
 
@@ -184,8 +191,10 @@ class RegistryClient(ServiceClient):
         """Live agents, filtered (every filter given must match)."""
         params: dict[str, str] = {}
         for key, value in (
-            ("name", name), ("consumed_event", consumed_event),
-            ("produced_event", produced_event), ("capability", capability),
+            ("name", name),
+            ("consumed_event", consumed_event),
+            ("produced_event", produced_event),
+            ("capability", capability),
         ):
             if value:
                 params[key] = value

@@ -100,8 +100,12 @@ class Subscription:
     async def _read(self) -> None:
         try:
             async for frame in stream_frames(
-                self._http, self._url, params=self.params, headers=self._headers,
-                last_event_id=self._last_event_id, heartbeat_timeout=self._heartbeat_timeout,
+                self._http,
+                self._url,
+                params=self.params,
+                headers=self._headers,
+                last_event_id=self._last_event_id,
+                heartbeat_timeout=self._heartbeat_timeout,
                 max_backoff=self._max_backoff,
             ):
                 if frame.event == "ready":

@@ -136,12 +136,18 @@ class TaskContext:
     ) -> TaskContext:
         """The task a request event asks for (not yet saved)."""
         return cls(
-            task_id=event.id, event_type=event.type, plan_id=event.plan_id,
-            data=dict(event.data), correlation_id=event.correlation_id or event.id,
+            task_id=event.id,
+            event_type=event.type,
+            plan_id=event.plan_id,
+            data=dict(event.data),
+            correlation_id=event.correlation_id or event.id,
             response_event=event.response_event,
             response_topic=event.response_topic or ACTION_RESULTS,
-            session_id=event.session_id, tenant_id=event.tenant_id, user_id=event.user_id,
-            agent_id=agent_id, _context=context,
+            session_id=event.session_id,
+            tenant_id=event.tenant_id,
+            user_id=event.user_id,
+            agent_id=agent_id,
+            _context=context,
         )
 
     @classmethod
@@ -150,13 +156,23 @@ class TaskContext:
         state = dict(record.state)
         meta = dict(state.pop(_META_KEY, None) or {})
         return cls(
-            task_id=record.task_id, event_type=record.event_type, plan_id=record.plan_id,
-            data=dict(record.data), correlation_id=record.correlation_id,
-            response_event=record.response_event, response_topic=record.response_topic,
-            sub_tasks=dict(record.sub_tasks), state=state,
-            session_id=meta.get("session_id"), tenant_id=meta.get("tenant_id"),
-            user_id=meta.get("user_id"), agent_id=meta.get("agent_id"),
-            version=record.version, _context=context, _meta=meta, _stored=True,
+            task_id=record.task_id,
+            event_type=record.event_type,
+            plan_id=record.plan_id,
+            data=dict(record.data),
+            correlation_id=record.correlation_id,
+            response_event=record.response_event,
+            response_topic=record.response_topic,
+            sub_tasks=dict(record.sub_tasks),
+            state=state,
+            session_id=meta.get("session_id"),
+            tenant_id=meta.get("tenant_id"),
+            user_id=meta.get("user_id"),
+            agent_id=meta.get("agent_id"),
+            version=record.version,
+            _context=context,
+            _meta=meta,
+            _stored=True,
         )
 
     @classmethod
@@ -168,14 +184,23 @@ class TaskContext:
     def to_record(self) -> TaskContextRecord:
         """The context as the memory service stores it."""
         meta = {
-            **self._meta, "session_id": self.session_id, "tenant_id": self.tenant_id,
-            "user_id": self.user_id, "agent_id": self.agent_id,
+            **self._meta,
+            "session_id": self.session_id,
+            "tenant_id": self.tenant_id,
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
         }
         return TaskContextRecord(
-            task_id=self.task_id, plan_id=self.plan_id, event_type=self.event_type,
-            correlation_id=self.correlation_id, response_event=self.response_event,
-            response_topic=self.response_topic, data=self.data, sub_tasks=self.sub_tasks,
-            state={**self.state, _META_KEY: meta}, version=self.version,
+            task_id=self.task_id,
+            plan_id=self.plan_id,
+            event_type=self.event_type,
+            correlation_id=self.correlation_id,
+            response_event=self.response_event,
+            response_topic=self.response_topic,
+            data=self.data,
+            sub_tasks=self.sub_tasks,
+            state={**self.state, _META_KEY: meta},
+            version=self.version,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -287,13 +312,23 @@ class TaskContext:
         self._check_open()
         sub_task_id = str(uuid.uuid4())
         self.sub_tasks[sub_task_id] = SubTaskRecord(
-            sub_task_id=sub_task_id, event_type=event_type, response_event=response_event,
+            sub_task_id=sub_task_id,
+            event_type=event_type,
+            response_event=response_event,
         )
-        request = self._remember_sent(self.context.bus.build_event(
-            topic, event_type, data, correlation_id=sub_task_id,
-            response_event=response_event, response_topic=response_topic,
-            plan_id=self.plan_id, session_id=self.session_id, event_id=sub_task_id,
-        ))
+        request = self._remember_sent(
+            self.context.bus.build_event(
+                topic,
+                event_type,
+                data,
+                correlation_id=sub_task_id,
+                response_event=response_event,
+                response_topic=response_topic,
+                plan_id=self.plan_id,
+                session_id=self.session_id,
+                event_id=sub_task_id,
+            )
+        )
         await self.save()
         await self.context.bus.publish_event(request)
         return sub_task_id
@@ -319,18 +354,28 @@ class TaskContext:
         ids = [str(uuid.uuid4()) for _ in specs]
         for sub_task_id, spec in zip(ids, specs, strict=True):
             self.sub_tasks[sub_task_id] = SubTaskRecord(
-                sub_task_id=sub_task_id, event_type=spec.event_type,
-                response_event=spec.response_event, parallel_group_id=group_id,
+                sub_task_id=sub_task_id,
+                event_type=spec.event_type,
+                response_event=spec.response_event,
+                parallel_group_id=group_id,
             )
         bus = self.context.bus
         events = [
-            self._remember_sent(bus.build_event(
-                spec.topic, spec.event_type, spec.data, correlation_id=sub_task_id,
-                response_event=spec.response_event, response_topic=spec.response_topic,
-                plan_id=self.plan_id, session_id=self.session_id, event_id=sub_task_id,
-                # The tracker's delegation groups (GET /v1/tracker/delegation-groups/{id}).
-                subject=f"delegation-group:{group_id}",
-            ))
+            self._remember_sent(
+                bus.build_event(
+                    spec.topic,
+                    spec.event_type,
+                    spec.data,
+                    correlation_id=sub_task_id,
+                    response_event=spec.response_event,
+                    response_topic=spec.response_topic,
+                    plan_id=self.plan_id,
+                    session_id=self.session_id,
+                    event_id=sub_task_id,
+                    # The tracker's delegation groups (GET /v1/tracker/delegation-groups/{id}).
+                    subject=f"delegation-group:{group_id}",
+                )
+            )
             for sub_task_id, spec in zip(ids, specs, strict=True)
         ]
         await self.save()
@@ -366,8 +411,11 @@ class TaskContext:
         bus = self.context.bus
         pending = [
             bus.build_event(
-                str(kept.get("topic") or ACTION_REQUESTS), sub.event_type,
-                kept.get("data") or {}, correlation_id=sub_id, event_id=sub_id,
+                str(kept.get("topic") or ACTION_REQUESTS),
+                sub.event_type,
+                kept.get("data") or {},
+                correlation_id=sub_id,
+                event_id=sub_id,
                 response_event=sub.response_event,
                 response_topic=kept.get("response_topic") or ACTION_RESULTS,
                 plan_id=self.plan_id,
@@ -396,8 +444,11 @@ class TaskContext:
             return
         status = SubTaskStatus.COMPLETED if success else SubTaskStatus.FAILED
         self.sub_tasks[sub_task_id] = sub.model_copy(
-            update={"status": status, "result": None if result is None else dict(result),
-                    "error": error}
+            update={
+                "status": status,
+                "result": None if result is None else dict(result),
+                "error": error,
+            }
         )
 
     def group_of(self, sub_task_id: str | None) -> str | None:
@@ -425,7 +476,8 @@ class TaskContext:
         if not members or any(s.status is SubTaskStatus.PENDING for s in members):
             return None
         return {
-            s.sub_task_id: s.result if s.result is not None
+            s.sub_task_id: s.result
+            if s.result is not None
             else {"success": s.status is SubTaskStatus.COMPLETED, "error": s.error}
             for s in members
         }
@@ -467,7 +519,10 @@ class TaskContext:
         """
         message = str(error) or type(error).__name__
         payload: dict[str, Any] = {
-            **details, "task_id": self.task_id, "status": "failed", "success": False,
+            **details,
+            "task_id": self.task_id,
+            "status": "failed",
+            "success": False,
             "error": message,
         }
         if reason is not None:
@@ -482,12 +537,17 @@ class TaskContext:
             return False
         if self.response_event:
             bus = self.context.bus
-            answer = bus.inherit(bus.build_event(
-                self.response_topic, self.response_event, payload,
-                correlation_id=self.correlation_id or self.task_id,
-                plan_id=self.plan_id, session_id=self.session_id,
-                event_id=answer_event_id(self.agent_id or "worker", self.task_id),
-            ))
+            answer = bus.inherit(
+                bus.build_event(
+                    self.response_topic,
+                    self.response_event,
+                    payload,
+                    correlation_id=self.correlation_id or self.task_id,
+                    plan_id=self.plan_id,
+                    session_id=self.session_id,
+                    event_id=answer_event_id(self.agent_id or "worker", self.task_id),
+                )
+            )
             answers = self._answers
             if answers is None and self.agent_id:
                 answers = AnswerLog(self.agent_id)  # a task restored by hand
@@ -499,7 +559,8 @@ class TaskContext:
         else:
             logger.warning(
                 "task %s (%s) has no response_event; nobody can be answered",
-                self.task_id, self.event_type,
+                self.task_id,
+                self.event_type,
             )
         if self._stored:
             await _memory(self.context).delete_task_context(self.task_id)
@@ -559,13 +620,19 @@ class TaskContext:
         if not 0.0 <= float(progress) <= 1.0:
             raise ValueError(f"progress is a fraction from 0.0 to 1.0, got {progress!r}")
         data = {
-            "task_id": self.task_id, "event_type": self.event_type,
-            "progress": float(progress), "message": message, **details,
+            "task_id": self.task_id,
+            "event_type": self.event_type,
+            "progress": float(progress),
+            "message": message,
+            **details,
         }
         return await self.context.bus.publish(
-            SYSTEM_EVENTS, PROGRESS_EVENT, data,
+            SYSTEM_EVENTS,
+            PROGRESS_EVENT,
+            data,
             correlation_id=self.correlation_id or self.task_id,
-            plan_id=self.plan_id, session_id=self.session_id,
+            plan_id=self.plan_id,
+            session_id=self.session_id,
         )
 
     async def request_human_input(
@@ -604,19 +671,33 @@ class TaskContext:
         sub_task_id = str(uuid.uuid4())
         deadline = datetime.now(UTC) + timedelta(seconds=timeout_seconds)
         self.sub_tasks[sub_task_id] = SubTaskRecord(
-            sub_task_id=sub_task_id, event_type=HUMAN_INPUT_EVENT, response_event=response_event,
+            sub_task_id=sub_task_id,
+            event_type=HUMAN_INPUT_EVENT,
+            response_event=response_event,
         )
         body = {
             **(data or {}),
-            "question": question, "task_id": self.task_id, "sub_task_id": sub_task_id,
-            "response_event": response_event, "response_topic": response_topic,
-            "timeout_seconds": timeout_seconds, "deadline": deadline.isoformat(),
+            "question": question,
+            "task_id": self.task_id,
+            "sub_task_id": sub_task_id,
+            "response_event": response_event,
+            "response_topic": response_topic,
+            "timeout_seconds": timeout_seconds,
+            "deadline": deadline.isoformat(),
         }
-        ask = self._remember_sent(self.context.bus.build_event(
-            NOTIFICATION_EVENTS, HUMAN_INPUT_EVENT, body, correlation_id=sub_task_id,
-            response_event=response_event, response_topic=response_topic,
-            plan_id=self.plan_id, session_id=self.session_id, event_id=sub_task_id,
-        ))
+        ask = self._remember_sent(
+            self.context.bus.build_event(
+                NOTIFICATION_EVENTS,
+                HUMAN_INPUT_EVENT,
+                body,
+                correlation_id=sub_task_id,
+                response_event=response_event,
+                response_topic=response_topic,
+                plan_id=self.plan_id,
+                session_id=self.session_id,
+                event_id=sub_task_id,
+            )
+        )
         await self.save()
         await self.context.bus.publish_event(ask)
         return sub_task_id
@@ -652,9 +733,13 @@ class ResultContext:
         data = dict(event.data)
         error = data.get("error")
         return cls(
-            event_type=event.type, correlation_id=event.correlation_id, data=data,
-            success=not _failed(data), error=None if error is None else str(error),
-            event=event, _context=context,
+            event_type=event.type,
+            correlation_id=event.correlation_id,
+            data=data,
+            success=not _failed(data),
+            error=None if error is None else str(error),
+            event=event,
+            _context=context,
         )
 
     async def restore_task(self) -> TaskContext:
@@ -684,7 +769,9 @@ class ResultContext:
                 details={"sub_task_id": cid},
             )
         record = await memory.record_sub_task_result(
-            owner.task_id, cid, result=self.data,
+            owner.task_id,
+            cid,
+            result=self.data,
             status=SubTaskStatus.COMPLETED if self.success else SubTaskStatus.FAILED,
             error=self.error,
         )

@@ -71,9 +71,14 @@ class TrackerClient(ServiceClient):
             cursor: ``next_cursor`` of the previous page.
         """
         params: dict[str, Any] = {"limit": limit}
-        for name, value in (("status", status), ("goal_event", goal_event),
-                            ("session_id", session_id), ("parent_plan_id", parent_plan_id),
-                            ("planner", planner), ("cursor", cursor)):
+        for name, value in (
+            ("status", status),
+            ("goal_event", goal_event),
+            ("session_id", session_id),
+            ("parent_plan_id", parent_plan_id),
+            ("planner", planner),
+            ("cursor", cursor),
+        ):
             if value is not None:
                 params[name] = value
         if since is not None:
@@ -85,8 +90,9 @@ class TrackerClient(ServiceClient):
     async def get_plan(self, plan_id: str, *, context: bool = True) -> PlanDetail:
         """One plan: summary, state path, waits, sub-plans and (``context=True``) its
         memory-service context (state machine, LLM audit trail)."""
-        found = await self._send("GET", f"{PREFIX}/plans/{plan_id}",
-                                 params={"context": str(context).lower()})
+        found = await self._send(
+            "GET", f"{PREFIX}/plans/{plan_id}", params={"context": str(context).lower()}
+        )
         return PlanDetail.model_validate(found)
 
     async def plan_by_correlation(self, correlation_id: str) -> PlanSummary:
@@ -94,15 +100,17 @@ class TrackerClient(ServiceClient):
         found = await self._send("GET", f"{PREFIX}/plans/by-correlation/{correlation_id}")
         return PlanSummary.model_validate(found)
 
-    async def timeline(self, plan_id: str, *, limit: int = 200,
-                       cursor: str | None = None) -> Timeline:
+    async def timeline(
+        self, plan_id: str, *, limit: int = 200, cursor: str | None = None
+    ) -> Timeline:
         """The plan's events, oldest first."""
         params: dict[str, Any] = {"limit": limit, **({"cursor": cursor} if cursor else {})}
         found = await self._send("GET", f"{PREFIX}/plans/{plan_id}/timeline", params=params)
         return Timeline.model_validate(found)
 
-    async def actions(self, plan_id: str, *, limit: int = 100,
-                      cursor: str | None = None) -> ActionList:
+    async def actions(
+        self, plan_id: str, *, limit: int = 100, cursor: str | None = None
+    ) -> ActionList:
         """The plan's requests with their answers (agent, latency, outcome)."""
         params: dict[str, Any] = {"limit": limit, **({"cursor": cursor} if cursor else {})}
         found = await self._send("GET", f"{PREFIX}/plans/{plan_id}/actions", params=params)
@@ -110,14 +118,16 @@ class TrackerClient(ServiceClient):
 
     async def sub_plans(self, plan_id: str, *, limit: int = 50) -> PlanList:
         """Plans started by ``plan_id``."""
-        found = await self._send("GET", f"{PREFIX}/plans/{plan_id}/sub-plans",
-                                 params={"limit": limit})
+        found = await self._send(
+            "GET", f"{PREFIX}/plans/{plan_id}/sub-plans", params={"limit": limit}
+        )
         return PlanList.model_validate(found)
 
     async def session_plans(self, session_id: str, *, limit: int = 50) -> PlanList:
         """Plans of one session, newest first."""
-        found = await self._send("GET", f"{PREFIX}/sessions/{session_id}/plans",
-                                 params={"limit": limit})
+        found = await self._send(
+            "GET", f"{PREFIX}/sessions/{session_id}/plans", params={"limit": limit}
+        )
         return PlanList.model_validate(found)
 
     async def task(self, task_id: str) -> TaskDetail:
@@ -172,8 +182,9 @@ class TrackerClient(ServiceClient):
                         last = await self.get_plan(plan_id, context=False)
                     except NotFound:
                         last = None
-                    if last is not None and (not until_finished
-                                             or last.status.value in TERMINAL_PLAN_STATUSES):
+                    if last is not None and (
+                        not until_finished or last.status.value in TERMINAL_PLAN_STATUSES
+                    ):
                         return await self.get_plan(last.plan_id)
                     await asyncio.sleep(poll_interval)
         except TimeoutError:
@@ -183,8 +194,9 @@ class TrackerClient(ServiceClient):
                 f"{timeout:g} s ({state}); is the tracker running at {self.base_url}?"
             ) from None
 
-    async def stream(self, plan_id: str, *, after_seq: int = 0
-                     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    async def stream(
+        self, plan_id: str, *, after_seq: int = 0
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Live updates of one plan as ``(kind, data)``: ``plan``, ``entry``, ``end``.
 
         Ends after ``end`` (the plan finished). Raises ``PlanNotFound`` at once for an
@@ -195,7 +207,9 @@ class TrackerClient(ServiceClient):
             headers["Last-Event-ID"] = str(after_seq)
         try:
             async with self.http.stream(
-                "GET", self.url(f"{PREFIX}/plans/{plan_id}/stream"), headers=headers,
+                "GET",
+                self.url(f"{PREFIX}/plans/{plan_id}/stream"),
+                headers=headers,
                 timeout=httpx.Timeout(self.timeout, read=None),
             ) as response:
                 if not response.is_success:
@@ -214,7 +228,8 @@ class TrackerClient(ServiceClient):
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise ServiceUnavailable(
                 f"cannot reach {self.base_url}: {exc}; is the tracker running?",
-                details={"url": self.base_url}) from exc
+                details={"url": self.base_url},
+            ) from exc
 
 
 __all__ = ["TrackerClient"]

@@ -32,10 +32,29 @@ def test_short_chaos_run_meets_every_target(postgres_server_url: str) -> None:
     if shutil.which("redis-server") is None:
         pytest.fail("redis-server must be installed: the chaos run starts its own with AOF")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "chaos.py"), "--plans", str(PLANS),
-         "--duration", "60", "--kill-every", "4,7", "--grace", "90", "--settle", "3",
-         "--seed", "7", "--free-ports", "--database-url", postgres_server_url],
-        cwd=ROOT, capture_output=True, text=True, timeout=580,
+        [
+            sys.executable,
+            str(ROOT / "bench" / "chaos.py"),
+            "--plans",
+            str(PLANS),
+            "--duration",
+            "60",
+            "--kill-every",
+            "4,7",
+            "--grace",
+            "90",
+            "--settle",
+            "3",
+            "--seed",
+            "7",
+            "--free-ports",
+            "--database-url",
+            postgres_server_url,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=580,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("CHAOS_SUMMARY ")]
@@ -53,8 +72,10 @@ def test_short_chaos_run_meets_every_target(postgres_server_url: str) -> None:
     # whose answer could not be recorded or acked (a tool/worker replica, the memory or
     # the event service killed). The full run prints how many plans that touched.
     kills = summary["kills_by_process"]
+
     def killed(*names: str) -> bool:
         return any(k.startswith(names) for k in kills)
+
     assert summary["llm_calls_per_plan"] >= summary["llm_calls_per_plan_no_fault"], report
     assert summary["tool_calls_per_plan"] >= summary["tool_calls_per_plan_no_fault"], report
     if summary["llm_calls_per_plan"] > summary["llm_calls_per_plan_no_fault"]:

@@ -48,8 +48,11 @@ class ScriptedLLM:
         class Provider(litellm.CustomLLM):  # type: ignore[misc,name-defined]
             async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
                 scripted.calls.append(
-                    {"model": kwargs.get("model"), "messages": kwargs.get("messages"),
-                     "optional_params": kwargs.get("optional_params")}
+                    {
+                        "model": kwargs.get("model"),
+                        "messages": kwargs.get("messages"),
+                        "optional_params": kwargs.get("optional_params"),
+                    }
                 )
                 if not scripted.answers:
                     raise AssertionError("the scripted LLM ran out of answers")
@@ -64,7 +67,8 @@ class ScriptedLLM:
 
         previous = list(litellm.custom_provider_map or [])
         litellm.custom_provider_map = [
-            *previous, {"provider": "scripted", "custom_handler": Provider()}
+            *previous,
+            {"provider": "scripted", "custom_handler": Provider()},
         ]
         try:
             yield self
@@ -72,29 +76,46 @@ class ScriptedLLM:
             litellm.custom_provider_map = previous
 
 
-def publish(event_type: str, data: dict[str, Any], reasoning: str = "next step",
-            **extra: Any) -> dict[str, Any]:
-    return {"next_action": {"action": "publish", "event_type": event_type, "data": data,
-                            "reasoning": reasoning, **extra},
-            "reasoning": reasoning}
+def publish(
+    event_type: str, data: dict[str, Any], reasoning: str = "next step", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "next_action": {
+            "action": "publish",
+            "event_type": event_type,
+            "data": data,
+            "reasoning": reasoning,
+            **extra,
+        },
+        "reasoning": reasoning,
+    }
 
 
 def complete(result: dict[str, Any]) -> dict[str, Any]:
-    return {"next_action": {"action": "complete", "result": result, "reasoning": "done"},
-            "reasoning": "done"}
+    return {
+        "next_action": {"action": "complete", "result": result, "reasoning": "done"},
+        "reasoning": "done",
+    }
 
 
 def wait(expected_event: str, reason: str = "needs approval") -> dict[str, Any]:
-    return {"next_action": {"action": "wait", "reason": reason,
-                            "expected_event": expected_event},
-            "reasoning": reason}
+    return {
+        "next_action": {"action": "wait", "reason": reason, "expected_event": expected_event},
+        "reasoning": reason,
+    }
 
 
 def delegate(target: str, goal_event: str, goal_data: dict[str, Any]) -> dict[str, Any]:
-    return {"next_action": {"action": "delegate", "target_planner": target,
-                            "goal_event": goal_event, "goal_data": goal_data,
-                            "reasoning": "sub-goal"},
-            "reasoning": "sub-goal"}
+    return {
+        "next_action": {
+            "action": "delegate",
+            "target_planner": target,
+            "goal_event": goal_event,
+            "goal_data": goal_data,
+            "reasoning": "sub-goal",
+        },
+        "reasoning": "sub-goal",
+    }
 
 
 async def register_worker(
@@ -110,12 +131,16 @@ async def register_worker(
     """Register an agent (registry record only) consuming ``consumes``."""
     await context.registry.register(
         AgentDefinition(
-            agent_id=name, name=name, agent_type=agent_type,
+            agent_id=name,
+            name=name,
+            agent_type=agent_type,
             capabilities=[
                 AgentCapability(
-                    task_name=consumes, description=description or f"handles {consumes}",
+                    task_name=consumes,
+                    description=description or f"handles {consumes}",
                     consumed_event=EventDefinition(
-                        event_name=consumes, description=description or consumes,
+                        event_name=consumes,
+                        description=description or consumes,
                         payload_schema=schema,
                     ),
                     produced_events=[EventDefinition(event_name=produces, topic="action-results")],
@@ -139,6 +164,8 @@ class Stack:
 
     def settings(self, tenant: str = "choreo") -> PlatformSettings:
         return PlatformSettings(
-            event_service_url=self.event_url, memory_url=self.memory_url,
-            registry_url=self.registry_url, tenant_id=tenant,
+            event_service_url=self.event_url,
+            memory_url=self.memory_url,
+            registry_url=self.registry_url,
+            tenant_id=tenant,
         )

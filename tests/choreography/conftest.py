@@ -28,8 +28,10 @@ from testsupport.services import (
 
 
 @pytest.fixture(
-    params=["embedded", pytest.param("redis+postgres", marks=[pytest.mark.redis,
-                                                               pytest.mark.postgres])]
+    params=[
+        "embedded",
+        pytest.param("redis+postgres", marks=[pytest.mark.redis, pytest.mark.postgres]),
+    ]
 )
 def backends(request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
     """Settings for the three services: embedded backends, or Redis + PostgreSQL."""
@@ -37,9 +39,7 @@ def backends(request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
         return {
             "event": event_settings(block_seconds=0.5),
             "memory": memory_settings(request.getfixturevalue("sqlite_url"), tmp_path),
-            "registry": registry_settings(
-                f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path
-            ),
+            "registry": registry_settings(f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path),
         }
     pg = request.getfixturevalue("postgres_url")
     return {
@@ -54,9 +54,11 @@ def backends(request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
 
 @pytest_asyncio.fixture
 async def stack(backends: dict[str, Any]) -> AsyncIterator[Stack]:
-    async with serve(create_event_app(backends["event"])) as events, \
-            serve(create_memory_app(backends["memory"])) as memory, \
-            serve(create_registry_app(backends["registry"])) as registry:
+    async with (
+        serve(create_event_app(backends["event"])) as events,
+        serve(create_memory_app(backends["memory"])) as memory,
+        serve(create_registry_app(backends["registry"])) as registry,
+    ):
         yield Stack(event_url=events.url, memory_url=memory.url, registry_url=registry.url)
 
 

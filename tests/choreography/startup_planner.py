@@ -12,10 +12,10 @@ from soorma.ai import ChoreographyPlanner, _llm
 
 
 async def main(event_url: str) -> None:
-    context = PlatformContext.from_env(settings=PlatformSettings(
-        event_service_url=event_url, registry_url="http://127.0.0.1:9"))
-    planner = ChoreographyPlanner(name="starter", reasoning_model="ollama/llama3",
-                                  context=context)
+    context = PlatformContext.from_env(
+        settings=PlatformSettings(event_service_url=event_url, registry_url="http://127.0.0.1:9")
+    )
+    planner = ChoreographyPlanner(name="starter", reasoning_model="ollama/llama3", context=context)
 
     @planner.on_goal("start.goal")
     async def on_goal(goal, ctx):

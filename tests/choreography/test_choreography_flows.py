@@ -52,14 +52,20 @@ def make_planner(stack: Stack, name: str, goal: str) -> ChoreographyPlanner:
 
 def make_searcher(stack: Stack) -> Tool:
     tool = Tool(
-        name="searcher", context=PlatformContext.from_env(settings=stack.settings()),
-        capabilities=[AgentCapability(
-            task_name="web.search", description="searches the web",
-            consumed_event=EventDefinition(event_name="web.search.requested",
-                                           payload_schema=SEARCH_SCHEMA),
-            produced_events=[EventDefinition(event_name="web.search.completed",
-                                             topic="action-results")],
-        )],
+        name="searcher",
+        context=PlatformContext.from_env(settings=stack.settings()),
+        capabilities=[
+            AgentCapability(
+                task_name="web.search",
+                description="searches the web",
+                consumed_event=EventDefinition(
+                    event_name="web.search.requested", payload_schema=SEARCH_SCHEMA
+                ),
+                produced_events=[
+                    EventDefinition(event_name="web.search.completed", topic="action-results")
+                ],
+            )
+        ],
     )
 
     @tool.on_invoke("web.search.requested")
@@ -96,11 +102,11 @@ async def running(*agents: Agent) -> AsyncIterator[None]:
 async def test_publish_then_complete_answers_the_goal(
     stack: Stack, context: PlatformContext, llm: ScriptedLLM
 ):
-    llm.say(publish("web.search.requested", {"query": "disco"}),
-            complete({"summary": "found it"}))
+    llm.say(publish("web.search.requested", {"query": "disco"}), complete({"summary": "found it"}))
     async with running(make_searcher(stack), make_planner(stack, "research", "research.goal")):
-        answer = await context.bus.call("research.goal", {"topic": "disco"},
-                                        response_event="research.done", timeout=30)
+        answer = await context.bus.call(
+            "research.goal", {"topic": "disco"}, response_event="research.done", timeout=30
+        )
 
     assert answer.data["status"] == "completed"
     assert answer.data["result"] == {"summary": "found it"}
@@ -110,7 +116,8 @@ async def test_publish_then_complete_answers_the_goal(
     plan = await context.memory.get_plan_context(answer.data["plan_id"])
     assert plan is not None and plan.results["web.search.requested"] == {
         "request_id": plan.results["web.search.requested"]["request_id"],
-        "success": True, "result": {"hits": ["disco result"]},
+        "success": True,
+        "result": {"hits": ["disco result"]},
     }
 
 
@@ -120,19 +127,24 @@ async def test_wait_resumes_only_on_the_expected_event(
     await register_event(context, "approval.granted")
     await register_event(context, "approval.reminder")
     llm.say(wait("approval.granted"), complete({"approved": True}))
-    async with running(make_planner(stack, "orders", "order.received")), \
-            context.bus.subscribe(["action-results"], event_types=["order.done"]) as done:
+    async with (
+        running(make_planner(stack, "orders", "order.received")),
+        context.bus.subscribe(["action-results"], event_types=["order.done"]) as done,
+    ):
         await done.wait_ready()
-        await context.bus.request("order.received", {"amount": 12000},
-                                  response_event="order.done", correlation_id="order-1")
+        await context.bus.request(
+            "order.received",
+            {"amount": 12000},
+            response_event="order.done",
+            correlation_id="order-1",
+        )
         paused = await eventually_paused(context)
         plan_id = paused.plan_id
 
         # An unexpected event for the plan leaves it paused.
         await context.bus.respond("approval.reminder", {"nudge": 1}, correlation_id=plan_id)
         # The expected one resumes it; the model then completes the plan.
-        await context.bus.respond("approval.granted", {"by": "manager"},
-                                  correlation_id=plan_id)
+        await context.bus.respond("approval.granted", {"by": "manager"}, correlation_id=plan_id)
         async with asyncio.timeout(30):
             answer = await anext(aiter(done))
 
@@ -150,8 +162,13 @@ async def test_unexpected_event_while_paused_leaves_the_plan_paused(
     await register_event(context, "approval.granted")
     planner = ChoreographyPlanner(name="p", reasoning_model=MODEL)
     plan = await planner.create_plan(
-        context.bus.build_event("action-requests", "order.received", {"amount": 1},
-                                response_event="order.done", correlation_id="c-1"),
+        context.bus.build_event(
+            "action-requests",
+            "order.received",
+            {"amount": 1},
+            response_event="order.done",
+            correlation_id="c-1",
+        ),
         context,
     )
     llm.say(wait("approval.granted"))
@@ -164,8 +181,9 @@ async def test_unexpected_event_while_paused_leaves_the_plan_paused(
     stored = await context.memory.get_plan_context(plan.plan_id)
     assert stored is not None and stored.status == "paused"
 
-    expected = context.bus.build_event("action-results", "approval.granted", {"ok": True},
-                                       correlation_id="c-1")
+    expected = context.bus.build_event(
+        "action-results", "approval.granted", {"ok": True}, correlation_id="c-1"
+    )
     assert await planner.accept_event(expected, plan) is True
     stored = await context.memory.get_plan_context(plan.plan_id)
     assert stored is not None and stored.status == "running"
@@ -186,8 +204,9 @@ async def test_delegate_hands_a_sub_goal_to_another_planner_and_continues(
             complete({"report": "done"}),
         )
         llm.answers[0]["next_action"]["response_event"] = "summary.done"
-        answer = await context.bus.call("research.goal", {"topic": "x"},
-                                        response_event="research.done", timeout=30)
+        answer = await context.bus.call(
+            "research.goal", {"topic": "x"}, response_event="research.done", timeout=30
+        )
 
     assert answer.data["result"] == {"report": "done"}
     parent_plan = await context.memory.get_plan_context(answer.data["plan_id"])

@@ -33,8 +33,11 @@ class AnswerBlackout(httpx.AsyncBaseTransport):
         self.refused = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if (request.url.path.startswith("/v1/events/publish") and self.refused < self.failures
-                and b"research.done" in request.content):
+        if (
+            request.url.path.startswith("/v1/events/publish")
+            and self.refused < self.failures
+            and b"research.done" in request.content
+        ):
             self.refused += 1
             raise httpx.ConnectError("event service down (test)", request=request)
         return await self.inner.handle_async_request(request)
@@ -50,8 +53,10 @@ async def test_goal_answer_lost_at_complete_is_announced_again(
     blackout = AnswerBlackout(failures=DEFAULT_CONNECT_RETRIES + 1)
     http = httpx.AsyncClient(transport=blackout)
     planner = ChoreographyPlanner(
-        name="research", reasoning_model=MODEL,
-        context=PlatformContext.from_env(settings=stack.settings(), http=http))
+        name="research",
+        reasoning_model=MODEL,
+        context=PlatformContext.from_env(settings=stack.settings(), http=http),
+    )
 
     @planner.on_goal("research.goal")
     async def on_goal(goal, context):
@@ -65,8 +70,9 @@ async def test_goal_answer_lost_at_complete_is_announced_again(
     llm.say(publish("web.search.requested", {"query": "disco"}), complete({"summary": "ok"}))
     try:
         async with running(make_searcher(stack), planner):
-            answer = await context.bus.call("research.goal", {"topic": "disco"},
-                                            response_event="research.done", timeout=30)
+            answer = await context.bus.call(
+                "research.goal", {"topic": "disco"}, response_event="research.done", timeout=30
+            )
     finally:
         await http.aclose()
     assert blackout.refused == DEFAULT_CONNECT_RETRIES + 1

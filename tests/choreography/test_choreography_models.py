@@ -42,14 +42,20 @@ def endpoints() -> Iterator[Endpoints]:
     class Provider(litellm.CustomLLM):  # type: ignore[misc,name-defined]
         async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
             model = kwargs.get("model")
-            recorded.calls.append({"model": model, "api_base": kwargs.get("api_base"),
-                                   "api_key": kwargs.get("api_key"),
-                                   "messages": kwargs.get("messages")})
+            recorded.calls.append(
+                {
+                    "model": model,
+                    "api_base": kwargs.get("api_base"),
+                    "api_key": kwargs.get("api_key"),
+                    "messages": kwargs.get("messages"),
+                }
+            )
             if model in recorded.down:
                 raise ConnectionError(f"{model} endpoint is down")
             content = json.dumps(recorded.answers.pop(0))
             return litellm.ModelResponse(
-                choices=[{"message": {"role": "assistant", "content": content}}])
+                choices=[{"message": {"role": "assistant", "content": content}}]
+            )
 
     previous = list(litellm.custom_provider_map or [])
     litellm.custom_provider_map = [*previous, {"provider": "ep", "custom_handler": Provider()}]
@@ -60,25 +66,42 @@ def endpoints() -> Iterator[Endpoints]:
 
 
 def goal_event() -> EventEnvelope:
-    return EventEnvelope(source="client", type="research.goal", topic="action-requests",
-                         data={"topic": "owls"}, correlation_id="g-1",
-                         response_event="research.done")
+    return EventEnvelope(
+        source="client",
+        type="research.goal",
+        topic="action-requests",
+        data={"topic": "owls"},
+        correlation_id="g-1",
+        response_event="research.done",
+    )
 
 
 @pytest.mark.asyncio
 async def test_a_local_model_falls_back_to_a_hosted_one_with_its_own_endpoint_and_key(
-    context: PlatformContext, endpoints: Endpoints, monkeypatch: pytest.MonkeyPatch,
+    context: PlatformContext,
+    endpoints: Endpoints,
+    monkeypatch: pytest.MonkeyPatch,
 ):
     monkeypatch.setenv("HOSTED_KEY", "sk-hosted")
     planner = ChoreographyPlanner(
-        name="p", reasoning_model="ep/local", api_base="http://127.0.0.1:11434",
+        name="p",
+        reasoning_model="ep/local",
+        api_base="http://127.0.0.1:11434",
         repair_retries=0,
-        fallback_models=[{"model_name": "hosted", "litellm_params": {
-            "model": "ep/hosted", "api_base": "https://llm.example/v1",
-            "api_key": "os.environ/HOSTED_KEY"}}],
+        fallback_models=[
+            {
+                "model_name": "hosted",
+                "litellm_params": {
+                    "model": "ep/hosted",
+                    "api_base": "https://llm.example/v1",
+                    "api_key": "os.environ/HOSTED_KEY",
+                },
+            }
+        ],
     )
-    await register_worker(context, name="searcher", consumes="web.search.requested",
-                          produces="web.search.completed")
+    await register_worker(
+        context, name="searcher", consumes="web.search.requested", produces="web.search.completed"
+    )
     plan = await planner.create_plan(goal_event(), context)
     endpoints.down.add("local")
     endpoints.answers.append(complete({"ok": True}))
@@ -99,15 +122,19 @@ def test_model_settings_shapes_and_their_errors(monkeypatch: pytest.MonkeyPatch)
     plain = model_settings("gpt-4o", api_base="http://proxy", api_key="k")
     assert (plain.model, plain.api_base, plain.key()) == ("gpt-4o", "http://proxy", "k")
     monkeypatch.setenv("GROQ_KEY", "g")
-    flat = model_settings({"model": "groq/llama", "api_key_env": "GROQ_KEY", "top_p": 0.5},
-                          api_base="http://ignored")
+    flat = model_settings(
+        {"model": "groq/llama", "api_key_env": "GROQ_KEY", "top_p": 0.5}, api_base="http://ignored"
+    )
     assert (flat.api_base, flat.key(), flat.options) == (None, "g", {"top_p": 0.5})
     with pytest.raises(ValueError, match="need 'model'"):
         model_settings({"api_base": "http://x"})
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("MISSING_KEY", raising=False)
-    planner = ChoreographyPlanner(name="p", reasoning_model="gpt-4o", fallback_models=[
-        {"model": "openai/gpt-4o-mini", "api_key_env": "MISSING_KEY"}])
+    planner = ChoreographyPlanner(
+        name="p",
+        reasoning_model="gpt-4o",
+        fallback_models=[{"model": "openai/gpt-4o-mini", "api_key_env": "MISSING_KEY"}],
+    )
     with pytest.raises(LLMNotConfigured, match="OPENAI_API_KEY"):
         planner.check_llm_configured()
     monkeypatch.setenv("MISSING_KEY", "now-set")
@@ -116,17 +143,24 @@ def test_model_settings_shapes_and_their_errors(monkeypatch: pytest.MonkeyPatch)
 
 @pytest.mark.asyncio
 async def test_the_planners_own_goal_is_not_offered_to_the_model(
-    stack: Stack, context: PlatformContext, endpoints: Endpoints,
+    stack: Stack,
+    context: PlatformContext,
+    endpoints: Endpoints,
 ):
-    planner = ChoreographyPlanner(name="researcher", reasoning_model="ep/m", repair_retries=0,
-                                  context=PlatformContext.from_env(settings=stack.settings()))
+    planner = ChoreographyPlanner(
+        name="researcher",
+        reasoning_model="ep/m",
+        repair_retries=0,
+        context=PlatformContext.from_env(settings=stack.settings()),
+    )
 
     @planner.on_goal("research.goal")
     async def on_goal(goal, ctx):
         return None
 
-    await register_worker(context, name="searcher", consumes="web.search.requested",
-                          produces="web.search.completed")
+    await register_worker(
+        context, name="searcher", consumes="web.search.requested", produces="web.search.completed"
+    )
     await planner.start()  # registers research.goal as its capability
     try:
         plan = await planner.create_plan(goal_event(), context)
@@ -145,8 +179,7 @@ async def test_the_planners_own_goal_is_not_offered_to_the_model(
 async def test_litellm_is_loaded_at_start_off_the_loop_before_ready():
     script = Path(__file__).with_name("startup_planner.py")
     async with serve(create_event_app(event_settings())) as events:
-        proc = await Proc.start(sys.executable, str(script), events.url,
-                                env=subprocess_env())
+        proc = await Proc.start(sys.executable, str(script), events.url, env=subprocess_env())
         try:
             code = await proc.wait(90)
         finally:

@@ -25,15 +25,23 @@ pytestmark = pytest.mark.asyncio
 
 def goal_event() -> EventEnvelope:
     return EventEnvelope(
-        source="client", type="research.goal", topic="action-requests",
-        data={"topic": "event sourcing"}, correlation_id="goal-1",
+        source="client",
+        type="research.goal",
+        topic="action-requests",
+        data={"topic": "event sourcing"},
+        correlation_id="goal-1",
         response_event="research.done",
     )
 
 
 async def make_plan(planner: ChoreographyPlanner, context: PlatformContext):
-    await register_worker(context, name="searcher", consumes="web.search.requested",
-                          produces="web.search.completed", schema=SEARCH_SCHEMA)
+    await register_worker(
+        context,
+        name="searcher",
+        consumes="web.search.requested",
+        produces="web.search.completed",
+        schema=SEARCH_SCHEMA,
+    )
     return await planner.create_plan(goal_event(), context)
 
 
@@ -63,7 +71,9 @@ async def test_prompt_carries_strategy_instructions_custom_context_and_results(
     context: PlatformContext, llm: ScriptedLLM
 ):
     planner = ChoreographyPlanner(
-        name="p", reasoning_model=MODEL, planning_strategy="conservative",
+        name="p",
+        reasoning_model=MODEL,
+        planning_strategy="conservative",
         system_instructions="Orders above $5,000 need approval.",
     )
     plan = await make_plan(planner, context)
@@ -100,9 +110,7 @@ async def test_hallucinated_event_is_rejected_and_repaired(
     assert [(r["attempt"], r["valid"]) for r in audit] == [("first", False), ("repair", True)]
 
 
-async def test_invalid_payload_is_rejected_and_repaired(
-    context: PlatformContext, llm: ScriptedLLM
-):
+async def test_invalid_payload_is_rejected_and_repaired(context: PlatformContext, llm: ScriptedLLM):
     planner = ChoreographyPlanner(name="p", reasoning_model=MODEL)
     plan = await make_plan(planner, context)
     llm.say(
@@ -132,7 +140,9 @@ async def test_exhausted_repairs_move_on_to_the_fallback_model(
     context: PlatformContext, llm: ScriptedLLM
 ):
     planner = ChoreographyPlanner(
-        name="p", reasoning_model=MODEL, repair_retries=1,
+        name="p",
+        reasoning_model=MODEL,
+        repair_retries=1,
         fallback_models=["scripted/backup"],
     )
     plan = await make_plan(planner, context)
@@ -158,8 +168,9 @@ async def test_fallback_planner_decides_when_every_model_fails(
         seen.append(request)
         return WaitAction(reason="models failed; ask a human", expected_event="human.answered")
 
-    planner = ChoreographyPlanner(name="p", reasoning_model=MODEL, repair_retries=0,
-                                  fallback_planner=rules)
+    planner = ChoreographyPlanner(
+        name="p", reasoning_model=MODEL, repair_retries=0, fallback_planner=rules
+    )
     plan = await make_plan(planner, context)
     await register_event(context, "human.answered")
     llm.say(publish("nope", {}))
@@ -175,8 +186,9 @@ async def test_fallback_planner_decides_when_every_model_fails(
 async def test_everything_exhausted_fails_the_plan_with_the_reason(
     context: PlatformContext, llm: ScriptedLLM
 ):
-    planner = ChoreographyPlanner(name="p", reasoning_model=MODEL, repair_retries=1,
-                                  fallback_planner=lambda request: None)
+    planner = ChoreographyPlanner(
+        name="p", reasoning_model=MODEL, repair_retries=1, fallback_planner=lambda request: None
+    )
     plan = await make_plan(planner, context)
     llm.say(publish("nope", {}), publish("nope.again", {}))
 
@@ -192,7 +204,9 @@ async def test_everything_exhausted_fails_the_plan_with_the_reason(
 async def test_audit_records_are_complete_and_redacted(context: PlatformContext, llm: ScriptedLLM):
     key = "sk-test-abcdefghijklmnopqrstuvwxyz123456"
     planner = ChoreographyPlanner(
-        name="p", reasoning_model=MODEL, api_key="my-very-private-key",
+        name="p",
+        reasoning_model=MODEL,
+        api_key="my-very-private-key",
         system_instructions=f"Use key {key} and header 'Authorization: Bearer abc.def.ghi123'",
     )
     plan = await make_plan(planner, context)
@@ -218,8 +232,10 @@ async def test_missing_provider_key_names_the_env_var(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     await register_worker(context, name="w", consumes="a.requested", produces="a.done")
-    for model, env_var in (("gpt-4o", "OPENAI_API_KEY"),
-                           ("anthropic/claude-3-5-sonnet", "ANTHROPIC_API_KEY")):
+    for model, env_var in (
+        ("gpt-4o", "OPENAI_API_KEY"),
+        ("anthropic/claude-3-5-sonnet", "ANTHROPIC_API_KEY"),
+    ):
         planner = ChoreographyPlanner(name="p", reasoning_model=model)
         with pytest.raises(LLMNotConfigured, match=env_var):
             await planner.reason_next_action("go", context)
@@ -231,10 +247,13 @@ async def test_mock_response_needs_no_key(
 ):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     await register_worker(context, name="w", consumes="a.requested", produces="a.done")
-    planner = ChoreographyPlanner(name="p", reasoning_model="gpt-4o",
-                                  mock_response='{"next_action": {"action": "publish", '
-                                  '"event_type": "a.requested", "reasoning": "r"}, '
-                                  '"reasoning": "r"}')
+    planner = ChoreographyPlanner(
+        name="p",
+        reasoning_model="gpt-4o",
+        mock_response='{"next_action": {"action": "publish", '
+        '"event_type": "a.requested", "reasoning": "r"}, '
+        '"reasoning": "r"}',
+    )
 
     decision = await planner.reason_next_action("go", context)
 

@@ -19,13 +19,19 @@ async def test_plan_started_carries_goal_event_and_planner(
 ):
     llm.say(complete({"ok": True}))
     planner = make_planner(stack, "announcer", "announce.goal")
-    async with running(planner), \
-            context.bus.subscribe(["system-events"], event_types=["plan.started"]) as started, \
-            context.bus.subscribe(["action-results"], event_types=["announce.done"]) as done:
+    async with (
+        running(planner),
+        context.bus.subscribe(["system-events"], event_types=["plan.started"]) as started,
+        context.bus.subscribe(["action-results"], event_types=["announce.done"]) as done,
+    ):
         await started.wait_ready()
         await done.wait_ready()
-        await context.bus.request("announce.goal", {"topic": "x"},
-                                  response_event="announce.done", correlation_id="announce-1")
+        await context.bus.request(
+            "announce.goal",
+            {"topic": "x"},
+            response_event="announce.done",
+            correlation_id="announce-1",
+        )
         async with asyncio.timeout(30):
             async for event in started:  # (other tests' plans may start too)
                 if event.data.get("goal_event") == "announce.goal":

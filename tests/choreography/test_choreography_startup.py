@@ -21,12 +21,15 @@ def test_check_llm_configured_passes_with_a_key_a_usable_fallback_or_a_mock(
     monkeypatch: pytest.MonkeyPatch,
 ):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    ChoreographyPlanner(name="p", reasoning_model="gpt-4o-mini",
-                        api_key="sk-test").check_llm_configured()
-    ChoreographyPlanner(name="p", reasoning_model="gpt-4o-mini",
-                        fallback_models=["ollama/llama3"]).check_llm_configured()
-    ChoreographyPlanner(name="p", reasoning_model="gpt-4o-mini",
-                        mock_response="{}").check_llm_configured()
+    ChoreographyPlanner(
+        name="p", reasoning_model="gpt-4o-mini", api_key="sk-test"
+    ).check_llm_configured()
+    ChoreographyPlanner(
+        name="p", reasoning_model="gpt-4o-mini", fallback_models=["ollama/llama3"]
+    ).check_llm_configured()
+    ChoreographyPlanner(
+        name="p", reasoning_model="gpt-4o-mini", mock_response="{}"
+    ).check_llm_configured()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     ChoreographyPlanner(name="p", reasoning_model="gpt-4o-mini").check_llm_configured()
 
@@ -36,9 +39,14 @@ async def test_step_without_a_registry_fails_the_plan_instead_of_leaving_it_runn
     context: PlatformContext, llm: ScriptedLLM
 ):
     planner = ChoreographyPlanner(name="p", reasoning_model="scripted/planner")
-    goal = EventEnvelope(source="client", type="research.goal", topic="action-requests",
-                         data={"topic": "x"}, correlation_id="goal-1",
-                         response_event="research.done")
+    goal = EventEnvelope(
+        source="client",
+        type="research.goal",
+        topic="action-requests",
+        data={"topic": "x"},
+        correlation_id="goal-1",
+        response_event="research.done",
+    )
     plan = await planner.create_plan(goal, context)
     blind = PlatformContext(bus=context.bus, memory=context.memory, registry=None)
 

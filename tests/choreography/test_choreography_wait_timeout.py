@@ -18,8 +18,12 @@ pytestmark = pytest.mark.asyncio
 
 
 def timeout_data(plan_id: str, expected: str) -> dict:
-    return {"plan_id": plan_id, "expected_event": expected, "timeout_seconds": 5,
-            "reason": "wait_timeout"}
+    return {
+        "plan_id": plan_id,
+        "expected_event": expected,
+        "timeout_seconds": 5,
+        "reason": "wait_timeout",
+    }
 
 
 async def test_wait_timeout_resumes_the_paused_plan_and_the_model_sees_it(
@@ -29,25 +33,39 @@ async def test_wait_timeout_resumes_the_paused_plan_and_the_model_sees_it(
     llm.say(wait("approval.granted"), complete({"approved": False, "why": "timed out"}))
     planner = make_planner(stack, "orders", "order.received")
     assert ("system-events", "plan.wait_timeout") in {
-        (h.topic, h.event_type) for h in planner.handlers}
-    async with running(planner), \
-            context.bus.subscribe(["action-results"], event_types=["order.done"]) as done:
+        (h.topic, h.event_type) for h in planner.handlers
+    }
+    async with (
+        running(planner),
+        context.bus.subscribe(["action-results"], event_types=["order.done"]) as done,
+    ):
         await done.wait_ready()
-        await context.bus.request("order.received", {"amount": 12000},
-                                  response_event="order.done", correlation_id="order-9")
+        await context.bus.request(
+            "order.received",
+            {"amount": 12000},
+            response_event="order.done",
+            correlation_id="order-9",
+        )
         plan_id = (await eventually_paused(context)).plan_id
         # Another plan's timeout changes nothing here.
-        await context.bus.publish("system-events", "plan.wait_timeout",
-                                  timeout_data("some-other-plan", "approval.granted"),
-                                  correlation_id="some-other-plan", plan_id="some-other-plan")
-        await context.bus.publish("system-events", "plan.wait_timeout",
-                                  timeout_data(plan_id, "approval.granted"),
-                                  correlation_id=plan_id, plan_id=plan_id)
+        await context.bus.publish(
+            "system-events",
+            "plan.wait_timeout",
+            timeout_data("some-other-plan", "approval.granted"),
+            correlation_id="some-other-plan",
+            plan_id="some-other-plan",
+        )
+        await context.bus.publish(
+            "system-events",
+            "plan.wait_timeout",
+            timeout_data(plan_id, "approval.granted"),
+            correlation_id=plan_id,
+            plan_id=plan_id,
+        )
         async with asyncio.timeout(30):
             answer = await anext(aiter(done))
         # The approval arriving late finds the plan finished: nothing more happens.
-        await context.bus.respond("approval.granted", {"by": "manager"},
-                                  correlation_id=plan_id)
+        await context.bus.respond("approval.granted", {"by": "manager"}, correlation_id=plan_id)
         await asyncio.sleep(0.5)
 
     assert answer.data["result"] == {"approved": False, "why": "timed out"}

@@ -16,8 +16,12 @@ from soorma_common import (
 
 def test_envelope_serializes_snake_case_and_accepts_camel_case() -> None:
     env = EventEnvelope.model_validate(
-        {"type": "x.requested", "topic": "action-requests", "correlationId": "c1",
-         "responseEvent": "x.done"}
+        {
+            "type": "x.requested",
+            "topic": "action-requests",
+            "correlationId": "c1",
+            "responseEvent": "x.done",
+        }
     )
     dumped = env.model_dump(mode="json")
     assert dumped["correlation_id"] == "c1"
@@ -43,8 +47,16 @@ def test_planner_decision_is_a_discriminated_union() -> None:
         ({"action": "publish", "event_type": "e", "reasoning": "r"}, PlanAction.PUBLISH),
         ({"action": "complete", "result": {}, "reasoning": "r"}, PlanAction.COMPLETE),
         ({"action": "wait", "reason": "r", "expected_event": "e"}, PlanAction.WAIT),
-        ({"action": "delegate", "target_planner": "p", "goal_event": "g", "goal_data": {},
-          "reasoning": "r"}, PlanAction.DELEGATE),
+        (
+            {
+                "action": "delegate",
+                "target_planner": "p",
+                "goal_event": "g",
+                "goal_data": {},
+                "reasoning": "r",
+            },
+            PlanAction.DELEGATE,
+        ),
     ]:
         decision = PlannerDecision.model_validate(
             {"plan_id": "p", "current_state": "s", "reasoning": "r", "next_action": payload}
@@ -52,15 +64,21 @@ def test_planner_decision_is_a_discriminated_union() -> None:
         assert decision.next_action.action == action
     with pytest.raises(ValidationError):
         PlannerDecision.model_validate(
-            {"plan_id": "p", "current_state": "s", "reasoning": "r",
-             "next_action": {"action": "explode"}}
+            {
+                "plan_id": "p",
+                "current_state": "s",
+                "reasoning": "r",
+                "next_action": {"action": "explode"},
+            }
         )
 
 
 def test_task_context_keeps_sub_tasks_typed() -> None:
     rec = TaskContextRecord.model_validate(
-        {"task_id": "t", "subTasks": {"s1": {"sub_task_id": "s1", "event_type": "a",
-                                             "response_event": "b"}}}
+        {
+            "task_id": "t",
+            "subTasks": {"s1": {"sub_task_id": "s1", "event_type": "a", "response_event": "b"}},
+        }
     )
     assert rec.sub_tasks["s1"].status == "pending"
 

@@ -24,16 +24,23 @@ calls = 0
 
 def decide(prompt: str) -> str:
     if "SUMMARY-MARKER" in prompt:
-        action = {"action": "complete", "result": {"summary": "owls hoot"},
-                  "reasoning": "done"}
+        action = {"action": "complete", "result": {"summary": "owls hoot"}, "reasoning": "done"}
     elif "SEARCH-MARKER" in prompt:
-        action = {"action": "publish", "event_type": "summarize.requested",
-                  "data": {"text": "owls"}, "response_event": "summarize.done",
-                  "reasoning": "summarize what was found"}
+        action = {
+            "action": "publish",
+            "event_type": "summarize.requested",
+            "data": {"text": "owls"},
+            "response_event": "summarize.done",
+            "reasoning": "summarize what was found",
+        }
     else:
-        action = {"action": "publish", "event_type": "search.requested",
-                  "data": {"query": "owls"}, "response_event": "search.done",
-                  "reasoning": "search first"}
+        action = {
+            "action": "publish",
+            "event_type": "search.requested",
+            "data": {"query": "owls"},
+            "response_event": "search.done",
+            "reasoning": "search first",
+        }
     import json
 
     return json.dumps({"next_action": action, "reasoning": action["reasoning"]})
@@ -54,8 +61,11 @@ class Scripted(litellm.CustomLLM):  # type: ignore[misc,name-defined]
 litellm.custom_provider_map = [{"provider": "scripted", "custom_handler": Scripted()}]
 
 planner = ChoreographyPlanner(
-    name="advisor", reasoning_model="scripted/planner", transition_topics=["action-results"],
-    visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")), ack_window=0.9,
+    name="advisor",
+    reasoning_model="scripted/planner",
+    transition_topics=["action-results"],
+    visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")),
+    ack_window=0.9,
 )
 
 
@@ -70,8 +80,9 @@ async def on_goal(goal, context):
 
 @planner.on_transition()
 async def on_transition(transition, context):
-    await planner.step(transition.plan, context,
-                       trigger=f"{transition.event.type}: {transition.event.data}")
+    await planner.step(
+        transition.plan, context, trigger=f"{transition.event.type}: {transition.event.data}"
+    )
     print(f"stepped {transition.event.type} {transition.event.id}", flush=True)
     if HOLD == "after_answer" and transition.event.type == "search.done":
         await asyncio.sleep(600)

@@ -30,8 +30,11 @@ async def services(
     async with (
         serve(create_event_app(redis_event_settings(redis_url, redis_prefix))) as events,
         serve(memory_service.create_app(memory_settings(postgres_url, tmp_path))) as memory,
-        serve(registry_service.create_app(registry_settings(
-            f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path))) as registry,
+        serve(
+            registry_service.create_app(
+                registry_settings(f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path)
+            )
+        ) as registry,
     ):
         yield {
             "SOORMA_EVENT_SERVICE_URL": events.url,

@@ -13,11 +13,11 @@ from soorma import PlatformContext
 HERE = Path(__file__).resolve().parent
 
 
-async def start_agent(script: str, services: dict[str, str], ready: str,
-                      **env: str) -> Proc:
+async def start_agent(script: str, services: dict[str, str], ready: str, **env: str) -> Proc:
     """Run ``script`` (in this folder) as a process; wait for its ``ready`` line."""
-    proc = await Proc.start(sys.executable, str(HERE / script),
-                            env=subprocess_env(**services, **env))
+    proc = await Proc.start(
+        sys.executable, str(HERE / script), env=subprocess_env(**services, **env)
+    )
     await proc.wait_for(ready, within=90)
     return proc
 
@@ -35,24 +35,33 @@ async def until(predicate, within: float = 60.0) -> None:  # type: ignore[no-unt
             await asyncio.sleep(0.05)
 
 
-async def register_tool(context: PlatformContext, name: str, consumes: str,
-                        produces: str) -> None:
+async def register_tool(context: PlatformContext, name: str, consumes: str, produces: str) -> None:
     """A registry record of a live agent consuming ``consumes`` (what PUBLISH may use)."""
     from soorma_common.registry import AgentCapability, AgentDefinition, EventDefinition
 
-    await context.registry.register(AgentDefinition(
-        agent_id=name, name=name, agent_type="tool",
-        capabilities=[AgentCapability(
-            task_name=consumes, description=f"handles {consumes}",
-            consumed_event=EventDefinition(event_name=consumes, description=consumes),
-            produced_events=[EventDefinition(event_name=produces, topic="action-results")],
-        )],
-    ))
+    await context.registry.register(
+        AgentDefinition(
+            agent_id=name,
+            name=name,
+            agent_type="tool",
+            capabilities=[
+                AgentCapability(
+                    task_name=consumes,
+                    description=f"handles {consumes}",
+                    consumed_event=EventDefinition(event_name=consumes, description=consumes),
+                    produced_events=[EventDefinition(event_name=produces, topic="action-results")],
+                )
+            ],
+        )
+    )
 
 
 def llm_calls(*procs: Proc | None) -> int:
     """How many model calls the planner processes made (their ``llm-call`` lines)."""
     return sum(
-        1 for proc in procs if proc is not None for line in proc.lines
+        1
+        for proc in procs
+        if proc is not None
+        for line in proc.lines
         if line.startswith("llm-call ")
     )

@@ -20,16 +20,21 @@ STATES = {
     "start": StateConfig(state_name="start", default_next="quoting"),
     "quoting": StateConfig(
         state_name="quoting",
-        action=StateAction(event_type="quote.requested", response_event="quote.done",
-                           data={"item": "{goal_data.item}"}),
+        action=StateAction(
+            event_type="quote.requested",
+            response_event="quote.done",
+            data={"item": "{goal_data.item}"},
+        ),
         transitions=[StateTransition(on_event="quote.done", to_state="done")],
     ),
     "done": StateConfig(state_name="done", is_terminal=True),
 }
 
 planner = Planner(
-    name="buyer", transition_topics=["action-results"],
-    visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")), ack_window=0.9,
+    name="buyer",
+    transition_topics=["action-results"],
+    visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")),
+    ack_window=0.9,
 )
 
 

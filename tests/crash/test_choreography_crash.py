@@ -24,35 +24,44 @@ VISIBILITY = 2.0
 
 
 async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_request(
-    services, context,
+    services,
+    context,
 ):
     bus = context.bus
     await register_tool(context, "searcher", "search.requested", "search.done")
     await register_tool(context, "summarizer", "summarize.requested", "summarize.done")
     procs = []
     try:
-        async with capture(context, ["action-requests"],
-                            ["search.requested", "summarize.requested"]) as requests, \
-                capture(context, ["action-results"], ["research.done"]) as answers:
+        async with (
+            capture(
+                context, ["action-requests"], ["search.requested", "summarize.requested"]
+            ) as requests,
+            capture(context, ["action-results"], ["research.done"]) as answers,
+        ):
+
             def sent(event_type):
                 return [e for e in requests if e.type == event_type]
 
             # 1. The goal's step publishes search.requested; killed before the goal's ack.
-            procs.append(await start_agent("choreo_planner.py", services, READY,
-                                           CRASH_HOLD="after_goal"))
-            await bus.request("research.goal", {"topic": "owls"}, "research.done",
-                              correlation_id="ask-1")
+            procs.append(
+                await start_agent("choreo_planner.py", services, READY, CRASH_HOLD="after_goal")
+            )
+            await bus.request(
+                "research.goal", {"topic": "owls"}, "research.done", correlation_id="ask-1"
+            )
             await procs[0].wait_for("stepped goal ")
             await until(lambda: len(sent("search.requested")) == 1)
             await sigkill(procs[0])
 
             # 2. A restarted planner gets the answer (and, after the visibility timeout,
             #    the goal again); killed after the step taken on the answer.
-            procs.append(await start_agent("choreo_planner.py", services, READY,
-                                           CRASH_HOLD="after_answer"))
+            procs.append(
+                await start_agent("choreo_planner.py", services, READY, CRASH_HOLD="after_answer")
+            )
             search = sent("search.requested")[0]
-            await bus.respond("search.done", {"found": "SEARCH-MARKER"},
-                              correlation_id=search.correlation_id)
+            await bus.respond(
+                "search.done", {"found": "SEARCH-MARKER"}, correlation_id=search.correlation_id
+            )
             await procs[1].wait_for("stepped search.done ")
             await until(lambda: len(sent("summarize.requested")) >= 1)
             # Let the redelivered goal reach this planner before it dies.
@@ -62,8 +71,11 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
             # 3. A third life gets the answer again; the summary's answer completes.
             procs.append(await start_agent("choreo_planner.py", services, READY))
             summarize = sent("summarize.requested")[0]
-            await bus.respond("summarize.done", {"summary": "SUMMARY-MARKER"},
-                              correlation_id=summarize.correlation_id)
+            await bus.respond(
+                "summarize.done",
+                {"summary": "SUMMARY-MARKER"},
+                correlation_id=summarize.correlation_id,
+            )
             await until(lambda: len(answers) >= 1)
             # Anything still to be redelivered comes back within the visibility timeout.
             await asyncio.sleep(VISIBILITY + 1.5)

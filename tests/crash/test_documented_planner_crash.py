@@ -18,17 +18,20 @@ READY = "agent buyer ready"
 
 
 async def test_goal_redelivered_after_a_kill_between_create_plan_and_execute_next(
-    services, context,
+    services,
+    context,
 ):
     bus = context.bus
-    first = await start_agent("documented_planner.py", services, READY,
-                              CRASH_HOLD="after_create")
+    first = await start_agent("documented_planner.py", services, READY, CRASH_HOLD="after_create")
     second = None
     try:
-        async with capture(context, ["action-requests"], ["quote.requested"]) as quotes, \
-                capture(context, ["action-results"], ["purchase.done"]) as answers:
-            goal_id = await bus.request("purchase.goal", {"item": "desk"}, "purchase.done",
-                                        correlation_id="order-7")
+        async with (
+            capture(context, ["action-requests"], ["quote.requested"]) as quotes,
+            capture(context, ["action-results"], ["purchase.done"]) as answers,
+        ):
+            goal_id = await bus.request(
+                "purchase.goal", {"item": "desk"}, "purchase.done", correlation_id="order-7"
+            )
             await first.wait_for("created ")
             await sigkill(first)  # the plan is stored; its first step is not taken
             assert quotes == []

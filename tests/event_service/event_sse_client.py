@@ -45,7 +45,10 @@ class SSEStream:
 
     async def __aenter__(self) -> SSEStream:
         self._cm = self._client.stream(
-            "GET", "/v1/events/stream", params=self._params, headers=self._headers,
+            "GET",
+            "/v1/events/stream",
+            params=self._params,
+            headers=self._headers,
             timeout=httpx.Timeout(WAIT, read=None),
         )
         self.response = await self._cm.__aenter__()

@@ -40,8 +40,13 @@ class Service:
     settings: Settings
 
     async def publish(
-        self, topic: str, type_: str, data: dict[str, Any] | None = None, *,
-        tenant: str | None = None, **fields: Any,
+        self,
+        topic: str,
+        type_: str,
+        data: dict[str, Any] | None = None,
+        *,
+        tenant: str | None = None,
+        **fields: Any,
     ) -> dict[str, Any]:
         event = {"topic": topic, "type": type_, "data": data or {}, **fields}
         r = await self.client.post(
@@ -70,7 +75,8 @@ class Service:
         self, group: str, ids: list[str], reason: str, *, tenant: str | None = None
     ) -> int:
         r = await self.client.post(
-            "/v1/events/nack", json={"group": group, "ids": ids, "reason": reason},
+            "/v1/events/nack",
+            json={"group": group, "ids": ids, "reason": reason},
             headers=_tenant(tenant),
         )
         assert r.status_code == 200, r.text

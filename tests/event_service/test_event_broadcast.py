@@ -35,8 +35,14 @@ async def test_event_type_globs_filter_server_side(service: Service) -> None:
     async with SSEStream(
         service.client, topics="business-facts", event_types="order.*,invoice.paid"
     ) as stream:
-        for type_ in ["user.created", "order.placed", "invoice.sent", "invoice.paid",
-                      "order.shipped", "orderx"]:
+        for type_ in [
+            "user.created",
+            "order.placed",
+            "invoice.sent",
+            "invoice.paid",
+            "order.shipped",
+            "orderx",
+        ]:
             await service.publish("business-facts", type_)
         await service.publish("business-facts", "order.marker")
         types = [f.json()["type"] for f in await stream.messages(4)]
@@ -95,8 +101,9 @@ async def test_ready_frame_token_resumes_a_stream_that_saw_no_events(service: Se
 
 
 async def test_filtered_out_events_still_advance_the_resume_position(service: Service) -> None:
-    async with SSEStream(service.client, topics="task-events", event_types="keep",
-                         heartbeat=0.5) as stream:
+    async with SSEStream(
+        service.client, topics="task-events", event_types="keep", heartbeat=0.5
+    ) as stream:
         await service.publish("task-events", "keep", {"n": 1})
         await service.publish("task-events", "drop", {"n": 2})
         first = await stream.next()
@@ -134,8 +141,10 @@ async def test_a_subscriber_that_falls_behind_rereads_from_the_log_without_gaps(
     # A 300-event batch arrives in one fan-out read, overflowing a 100-entry buffer:
     # the stream must fall back to reading the log and still deliver everything once.
     settings = make_settings(backend, request, subscriber_buffer=100)
-    async with serve(create_app(settings)) as server, \
-            httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+    async with (
+        serve(create_app(settings)) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+    ):
         svc = Service(server, client, settings)
         async with SSEStream(client, topics="task-events") as stream:
             await svc.publish_batch(_events("task-events", "bulk", range(300)))
@@ -152,8 +161,9 @@ async def test_heartbeats_arrive_on_an_idle_stream(service: Service) -> None:
 
 
 async def test_a_tenant_never_receives_another_tenants_events(service: Service) -> None:
-    async with SSEStream(service.client, topics="business-facts",
-                         headers={"X-Tenant-ID": "tenant-b"}) as b_stream:
+    async with SSEStream(
+        service.client, topics="business-facts", headers={"X-Tenant-ID": "tenant-b"}
+    ) as b_stream:
         await service.publish("business-facts", "secret", tenant="tenant-a")
         await service.publish("business-facts", "mine", tenant="tenant-b")
         frame = await b_stream.next()

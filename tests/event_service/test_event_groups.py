@@ -17,14 +17,14 @@ from testsupport.server import serve
 pytestmark = pytest.mark.asyncio
 
 
-async def _dead_letters(service: Service, topic: str, n: int, *, tenant: str | None = None
-                        ) -> list[dict[str, Any]]:
+async def _dead_letters(
+    service: Service, topic: str, n: int, *, tenant: str | None = None
+) -> list[dict[str, Any]]:
     """Wait (bounded) until ``topic`` has ``n`` dead letters."""
     headers = {"X-Tenant-ID": tenant} if tenant else {}
     async with asyncio.timeout(15):
         while True:
-            r = await service.client.get("/v1/events/dlq", params={"topic": topic},
-                                         headers=headers)
+            r = await service.client.get("/v1/events/dlq", params={"topic": topic}, headers=headers)
             assert r.status_code == 200, r.text
             if len(r.json()["events"]) >= n:
                 return list(r.json()["events"])
@@ -36,8 +36,10 @@ async def test_two_consumers_split_1000_events_with_no_loss_and_no_duplicate(
 ) -> None:
     group = {"topics": "action-requests", "group": "workers"}
     received: dict[str, list[int]] = {"c1": [], "c2": []}
-    async with SSEStream(service.client, consumer="c1", **group) as c1, \
-            SSEStream(service.client, consumer="c2", **group) as c2:
+    async with (
+        SSEStream(service.client, consumer="c1", **group) as c1,
+        SSEStream(service.client, consumer="c2", **group) as c2,
+    ):
         done = asyncio.Event()
 
         async def consume(name: str, stream: SSEStream) -> None:
@@ -51,13 +53,14 @@ async def test_two_consumers_split_1000_events_with_no_loss_and_no_duplicate(
                 if len(received["c1"]) + len(received["c2"]) >= 1000:
                     done.set()
 
-        consumers = [asyncio.create_task(consume("c1", c1)),
-                     asyncio.create_task(consume("c2", c2))]
+        consumers = [asyncio.create_task(consume("c1", c1)), asyncio.create_task(consume("c2", c2))]
         for start in range(0, 1000, 100):
-            await service.publish_batch([
-                {"topic": "action-requests", "type": "job", "data": {"n": n}}
-                for n in range(start, start + 100)
-            ])
+            await service.publish_batch(
+                [
+                    {"topic": "action-requests", "type": "job", "data": {"n": n}}
+                    for n in range(start, start + 100)
+                ]
+            )
         async with asyncio.timeout(60):
             await done.wait()
         for task in consumers:
@@ -77,8 +80,10 @@ async def test_idle_consumers_take_turns_when_events_arrive_one_at_a_time(
 ) -> None:
     group = {"topics": "action-requests", "group": "replicas"}
     handled: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
-    async with SSEStream(service.client, consumer="r1", **group) as r1, \
-            SSEStream(service.client, consumer="r2", **group) as r2:
+    async with (
+        SSEStream(service.client, consumer="r1", **group) as r1,
+        SSEStream(service.client, consumer="r2", **group) as r2,
+    ):
 
         async def consume(name: str, stream: SSEStream) -> None:
             while True:
@@ -86,8 +91,7 @@ async def test_idle_consumers_take_turns_when_events_arrive_one_at_a_time(
                 assert await service.ack("replicas", [frame.id or ""]) == 1
                 handled.put_nowait((name, frame.json()["data"]["n"]))
 
-        consumers = [asyncio.create_task(consume("r1", r1)),
-                     asyncio.create_task(consume("r2", r2))]
+        consumers = [asyncio.create_task(consume("r1", r1)), asyncio.create_task(consume("r2", r2))]
         try:
             seen = []
             for n in range(8):
@@ -122,8 +126,9 @@ async def test_an_event_unacked_by_a_killed_consumer_is_redelivered_to_another(
 async def test_nack_makes_the_event_available_for_redelivery_at_once(service: Service) -> None:
     # The visibility timeout is far beyond the wait below, so only the nack can explain
     # a redelivery.
-    async with SSEStream(service.client, topics="task-events", group="g",
-                         visibility_timeout=600) as stream:
+    async with SSEStream(
+        service.client, topics="task-events", group="g", visibility_timeout=600
+    ) as stream:
         await service.publish("task-events", "job")
         first = await stream.next()
         assert await service.nack("g", [first.id or ""], "transient failure") == 1
@@ -134,8 +139,13 @@ async def test_nack_makes_the_event_available_for_redelivery_at_once(service: Se
 async def test_an_event_that_always_fails_lands_in_the_dlq_and_replay_reinjects_it(
     service: Service,
 ) -> None:
-    async with SSEStream(service.client, topics="action-requests", group="g",
-                         max_deliveries=3, visibility_timeout=600) as stream:
+    async with SSEStream(
+        service.client,
+        topics="action-requests",
+        group="g",
+        max_deliveries=3,
+        visibility_timeout=600,
+    ) as stream:
         published = await service.publish("action-requests", "poison", {"bad": True})
         for attempt in range(3):
             frame = await stream.next()
@@ -172,8 +182,9 @@ async def test_an_event_that_always_fails_lands_in_the_dlq_and_replay_reinjects_
 
 
 async def test_visibility_expiry_dead_letters_after_max_deliveries(service: Service) -> None:
-    async with SSEStream(service.client, topics="task-events", group="g", max_deliveries=2,
-                         visibility_timeout=0.2) as stream:
+    async with SSEStream(
+        service.client, topics="task-events", group="g", max_deliveries=2, visibility_timeout=0.2
+    ) as stream:
         await service.publish("task-events", "ignored")
         await stream.messages(2)  # delivered twice, never acked
         [dead] = await _dead_letters(service, "task-events", 1)
@@ -186,8 +197,9 @@ async def test_a_new_group_starts_at_now_unless_from_earliest(service: Service) 
     async with SSEStream(service.client, topics="plan-events", group="late") as stream:
         await service.publish("plan-events", "new")
         assert (await stream.next()).json()["type"] == "new"
-    async with SSEStream(service.client, topics="plan-events", group="history",
-                         from_="earliest") as stream:
+    async with SSEStream(
+        service.client, topics="plan-events", group="history", from_="earliest"
+    ) as stream:
         frames = await stream.messages(2)
     assert [f.json()["type"] for f in frames] == ["old", "new"]
 
@@ -225,8 +237,14 @@ async def test_ack_counts_pending_deliveries_and_rejects_malformed_ids(service: 
 
 async def test_another_tenant_cannot_ack_list_or_replay_dead_letters(service: Service) -> None:
     a = {"X-Tenant-ID": "tenant-a"}
-    async with SSEStream(service.client, topics="action-requests", group="g",
-                         max_deliveries=1, visibility_timeout=600, headers=a) as stream:
+    async with SSEStream(
+        service.client,
+        topics="action-requests",
+        group="g",
+        max_deliveries=1,
+        visibility_timeout=600,
+        headers=a,
+    ) as stream:
         await service.publish("action-requests", "poison", tenant="tenant-a")
         frame = await stream.next()
         # Tenant B names tenant A's delivery: nothing happens to it.
@@ -236,11 +254,13 @@ async def test_another_tenant_cannot_ack_list_or_replay_dead_letters(service: Se
         [dead] = await _dead_letters(service, "action-requests", 1, tenant="tenant-a")
     assert dead["reason"] == "fails"
 
-    r = await service.client.get("/v1/events/dlq", params={"topic": "action-requests"},
-                                 headers={"X-Tenant-ID": "tenant-b"})
+    r = await service.client.get(
+        "/v1/events/dlq", params={"topic": "action-requests"}, headers={"X-Tenant-ID": "tenant-b"}
+    )
     assert r.json()["events"] == []
     r = await service.client.post(
-        "/v1/events/dlq/replay", json={"topic": "action-requests", "ids": [dead["id"]]},
+        "/v1/events/dlq/replay",
+        json={"topic": "action-requests", "ids": [dead["id"]]},
         headers={"X-Tenant-ID": "tenant-b"},
     )
     assert r.status_code == 404
@@ -273,8 +293,10 @@ async def test_closed_group_streams_drop_their_consumer_unless_it_owns_deliverie
         return {row["name"].decode(): int(row["pending"]) for row in rows}
 
     try:
-        async with serve(create_app(settings)) as server, \
-                httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+        async with (
+            serve(create_app(settings)) as server,
+            httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+        ):
             service = Service(server, client, settings)
             async with SSEStream(client, consumer="holder", **group) as holder:
                 await service.publish("action-requests", "job")

@@ -45,16 +45,24 @@ async def test_event_data_nested_beyond_the_platform_limit_is_422_naming_the_fie
     service: Service,
 ) -> None:
     too_deep = nested(MAX_JSON_DEPTH + 1)
-    r = await service.client.post("/v1/events/publish", json={"event": {
-        "topic": "business-facts", "type": "deep", "data": {"x": too_deep}}})
+    r = await service.client.post(
+        "/v1/events/publish",
+        json={"event": {"topic": "business-facts", "type": "deep", "data": {"x": too_deep}}},
+    )
     assert r.status_code == 422, r.text[:300]
     error = r.json()["error"]
     assert f"nests deeper than {MAX_JSON_DEPTH} levels" in error["message"]
     assert error["details"][0]["field"].startswith("event.data.x."), error["details"]
 
-    r = await service.client.post("/v1/events/publish-batch", json={"events": [
-        {"topic": "business-facts", "type": "ok"},
-        {"topic": "business-facts", "type": "deep", "data": {"x": too_deep}}]})
+    r = await service.client.post(
+        "/v1/events/publish-batch",
+        json={
+            "events": [
+                {"topic": "business-facts", "type": "ok"},
+                {"topic": "business-facts", "type": "deep", "data": {"x": too_deep}},
+            ]
+        },
+    )
     assert r.status_code == 422, r.text[:300]
     assert r.json()["error"]["details"][0]["field"].startswith("events.1.data.x.")
 
@@ -65,16 +73,20 @@ async def test_event_data_nested_beyond_the_platform_limit_is_422_naming_the_fie
 @pytest.mark.asyncio
 async def test_dead_letters_holding_integers_beyond_64_bits_are_listed(service: Service) -> None:
     big = {"big": 2**80, "neg": -(10**30)}
-    async with SSEStream(service.client, topics="action-requests", group="g",
-                         max_deliveries=1, visibility_timeout=600) as stream:
+    async with SSEStream(
+        service.client,
+        topics="action-requests",
+        group="g",
+        max_deliveries=1,
+        visibility_timeout=600,
+    ) as stream:
         published = await service.publish("action-requests", "poison", big)
         frame = await stream.next()
         assert await service.nack("g", [frame.id or ""], "boom") == 1
         # Dead-lettered by the open stream's next claim pass.
         async with asyncio.timeout(15):
             while True:
-                r = await service.client.get("/v1/events/dlq",
-                                             params={"topic": "action-requests"})
+                r = await service.client.get("/v1/events/dlq", params={"topic": "action-requests"})
                 assert r.status_code == 200, r.text[:300]
                 if r.json()["events"]:
                     break
@@ -109,8 +121,11 @@ async def test_event_types_are_bounded_in_count_and_length(service: Service) -> 
     too_long = "a" * 257 + "*"
     for group in (None, "g"):
         status, body = await _stream_status(
-            service, topics="system-events", event_types=f"ok.*,{too_long}",
-            **({"group": group} if group else {}))
+            service,
+            topics="system-events",
+            event_types=f"ok.*,{too_long}",
+            **({"group": group} if group else {}),
+        )
         assert status == 422, body
         assert "event_types" in json.dumps(body["error"])
 
@@ -160,8 +175,9 @@ async def test_openapi_declares_the_id_and_topic_formats_of_ack_nack_dlq_and_rep
     replay = body("/v1/events/dlq/replay")
     assert replay["ids"]["items"]["pattern"] == STREAM_ID_PATTERN
     assert replay["topic"]["pattern"] == TOPIC_PATTERN.pattern
-    [topic] = [p for p in spec["paths"]["/v1/events/dlq"]["get"]["parameters"]
-               if p["name"] == "topic"]
+    [topic] = [
+        p for p in spec["paths"]["/v1/events/dlq"]["get"]["parameters"] if p["name"] == "topic"
+    ]
     assert topic["schema"]["pattern"] == TOPIC_PATTERN.pattern
 
 
@@ -173,11 +189,18 @@ def test_every_id_the_declared_format_allows_is_accepted(token: str) -> None:
     parse_id(stream_id)
 
 
-@pytest.mark.parametrize("token", [
-    "a=\u0661\u0662-0",  # Arabic-Indic digits: \d matches them, Redis does not
-    "a=" + "9" * 20 + "-0",  # beyond 64 bits
-    "A=1-0", "a=1", "a=1-", "=1-0", "a=-1-0",
-])
+@pytest.mark.parametrize(
+    "token",
+    [
+        "a=\u0661\u0662-0",  # Arabic-Indic digits: \d matches them, Redis does not
+        "a=" + "9" * 20 + "-0",  # beyond 64 bits
+        "A=1-0",
+        "a=1",
+        "a=1-",
+        "=1-0",
+        "a=-1-0",
+    ],
+)
 def test_ids_outside_the_declared_format_are_refused(token: str) -> None:
     assert re.fullmatch(DELIVERY_ID_PATTERN, token) is None
     with pytest.raises(ValidationFailed):

@@ -50,11 +50,18 @@ def test_documented_publish_bodies_accept_and_refuse_what_the_service_does(
     validator = jsonschema.Draft202012Validator(schema)
     wrap = PUBLISH[path]
 
-    valid = {"topic": "business-facts", "type": "order.placed", "data": {"n": 1},
-             "response_topic": "action-results"}
+    valid = {
+        "topic": "business-facts",
+        "type": "order.placed",
+        "data": {"n": 1},
+        "response_topic": "action-results",
+    }
     validator.validate(wrap(valid))
-    for bad in ({**valid, "topic": "Bad Topic!"}, {**valid, "response_topic": "-x"},
-                {k: v for k, v in valid.items() if k != "type"}):
+    for bad in (
+        {**valid, "topic": "Bad Topic!"},
+        {**valid, "response_topic": "-x"},
+        {k: v for k, v in valid.items() if k != "type"},
+    ):
         assert not validator.is_valid(wrap(bad)), bad
 
     # snake_case names, as everywhere else in the API (camelCase is accepted too).

@@ -15,14 +15,23 @@ pytestmark = pytest.mark.asyncio
 
 
 async def test_publish_returns_ids_and_stamps_the_callers_identity(service: Service) -> None:
-    async with SSEStream(service.client, topics="business-facts",
-                         headers={"X-Tenant-ID": "acme"}) as stream:
+    async with SSEStream(
+        service.client, topics="business-facts", headers={"X-Tenant-ID": "acme"}
+    ) as stream:
         r = await service.client.post(
             "/v1/events/publish",
             headers={"X-Tenant-ID": "acme", "X-User-ID": "alice"},
-            json={"event": {"id": "evt-1", "topic": "business-facts", "type": "order.placed",
-                            "tenantId": "someone-else", "user_id": "mallory",
-                            "correlationId": "c-1", "data": {"n": 1}}},
+            json={
+                "event": {
+                    "id": "evt-1",
+                    "topic": "business-facts",
+                    "type": "order.placed",
+                    "tenantId": "someone-else",
+                    "user_id": "mallory",
+                    "correlationId": "c-1",
+                    "data": {"n": 1},
+                }
+            },
         )
         assert r.status_code == 200, r.text
         body = r.json()
@@ -88,8 +97,7 @@ async def test_oversized_payload_is_rejected_with_advice_to_use_working_memory(
 ) -> None:
     big = {"blob": "x" * (service.settings.max_payload_bytes + 10)}
     r = await service.client.post(
-        "/v1/events/publish", json={"event": {"topic": "business-facts", "type": "x",
-                                              "data": big}}
+        "/v1/events/publish", json={"event": {"topic": "business-facts", "type": "x", "data": big}}
     )
     assert r.status_code == 413
     error = r.json()["error"]
@@ -128,13 +136,16 @@ async def test_ready_reports_the_backend(service: Service) -> None:
 
 
 async def test_jwt_mode_takes_the_tenant_from_the_token(request: pytest.FixtureRequest) -> None:
-    settings = make_settings("memory", request, auth_mode="jwt",
-                             jwt_secret="event-service-test-secret-0123456789")
+    settings = make_settings(
+        "memory", request, auth_mode="jwt", jwt_secret="event-service-test-secret-0123456789"
+    )
     token = issue_token(settings, tenant_id="acme", user_id="bob")
     auth = {"Authorization": f"Bearer {token}"}
     event = {"event": {"topic": "business-facts", "type": "x", "tenant_id": "other"}}
-    async with serve(create_app(settings)) as server, \
-            httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+    async with (
+        serve(create_app(settings)) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+    ):
         r = await client.post("/v1/events/publish", json=event)
         assert r.status_code == 401
         r = await client.get("/v1/events/stream", params={"topics": "business-facts"})
@@ -151,12 +162,16 @@ async def test_an_unreachable_redis_answers_503_and_not_ready(
 ) -> None:
     # Nothing listens on port 1: the app starts (nothing connects at start-up) and
     # reports the outage in the common error shape.
-    settings = make_settings("memory", request, event_backend="redis",
-                             redis_url="redis://127.0.0.1:1/0")
-    async with serve(create_app(settings)) as server, \
-            httpx.AsyncClient(base_url=server.url, timeout=15) as client:
-        r = await client.post("/v1/events/publish",
-                              json={"event": {"topic": "business-facts", "type": "x"}})
+    settings = make_settings(
+        "memory", request, event_backend="redis", redis_url="redis://127.0.0.1:1/0"
+    )
+    async with (
+        serve(create_app(settings)) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+    ):
+        r = await client.post(
+            "/v1/events/publish", json={"event": {"topic": "business-facts", "type": "x"}}
+        )
         assert r.status_code == 503
         assert r.json()["error"]["code"] == "service_unavailable"
         r = await client.get("/ready")
@@ -168,18 +183,22 @@ async def test_publish_keeps_request_ids_body_limit_and_openapi_docs(
 ) -> None:
     # Publishing is served ahead of FastAPI's router; the platform behaviour stays.
     settings = make_settings("memory", request, max_request_bytes=4096)
-    async with serve(create_app(settings)) as server, \
-            httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+    async with (
+        serve(create_app(settings)) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+    ):
         event = {"event": {"topic": "business-facts", "type": "x"}}
-        r = await client.post("/v1/events/publish", json=event,
-                              headers={"X-Request-ID": "req-42"})
+        r = await client.post("/v1/events/publish", json=event, headers={"X-Request-ID": "req-42"})
         assert r.status_code == 200, r.text
         assert r.headers["x-request-id"] == "req-42"
         assert r.headers["content-type"] == "application/json"
 
-        r = await client.post("/v1/events/publish-batch",
-                              json={"events": [{"topic": "business-facts", "type": "x",
-                                                "data": {"pad": "x" * 5000}}]})
+        r = await client.post(
+            "/v1/events/publish-batch",
+            json={
+                "events": [{"topic": "business-facts", "type": "x", "data": {"pad": "x" * 5000}}]
+            },
+        )
         assert r.status_code == 413
         assert r.json()["error"]["code"] == "payload_too_large"
         assert r.headers["x-request-id"]
@@ -189,7 +208,9 @@ async def test_publish_keeps_request_ids_body_limit_and_openapi_docs(
         assert r.json()["error"]["code"] == "method_not_allowed"
 
         paths = (await client.get("/openapi.json")).json()["paths"]
-        for path, field in (("/v1/events/publish", "event"),
-                            ("/v1/events/publish-batch", "events")):
+        for path, field in (
+            ("/v1/events/publish", "event"),
+            ("/v1/events/publish-batch", "events"),
+        ):
             body = paths[path]["post"]["requestBody"]["content"]["application/json"]
             assert field in body["schema"]["properties"]

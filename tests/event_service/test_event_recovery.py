@@ -25,11 +25,13 @@ pytestmark = pytest.mark.asyncio
 TOPIC = "action-requests"
 
 
-async def _extend(service: Service, group: str, ids: list[str], *,
-                  tenant: str | None = None) -> httpx.Response:
+async def _extend(
+    service: Service, group: str, ids: list[str], *, tenant: str | None = None
+) -> httpx.Response:
     headers = {"X-Tenant-ID": tenant} if tenant else {}
-    return await service.client.post("/v1/events/extend", json={"group": group, "ids": ids},
-                                     headers=headers)
+    return await service.client.post(
+        "/v1/events/extend", json={"group": group, "ids": ids}, headers=headers
+    )
 
 
 async def _silent(stream: SSEStream, seconds: float) -> bool:
@@ -80,8 +82,13 @@ async def test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once(
 async def test_resuming_counts_a_delivery_so_max_deliveries_still_dead_letters(
     service: Service,
 ) -> None:
-    group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 600,
-                             "max_deliveries": 2, "consumer": "crashy"}
+    group: dict[str, Any] = {
+        "topics": TOPIC,
+        "group": "g",
+        "visibility_timeout": 600,
+        "max_deliveries": 2,
+        "consumer": "crashy",
+    }
     async with SSEStream(service.client, **group) as stream:
         await service.publish(TOPIC, "poison")
         await stream.next()  # first delivery; the process dies
@@ -96,8 +103,12 @@ async def test_resuming_counts_a_delivery_so_max_deliveries_still_dead_letters(
 
 
 async def test_a_consumer_id_of_another_tenant_resumes_nothing(service: Service) -> None:
-    group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 600,
-                             "consumer": "same-name"}
+    group: dict[str, Any] = {
+        "topics": TOPIC,
+        "group": "g",
+        "visibility_timeout": 600,
+        "consumer": "same-name",
+    }
     async with SSEStream(service.client, headers={"X-Tenant-ID": "tenant-a"}, **group) as a:
         await service.publish(TOPIC, "secret", tenant="tenant-a")
         await a.next()
@@ -109,8 +120,10 @@ async def test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked
     service: Service,
 ) -> None:
     group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 1}
-    async with SSEStream(service.client, consumer="one", **group) as one, \
-            SSEStream(service.client, consumer="two", **group) as two:
+    async with (
+        SSEStream(service.client, consumer="one", **group) as one,
+        SSEStream(service.client, consumer="two", **group) as two,
+    ):
         await service.publish(TOPIC, "job")
         slow, idle, frame = await _first_of(one, two)
         token = frame.id or ""
@@ -139,8 +152,9 @@ async def test_extend_validates_its_body_and_skips_nacked_deliveries(service: Se
     assert "not-a-token" in r.json()["error"]["message"]
     r = await service.client.post("/v1/events/extend", json={"group": "g", "ids": []})
     assert r.status_code == 422
-    async with SSEStream(service.client, topics=TOPIC, group="g", consumer="c",
-                         visibility_timeout=600) as stream:
+    async with SSEStream(
+        service.client, topics=TOPIC, group="g", consumer="c", visibility_timeout=600
+    ) as stream:
         await service.publish(TOPIC, "job")
         frame = await stream.next()
         assert await service.nack("g", [frame.id or ""], "retry later") == 1
@@ -151,11 +165,13 @@ async def test_extend_validates_its_body_and_skips_nacked_deliveries(service: Se
 
 
 async def test_prefetch_bounds_unacked_deliveries_in_flight(service: Service) -> None:
-    async with SSEStream(service.client, topics=TOPIC, group="g", consumer="c",
-                         prefetch=3) as stream:
+    async with SSEStream(
+        service.client, topics=TOPIC, group="g", consumer="c", prefetch=3
+    ) as stream:
         assert stream.ready is not None and stream.ready.json()["prefetch"] == 3
-        await service.publish_batch([{"topic": TOPIC, "type": "job", "data": {"n": n}}
-                                     for n in range(10)])
+        await service.publish_batch(
+            [{"topic": TOPIC, "type": "job", "data": {"n": n}} for n in range(10)]
+        )
         first = await stream.messages(3)
         assert await _silent(stream, 0.5)
         # Each ack lets one more in.
@@ -172,8 +188,9 @@ async def test_prefetch_bounds_unacked_deliveries_in_flight(service: Service) ->
 
 async def test_prefetch_is_bounded_and_defaults_to_the_setting(service: Service) -> None:
     for bad in ("0", "1001", "many"):
-        r = await service.client.get("/v1/events/stream", params={
-            "topics": TOPIC, "group": "g", "prefetch": bad})
+        r = await service.client.get(
+            "/v1/events/stream", params={"topics": TOPIC, "group": "g", "prefetch": bad}
+        )
         assert r.status_code == 422, bad
         assert "prefetch" in r.text
     async with SSEStream(service.client, topics=TOPIC, group="g") as stream:
@@ -190,11 +207,18 @@ async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redeli
     # only a handful are in flight, each well inside its lease.
     n = 600
     for start in range(0, n, 200):
-        await service.publish_batch([{"topic": TOPIC, "type": "job", "data": {"n": i}}
-                                     for i in range(start, start + 200)])
+        await service.publish_batch(
+            [{"topic": TOPIC, "type": "job", "data": {"n": i}} for i in range(start, start + 200)]
+        )
     seen: list[int] = []
-    async with SSEStream(service.client, topics=TOPIC, group="g", consumer="c",
-                         visibility_timeout=5, from_="earliest") as stream:
+    async with SSEStream(
+        service.client,
+        topics=TOPIC,
+        group="g",
+        consumer="c",
+        visibility_timeout=5,
+        from_="earliest",
+    ) as stream:
         while len(set(seen)) < n:
             frame = await stream.next(within=15)
             seen.append(frame.json()["data"]["n"])
@@ -212,13 +236,17 @@ async def test_acks_through_another_service_replica_free_prefetch_room(
     request: pytest.FixtureRequest,
 ) -> None:
     settings = make_settings("redis", request)
-    async with serve(create_app(settings)) as one, serve(create_app(settings)) as two, \
-            httpx.AsyncClient(base_url=one.url, timeout=15) as c1, \
-            httpx.AsyncClient(base_url=two.url, timeout=15) as c2:
+    async with (
+        serve(create_app(settings)) as one,
+        serve(create_app(settings)) as two,
+        httpx.AsyncClient(base_url=one.url, timeout=15) as c1,
+        httpx.AsyncClient(base_url=two.url, timeout=15) as c2,
+    ):
         s1, s2 = Service(one, c1, settings), Service(two, c2, settings)
         async with SSEStream(c1, topics=TOPIC, group="g", consumer="c", prefetch=2) as stream:
-            await s1.publish_batch([{"topic": TOPIC, "type": "job", "data": {"n": n}}
-                                    for n in range(6)])
+            await s1.publish_batch(
+                [{"topic": TOPIC, "type": "job", "data": {"n": n}} for n in range(6)]
+            )
             got = []
             for _ in range(3):
                 frames = await stream.messages(2)

@@ -17,8 +17,10 @@ async def test_a_client_resuming_after_a_restart_gets_every_event_published_mean
     request: pytest.FixtureRequest,
 ) -> None:
     settings = make_settings("redis", request)
-    async with serve(create_app(settings)) as first, \
-            httpx.AsyncClient(base_url=first.url, timeout=15) as client:
+    async with (
+        serve(create_app(settings)) as first,
+        httpx.AsyncClient(base_url=first.url, timeout=15) as client,
+    ):
         svc = Service(first, client, settings)
         async with SSEStream(client, topics="business-facts,plan-events") as stream:
             await svc.publish("business-facts", "seen", {"n": 0})
@@ -26,13 +28,16 @@ async def test_a_client_resuming_after_a_restart_gets_every_event_published_mean
         await svc.publish("business-facts", "missed", {"n": 1})
         await svc.publish("plan-events", "missed", {"n": 2})
 
-    async with serve(create_app(settings)) as second, \
-            httpx.AsyncClient(base_url=second.url, timeout=15) as client:
+    async with (
+        serve(create_app(settings)) as second,
+        httpx.AsyncClient(base_url=second.url, timeout=15) as client,
+    ):
         svc = Service(second, client, settings)
         await svc.publish("plan-events", "missed", {"n": 3})
         await svc.publish("business-facts", "missed", {"n": 4})
-        async with SSEStream(client, topics="business-facts,plan-events",
-                             last_event_id=token) as resumed:
+        async with SSEStream(
+            client, topics="business-facts,plan-events", last_event_id=token
+        ) as resumed:
             frames = await resumed.messages(4)
             await svc.publish("plan-events", "marker")
             assert (await resumed.next()).json()["type"] == "marker"
@@ -43,18 +48,26 @@ async def test_pending_group_deliveries_are_redelivered_after_a_restart(
     request: pytest.FixtureRequest,
 ) -> None:
     settings = make_settings("redis", request)
-    group = {"topics": "action-requests", "group": "workers", "consumer": "w1",
-             "visibility_timeout": 0.3}
-    async with serve(create_app(settings)) as first, \
-            httpx.AsyncClient(base_url=first.url, timeout=15) as client:
+    group = {
+        "topics": "action-requests",
+        "group": "workers",
+        "consumer": "w1",
+        "visibility_timeout": 0.3,
+    }
+    async with (
+        serve(create_app(settings)) as first,
+        httpx.AsyncClient(base_url=first.url, timeout=15) as client,
+    ):
         svc = Service(first, client, settings)
         async with SSEStream(client, **group) as stream:
             published = await svc.publish("action-requests", "job")
             await stream.next()  # taken, then the service goes away before any ack
         queued = await svc.publish("action-requests", "queued")  # nobody connected
 
-    async with serve(create_app(settings)) as second, \
-            httpx.AsyncClient(base_url=second.url, timeout=15) as client:
+    async with (
+        serve(create_app(settings)) as second,
+        httpx.AsyncClient(base_url=second.url, timeout=15) as client,
+    ):
         svc = Service(second, client, settings)
         async with SSEStream(client, **group) as stream:
             frames = await stream.messages(2)

@@ -12,9 +12,7 @@ from soorma_common.errors import ValidationFailed
 topics = st.from_regex(r"[a-z0-9][a-z0-9._-]{0,20}", fullmatch=True).filter(
     lambda t: "=" not in t and "," not in t
 )
-stream_ids = st.tuples(st.integers(0, 2**48), st.integers(0, 2**32)).map(
-    lambda k: f"{k[0]}-{k[1]}"
-)
+stream_ids = st.tuples(st.integers(0, 2**48), st.integers(0, 2**32)).map(lambda k: f"{k[0]}-{k[1]}")
 
 
 @given(st.dictionaries(topics, stream_ids, min_size=1, max_size=8))

@@ -34,18 +34,40 @@ async def services(tmp_path: Any) -> AsyncIterator[dict[str, str]]:
     """Events, registry, memory and the gateway (dev mode, as `soorma dev` runs them)."""
     async with AsyncExitStack() as stack:
         events = await stack.enter_async_context(serve(create_event_app(event_settings())))
-        registry = await stack.enter_async_context(serve(create_registry_app(
-            registry_settings(f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path))))
-        memory = await stack.enter_async_context(serve(create_memory_app(
-            memory_settings(f"sqlite+aiosqlite:///{tmp_path}/memory.db", tmp_path))))
+        registry = await stack.enter_async_context(
+            serve(
+                create_registry_app(
+                    registry_settings(f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path)
+                )
+            )
+        )
+        memory = await stack.enter_async_context(
+            serve(
+                create_memory_app(
+                    memory_settings(f"sqlite+aiosqlite:///{tmp_path}/memory.db", tmp_path)
+                )
+            )
+        )
         port = free_port()
-        gateway = await stack.enter_async_context(serve(create_gateway_app(GatewaySettings(
-            event_service_url=events.url, registry_url=registry.url, data_dir=tmp_path,
-            gateway_url=f"http://127.0.0.1:{port}", gateway_card_ttl_seconds=0,
-        )), port))
+        gateway = await stack.enter_async_context(
+            serve(
+                create_gateway_app(
+                    GatewaySettings(
+                        event_service_url=events.url,
+                        registry_url=registry.url,
+                        data_dir=tmp_path,
+                        gateway_url=f"http://127.0.0.1:{port}",
+                        gateway_card_ttl_seconds=0,
+                    )
+                ),
+                port,
+            )
+        )
         yield subprocess_env(
-            SOORMA_EVENT_SERVICE_URL=events.url, SOORMA_REGISTRY_URL=registry.url,
-            SOORMA_MEMORY_URL=memory.url, SOORMA_GATEWAY_URL=gateway.url,
+            SOORMA_EVENT_SERVICE_URL=events.url,
+            SOORMA_REGISTRY_URL=registry.url,
+            SOORMA_MEMORY_URL=memory.url,
+            SOORMA_GATEWAY_URL=gateway.url,
         )
 
 
@@ -55,18 +77,30 @@ async def test_client_streams_a_task_with_progress_and_one_human_answer(
     worker = await Proc.start(sys.executable, str(EXAMPLE / "worker.py"), env=services)
     try:
         await worker.wait_for("agent expense-approver ready")
-        client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"), "250",
-                                  "team dinner", "--answer", "yes", env=services)
+        client = await Proc.start(
+            sys.executable,
+            str(EXAMPLE / "client.py"),
+            "250",
+            "team dinner",
+            "--answer",
+            "yes",
+            env=services,
+        )
         assert await client.wait() == 0, client.output + "\n" + worker.output
         lines = client.lines
         assert lines[0] == "gateway skills: expense-review"
         assert "status: TASK_STATE_WORKING checking the expense policy" in lines
         assert "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?" in lines
         assert lines.index("answering: yes") > lines.index(
-            "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?")
+            "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?"
+        )
         assert "status: TASK_STATE_COMPLETED" in lines
         assert json.loads(lines[-1]) == {
-            "amount": 250.0, "approved": True, "by": "human", "note": "yes"}
+            "amount": 250.0,
+            "approved": True,
+            "by": "human",
+            "note": "yes",
+        }
         assert await worker.stop(signal.SIGINT) == 0, worker.output
     finally:
         await worker.kill()

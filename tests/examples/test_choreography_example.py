@@ -39,10 +39,16 @@ def offline_env(**urls: str) -> dict[str, str]:
     """The example's environment: no provider keys, no route to the internet."""
     closed = f"http://127.0.0.1:{free_port()}"
     env = subprocess_env(
-        HTTP_PROXY=closed, HTTPS_PROXY=closed, ALL_PROXY=closed,
-        http_proxy=closed, https_proxy=closed, all_proxy=closed,
-        NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost",
-        LITELLM_LOCAL_MODEL_COST_MAP="True", **urls,
+        HTTP_PROXY=closed,
+        HTTPS_PROXY=closed,
+        ALL_PROXY=closed,
+        http_proxy=closed,
+        https_proxy=closed,
+        all_proxy=closed,
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        **urls,
     )
     for name in KEY_VARS:
         env.pop(name, None)
@@ -58,9 +64,11 @@ async def services(sqlite_url: str, tmp_path: Any) -> AsyncIterator[dict[str, st
     registry = RegistrySettings(
         registry_database_url=f"sqlite+aiosqlite:///{tmp_path}/registry.db", data_dir=tmp_path
     )
-    async with serve(create_event_app(EventSettings(event_backend="memory"))) as events, \
-            serve(create_memory_app(memory)) as memories, \
-            serve(create_registry_app(registry)) as registrar:
+    async with (
+        serve(create_event_app(EventSettings(event_backend="memory"))) as events,
+        serve(create_memory_app(memory)) as memories,
+        serve(create_registry_app(registry)) as registrar,
+    ):
         yield {
             "SOORMA_EVENT_SERVICE_URL": events.url,
             "SOORMA_MEMORY_URL": memories.url,
@@ -73,22 +81,22 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
 ):
     env = offline_env(**services)
     workers = await Proc.start(sys.executable, str(EXAMPLE / "workers.py"), env=env)
-    planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline",
-                               env=env)
+    planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline", env=env)
     try:
         for name in ("doc-fetcher", "doc-analyzer", "doc-reporter"):
             await workers.wait_for(f"agent {name} ready")
         await planner.wait_for("agent doc-research-planner ready", within=60)
 
-        client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"),
-                                  "choreography of events", env=env)
-        assert await client.wait(within=60) == 0, (
-            client.output + "\n--- planner\n" + planner.output
+        client = await Proc.start(
+            sys.executable, str(EXAMPLE / "client.py"), "choreography of events", env=env
         )
+        assert await client.wait(within=60) == 0, client.output + "\n--- planner\n" + planner.output
         assert client.lines[0] == "Report: choreography of events"
         assert "Key terms: " in client.output and "Highlights:" in client.output
-        assert "- In choreography no central conductor exists: each agent reacts to events " \
-               "and publishes new events." in client.lines
+        assert (
+            "- In choreography no central conductor exists: each agent reacts to events "
+            "and publishes new events." in client.lines
+        )
         last = client.lines[-1]
         assert last.startswith("plan ") and last.endswith(": completed"), last
         plan_id = last.removeprefix("plan ").removesuffix(": completed")
@@ -126,8 +134,9 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
 
 async def test_planner_without_a_key_names_the_variable_to_set():
     env = offline_env(SOORMA_REGISTRY_URL=f"http://127.0.0.1:{free_port()}")
-    planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"),
-                               "--model", "gpt-4o-mini", env=env)
+    planner = await Proc.start(
+        sys.executable, str(EXAMPLE / "planner.py"), "--model", "gpt-4o-mini", env=env
+    )
     assert await planner.wait() == 2
     assert "set the OPENAI_API_KEY environment variable" in planner.output
     assert "--offline" in planner.output
@@ -139,12 +148,10 @@ async def test_offline_plan_fails_with_the_reason_when_no_tool_is_registered(
     # No workers.py: the scripted answer names doc.fetch.requested, which no live agent
     # consumes, so validation rejects it (first try and repair) and the plan fails.
     env = offline_env(**services)
-    planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline",
-                               env=env)
+    planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline", env=env)
     try:
         await planner.wait_for("agent doc-research-planner ready", within=60)
-        client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"), "anything",
-                                  env=env)
+        client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"), "anything", env=env)
         assert await client.wait(within=60) == 1, client.output + "\n" + planner.output
         assert "research failed: no valid decision after 2 attempt(s)" in client.output
         assert "'doc.fetch.requested' does not exist or no live agent consumes it" in client.output
@@ -155,7 +162,8 @@ async def test_offline_plan_fails_with_the_reason_when_no_tool_is_registered(
             plan = await context.memory.get_plan_context(plan_id)
         assert plan is not None and plan.status == "failed"
         assert [(r["attempt"], r["valid"]) for r in plan.state["llm_audit"]] == [
-            ("first", False), ("repair", False),
+            ("first", False),
+            ("repair", False),
         ]
         assert "choreography_actions" not in plan.state  # nothing was published
         assert await planner.stop(signal.SIGINT) == 0, planner.output

@@ -44,10 +44,12 @@ async def test_01_hello_world_tool_greets_and_refuses_a_too_long_name():
     hello = load("01-hello-world", "tool.py")
     async with PlatformHarness() as platform:
         await platform.start(hello.tool)
-        answer = await platform.call("greet.requested", {"name": "Ada"},
-                                     response_event="greet.completed")
-        refused = await platform.call("greet.requested", {"name": "x" * 101},
-                                      response_event="greet.completed")
+        answer = await platform.call(
+            "greet.requested", {"name": "Ada"}, response_event="greet.completed"
+        )
+        refused = await platform.call(
+            "greet.requested", {"name": "x" * 101}, response_event="greet.completed"
+        )
     assert answer.data["result"] == {"greeting": "Hello, Ada!"}
     assert refused.data["success"] is False
     assert "name is too long" in refused.data["error"]
@@ -63,8 +65,9 @@ async def test_02_worker_fans_out_to_three_tools_and_aggregates():
             {"text": "I love the new laptop from Acme, but the flight to Berlin was late."},
             response_event="analyze.completed",
         )
-        blank = await platform.call("analyze.requested", {"text": " "},
-                                    response_event="analyze.completed")
+        blank = await platform.call(
+            "analyze.requested", {"text": " "}, response_event="analyze.completed"
+        )
         delegated = platform.events(source="text-analyzer", topic="action-requests")
     assert answer.data["result"] == {
         "entities": ["Acme", "Berlin"],
@@ -75,7 +78,10 @@ async def test_02_worker_fans_out_to_three_tools_and_aggregates():
     assert blank.data["error"] == "data.text must be a non-empty string"
     # Three sub-tasks in parallel, for the one valid request only.
     assert sorted(e.type for e in delegated) == [
-        "entity.extract", "sentiment.analyze", "topic.classify"]
+        "entity.extract",
+        "sentiment.analyze",
+        "topic.classify",
+    ]
 
 
 async def test_03_working_memory_worker_reads_the_record_the_event_only_names():
@@ -86,13 +92,17 @@ async def test_03_working_memory_worker_reads_the_record_the_event_only_names():
         await platform.start(checker.worker)
         await platform.context.memory.store(key, planner.vehicle_record("V-42"), plan_id=plan_id)
         answer = await platform.call(
-            "parts.check.requested", {"vehicle_id": "V-42", "plan_id": plan_id, "memory_key": key},
-            response_event="parts.check.completed", plan_id=plan_id,
+            "parts.check.requested",
+            {"vehicle_id": "V-42", "plan_id": plan_id, "memory_key": key},
+            response_event="parts.check.completed",
+            plan_id=plan_id,
         )
         (request,) = platform.events("parts.check.requested")
     assert answer.data["result"] == {
-        "vehicle_id": "V-42", "history_entries": 600,
-        "in_stock": ["brake_pads", "wiper_blades"], "to_order": ["oil_filter"],
+        "vehicle_id": "V-42",
+        "history_entries": 600,
+        "in_stock": ["brake_pads", "wiper_blades"],
+        "to_order": ["oil_filter"],
     }
     # The event carried the key, not the ~100 KB record.
     assert len(json.dumps(request.data)) < 300
@@ -105,8 +115,9 @@ async def test_04_state_machine_takes_each_branch_by_the_answers():
         await platform.start(workers.searcher, workers.analyzer, workers.user, planner.planner)
         outcomes = {}
         for topic in ("owls", "flaky", "obscure", "broken"):
-            answer = await platform.call("research.goal", {"topic": topic},
-                                         response_event="research.done")
+            answer = await platform.call(
+                "research.goal", {"topic": topic}, response_event="research.done"
+            )
             plan = await platform.plan(correlation_id=answer.correlation_id)
             assert plan is not None and plan.plan_id == answer.data["plan_id"]
             outcomes[topic] = (answer.data["status"], list(plan.results))
@@ -126,9 +137,11 @@ async def test_05_choreography_planner_runs_fetch_analyze_report_on_scripted_dec
         llm = platform.scripted_llm(lambda call: offline.scripted_decision(call.plan))
         research = example.build_planner(llm.model, offline=False)
         await platform.start(workers.fetcher, workers.analyzer, workers.reporter, research)
-        answer = await platform.call("doc.research.requested",
-                                     {"topic": "choreography of events"},
-                                     response_event="doc.research.completed")
+        answer = await platform.call(
+            "doc.research.requested",
+            {"topic": "choreography of events"},
+            response_event="doc.research.completed",
+        )
         plan = await platform.plan(answer.data["plan_id"])
     assert answer.data["status"] == "completed"
     report = answer.data["result"]["report"]
@@ -138,4 +151,8 @@ async def test_05_choreography_planner_runs_fetch_analyze_report_on_scripted_dec
     assert plan is not None and set(plan.results) == {*steps, "final"}
     assert [(r["attempt"], r["valid"]) for r in plan.state["llm_audit"]] == [("first", True)] * 4
     assert [c.trigger.split(" ")[0] for c in llm.calls] == [
-        "new", "doc.fetch.completed", "doc.analyze.completed", "doc.report.completed"]
+        "new",
+        "doc.fetch.completed",
+        "doc.analyze.completed",
+        "doc.report.completed",
+    ]

@@ -34,18 +34,32 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "06-hitl-timeout"
 async def services(tmp_path: Any) -> AsyncIterator[dict[str, str]]:
     async with (
         serve(create_event_app(EventSettings(event_backend="memory"))) as events,
-        serve(memory_service.create_app(MemorySettings(
-            memory_database_url=f"sqlite+aiosqlite:///{tmp_path}/memory.db", data_dir=tmp_path,
-        ))) as memory,
-        serve(registry_service.create_app(registry_service.Settings(
-            registry_database_url=f"sqlite+aiosqlite:///{tmp_path}/registry.db",
-            data_dir=tmp_path,
-        ))) as registry,
-        serve(create_tracker_app(TrackerSettings(
-            tracker_database_url=f"sqlite+aiosqlite:///{tmp_path}/tracker.db",
-            event_service_url=events.url, memory_url=memory.url,
-            tracker_timeout_interval_seconds=0.1,
-        ))) as tracker,
+        serve(
+            memory_service.create_app(
+                MemorySettings(
+                    memory_database_url=f"sqlite+aiosqlite:///{tmp_path}/memory.db",
+                    data_dir=tmp_path,
+                )
+            )
+        ) as memory,
+        serve(
+            registry_service.create_app(
+                registry_service.Settings(
+                    registry_database_url=f"sqlite+aiosqlite:///{tmp_path}/registry.db",
+                    data_dir=tmp_path,
+                )
+            )
+        ) as registry,
+        serve(
+            create_tracker_app(
+                TrackerSettings(
+                    tracker_database_url=f"sqlite+aiosqlite:///{tmp_path}/tracker.db",
+                    event_service_url=events.url,
+                    memory_url=memory.url,
+                    tracker_timeout_interval_seconds=0.1,
+                )
+            )
+        ) as tracker,
     ):
         yield {
             "SOORMA_EVENT_SERVICE_URL": events.url,
@@ -59,8 +73,7 @@ SOORMA = str(Path(sys.executable).parent / "soorma")
 
 
 async def run(env: dict[str, str], script: str, *args: str) -> tuple[int, str]:
-    proc = await Proc.start(sys.executable, str(EXAMPLE / script), *args, env=env,
-                            cwd=str(EXAMPLE))
+    proc = await Proc.start(sys.executable, str(EXAMPLE / script), *args, env=env, cwd=str(EXAMPLE))
     code = await proc.wait(90)
     return code, proc.output
 
@@ -79,7 +92,8 @@ async def test_timeout_branch_without_an_answer_and_happy_branch_with_one(servic
         await planner.wait_for("agent expense-planner ready", within=60)
         await worker.wait_for("agent approver ready", within=60)
         (timed, timed_out), (yes, approved) = await asyncio.gather(
-            run(env, "client.py"), run(env, "client.py", "--answer", "yes"))
+            run(env, "client.py"), run(env, "client.py", "--answer", "yes")
+        )
         assert timed == 0 and timed_out.startswith("escalated plan "), timed_out
         assert yes == 0 and approved.startswith("approved plan "), approved
         timeout_plan = timed_out.split()[-1]

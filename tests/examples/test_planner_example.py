@@ -36,13 +36,22 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "04-planner-state-m
 async def services(tmp_path: Any) -> AsyncIterator[dict[str, str]]:
     async with (
         serve(create_event_app(EventSettings(event_backend="memory"))) as events,
-        serve(memory_service.create_app(MemorySettings(
-            memory_database_url=f"sqlite+aiosqlite:///{tmp_path}/memory.db", data_dir=tmp_path,
-        ))) as memory,
-        serve(registry_service.create_app(registry_service.Settings(
-            registry_database_url=f"sqlite+aiosqlite:///{tmp_path}/registry.db",
-            data_dir=tmp_path,
-        ))) as registry,
+        serve(
+            memory_service.create_app(
+                MemorySettings(
+                    memory_database_url=f"sqlite+aiosqlite:///{tmp_path}/memory.db",
+                    data_dir=tmp_path,
+                )
+            )
+        ) as memory,
+        serve(
+            registry_service.create_app(
+                registry_service.Settings(
+                    registry_database_url=f"sqlite+aiosqlite:///{tmp_path}/registry.db",
+                    data_dir=tmp_path,
+                )
+            )
+        ) as registry,
     ):
         yield {
             "SOORMA_EVENT_SERVICE_URL": events.url,
@@ -89,8 +98,7 @@ async def test_planner_killed_mid_plan_is_continued_by_a_restarted_planner(servi
         memory_url=services["SOORMA_MEMORY_URL"],
         registry_url=services["SOORMA_REGISTRY_URL"],
     )
-    workers = await Proc.start(sys.executable, str(EXAMPLE / "workers.py"), "searcher",
-                               env=env)
+    workers = await Proc.start(sys.executable, str(EXAMPLE / "workers.py"), "searcher", env=env)
     # The analyzer runs here so the test decides when the analysis answer goes out.
     context = PlatformContext.from_env(settings=settings)
     analyzer = Agent(name="content-analyzer", context=context)
@@ -104,16 +112,17 @@ async def test_planner_killed_mid_plan_is_continued_by_a_restarted_planner(servi
     try:
         await workers.wait_for("workers ready")
         await analyzer.start()
-        client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"), "whales",
-                                  env=env)
+        client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"), "whales", env=env)
         async with asyncio.timeout(30):
             request = await arrived.get()
         # The plan is waiting in 'analyzing'. Kill the planner without any goodbye.
         planner.proc.kill()
         await planner.wait()
         await context.bus.respond(
-            "content.analyze.completed", {"summary": "analysis made while no planner ran"},
-            correlation_id=request.correlation_id, topic=request.response_topic,
+            "content.analyze.completed",
+            {"summary": "analysis made while no planner ran"},
+            correlation_id=request.correlation_id,
+            topic=request.response_topic,
         )
         planner = await start_planner(env)
         assert await client.wait(60) == 0, client.output

@@ -36,8 +36,10 @@ async def services(sqlite_url: str, tmp_path: Any) -> AsyncIterator[dict[str, st
     memory_settings = MemorySettings(
         memory_database_url=sqlite_url, data_dir=tmp_path, memory_prune_interval_seconds=3600
     )
-    async with serve(create_event_app(EventSettings(event_backend="memory"))) as events, \
-            serve(create_memory_app(memory_settings)) as memory:
+    async with (
+        serve(create_event_app(EventSettings(event_backend="memory"))) as events,
+        serve(create_memory_app(memory_settings)) as memory,
+    ):
         yield subprocess_env(
             SOORMA_EVENT_SERVICE_URL=events.url,
             SOORMA_MEMORY_URL=memory.url,
@@ -60,12 +62,17 @@ async def test_fanout_client_prints_the_aggregate_of_three_tools(services: dict[
         (FANOUT / "worker.py", "agent text-analyzer ready"),
     )
     try:
-        await asyncio.gather(*(
-            procs[0].wait_for(f"agent {name} ready") for name in ("sentiment-tool", "entity-tool")
-        ))
+        await asyncio.gather(
+            *(
+                procs[0].wait_for(f"agent {name} ready")
+                for name in ("sentiment-tool", "entity-tool")
+            )
+        )
         client = await Proc.start(
-            sys.executable, str(FANOUT / "client.py"),
-            "I love the new laptop from Acme, but the flight to Berlin was late.", env=services,
+            sys.executable,
+            str(FANOUT / "client.py"),
+            "I love the new laptop from Acme, but the flight to Berlin was late.",
+            env=services,
         )
         assert await client.wait() == 0, client.output + "\n" + procs[1].output
         assert json.loads(client.lines[-1]) == {
@@ -89,9 +96,12 @@ async def test_working_memory_worker_reads_the_record_by_key(services: dict[str,
     )
     settings = PlatformSettings(event_service_url=services["SOORMA_EVENT_SERVICE_URL"])
     try:
-        async with PlatformContext.from_env(settings=settings) as watcher, watcher.bus.subscribe(
-            ["action-requests"], event_types=["parts.check.requested"]
-        ) as requests:
+        async with (
+            PlatformContext.from_env(settings=settings) as watcher,
+            watcher.bus.subscribe(
+                ["action-requests"], event_types=["parts.check.requested"]
+            ) as requests,
+        ):
             await requests.wait_ready()
             planner = await Proc.start(
                 sys.executable, str(WORKING_MEMORY / "planner.py"), "V-42", env=services

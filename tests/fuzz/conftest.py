@@ -40,8 +40,9 @@ def _postgres_database(server_url: str) -> Iterator[str]:
         asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-@pytest.fixture(scope="module",
-                params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def sql_url(request: pytest.FixtureRequest, tmp_path_factory: Any) -> Iterator[str]:
     """A fresh database for one test module: SQLite always, PostgreSQL when configured."""
     if request.param == "sqlite":
@@ -68,12 +69,14 @@ def registry_server(sql_url: str, tmp_path_factory: Any) -> Iterator[ThreadedSer
         yield server
 
 
-@pytest.fixture(scope="module",
-                params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(scope="module", params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def event_backend(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     """Event-service settings for one module: in-process log, or Redis under a fresh prefix."""
-    base: dict[str, Any] = {"event_backend": request.param, "block_seconds": 0.5,
-                            "claim_interval_seconds": 0.05}
+    base: dict[str, Any] = {
+        "event_backend": request.param,
+        "block_seconds": 0.5,
+        "claim_interval_seconds": 0.05,
+    }
     if request.param == "memory":
         yield base
         return

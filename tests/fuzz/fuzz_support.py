@@ -30,8 +30,12 @@ HYPOTHESIS_SETTINGS: dict[str, Any] = {
     "derandomize": True,
     "database": None,
     "deadline": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                              HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    "suppress_health_check": [
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 }
 
 
@@ -42,8 +46,13 @@ class ThreadedServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on",
-            timeout_graceful_shutdown=2, ws="none",
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+            ws="none",
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name="fuzz-server", daemon=True)
@@ -136,8 +145,9 @@ def json_values(max_leaves: int = 25) -> st.SearchStrategy[Any]:
     """Arbitrary JSON: nested arrays/objects of unicode strings, 64-bit ints, finite floats."""
     return st.recursive(
         json_scalars,
-        lambda children: st.lists(children, max_size=5)
-        | st.dictionaries(json_keys, children, max_size=5),
+        lambda children: (
+            st.lists(children, max_size=5) | st.dictionaries(json_keys, children, max_size=5)
+        ),
         max_leaves=max_leaves,
     )
 

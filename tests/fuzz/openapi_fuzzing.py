@@ -34,8 +34,12 @@ def soorma_error_shape(ctx: Any, response: Any, case: Any) -> bool | None:
     error = body["error"]
     if not (isinstance(error, dict) and set(error) == {"code", "message", "details"}):
         raise AssertionError(f"error lacks code/message/details: {response.text[:300]}")
-    if not (isinstance(error["code"], str) and error["code"]
-            and isinstance(error["message"], str) and error["message"]):
+    if not (
+        isinstance(error["code"], str)
+        and error["code"]
+        and isinstance(error["message"], str)
+        and error["message"]
+    ):
         raise AssertionError(f"error code/message must be non-empty strings: {error!r}")
     return True
 
@@ -90,8 +94,7 @@ def _fuzz(
 ) -> None:
     # No shrinking: a failure is reported as found (the report names the case), which
     # keeps a failing run as bounded as a passing one.
-    @settings(max_examples=examples, phases=[Phase.explicit, Phase.generate],
-              **HYPOTHESIS_SETTINGS)
+    @settings(max_examples=examples, phases=[Phase.explicit, Phase.generate], **HYPOTHESIS_SETTINGS)
     @given(case=strategy)
     def run(case: Any) -> None:
         response = case.call(base_url=base_url, session=session, timeout=10)

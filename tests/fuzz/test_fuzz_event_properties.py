@@ -31,15 +31,19 @@ TOPIC = "fuzz-roundtrip"
 
 # Event data is JSON text to the bus, not a database column: any integer and NUL too.
 event_scalars = (
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=40)
 )
 event_data = st.dictionaries(
     st.text(max_size=20),
     st.recursive(
         event_scalars,
-        lambda children: st.lists(children, max_size=5)
-        | st.dictionaries(json_keys, children, max_size=5),
+        lambda children: (
+            st.lists(children, max_size=5) | st.dictionaries(json_keys, children, max_size=5)
+        ),
         max_leaves=30,
     ),
     max_size=6,
@@ -104,8 +108,9 @@ def client(event_server: ThreadedServer) -> Iterator[httpx.Client]:
 @pytest.fixture
 def stream(client: httpx.Client) -> Iterator[SSEReader]:
     timeout = httpx.Timeout(WAIT)
-    with client.stream("GET", "/v1/events/stream", params={"topics": TOPIC},
-                       timeout=timeout) as response:
+    with client.stream(
+        "GET", "/v1/events/stream", params={"topics": TOPIC}, timeout=timeout
+    ) as response:
         assert response.status_code == 200
         reader = SSEReader(response)
         assert reader.next_frame()[0] == "ready"
@@ -118,13 +123,14 @@ def test_arbitrary_json_data_arrives_on_the_stream_exactly_as_published(
     @settings(max_examples=40, **HYPOTHESIS_SETTINGS)
     @given(data=event_data)
     @example(data={"big": 2**80, "neg": -(2**70), "f": 1.0, "tiny": 5e-324, "z": -0.0})
-    @example(data={"unicode": "😀 \u2028 é \x00 \\ \"", "": {"": []}})
+    @example(data={"unicode": '😀 \u2028 é \x00 \\ "', "": {"": []}})
     @example(data=_nested(150))
     def roundtrip(data: dict[str, Any]) -> None:
         # Sent as raw JSON text (Python's encoder keeps every integer and float exactly).
         body = json.dumps({"event": {"topic": TOPIC, "type": "fuzz.data", "data": data}})
-        r = client.post("/v1/events/publish", content=body,
-                        headers={"Content-Type": "application/json"})
+        r = client.post(
+            "/v1/events/publish", content=body, headers={"Content-Type": "application/json"}
+        )
         assert r.status_code == 200, r.text
         envelope = stream.next_message()
         assert envelope["id"] == r.json()["event_id"]
@@ -136,8 +142,13 @@ def test_arbitrary_json_data_arrives_on_the_stream_exactly_as_published(
 # --- invalid envelopes ------------------------------------------------------------------
 
 VALID = {"topic": "fuzz-invalid", "type": "fuzz.valid", "data": {}}
-not_a_string = st.none() | st.integers() | st.booleans() | st.lists(st.integers(), max_size=2) \
+not_a_string = (
+    st.none()
+    | st.integers()
+    | st.booleans()
+    | st.lists(st.integers(), max_size=2)
     | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)
+)
 bad_topics = st.text(max_size=80).filter(lambda t: not is_valid_topic(t))
 
 
@@ -161,8 +172,9 @@ def invalid_envelopes(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
         event[field] = "x" * draw(st.integers(min_value=limit + 1, max_value=200_000))
     else:
         field = "data"
-        event[field] = draw(st.lists(st.integers(), max_size=3) | st.text(max_size=5)
-                            | st.integers())
+        event[field] = draw(
+            st.lists(st.integers(), max_size=3) | st.text(max_size=5) | st.integers()
+        )
     return event, field
 
 
@@ -180,8 +192,9 @@ def test_invalid_envelopes_get_a_422_naming_the_field_and_the_bus_keeps_working(
             r = client.post("/v1/events/publish", json={"event": event})
             path = f"event.{field}"
         error = assert_client_error(r, 422)
-        assert path in named_fields(error) or (field in ("topic", "response_topic")
-                                               and error["code"] == "invalid_topic"), error
+        assert path in named_fields(error) or (
+            field in ("topic", "response_topic") and error["code"] == "invalid_topic"
+        ), error
         ok = client.post("/v1/events/publish", json={"event": VALID})
         assert ok.status_code == 200, ok.text
 
@@ -203,18 +216,25 @@ def test_event_data_over_the_payload_limit_is_413_naming_event_data(
 def test_oversized_data_with_a_huge_integer_is_413_not_a_server_error(
     client: httpx.Client,
 ) -> None:
-    body = ('{"event": {"topic": "fuzz-invalid", "type": "t", "data": {"n": '
-            + "9" * 30 + ', "blob": "' + "x" * (256 * 1024) + '"}}}')
-    r = client.post("/v1/events/publish", content=body,
-                    headers={"Content-Type": "application/json"})
+    body = (
+        '{"event": {"topic": "fuzz-invalid", "type": "t", "data": {"n": '
+        + "9" * 30
+        + ', "blob": "'
+        + "x" * (256 * 1024)
+        + '"}}}'
+    )
+    r = client.post(
+        "/v1/events/publish", content=body, headers={"Content-Type": "application/json"}
+    )
     assert_client_error(r, 413)
 
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e400"])
 def test_non_json_numbers_in_event_data_are_rejected(client: httpx.Client, token: str) -> None:
     body = '{"event": {"topic": "fuzz-invalid", "type": "t", "data": {"x": ' + token + "}}}"
-    r = client.post("/v1/events/publish", content=body,
-                    headers={"Content-Type": "application/json"})
+    r = client.post(
+        "/v1/events/publish", content=body, headers={"Content-Type": "application/json"}
+    )
     assert_client_error(r, 422)
 
 
@@ -226,12 +246,15 @@ async def test_sdk_stream_reader_keeps_events_whose_data_holds_unicode_line_sepa
 
     data = {"text": "line\u2028separator \u0085 next"}
     async with httpx.AsyncClient(base_url=event_server.url, timeout=WAIT) as http:
-        frames = stream_frames(http, "/v1/events/stream", params={"topics": "fuzz-sdk-sse"},
-                               reconnect=False)
+        frames = stream_frames(
+            http, "/v1/events/stream", params={"topics": "fuzz-sdk-sse"}, reconnect=False
+        )
         ready = await anext(frames)
         assert ready.event == "ready"
-        r = await http.post("/v1/events/publish", json={"event": {
-            "topic": "fuzz-sdk-sse", "type": "t", "data": data}})
+        r = await http.post(
+            "/v1/events/publish",
+            json={"event": {"topic": "fuzz-sdk-sse", "type": "t", "data": data}},
+        )
         assert r.status_code == 200
         frame = await anext(frames)
         await frames.aclose()

@@ -96,8 +96,9 @@ HOSTILE_BODIES = [
 ]
 
 
-def _malformed_bodies_are_refused(name: str, client: httpx.Client, body: bytes,
-                                  content_type: str) -> None:
+def _malformed_bodies_are_refused(
+    name: str, client: httpx.Client, body: bytes, content_type: str
+) -> None:
     for path, _ in VALID_WRITES[name]:
         r = client.post(path, content=body, headers={"Content-Type": content_type})
         error = assert_client_error(r)
@@ -173,10 +174,23 @@ MEMORY_NUL_REQUESTS = [
     ("POST", "/v1/working-memory/p", {"key": "k\x00", "value": 1}, "key"),
     ("POST", "/v1/memory/task-context", {"task_id": "t\x00"}, "task_id"),
     ("POST", "/v1/memory/task-context", {"task_id": "t", "event_type": "e\x00"}, "event_type"),
-    ("POST", "/v1/memory/task-context", {"task_id": "t", "sub_tasks": {"s\x00": {
-        "sub_task_id": "s\x00", "event_type": "e", "response_event": "r"}}}, "sub_tasks"),
-    ("POST", "/v1/memory/plan-context", {"plan_id": "p", "correlation_ids": ["c\x00"]},
-     "correlation_ids"),
+    (
+        "POST",
+        "/v1/memory/task-context",
+        {
+            "task_id": "t",
+            "sub_tasks": {
+                "s\x00": {"sub_task_id": "s\x00", "event_type": "e", "response_event": "r"}
+            },
+        },
+        "sub_tasks",
+    ),
+    (
+        "POST",
+        "/v1/memory/plan-context",
+        {"plan_id": "p", "correlation_ids": ["c\x00"]},
+        "correlation_ids",
+    ),
     ("POST", "/v1/memory/plans", {"goal_event": "g\x00"}, "goal_event"),
     ("POST", "/v1/memory/sessions", {"session_id": "s", "name": "n\x00"}, "name"),
 ]
@@ -189,18 +203,22 @@ REGISTRY_NUL_REQUESTS = [
     ("GET", "/v1/events/e%00", None, "event_name"),
     ("GET", "/v1/events?owner=%00", None, "owner"),
     ("POST", "/v1/agents", {"agent_id": "a\x00", "name": "n"}, "agent_id"),
-    ("POST", "/v1/agents", {"agent_id": "a", "name": "n", "metadata": {"k": "\x00"}},
-     "metadata.k"),
-    ("POST", "/v1/agents", {"agent_id": "a", "name": "n", "events_consumed": ["e\x00"]},
-     "events_consumed"),
+    ("POST", "/v1/agents", {"agent_id": "a", "name": "n", "metadata": {"k": "\x00"}}, "metadata.k"),
+    (
+        "POST",
+        "/v1/agents",
+        {"agent_id": "a", "name": "n", "events_consumed": ["e\x00"]},
+        "events_consumed",
+    ),
     ("POST", "/v1/events", {"event_name": "e\x00", "topic": "t"}, "event_name"),
     ("POST", "/v1/events", {"event_name": "e", "description": "\x00"}, "description"),
 ]
 
 
 def _send(client: httpx.Client, method: str, url: str, body: Any) -> httpx.Response:
-    return client.request(method, url, json=body) if body is not None else \
-        client.request(method, url)
+    return (
+        client.request(method, url, json=body) if body is not None else client.request(method, url)
+    )
 
 
 @pytest.mark.parametrize(("method", "url", "body", "field"), MEMORY_NUL_REQUESTS)
@@ -264,8 +282,7 @@ def _forged_identity_refused(name: str, client: httpx.Client, tenant: str) -> No
     error = assert_client_error(client.post(path, json=body, headers=headers), 422)
     assert "tenant_id" in named_fields(error)
     for user in ("u{1}", "u" * 10_000):
-        error = assert_client_error(client.post(path, json=body, headers={"X-User-ID": user}),
-                                    422)
+        error = assert_client_error(client.post(path, json=body, headers={"X-User-ID": user}), 422)
         assert "user_id" in named_fields(error)
     _still_works(name, client)
 
@@ -315,8 +332,11 @@ BAD_STREAM_QUERIES = [
 ]
 
 
-@pytest.mark.parametrize(("params", "named"), BAD_STREAM_QUERIES,
-                         ids=[f"{i}-{n}" for i, (_, n) in enumerate(BAD_STREAM_QUERIES)])
+@pytest.mark.parametrize(
+    ("params", "named"),
+    BAD_STREAM_QUERIES,
+    ids=[f"{i}-{n}" for i, (_, n) in enumerate(BAD_STREAM_QUERIES)],
+)
 def test_out_of_range_stream_parameters_are_422_not_a_stream(
     event_server: ThreadedServer, params: dict[str, str], named: str
 ) -> None:
@@ -340,12 +360,17 @@ def _nested(depth: int) -> Any:
 def _deep_bodies(depth: int) -> dict[str, tuple[str, dict[str, Any], str]]:
     value = _nested(depth)
     return {
-        "event": ("/v1/events/publish",
-                  {"event": {"topic": "fuzz-hostile", "type": "t", "data": {"x": value}}},
-                  "event.data.x"),
+        "event": (
+            "/v1/events/publish",
+            {"event": {"topic": "fuzz-hostile", "type": "t", "data": {"x": value}}},
+            "event.data.x",
+        ),
         "memory": ("/v1/working-memory/fuzz-plan", {"key": "deep", "value": value}, "value"),
-        "registry": ("/v1/agents", {"agent_id": "fuzz-deep", "name": "a",
-                                    "metadata": {"x": value}}, "metadata.x"),
+        "registry": (
+            "/v1/agents",
+            {"agent_id": "fuzz-deep", "name": "a", "metadata": {"x": value}},
+            "metadata.x",
+        ),
     }
 
 

@@ -47,11 +47,14 @@ def test_any_json_value_round_trips_through_working_memory(client: httpx.Client)
     @given(key=keys, value=json_values())
     @example(key="a/b:c%2F d", value={"f": 1.0, "i": 1, "s": "1", "b": True, "n": None})
     @example(key="big", value=[2**63 - 1, -(2**63), 5e-324, -0.0, 1.7976931348623157e308])
-    @example(key="unicode", value="😀 \u2028 é \\ \" \x01")
+    @example(key="unicode", value='😀 \u2028 é \\ " \x01')
     def roundtrip(key: str, value: Any) -> None:
         body = json.dumps({"key": key, "value": value})
-        r = client.post("/v1/working-memory/fuzz-plan", content=body,
-                        headers={"Content-Type": "application/json"})
+        r = client.post(
+            "/v1/working-memory/fuzz-plan",
+            content=body,
+            headers={"Content-Type": "application/json"},
+        )
         assert r.status_code == 200, r.text
         assert same_json(r.json()["value"], value)
         got = client.get(_key_url("fuzz-plan", key))
@@ -62,20 +65,24 @@ def test_any_json_value_round_trips_through_working_memory(client: httpx.Client)
     roundtrip()
 
 
-@pytest.mark.parametrize(("raw", "what"), [
-    ("123456789012345678901234567890", "64-bit"),
-    ("NaN", "NaN"),
-    ("Infinity", "NaN/Infinity"),
-    ("-Infinity", "NaN/Infinity"),
-    ("1e400", "NaN/Infinity"),
-    ('{"a": [1, NaN]}', "value.a.1"),
-])
+@pytest.mark.parametrize(
+    ("raw", "what"),
+    [
+        ("123456789012345678901234567890", "64-bit"),
+        ("NaN", "NaN"),
+        ("Infinity", "NaN/Infinity"),
+        ("-Infinity", "NaN/Infinity"),
+        ("1e400", "NaN/Infinity"),
+        ('{"a": [1, NaN]}', "value.a.1"),
+    ],
+)
 def test_values_the_store_cannot_keep_exactly_are_422_and_nothing_is_stored(
     client: httpx.Client, raw: str, what: str
 ) -> None:
     body = '{"key": "unstorable", "value": ' + raw + "}"
-    r = client.post("/v1/working-memory/fuzz-plan", content=body,
-                    headers={"Content-Type": "application/json"})
+    r = client.post(
+        "/v1/working-memory/fuzz-plan", content=body, headers={"Content-Type": "application/json"}
+    )
     error = assert_client_error(r, 422)
     assert what in named_fields(error), error
     assert client.get(_key_url("fuzz-plan", "unstorable")).status_code == 404
@@ -83,14 +90,19 @@ def test_values_the_store_cannot_keep_exactly_are_422_and_nothing_is_stored(
 
 def test_records_with_arbitrary_json_state_round_trip(client: httpx.Client) -> None:
     @settings(max_examples=20, **HYPOTHESIS_SETTINGS)
-    @given(data=st.dictionaries(st.text(alphabet=storable_chars, max_size=10), json_values(),
-                                max_size=4),
-           state=st.dictionaries(st.text(alphabet=storable_chars, max_size=10), json_values(),
-                                 max_size=4))
+    @given(
+        data=st.dictionaries(
+            st.text(alphabet=storable_chars, max_size=10), json_values(), max_size=4
+        ),
+        state=st.dictionaries(
+            st.text(alphabet=storable_chars, max_size=10), json_values(), max_size=4
+        ),
+    )
     def roundtrip(data: dict[str, Any], state: dict[str, Any]) -> None:
         body = json.dumps({"task_id": "fuzz-task", "data": data, "state": state})
-        r = client.post("/v1/memory/task-context", content=body,
-                        headers={"Content-Type": "application/json"})
+        r = client.post(
+            "/v1/memory/task-context", content=body, headers={"Content-Type": "application/json"}
+        )
         assert r.status_code == 200, r.text
         got = client.get("/v1/memory/task-context/fuzz-task").json()
         assert same_json(got["data"], data) and same_json(got["state"], state)

@@ -40,7 +40,9 @@ def test_event_service_answers_every_generated_request_as_documented(
 ) -> None:
     # The SSE stream never ends (tested by hand in test_fuzz_event_hostile).
     failures = fuzz_operations(
-        event_server.url, max_examples=EXAMPLES, skip=frozenset({"GET /v1/events/stream"}),
+        event_server.url,
+        max_examples=EXAMPLES,
+        skip=frozenset({"GET /v1/events/stream"}),
     )
     assert not failures, "\n\n".join(failures)
 
@@ -72,7 +74,8 @@ def test_gateway_answers_every_generated_platform_request_as_documented(
     # routes are fuzzed below with both behind the gateway.
     schema = load_schema(gateway_server.url)
     a2a = frozenset(
-        result.ok().label for result in schema.get_all_operations()
+        result.ok().label
+        for result in schema.get_all_operations()
         if result.ok().path not in PLATFORM_PATHS
     )
     failures = fuzz_operations(gateway_server.url, max_examples=EXAMPLES, skip=a2a)
@@ -80,9 +83,14 @@ def test_gateway_answers_every_generated_platform_request_as_documented(
 
 
 # The HTTP+JSON message routes, fuzzed against a live registry and event service.
-A2A_SENDS = frozenset({"POST /message:send", "POST /message:stream",
-                       "POST /agents/{agent}/message:send",
-                       "POST /agents/{agent}/message:stream"})
+A2A_SENDS = frozenset(
+    {
+        "POST /message:send",
+        "POST /message:stream",
+        "POST /agents/{agent}/message:send",
+        "POST /agents/{agent}/message:stream",
+    }
+)
 
 
 @schemathesis.check
@@ -91,8 +99,12 @@ def a2a_error_shape(ctx: Any, response: Any, case: Any) -> bool | None:
     if response.status_code < 400:
         return None
     error = response.json().get("error")
-    if not (isinstance(error, dict) and error.get("code") == response.status_code
-            and isinstance(error.get("status"), str) and error.get("message")):
+    if not (
+        isinstance(error, dict)
+        and error.get("code") == response.status_code
+        and isinstance(error.get("status"), str)
+        and error.get("message")
+    ):
         raise AssertionError(f"not an A2A error body: {response.text[:300]}")
     return True
 
@@ -106,13 +118,23 @@ def live_gateway(tmp_path_factory: Any) -> Iterator[ThreadedServer]:
     from registry_service import create_app as create_registry_app
 
     tmp = tmp_path_factory.mktemp("gw")
-    with serve_in_thread(create_registry_app(registry_settings(
-        f"sqlite+aiosqlite:///{tmp}/reg.db", tmp))) as registry, serve_in_thread(
-        create_event_app(event_settings(block_seconds=0.5))
-    ) as events, serve_in_thread(create_app(Settings(
-        registry_url=registry.url, event_service_url=events.url, data_dir=tmp,
-        gateway_database_url=f"sqlite+aiosqlite:///{tmp}/gw.db", gateway_card_ttl_seconds=0,
-    ))) as gateway:
+    with (
+        serve_in_thread(
+            create_registry_app(registry_settings(f"sqlite+aiosqlite:///{tmp}/reg.db", tmp))
+        ) as registry,
+        serve_in_thread(create_event_app(event_settings(block_seconds=0.5))) as events,
+        serve_in_thread(
+            create_app(
+                Settings(
+                    registry_url=registry.url,
+                    event_service_url=events.url,
+                    data_dir=tmp,
+                    gateway_database_url=f"sqlite+aiosqlite:///{tmp}/gw.db",
+                    gateway_card_ttl_seconds=0,
+                )
+            )
+        ) as gateway,
+    ):
         yield gateway
 
 
@@ -123,11 +145,14 @@ def test_gateway_a2a_message_routes_never_answer_a_server_error(
     # checked; every answer must be a non-5xx, and every error an A2A error body.
     schema = load_schema(live_gateway.url)
     others = frozenset(
-        result.ok().label for result in schema.get_all_operations()
+        result.ok().label
+        for result in schema.get_all_operations()
         if result.ok().label not in A2A_SENDS
     )
     failures = fuzz_operations(
-        live_gateway.url, max_examples=EXAMPLES, skip=others,
+        live_gateway.url,
+        max_examples=EXAMPLES,
+        skip=others,
         checks=[not_a_server_error, a2a_error_shape],
     )
     assert not failures, "\n\n".join(failures)

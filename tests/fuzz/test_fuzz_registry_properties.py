@@ -41,13 +41,21 @@ def _valid_schemas() -> st.SearchStrategy[dict[str, Any]]:
     )
     return st.recursive(
         leaf,
-        lambda inner: st.fixed_dictionaries(
-            {"type": st.just("object"),
-             "properties": st.dictionaries(names, inner, max_size=4)},
-            optional={"required": st.lists(names, max_size=3, unique=True),
-                      "additionalProperties": st.booleans() | inner},
-        ) | st.fixed_dictionaries({"type": st.just("array"), "items": inner},
-                                  optional={"minItems": st.integers(0, 5)}),
+        lambda inner: (
+            st.fixed_dictionaries(
+                {
+                    "type": st.just("object"),
+                    "properties": st.dictionaries(names, inner, max_size=4),
+                },
+                optional={
+                    "required": st.lists(names, max_size=3, unique=True),
+                    "additionalProperties": st.booleans() | inner,
+                },
+            )
+            | st.fixed_dictionaries(
+                {"type": st.just("array"), "items": inner}, optional={"minItems": st.integers(0, 5)}
+            )
+        ),
         max_leaves=8,
     )
 
@@ -55,15 +63,24 @@ def _valid_schemas() -> st.SearchStrategy[dict[str, Any]]:
 # One keyword given a value of the wrong kind: each is invalid under the draft 2020-12
 # metaschema, wherever in the schema it sits.
 _BROKEN_KEYWORDS: list[tuple[str, st.SearchStrategy[Any]]] = [
-    ("type", st.integers() | st.sampled_from(["str", "int", "float", "dict", ""])
-     | st.lists(st.integers(), min_size=1, max_size=2)),
+    (
+        "type",
+        st.integers()
+        | st.sampled_from(["str", "int", "float", "dict", ""])
+        | st.lists(st.integers(), min_size=1, max_size=2),
+    ),
     ("minimum", st.text(max_size=5) | st.lists(st.integers(), max_size=2) | st.booleans()),
-    ("minLength", st.integers(max_value=-1) | st.floats(0.5, 9.5).filter(lambda f: f % 1)
-     | st.text(max_size=3)),
-    ("required", st.integers() | st.text(max_size=3)
-     | st.lists(st.integers(), min_size=1, max_size=3)),
-    ("properties", st.integers() | st.text(max_size=3)
-     | st.lists(st.integers(), max_size=2)),
+    (
+        "minLength",
+        st.integers(max_value=-1)
+        | st.floats(0.5, 9.5).filter(lambda f: f % 1)
+        | st.text(max_size=3),
+    ),
+    (
+        "required",
+        st.integers() | st.text(max_size=3) | st.lists(st.integers(), min_size=1, max_size=3),
+    ),
+    ("properties", st.integers() | st.text(max_size=3) | st.lists(st.integers(), max_size=2)),
     ("enum", st.integers() | st.text(max_size=3) | st.booleans()),
     ("pattern", st.sampled_from(["(", "[a-", "*", "a{2,1}", "(?P<x"])),
     ("items", st.integers() | st.text(max_size=3)),
@@ -76,11 +93,15 @@ def invalid_schemas(draw: st.DrawFn) -> dict[str, Any]:
     broken: dict[str, Any] = {keyword: draw(values)}
     # Bury it at a random place inside an otherwise valid schema.
     for _ in range(draw(st.integers(0, 3))):
-        broken = draw(st.sampled_from([
-            {"type": "object", "properties": {draw(names): broken}},
-            {"type": "array", "items": broken},
-            {"allOf": [{"type": "object"}, broken]},
-        ]))
+        broken = draw(
+            st.sampled_from(
+                [
+                    {"type": "object", "properties": {draw(names): broken}},
+                    {"type": "array", "items": broken},
+                    {"allOf": [{"type": "object"}, broken]},
+                ]
+            )
+        )
     try:  # the strategy must only produce schemas the metaschema really rejects
         Draft202012Validator.check_schema(broken)
     except SchemaError:
@@ -96,16 +117,27 @@ def client(registry_server: ThreadedServer) -> Iterator[httpx.Client]:
 
 def test_invalid_json_schemas_are_refused_with_schema_invalid(client: httpx.Client) -> None:
     @settings(max_examples=40, **HYPOTHESIS_SETTINGS)
-    @given(schema=invalid_schemas(), field=st.sampled_from(["payload_schema", "response_schema"]),
-           in_agent=st.booleans())
-    @example(schema={"type": "object", "properties": {"x": {"minimum": "1"}}},
-             field="payload_schema", in_agent=False)
+    @given(
+        schema=invalid_schemas(),
+        field=st.sampled_from(["payload_schema", "response_schema"]),
+        in_agent=st.booleans(),
+    )
+    @example(
+        schema={"type": "object", "properties": {"x": {"minimum": "1"}}},
+        field="payload_schema",
+        in_agent=False,
+    )
     def refused(schema: dict[str, Any], field: str, in_agent: bool) -> None:
         event = {"event_name": "fuzz.bad", "topic": "action-requests", field: schema}
         if in_agent:
-            r = client.post("/v1/agents", json={
-                "agent_id": "fuzz-bad-agent", "name": "bad",
-                "capabilities": [{"task_name": "t", "consumed_event": event}]})
+            r = client.post(
+                "/v1/agents",
+                json={
+                    "agent_id": "fuzz-bad-agent",
+                    "name": "bad",
+                    "capabilities": [{"task_name": "t", "consumed_event": event}],
+                },
+            )
         else:
             r = client.post("/v1/events", json=event)
         error = assert_client_error(r, 422)
@@ -123,10 +155,15 @@ def test_valid_json_schemas_are_stored_and_read_back_unchanged(client: httpx.Cli
     @given(payload=_valid_schemas(), response=st.none() | _valid_schemas())
     def accepted(payload: dict[str, Any], response: dict[str, Any] | None) -> None:
         Draft202012Validator.check_schema(payload)  # the strategy's own promise
-        event = {"event_name": "fuzz.good", "topic": "business-facts",
-                 "payload_schema": payload, "response_schema": response}
-        r = client.post("/v1/events", content=json.dumps(event),
-                        headers={"Content-Type": "application/json"})
+        event = {
+            "event_name": "fuzz.good",
+            "topic": "business-facts",
+            "payload_schema": payload,
+            "response_schema": response,
+        }
+        r = client.post(
+            "/v1/events", content=json.dumps(event), headers={"Content-Type": "application/json"}
+        )
         assert r.status_code == 201, r.text
         got = client.get("/v1/events/fuzz.good").json()
         assert same_json(got["payload_schema"], payload)
@@ -135,12 +172,15 @@ def test_valid_json_schemas_are_stored_and_read_back_unchanged(client: httpx.Cli
     accepted()
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ('{"type": "object", "minimum": 123456789012345678901234567890}', "64-bit"),
-    ('{"minimum": NaN}', "NaN"),
-    ('{"maximum": Infinity}', "NaN/Infinity"),
-    ("{" + '"items": {' * 200 + "}" * 200 + "}", "deeper than"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"type": "object", "minimum": 123456789012345678901234567890}', "64-bit"),
+        ('{"minimum": NaN}', "NaN"),
+        ('{"maximum": Infinity}', "NaN/Infinity"),
+        ("{" + '"items": {' * 200 + "}" * 200 + "}", "deeper than"),
+    ],
+)
 def test_schemas_no_store_can_keep_are_refused_with_schema_invalid(
     client: httpx.Client, raw: str, expected: str
 ) -> None:

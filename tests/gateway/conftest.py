@@ -38,15 +38,21 @@ HEADERS_A = {"X-API-Key": KEY_A}
 HEADERS_B = {"X-API-Key": KEY_B}
 
 
-def gateway_settings(events: str, registry: str, database: str, tmp_path: Any,
-                     **overrides: Any) -> GatewaySettings:
+def gateway_settings(
+    events: str, registry: str, database: str, tmp_path: Any, **overrides: Any
+) -> GatewaySettings:
     values: dict[str, Any] = {
-        "event_service_url": events, "registry_url": registry,
-        "gateway_database_url": database, "data_dir": tmp_path,
-        "gateway_replica_id": "replica-a", "gateway_card_ttl_seconds": 0,
+        "event_service_url": events,
+        "registry_url": registry,
+        "gateway_database_url": database,
+        "data_dir": tmp_path,
+        "gateway_replica_id": "replica-a",
+        "gateway_card_ttl_seconds": 0,
         "gateway_api_keys": {KEY_A: "tenant-a", KEY_B: "tenant-b"},
-        "default_tenant": "tenant-a", "gateway_poll_interval_seconds": 0.05,
-        "gateway_push_backoff_seconds": 0.05, "jwt_secret": JWT_SECRET,
+        "default_tenant": "tenant-a",
+        "gateway_poll_interval_seconds": 0.05,
+        "gateway_push_backoff_seconds": 0.05,
+        "jwt_secret": JWT_SECRET,
         "gateway_push_allow": ["127.0.0.1"],
         **overrides,
     }
@@ -70,8 +76,9 @@ class Platform:
         return self.gateway.url
 
     def settings(self, **overrides: Any) -> GatewaySettings:
-        return gateway_settings(self.events.url, self.registry.url, self.database,
-                                self.tmp_path, **overrides)
+        return gateway_settings(
+            self.events.url, self.registry.url, self.database, self.tmp_path, **overrides
+        )
 
     async def start_gateway(self, port: int | None = None, **overrides: Any) -> LiveServer:
         """Another gateway process on the same database (a replica, or a restart)."""
@@ -82,29 +89,35 @@ class Platform:
         return server
 
     async def context(self, tenant: str = "tenant-a") -> PlatformContext:
-        context = agent_context(self.events.url, self.registry.url, self.memory.url,
-                                tenant=tenant)
+        context = agent_context(self.events.url, self.registry.url, self.memory.url, tenant=tenant)
         self.stack.push_async_callback(context.close)
         return context
 
     async def start_agents(self, tenant: str = "tenant-a") -> None:
-        for agent in (echo_tool(await self.context(tenant)),
-                      review_worker(await self.context(tenant), self.control)):
+        for agent in (
+            echo_tool(await self.context(tenant)),
+            review_worker(await self.context(tenant), self.control),
+        ):
             await agent.start()
             self.stack.push_async_callback(agent.stop)
 
 
 @asynccontextmanager
-async def _platform(event_app: Any, sqlite_url: str, database: str, tmp_path: Any,
-                    **overrides: Any) -> AsyncIterator[Platform]:
+async def _platform(
+    event_app: Any, sqlite_url: str, database: str, tmp_path: Any, **overrides: Any
+) -> AsyncIterator[Platform]:
     async with AsyncExitStack() as stack:
         events = await stack.enter_async_context(serve(event_app))
         registry = await stack.enter_async_context(
             serve(create_registry_app(registry_settings(sqlite_url, tmp_path)))
         )
-        memory = await stack.enter_async_context(serve(create_memory_app(
-            memory_settings(sqlite_url.replace("test.db", "memory.db"), tmp_path)
-        )))
+        memory = await stack.enter_async_context(
+            serve(
+                create_memory_app(
+                    memory_settings(sqlite_url.replace("test.db", "memory.db"), tmp_path)
+                )
+            )
+        )
         platform = Platform(events, registry, memory, database, tmp_path, stack)
         await platform.start_agents()
         platform.gateway = await platform.start_gateway(**overrides)
@@ -123,18 +136,22 @@ async def platform(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pl
     """
     tmp_path = tmp_path_factory.mktemp("gateway")
     sqlite_url = f"sqlite+aiosqlite:///{tmp_path}/test.db"
-    async with _platform(create_event_app(event_settings(block_seconds=0.5)), sqlite_url,
-                         sqlite_url.replace("test.db", "gw.db"), tmp_path) as p:
+    async with _platform(
+        create_event_app(event_settings(block_seconds=0.5)),
+        sqlite_url,
+        sqlite_url.replace("test.db", "gw.db"),
+        tmp_path,
+    ) as p:
         yield p
 
 
 @pytest_asyncio.fixture
 async def db_platform(db_url: str, sqlite_url: str, tmp_path: Any) -> AsyncIterator[Platform]:
     """As ``platform``, with the gateway on SQLite and (when configured) PostgreSQL."""
-    gateway_db = db_url if db_url.startswith("postgresql") else db_url.replace(
-        "test.db", "gw.db")
-    async with _platform(create_event_app(event_settings(block_seconds=0.5)), sqlite_url,
-                         gateway_db, tmp_path) as p:
+    gateway_db = db_url if db_url.startswith("postgresql") else db_url.replace("test.db", "gw.db")
+    async with _platform(
+        create_event_app(event_settings(block_seconds=0.5)), sqlite_url, gateway_db, tmp_path
+    ) as p:
         yield p
 
 
@@ -146,4 +163,3 @@ async def redis_platform(
     app = create_event_app(redis_event_settings(redis_url, redis_prefix))
     async with _platform(app, sqlite_url, postgres_url, tmp_path) as p:
         yield p
-

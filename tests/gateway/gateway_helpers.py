@@ -25,8 +25,10 @@ ECHO_SCHEMA = {
 }
 REVIEW_SCHEMA = {
     "type": "object",
-    "properties": {"doc": {"type": "string"}, "mode": {"enum": ["ok", "fail", "reject", "hitl",
-                                                                "slow", "files"]}},
+    "properties": {
+        "doc": {"type": "string"},
+        "mode": {"enum": ["ok", "fail", "reject", "hitl", "slow", "files"]},
+    },
     "required": ["doc", "mode"],
 }
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
@@ -34,21 +36,29 @@ BINDINGS = ["JSONRPC", "HTTP+JSON"]
 
 def capability(task: str, event: str, schema: dict[str, Any]) -> AgentCapability:
     return AgentCapability(
-        task_name=task, description=f"{task} skill",
+        task_name=task,
+        description=f"{task} skill",
         consumed_event=EventDefinition(event_name=event, payload_schema=schema),
     )
 
 
 def echo_tool(context: PlatformContext) -> Tool:
     """``echo``: answers with the text (times ``times``) and the A2A message id it saw."""
-    tool = Tool(name="echo-tool", description="Echoes text.", context=context,
-                capabilities=[capability("echo", "echo.requested", ECHO_SCHEMA)])
+    tool = Tool(
+        name="echo-tool",
+        description="Echoes text.",
+        context=context,
+        capabilities=[capability("echo", "echo.requested", ECHO_SCHEMA)],
+    )
 
     @tool.on_invoke("echo.requested")
     async def echo(request, ctx):
         message = request.data.get("a2a_message") or {}
-        return {"echo": request.data["text"] * request.data.get("times", 1),
-                "message_id": message.get("message_id"), "tenant": request.tenant_id}
+        return {
+            "echo": request.data["text"] * request.data.get("times", 1),
+            "message_id": message.get("message_id"),
+            "tenant": request.tenant_id,
+        }
 
     return tool
 
@@ -70,8 +80,12 @@ class ReviewControl:
 def review_worker(context: PlatformContext, control: ReviewControl | None = None) -> Worker:
     """``review``: progress, human input, failure, rejection, several artifacts."""
     control = control or ReviewControl()
-    worker = Worker(name="reviewer", description="Reviews documents.", context=context,
-                    capabilities=[capability("review", "doc.review", REVIEW_SCHEMA)])
+    worker = Worker(
+        name="reviewer",
+        description="Reviews documents.",
+        context=context,
+        capabilities=[capability("review", "doc.review", REVIEW_SCHEMA)],
+    )
 
     @worker.on_task("doc.review")
     async def review(task, ctx):
@@ -82,26 +96,43 @@ def review_worker(context: PlatformContext, control: ReviewControl | None = None
             await task.fail("the document is unreadable")
         elif mode == "reject":
             await ctx.bus.respond(
-                task.response_event, {"status": "rejected", "reason": "not my kind of document"},
+                task.response_event,
+                {"status": "rejected", "reason": "not my kind of document"},
                 correlation_id=task.correlation_id,
             )
         elif mode == "hitl":
             await task.request_human_input(
-                "Approve the document?", response_event="doc.approval", timeout_seconds=600,
+                "Approve the document?",
+                response_event="doc.approval",
+                timeout_seconds=600,
             )
         elif mode == "slow":
             await control.gate(task.data["doc"]).wait()
             await task.complete({"doc": task.data["doc"], "verdict": "late"})
         elif mode == "files":
-            await task.complete({"artifacts": [
-                {"name": "summary", "parts": [{"text": "fine"}]},
-                {"name": "scores", "parts": [{"data": {"score": 9}}]},
-                {"name": "files", "parts": [
-                    {"url": "https://example.com/report.pdf", "media_type": "application/pdf",
-                     "filename": "report.pdf"},
-                    {"bytes": "aGVsbG8=", "media_type": "text/plain", "filename": "hello.txt"},
-                ]},
-            ]})
+            await task.complete(
+                {
+                    "artifacts": [
+                        {"name": "summary", "parts": [{"text": "fine"}]},
+                        {"name": "scores", "parts": [{"data": {"score": 9}}]},
+                        {
+                            "name": "files",
+                            "parts": [
+                                {
+                                    "url": "https://example.com/report.pdf",
+                                    "media_type": "application/pdf",
+                                    "filename": "report.pdf",
+                                },
+                                {
+                                    "bytes": "aGVsbG8=",
+                                    "media_type": "text/plain",
+                                    "filename": "hello.txt",
+                                },
+                            ],
+                        },
+                    ]
+                }
+            )
         else:
             await task.complete({"doc": task.data["doc"], "verdict": "approved"})
 
@@ -110,17 +141,25 @@ def review_worker(context: PlatformContext, control: ReviewControl | None = None
         task = await result.restore_task()
         control.seen.append(dict(result.data))
         verdict = "approved" if result.data.get("approved") else "declined"
-        await task.complete({"doc": task.data["doc"], "verdict": verdict,
-                             "note": result.data.get("text")})
+        await task.complete(
+            {"doc": task.data["doc"], "verdict": verdict, "note": result.data.get("text")}
+        )
 
     return worker
 
 
-def agent_context(events: str, registry: str, memory: str | None = None,
-                  tenant: str | None = None, token: str | None = None) -> PlatformContext:
+def agent_context(
+    events: str,
+    registry: str,
+    memory: str | None = None,
+    tenant: str | None = None,
+    token: str | None = None,
+) -> PlatformContext:
     settings = PlatformSettings(
-        event_service_url=events, registry_url=registry,
-        memory_url=memory or "http://127.0.0.1:9", tenant_id=None if token else tenant,
+        event_service_url=events,
+        registry_url=registry,
+        memory_url=memory or "http://127.0.0.1:9",
+        tenant_id=None if token else tenant,
         api_token=token,
     )
     context = PlatformContext.from_env(settings=settings)
@@ -130,15 +169,22 @@ def agent_context(events: str, registry: str, memory: str | None = None,
 
 @contextlib.asynccontextmanager
 async def a2a_client(
-    url: str, binding: str = "JSONRPC", *, streaming: bool = True,
+    url: str,
+    binding: str = "JSONRPC",
+    *,
+    streaming: bool = True,
     headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
     """An official a2a-sdk client for the gateway at ``url`` over ``binding``."""
     http = httpx.AsyncClient(headers=headers or {}, timeout=30)
     try:
-        factory = ClientFactory(ClientConfig(
-            streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding],
-        ))
+        factory = ClientFactory(
+            ClientConfig(
+                streaming=streaming,
+                httpx_client=http,
+                supported_protocol_bindings=[binding],
+            )
+        )
         client = await factory.create_from_url(url)
         async with client:
             yield client
@@ -146,9 +192,15 @@ async def a2a_client(
         await http.aclose()
 
 
-def user_message(*, text: str | None = None, data: dict[str, Any] | None = None,
-                 skill: str | None = None, task_id: str = "", context_id: str = "",
-                 message_id: str = "m-1") -> Message:
+def user_message(
+    *,
+    text: str | None = None,
+    data: dict[str, Any] | None = None,
+    skill: str | None = None,
+    task_id: str = "",
+    context_id: str = "",
+    message_id: str = "m-1",
+) -> Message:
     metadata = Struct()
     if skill:
         metadata.update({"skill": skill})
@@ -157,8 +209,14 @@ def user_message(*, text: str | None = None, data: dict[str, Any] | None = None,
         parts.append(new_text_part(text))
     if data is not None:
         parts.append(new_data_part(data))
-    return Message(message_id=message_id, role=Role.ROLE_USER, parts=parts, metadata=metadata,
-                   task_id=task_id, context_id=context_id)
+    return Message(
+        message_id=message_id,
+        role=Role.ROLE_USER,
+        parts=parts,
+        metadata=metadata,
+        task_id=task_id,
+        context_id=context_id,
+    )
 
 
 def send_request(message: Message, *, blocking: bool = True) -> SendMessageRequest:

@@ -26,8 +26,10 @@ RPC = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
 
 async def test_api_keys_are_kept_hashed():
     settings = Settings(gateway_api_keys={"plain-key": "t1", hash_api_key("other"): "t2"})
-    assert settings.gateway_api_keys == {hash_api_key("plain-key"): "t1",
-                                         hash_api_key("other"): "t2"}
+    assert settings.gateway_api_keys == {
+        hash_api_key("plain-key"): "t1",
+        hash_api_key("other"): "t2",
+    }
     assert "plain-key" not in repr(settings.gateway_api_keys)
 
 
@@ -50,10 +52,12 @@ async def test_missing_or_wrong_credentials_answer_401(platform: Platform):
 
 async def test_bearer_jwt_acts_as_its_tenant(platform: Platform):
     token = issue_token(Settings(jwt_secret=JWT_SECRET), tenant_id="tenant-a", user_id="ann")
-    async with a2a_client(platform.url, "HTTP+JSON", streaming=False,
-                          headers={"Authorization": f"Bearer {token}"}) as client:
-        task = final_task(await collect(client, send_request(
-            user_message(data={"text": "jwt"}, skill="echo"))))
+    async with a2a_client(
+        platform.url, "HTTP+JSON", streaming=False, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        task = final_task(
+            await collect(client, send_request(user_message(data={"text": "jwt"}, skill="echo")))
+        )
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     async with a2a_client(platform.url, streaming=False, headers=HEADERS_A) as client:
         same_tenant = await client.get_task(GetTaskRequest(id=task.id))
@@ -63,8 +67,12 @@ async def test_bearer_jwt_acts_as_its_tenant(platform: Platform):
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_another_tenants_task_is_not_found(platform: Platform, binding: str):
     async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as a:
-        task = final_task(await collect(a, send_request(
-            user_message(data={"doc": "secret", "mode": "hitl"}, skill="review"))))
+        task = final_task(
+            await collect(
+                a,
+                send_request(user_message(data={"doc": "secret", "mode": "hitl"}, skill="review")),
+            )
+        )
     assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     async with a2a_client(platform.url, binding, headers=HEADERS_B) as b:
         with pytest.raises(TaskNotFoundError):
@@ -77,8 +85,9 @@ async def test_another_tenants_task_is_not_found(platform: Platform, binding: st
         with pytest.raises(TaskNotFoundError):
             await collect(b, send_request(user_message(text="yes", task_id=task.id)))
         with pytest.raises(TaskNotFoundError):
-            await b.create_task_push_notification_config(TaskPushNotificationConfig(
-                task_id=task.id, url="https://example.com/hook"))
+            await b.create_task_push_notification_config(
+                TaskPushNotificationConfig(task_id=task.id, url="https://example.com/hook")
+            )
         assert task.id not in [t.id for t in (await b.list_tasks(ListTasksRequest())).tasks]
     async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as a:
         still = await a.get_task(GetTaskRequest(id=task.id))
@@ -90,8 +99,11 @@ async def test_tenant_b_tasks_run_as_tenant_b(platform: Platform):
     """Tenant B's own agent answers B's task; B's request never reaches A's agents."""
     await platform.start_agents("tenant-b")
     async with a2a_client(platform.url, streaming=False, headers=HEADERS_B) as b:
-        task = final_task(await collect(b, send_request(
-            user_message(data={"doc": "b-doc", "mode": "ok"}, skill="review"))))
+        task = final_task(
+            await collect(
+                b, send_request(user_message(data={"doc": "b-doc", "mode": "ok"}, skill="review"))
+            )
+        )
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     async with a2a_client(platform.url, streaming=False, headers=HEADERS_A) as a:
         assert task.id not in [t.id for t in (await a.list_tasks(ListTasksRequest())).tasks]

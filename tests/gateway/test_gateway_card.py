@@ -23,8 +23,9 @@ async def test_card_lists_live_skills_with_interfaces_and_security(platform: Pla
         assert response.headers["cache-control"].startswith("public, max-age=")
         again = await http.get("/.well-known/agent-card.json", headers={"If-None-Match": etag})
         assert again.status_code == 304
-    interfaces = {(i["protocolBinding"], i["protocolVersion"]): i["url"]
-                  for i in card["supportedInterfaces"]}
+    interfaces = {
+        (i["protocolBinding"], i["protocolVersion"]): i["url"] for i in card["supportedInterfaces"]
+    }
     assert interfaces[("JSONRPC", "1.0")] == f"{platform.url}/"
     assert interfaces[("HTTP+JSON", "1.0")] == platform.url
     assert ("JSONRPC", "0.3") in interfaces
@@ -39,8 +40,11 @@ async def test_card_lists_live_skills_with_interfaces_and_security(platform: Pla
 
 
 async def test_card_follows_agents_registering_and_leaving(platform: Platform):
-    late = Tool(name="late-tool", context=await platform.context(),
-                capabilities=[capability("shout", "shout.requested", {"type": "object"})])
+    late = Tool(
+        name="late-tool",
+        context=await platform.context(),
+        capabilities=[capability("shout", "shout.requested", {"type": "object"})],
+    )
 
     @late.on_invoke("shout.requested")
     async def shout(request, ctx):
@@ -52,8 +56,9 @@ async def test_card_follows_agents_registering_and_leaving(platform: Platform):
         try:
             card = (await http.get("/.well-known/agent-card.json")).json()
             assert "shout" in [s["id"] for s in card["skills"]]
-            changed = await http.get("/.well-known/agent-card.json",
-                                     headers={"If-None-Match": before})
+            changed = await http.get(
+                "/.well-known/agent-card.json", headers={"If-None-Match": before}
+            )
             assert changed.status_code == 200
         finally:
             await late.stop()

@@ -19,8 +19,13 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 async def soorma(*args: str) -> tuple[int, str, str]:
     env = {**os.environ, "SOORMA_GATEWAY_API_KEY": KEY_A}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", "from soorma.cli import main; main()", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+        sys.executable,
+        "-c",
+        "from soorma.cli import main; main()",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     return int(proc.returncode or 0), out.decode(), err.decode()
@@ -34,8 +39,6 @@ async def test_card(platform: Platform):
     assert f"HTTP+JSON 1.0: {platform.url}" in out
 
 
-
-
 async def test_send_exit_codes(platform: Platform, capsys: pytest.CaptureFixture[str]):
     """The same command in-process (the parser and the coroutine the CLI runs)."""
     parser = argparse.ArgumentParser()
@@ -45,8 +48,17 @@ async def test_send_exit_codes(platform: Platform, capsys: pytest.CaptureFixture
         args = parser.parse_args(["a2a", "send", "--api-key", KEY_A, *argv])
         return await _cli_a2a._send(args)
 
-    assert await send("--binding", "HTTP+JSON", "--no-stream", platform.url, "review",
-                      json.dumps({"doc": "x", "mode": "hitl"})) == 3
+    assert (
+        await send(
+            "--binding",
+            "HTTP+JSON",
+            "--no-stream",
+            platform.url,
+            "review",
+            json.dumps({"doc": "x", "mode": "hitl"}),
+        )
+        == 3
+    )
     assert "TASK_STATE_INPUT_REQUIRED Approve the document?" in capsys.readouterr().out
     assert await send(platform.url, "echo", '{"text": 1}') == 1
     assert "InvalidParamsError" in capsys.readouterr().err

@@ -29,27 +29,37 @@ def rpc(method: str, params: Any = None, *, id_: Any = 1) -> dict[str, Any]:
 
 def message(data: dict[str, Any] | None = None, *, skill: str = "echo", **extra: Any) -> dict:
     parts = [{"data": data}] if data is not None else [{"text": "hi"}]
-    return {"messageId": "m-1", "role": "ROLE_USER", "parts": parts,
-            "metadata": {"skill": skill}, **extra}
+    return {
+        "messageId": "m-1",
+        "role": "ROLE_USER",
+        "parts": parts,
+        "metadata": {"skill": skill},
+        **extra,
+    }
 
 
 async def completed_task(http: httpx.AsyncClient) -> str:
-    body = (await http.post("/", json=rpc("SendMessage", {"message": message({"text": "x"})}),
-                            headers=V1)).json()
+    body = (
+        await http.post(
+            "/", json=rpc("SendMessage", {"message": message({"text": "x"})}), headers=V1
+        )
+    ).json()
     return str(body["result"]["task"]["id"])
 
 
 async def test_json_rpc_error_codes(platform: Platform):
     context = await platform.context()
-    async with context.bus.subscribe([ACTION_REQUESTS]) as tap, httpx.AsyncClient(
-        base_url=platform.url
-    ) as http:
+    async with (
+        context.bus.subscribe([ACTION_REQUESTS]) as tap,
+        httpx.AsyncClient(base_url=platform.url) as http,
+    ):
         await tap.wait_ready()
 
         async def code(body: Any, headers: dict[str, str] = V1, raw: bool = False) -> int:
             content = body if raw else json.dumps(body)
-            response = await http.post("/", content=content, headers={
-                **headers, "Content-Type": "application/json"})
+            response = await http.post(
+                "/", content=content, headers={**headers, "Content-Type": "application/json"}
+            )
             assert response.status_code == 200
             return int(response.json()["error"]["code"])
 
@@ -60,10 +70,19 @@ async def test_json_rpc_error_codes(platform: Platform):
         assert await code(rpc("GetTask", {"id": 5, "historyLength": "x"})) == -32602
         assert await code(rpc("SendMessage", {"message": message({"text": 1})})) == -32602
         assert await code(rpc("GetTask", {"id": "missing"})) == -32001
-        assert await code(rpc("SendMessage", {"message": {
-            **message(), "parts": [{"text": "x", "mediaType": "image/png"}]}})) == -32005
-        assert await code(rpc("GetTask", {"id": "x"}),
-                          headers={**HEADERS_A, "A2A-Version": "9.0"}) == -32009
+        assert (
+            await code(
+                rpc(
+                    "SendMessage",
+                    {"message": {**message(), "parts": [{"text": "x", "mediaType": "image/png"}]}},
+                )
+            )
+            == -32005
+        )
+        assert (
+            await code(rpc("GetTask", {"id": "x"}), headers={**HEADERS_A, "A2A-Version": "9.0"})
+            == -32009
+        )
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.4):
                 await anext(aiter(tap))
@@ -74,15 +93,25 @@ async def test_json_rpc_error_codes(platform: Platform):
 
 
 async def test_push_not_supported_when_disabled(platform: Platform):
-    gateway = await platform.start_gateway(gateway_push_enabled=False,
-                                           gateway_replica_id="no-push")
+    gateway = await platform.start_gateway(gateway_push_enabled=False, gateway_replica_id="no-push")
     try:
         async with httpx.AsyncClient(base_url=gateway.url) as http:
             done = await completed_task(http)
-            body = (await http.post("/", json=rpc("CreateTaskPushNotificationConfig", {
-                "taskId": done, "url": "https://example.com/hook"}), headers=V1)).json()
-            rest = await http.post(f"/tasks/{done}/pushNotificationConfigs", json={
-                "url": "https://example.com/hook"}, headers=V1)
+            body = (
+                await http.post(
+                    "/",
+                    json=rpc(
+                        "CreateTaskPushNotificationConfig",
+                        {"taskId": done, "url": "https://example.com/hook"},
+                    ),
+                    headers=V1,
+                )
+            ).json()
+            rest = await http.post(
+                f"/tasks/{done}/pushNotificationConfigs",
+                json={"url": "https://example.com/hook"},
+                headers=V1,
+            )
     finally:
         await gateway.stop()
     assert body["error"]["code"] == -32003
@@ -93,9 +122,10 @@ async def test_http_json_statuses(platform: Platform):
     async with httpx.AsyncClient(base_url=platform.url, headers=V1) as http:
         missing = await http.get("/tasks/nope")
         bad = await http.post("/message:send", json={"message": message({"text": 3})})
-        garbage = await http.post("/message:send", content="{oops",
-                                  headers={"Content-Type": "application/json"})
-        done = (await http.post("/message:send", json={"message": message({"text": "x"})}))
+        garbage = await http.post(
+            "/message:send", content="{oops", headers={"Content-Type": "application/json"}
+        )
+        done = await http.post("/message:send", json={"message": message({"text": "x"})})
         task_id = done.json()["task"]["id"]
         not_cancelable = await http.post(f"/tasks/{task_id}:cancel")
         got = await http.get(f"/tasks/{task_id}")
@@ -110,14 +140,15 @@ async def test_http_json_statuses(platform: Platform):
 async def test_oversized_body_is_413_and_never_published(platform: Platform):
     context = await platform.context()
     big = "x" * (1024 * 1024 + 10)
-    async with context.bus.subscribe([ACTION_REQUESTS]) as tap, httpx.AsyncClient(
-        base_url=platform.url, headers=V1
-    ) as http:
+    async with (
+        context.bus.subscribe([ACTION_REQUESTS]) as tap,
+        httpx.AsyncClient(base_url=platform.url, headers=V1) as http,
+    ):
         await tap.wait_ready()
-        rpc_response = await http.post("/", json=rpc("SendMessage", {"message": message(
-            {"text": big})}))
-        rest_response = await http.post("/message:send", json={"message": message(
-            {"text": big})})
+        rpc_response = await http.post(
+            "/", json=rpc("SendMessage", {"message": message({"text": big})})
+        )
+        rest_response = await http.post("/message:send", json={"message": message({"text": big})})
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.4):
                 await anext(aiter(tap))
@@ -127,8 +158,13 @@ async def test_oversized_body_is_413_and_never_published(platform: Platform):
 
 @pytest.mark.parametrize("path", ["/", "/agents/echo-tool/", "/agents/echo-tool"])
 async def test_v0_3_method_names(platform: Platform, path: str):
-    old = {"messageId": "m-old", "role": "user", "kind": "message",
-           "parts": [{"kind": "data", "data": {"text": "old"}}], "metadata": {"skill": "echo"}}
+    old = {
+        "messageId": "m-old",
+        "role": "user",
+        "kind": "message",
+        "parts": [{"kind": "data", "data": {"text": "old"}}],
+        "metadata": {"skill": "echo"},
+    }
     async with httpx.AsyncClient(base_url=platform.url, headers=HEADERS_A) as http:
         sent = (await http.post(path, json=rpc("message/send", {"message": old}))).json()
         task = sent["result"]
@@ -138,15 +174,18 @@ async def test_v0_3_method_names(platform: Platform, path: str):
         cancel = (await http.post(path, json=rpc("tasks/cancel", {"id": task["id"]}))).json()
         assert cancel["error"]["code"] == -32002
         async with http.stream("POST", path, json=rpc("message/stream", {"message": old})) as s:
-            lines = [json.loads(line[5:]) async for line in s.aiter_lines()
-                     if line.startswith("data:")]
+            lines = [
+                json.loads(line[5:]) async for line in s.aiter_lines() if line.startswith("data:")
+            ]
         assert lines[-1]["result"]["status"]["state"] == "completed"
-        push = (await http.post(path, json=rpc("tasks/pushNotificationConfig/list",
-                                               {"id": task["id"]}))).json()
+        push = (
+            await http.post(path, json=rpc("tasks/pushNotificationConfig/list", {"id": task["id"]}))
+        ).json()
         assert push["result"] == []
         missing = await http.post(path, json=rpc("tasks/resubscribe", {"id": "nope"}))
         # A streaming method answers its error as the stream's one event.
         body = missing.text.strip()
-        body = json.loads(body.removeprefix("data:")) if body.startswith("data:") else json.loads(
-            body)
+        body = (
+            json.loads(body.removeprefix("data:")) if body.startswith("data:") else json.loads(body)
+        )
         assert body["error"]["code"] == -32001

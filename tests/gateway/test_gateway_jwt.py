@@ -42,34 +42,61 @@ JWT = {"auth_mode": "jwt", "jwt_secret": JWT_SECRET}
 
 
 def token(tenant: str, **claims: Any) -> str:
-    return issue_token(GatewaySettings(jwt_secret=JWT_SECRET), tenant_id=tenant,
-                       user_id=f"{tenant}-agent", **claims)
+    return issue_token(
+        GatewaySettings(jwt_secret=JWT_SECRET),
+        tenant_id=tenant,
+        user_id=f"{tenant}-agent",
+        **claims,
+    )
 
 
 @pytest_asyncio.fixture
 async def jwt_gateway(tmp_path: Any) -> AsyncIterator[str]:
     async with AsyncExitStack() as stack:
         events = await stack.enter_async_context(serve(create_event_app(event_settings(**JWT))))
-        registry = await stack.enter_async_context(serve(create_registry_app(registry_settings(
-            f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path, **JWT))))
-        memory = await stack.enter_async_context(serve(create_memory_app(memory_settings(
-            f"sqlite+aiosqlite:///{tmp_path}/memory.db", tmp_path, **JWT))))
+        registry = await stack.enter_async_context(
+            serve(
+                create_registry_app(
+                    registry_settings(
+                        f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path, **JWT
+                    )
+                )
+            )
+        )
+        memory = await stack.enter_async_context(
+            serve(
+                create_memory_app(
+                    memory_settings(f"sqlite+aiosqlite:///{tmp_path}/memory.db", tmp_path, **JWT)
+                )
+            )
+        )
         for tenant in ("tenant-a", "tenant-b"):
             for make in (echo_tool, review_worker):
-                context = agent_context(events.url, registry.url, memory.url,
-                                        token=token(tenant))
+                context = agent_context(events.url, registry.url, memory.url, token=token(tenant))
                 stack.push_async_callback(context.close)
                 agent = make(context)
                 await agent.start()
                 stack.push_async_callback(agent.stop)
         port = free_port()
-        gateway = await stack.enter_async_context(serve(create_gateway_app(GatewaySettings(
-            event_service_url=events.url, registry_url=registry.url, data_dir=tmp_path,
-            gateway_url=f"http://127.0.0.1:{port}", gateway_card_ttl_seconds=0,
-            gateway_api_keys={KEY_A: "tenant-a", KEY_B: "tenant-b"},
-            default_tenant="tenant-a", gateway_replica_id="jwt",
-            api_token=token("platform", soorma_role="service"), **JWT,
-        )), port))
+        gateway = await stack.enter_async_context(
+            serve(
+                create_gateway_app(
+                    GatewaySettings(
+                        event_service_url=events.url,
+                        registry_url=registry.url,
+                        data_dir=tmp_path,
+                        gateway_url=f"http://127.0.0.1:{port}",
+                        gateway_card_ttl_seconds=0,
+                        gateway_api_keys={KEY_A: "tenant-a", KEY_B: "tenant-b"},
+                        default_tenant="tenant-a",
+                        gateway_replica_id="jwt",
+                        api_token=token("platform", soorma_role="service"),
+                        **JWT,
+                    )
+                ),
+                port,
+            )
+        )
         yield gateway.url
 
 
@@ -77,16 +104,20 @@ async def test_each_tenant_is_answered_by_its_own_agents(jwt_gateway: str):
     results = {}
     for tenant, headers in (("tenant-a", HEADERS_A), ("tenant-b", HEADERS_B)):
         async with a2a_client(jwt_gateway, streaming=True, headers=headers) as client:
-            events = await collect(client, send_request(
-                user_message(data={"doc": tenant, "mode": "ok"}, skill="review")))
+            events = await collect(
+                client,
+                send_request(user_message(data={"doc": tenant, "mode": "ok"}, skill="review")),
+            )
         async with a2a_client(jwt_gateway, streaming=False, headers=headers) as client:
-            echoed = final_task(await collect(client, send_request(
-                user_message(data={"text": tenant}, skill="echo"))))
+            echoed = final_task(
+                await collect(
+                    client, send_request(user_message(data={"text": tenant}, skill="echo"))
+                )
+            )
         states = [e.status_update.status.state for e in events if e.HasField("status_update")]
         assert TaskState.TASK_STATE_WORKING in states  # progress came through the tap
         assert states[-1] == TaskState.TASK_STATE_COMPLETED
         answer = MessageToDict(echoed.artifacts[0].parts[0].data)
         results[tenant] = (answer["echo"], answer["tenant"])
     # Each request reached its own tenant's echo tool, published as that tenant.
-    assert results == {"tenant-a": ("tenant-a", "tenant-a"),
-                       "tenant-b": ("tenant-b", "tenant-b")}
+    assert results == {"tenant-a": ("tenant-a", "tenant-a"), "tenant-b": ("tenant-b", "tenant-b")}

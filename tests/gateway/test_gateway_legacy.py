@@ -12,17 +12,26 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def legacy_task(parts: list[dict], skill: str = "echo") -> dict:
-    return {"id": "legacy-1", "sessionId": "s-1", "metadata": {"skill": skill},
-            "message": {"role": "user", "parts": parts}}
+    return {
+        "id": "legacy-1",
+        "sessionId": "s-1",
+        "metadata": {"skill": skill},
+        "message": {"role": "user", "parts": parts},
+    }
 
 
 async def test_legacy_send_answers_with_the_seed_shape(platform: Platform):
     async with httpx.AsyncClient(base_url=platform.url, headers=HEADERS_A) as http:
         text = await http.post("/tasks/send", json=legacy_task([{"type": "text", "text": "yo"}]))
-        data = await http.post("/tasks/send", json=legacy_task(
-            [{"type": "data", "data": {"doc": "d", "mode": "fail"}}], skill="review"))
-        invalid = await http.post("/tasks/send", json=legacy_task(
-            [{"type": "data", "data": {"text": 5}}]))
+        data = await http.post(
+            "/tasks/send",
+            json=legacy_task(
+                [{"type": "data", "data": {"doc": "d", "mode": "fail"}}], skill="review"
+            ),
+        )
+        invalid = await http.post(
+            "/tasks/send", json=legacy_task([{"type": "data", "data": {"text": 5}}])
+        )
         malformed = await http.post("/tasks/send", json={"id": "x"})
     answer = A2ATaskResponse.model_validate(text.json())
     assert answer.id == "legacy-1" and answer.sessionId == "s-1"

@@ -45,10 +45,17 @@ async def test_answer_arriving_while_down_on_redis_and_postgres(redis_platform: 
 
 async def answer_while_down(p: Platform) -> None:
     async with a2a_client(p.url, streaming=False, headers=HEADERS_A) as client:
-        done = final_task(await collect(client, send_request(
-            user_message(data={"text": "before"}, skill="echo"))))
-        slow = final_task(await collect(client, send_request(
-            user_message(data={"doc": "r", "mode": "slow"}, skill="review"), blocking=False)))
+        done = final_task(
+            await collect(client, send_request(user_message(data={"text": "before"}, skill="echo")))
+        )
+        slow = final_task(
+            await collect(
+                client,
+                send_request(
+                    user_message(data={"doc": "r", "mode": "slow"}, skill="review"), blocking=False
+                ),
+            )
+        )
         await wait_state(client, slow.id, S.TASK_STATE_WORKING)
     assert p.gateway is not None
     await p.gateway.stop()
@@ -66,12 +73,19 @@ async def test_two_replicas_share_streams_and_input(db_platform: Platform):
     p = db_platform
     replica_b = await p.start_gateway(gateway_replica_id="replica-b")
     try:
-        async with a2a_client(p.url, streaming=False, headers=HEADERS_A) as on_a, a2a_client(
-            replica_b.url, headers=HEADERS_A
-        ) as on_b:
-            slow = final_task(await collect(on_a, send_request(
-                user_message(data={"doc": "r2", "mode": "slow"}, skill="review"),
-                blocking=False)))
+        async with (
+            a2a_client(p.url, streaming=False, headers=HEADERS_A) as on_a,
+            a2a_client(replica_b.url, headers=HEADERS_A) as on_b,
+        ):
+            slow = final_task(
+                await collect(
+                    on_a,
+                    send_request(
+                        user_message(data={"doc": "r2", "mode": "slow"}, skill="review"),
+                        blocking=False,
+                    ),
+                )
+            )
             await wait_state(on_a, slow.id, S.TASK_STATE_WORKING)
             stream = on_b.subscribe(SubscribeToTaskRequest(id=slow.id))
             snapshot = await anext(stream)
@@ -81,12 +95,19 @@ async def test_two_replicas_share_streams_and_input(db_platform: Platform):
             states = [e.status_update.status.state for e in rest if e.HasField("status_update")]
             assert states[-1] == S.TASK_STATE_COMPLETED
 
-            asked = await collect(on_a, send_request(
-                user_message(data={"doc": "h", "mode": "hitl"}, skill="review")))
+            asked = await collect(
+                on_a, send_request(user_message(data={"doc": "h", "mode": "hitl"}, skill="review"))
+            )
             task_id = asked[-1].status_update.task_id or final_task(asked).id
             await wait_state(on_b, task_id, S.TASK_STATE_INPUT_REQUIRED)
-            await collect(on_b, send_request(user_message(
-                data={"approved": False}, text="no", task_id=task_id, message_id="m-2")))
+            await collect(
+                on_b,
+                send_request(
+                    user_message(
+                        data={"approved": False}, text="no", task_id=task_id, message_id="m-2"
+                    )
+                ),
+            )
             final = await wait_state(on_a, task_id, S.TASK_STATE_COMPLETED)
         assert MessageToDict(final.artifacts[0].parts[0].data)["verdict"] == "declined"
     finally:

@@ -75,19 +75,25 @@ async def test_policy_refuses_private_loopback_and_unlisted_hosts():
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_push_delivered_with_auth_and_retries(platform: Platform, binding: str):
     receiver = Receiver(failures=2)
-    async with serve(receiver.app) as hook, a2a_client(
-        platform.url, binding, streaming=False, headers=HEADERS_A
-    ) as client:
+    async with (
+        serve(receiver.app) as hook,
+        a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as client,
+    ):
         request = send_request(
             user_message(data={"doc": f"p-{binding}", "mode": "slow"}, skill="review"),
-            blocking=False)
-        request.configuration.task_push_notification_config.CopyFrom(TaskPushNotificationConfig(
-            url=f"{hook.url}/hook", token="tok-1",
-            authentication=AuthenticationInfo(scheme="Bearer", credentials="sekret"),
-        ))
+            blocking=False,
+        )
+        request.configuration.task_push_notification_config.CopyFrom(
+            TaskPushNotificationConfig(
+                url=f"{hook.url}/hook",
+                token="tok-1",
+                authentication=AuthenticationInfo(scheme="Bearer", credentials="sekret"),
+            )
+        )
         task = final_task(await collect(client, request))
         configs = await client.list_task_push_notification_configs(
-            ListTaskPushNotificationConfigsRequest(task_id=task.id))
+            ListTaskPushNotificationConfigsRequest(task_id=task.id)
+        )
         assert [c.url for c in configs.configs] == [f"{hook.url}/hook"]
         platform.control.release(f"p-{binding}")
         await asyncio.wait_for(receiver.completed.wait(), 10)
@@ -100,22 +106,35 @@ async def test_push_delivered_with_auth_and_retries(platform: Platform, binding:
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_push_config_crud_and_refused_targets(platform: Platform, binding: str):
     async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as client:
-        task = final_task(await collect(client, send_request(
-            user_message(data={"doc": "q", "mode": "hitl"}, skill="review"))))
+        task = final_task(
+            await collect(
+                client,
+                send_request(user_message(data={"doc": "q", "mode": "hitl"}, skill="review")),
+            )
+        )
         assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        for url in ("http://10.0.0.5/hook", "http://localhost:1/hook",
-                    "http://169.254.169.254/x", "https://example.com/hook"):
+        for url in (
+            "http://10.0.0.5/hook",
+            "http://localhost:1/hook",
+            "http://169.254.169.254/x",
+            "https://example.com/hook",
+        ):
             with pytest.raises(InvalidParamsError):
                 await client.create_task_push_notification_config(
-                    TaskPushNotificationConfig(task_id=task.id, url=url))
-        created = await client.create_task_push_notification_config(TaskPushNotificationConfig(
-            task_id=task.id, id="cfg-1", url="http://127.0.0.1:1/hook"))
+                    TaskPushNotificationConfig(task_id=task.id, url=url)
+                )
+        created = await client.create_task_push_notification_config(
+            TaskPushNotificationConfig(task_id=task.id, id="cfg-1", url="http://127.0.0.1:1/hook")
+        )
         assert created.id == "cfg-1"
         got = await client.get_task_push_notification_config(
-            GetTaskPushNotificationConfigRequest(task_id=task.id, id="cfg-1"))
+            GetTaskPushNotificationConfigRequest(task_id=task.id, id="cfg-1")
+        )
         assert got.url == "http://127.0.0.1:1/hook"
         await client.delete_task_push_notification_config(
-            DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="cfg-1"))
+            DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="cfg-1")
+        )
         left = await client.list_task_push_notification_configs(
-            ListTaskPushNotificationConfigsRequest(task_id=task.id))
+            ListTaskPushNotificationConfigsRequest(task_id=task.id)
+        )
     assert not left.configs

@@ -19,8 +19,12 @@ from testsupport.server import LiveServer, free_port
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 V1 = {**HEADERS_A, "A2A-Version": "1.0"}
-MESSAGE = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}],
-           "metadata": {"skill": "echo"}}
+MESSAGE = {
+    "messageId": "m-1",
+    "role": "ROLE_USER",
+    "parts": [{"text": "hi"}],
+    "metadata": {"skill": "echo"},
+}
 MALFORMED: list[Any] = [
     {},
     [],
@@ -41,15 +45,19 @@ def closed_url() -> str:
 def error_of(response: httpx.Response) -> dict[str, Any]:
     """The error object of a REST answer, a JSON-RPC answer, or an SSE stream's one event."""
     text = response.text.strip()
-    body = json.loads(text.removeprefix("data:")) if text.startswith("data:") else json.loads(
-        text)
+    body = json.loads(text.removeprefix("data:")) if text.startswith("data:") else json.loads(text)
     assert "error" in body, body
     return dict(body["error"])
 
 
 async def start(tmp_path: Any, events: str, registry: str) -> LiveServer:
-    settings = gateway_settings(events, registry, f"sqlite+aiosqlite:///{tmp_path}/gw.db",
-                                tmp_path, gateway_bus_ready_timeout_seconds=0.5)
+    settings = gateway_settings(
+        events,
+        registry,
+        f"sqlite+aiosqlite:///{tmp_path}/gw.db",
+        tmp_path,
+        gateway_bus_ready_timeout_seconds=0.5,
+    )
     server = LiveServer(create_app(settings))
     await server.start()
     return server
@@ -57,16 +65,30 @@ async def start(tmp_path: Any, events: str, registry: str) -> LiveServer:
 
 async def sends(http: httpx.AsyncClient, path: str = "") -> list[httpx.Response]:
     """message:send, message:stream, JSON-RPC SendMessage and 0.3 message/send."""
-    old = {"messageId": "m-old", "role": "user", "kind": "message",
-           "parts": [{"kind": "text", "text": "hi"}], "metadata": {"skill": "echo"}}
+    old = {
+        "messageId": "m-old",
+        "role": "user",
+        "kind": "message",
+        "parts": [{"kind": "text", "text": "hi"}],
+        "metadata": {"skill": "echo"},
+    }
     return [
         await http.post(f"{path}/message:send", json={"message": MESSAGE}),
         await http.post(f"{path}/message:stream", json={"message": MESSAGE}),
-        await http.post(f"{path}/", json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                                          "params": {"message": MESSAGE}}),
-        await http.post(f"{path}/", json={"jsonrpc": "2.0", "id": 2, "method": "message/send",
-                                          "params": {"message": old}},
-                        headers={**HEADERS_A, "A2A-Version": "0.3"}),
+        await http.post(
+            f"{path}/",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendMessage",
+                "params": {"message": MESSAGE},
+            },
+        ),
+        await http.post(
+            f"{path}/",
+            json={"jsonrpc": "2.0", "id": 2, "method": "message/send", "params": {"message": old}},
+            headers={**HEADERS_A, "A2A-Version": "0.3"},
+        ),
     ]
 
 
@@ -97,18 +119,21 @@ async def test_registry_down_is_503_naming_it_and_bad_bodies_are_400(tmp_path: A
                 assert error_of(response)["status"] == "INVALID_ARGUMENT"
                 stream = await http.post("/message:stream", json=body)
                 assert stream.status_code == 400, (body, stream.text)
-                rpc = await http.post("/", json={"jsonrpc": "2.0", "id": 1,
-                                                 "method": "SendMessage", "params": body})
+                rpc = await http.post(
+                    "/", json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": body}
+                )
                 assert error_of(rpc)["code"] in (-32602, -32700), (body, rpc.text)
             # Bytes that are not UTF-8: a parse error on both bindings (was a bare 500).
             for path in ("/message:send", "/message:stream", "/agents/echo-tool/message:send"):
-                garbled = await http.post(path, content=b'{"\xff\xfe": 1}',
-                                          headers={"Content-Type": "application/json"})
+                garbled = await http.post(
+                    path, content=b'{"\xff\xfe": 1}', headers={"Content-Type": "application/json"}
+                )
                 assert garbled.status_code == 400, (path, garbled.text)
                 assert "UTF-8" in error_of(garbled)["message"]
             for path in ("/", "/agents/echo-tool"):
-                garbled = await http.post(path, content=b"\xff\xfe",
-                                          headers={"Content-Type": "application/json"})
+                garbled = await http.post(
+                    path, content=b"\xff\xfe", headers={"Content-Type": "application/json"}
+                )
                 assert garbled.status_code == 200 and error_of(garbled)["code"] == -32700
             empty = await http.post("/message:send", json={"message": {**MESSAGE, "parts": [{}]}})
             assert "message.parts[0]" in error_of(empty)["message"]
@@ -128,8 +153,7 @@ async def test_event_service_down_is_503_naming_it(platform: Platform, tmp_path:
             listed = await http.get("/tasks")
             assert listed.status_code == 200
             assert listed.json().get("tasks", []) == []
-            per_agent = await http.post("/agents/echo-tool/message:send",
-                                        json={"message": MESSAGE})
+            per_agent = await http.post("/agents/echo-tool/message:send", json={"message": MESSAGE})
             assert per_agent.status_code == 503
             assert "event service" in error_of(per_agent)["message"]
     finally:

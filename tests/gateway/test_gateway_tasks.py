@@ -54,14 +54,19 @@ async def wait_state(client, task_id: str, state: int, within: float = 10.0):
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_stream_shows_progress_then_completes(platform: Platform, binding: str):
     async with a2a_client(platform.url, binding, headers=HEADERS_A) as client:
-        events = await collect(client, send_request(
-            user_message(data={"doc": "d1", "mode": "ok"}, skill="review")))
+        events = await collect(
+            client, send_request(user_message(data={"doc": "d1", "mode": "ok"}, skill="review"))
+        )
     states = [e.status_update.status.state for e in events if e.HasField("status_update")]
     assert events[0].HasField("task")
     assert S.TASK_STATE_WORKING in states
-    progress = [e.status_update for e in events if e.HasField("status_update")
-                and e.status_update.status.message.parts
-                and e.status_update.status.message.parts[0].text == "reading the document"]
+    progress = [
+        e.status_update
+        for e in events
+        if e.HasField("status_update")
+        and e.status_update.status.message.parts
+        and e.status_update.status.message.parts[0].text == "reading the document"
+    ]
     assert progress, events
     assert MessageToDict(progress[0].metadata) == {"progress": 0.5}
     assert states[-1] == S.TASK_STATE_COMPLETED
@@ -72,53 +77,82 @@ async def test_stream_shows_progress_then_completes(platform: Platform, binding:
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_non_blocking_send_then_get_and_list(platform: Platform, binding: str):
     async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as client:
-        first = final_task(await collect(client, send_request(
-            user_message(data={"text": "a"}, skill="echo", context_id=f"c1-{binding}"),
-            blocking=False)))
-        assert first.status.state in (S.TASK_STATE_SUBMITTED, S.TASK_STATE_WORKING,
-                                      S.TASK_STATE_COMPLETED)
+        first = final_task(
+            await collect(
+                client,
+                send_request(
+                    user_message(data={"text": "a"}, skill="echo", context_id=f"c1-{binding}"),
+                    blocking=False,
+                ),
+            )
+        )
+        assert first.status.state in (
+            S.TASK_STATE_SUBMITTED,
+            S.TASK_STATE_WORKING,
+            S.TASK_STATE_COMPLETED,
+        )
         done = await wait_state(client, first.id, S.TASK_STATE_COMPLETED)
         assert done.context_id == f"c1-{binding}"
         assert done.history[0].message_id == "m-1"
         for i in range(3):
-            await collect(client, send_request(
-                user_message(data={"text": f"b{i}"}, skill="echo", context_id=f"c2-{binding}",
-                             message_id=f"m-b{i}")))
+            await collect(
+                client,
+                send_request(
+                    user_message(
+                        data={"text": f"b{i}"},
+                        skill="echo",
+                        context_id=f"c2-{binding}",
+                        message_id=f"m-b{i}",
+                    )
+                ),
+            )
         page = await client.list_tasks(ListTasksRequest(context_id=f"c2-{binding}", page_size=2))
         assert len(page.tasks) == 2 and page.next_page_token
-        rest = await client.list_tasks(ListTasksRequest(
-            context_id=f"c2-{binding}", page_size=2, page_token=page.next_page_token))
+        rest = await client.list_tasks(
+            ListTasksRequest(
+                context_id=f"c2-{binding}", page_size=2, page_token=page.next_page_token
+            )
+        )
         assert len(rest.tasks) == 1 and not rest.next_page_token
         ids = {t.id for t in [*page.tasks, *rest.tasks]}
         assert first.id not in ids and len(ids) == 3
-        completed = await client.list_tasks(ListTasksRequest(
-            context_id=f"c2-{binding}", status=S.TASK_STATE_COMPLETED, include_artifacts=True))
+        completed = await client.list_tasks(
+            ListTasksRequest(
+                context_id=f"c2-{binding}", status=S.TASK_STATE_COMPLETED, include_artifacts=True
+            )
+        )
         assert len(completed.tasks) == 3
         assert all(t.artifacts for t in completed.tasks)
         bare = await client.list_tasks(ListTasksRequest(context_id=f"c2-{binding}"))
         assert not any(t.artifacts for t in bare.tasks)
-        failed = await client.list_tasks(ListTasksRequest(
-            context_id=f"c2-{binding}", status=S.TASK_STATE_FAILED))
+        failed = await client.list_tasks(
+            ListTasksRequest(context_id=f"c2-{binding}", status=S.TASK_STATE_FAILED)
+        )
         assert not failed.tasks
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_input_required_round_trip(platform: Platform, binding: str):
     async with a2a_client(platform.url, binding, headers=HEADERS_A) as client:
-        events = await collect(client, send_request(
-            user_message(data={"doc": "d2", "mode": "hitl"}, skill="review")))
+        events = await collect(
+            client, send_request(user_message(data={"doc": "d2", "mode": "hitl"}, skill="review"))
+        )
         asked = final_task(events) if events[-1].HasField("task") else None
         last = events[-1].status_update
         assert last.status.state == S.TASK_STATE_INPUT_REQUIRED
         task_id = last.task_id
         assert [p.text for p in last.status.message.parts] == ["Approve the document?"]
         del asked
-        answer = user_message(text="looks good", data={"approved": True}, task_id=task_id,
-                              message_id="m-answer")
+        answer = user_message(
+            text="looks good", data={"approved": True}, task_id=task_id, message_id="m-answer"
+        )
         events = await collect(client, send_request(answer))
         final = await wait_state(client, task_id, S.TASK_STATE_COMPLETED)
     assert MessageToDict(final.artifacts[0].parts[0].data) == {
-        "doc": "d2", "verdict": "approved", "note": "looks good"}
+        "doc": "d2",
+        "verdict": "approved",
+        "note": "looks good",
+    }
     answer_seen = platform.control.seen[-1]
     assert answer_seen["a2a_message"]["message_id"] == "m-answer"
     assert [m.message_id for m in final.history][:1] == ["m-1"]
@@ -128,12 +162,24 @@ async def test_input_required_round_trip(platform: Platform, binding: str):
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_failure_rejection_and_artifacts(platform: Platform, binding: str):
     async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as client:
-        failed = final_task(await collect(client, send_request(
-            user_message(data={"doc": "x", "mode": "fail"}, skill="review"))))
-        rejected = final_task(await collect(client, send_request(
-            user_message(data={"doc": "x", "mode": "reject"}, skill="review"))))
-        files = final_task(await collect(client, send_request(
-            user_message(data={"doc": "x", "mode": "files"}, skill="review"))))
+        failed = final_task(
+            await collect(
+                client,
+                send_request(user_message(data={"doc": "x", "mode": "fail"}, skill="review")),
+            )
+        )
+        rejected = final_task(
+            await collect(
+                client,
+                send_request(user_message(data={"doc": "x", "mode": "reject"}, skill="review")),
+            )
+        )
+        files = final_task(
+            await collect(
+                client,
+                send_request(user_message(data={"doc": "x", "mode": "files"}, skill="review")),
+            )
+        )
     assert failed.status.state == S.TASK_STATE_FAILED
     assert texts(failed) == ["the document is unreadable"]
     assert rejected.status.state == S.TASK_STATE_REJECTED
@@ -144,7 +190,10 @@ async def test_failure_rejection_and_artifacts(platform: Platform, binding: str)
     assert MessageToDict(by_name["scores"].parts[0].data) == {"score": 9}
     url, raw = by_name["files"].parts
     assert (url.url, url.media_type, url.filename) == (
-        "https://example.com/report.pdf", "application/pdf", "report.pdf")
+        "https://example.com/report.pdf",
+        "application/pdf",
+        "report.pdf",
+    )
     assert (raw.raw, raw.filename) == (b"hello", "hello.txt")
 
 
@@ -154,9 +203,15 @@ async def test_cancel_publishes_and_ends_canceled(platform: Platform, binding: s
     async with context.bus.subscribe(["system-events"], event_types=["a2a.task.cancel"]) as sub:
         await sub.wait_ready()
         async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as c:
-            task = final_task(await collect(c, send_request(
-                user_message(data={"doc": f"c-{binding}", "mode": "slow"}, skill="review"),
-                blocking=False)))
+            task = final_task(
+                await collect(
+                    c,
+                    send_request(
+                        user_message(data={"doc": f"c-{binding}", "mode": "slow"}, skill="review"),
+                        blocking=False,
+                    ),
+                )
+            )
             await wait_state(c, task.id, S.TASK_STATE_WORKING)
             canceled = await c.cancel_task(CancelTaskRequest(id=task.id))
             assert canceled.status.state == S.TASK_STATE_CANCELED
@@ -177,8 +232,9 @@ async def test_cancel_publishes_and_ends_canceled(platform: Platform, binding: s
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_resubscribe_after_a_dropped_stream(platform: Platform, binding: str):
     async with a2a_client(platform.url, binding, headers=HEADERS_A) as client:
-        stream = client.send_message(send_request(
-            user_message(data={"doc": f"r-{binding}", "mode": "slow"}, skill="review")))
+        stream = client.send_message(
+            send_request(user_message(data={"doc": f"r-{binding}", "mode": "slow"}, skill="review"))
+        )
         first = await anext(stream)
         task_id = first.task.id
         await stream.aclose()  # the client drops its stream
@@ -202,9 +258,16 @@ async def test_invalid_input_names_the_field_and_publishes_nothing(
         await sub.wait_ready()
         async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as c:
             with pytest.raises(InvalidParamsError) as wrong_type:
-                await collect(c, send_request(
-                    user_message(data={"text": "x", "times": "two"}, skill="echo",
-                                 context_id="invalid-input")))
+                await collect(
+                    c,
+                    send_request(
+                        user_message(
+                            data={"text": "x", "times": "two"},
+                            skill="echo",
+                            context_id="invalid-input",
+                        )
+                    ),
+                )
             with pytest.raises(InvalidParamsError) as missing:
                 await collect(c, send_request(user_message(data={"doc": "x"}, skill="review")))
             with pytest.raises(InvalidParamsError) as unknown:
@@ -231,8 +294,12 @@ async def test_plain_text_goes_to_a_skill_that_takes_text(platform: Platform):
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_send_blocking_completes_with_the_tools_answer(platform: Platform, binding: str):
     async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as client:
-        events = await collect(client, send_request(
-            user_message(data={"text": "hi", "times": 2}, skill="echo", message_id="msg-7")))
+        events = await collect(
+            client,
+            send_request(
+                user_message(data={"text": "hi", "times": 2}, skill="echo", message_id="msg-7")
+            ),
+        )
     task = final_task(events)
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     data = MessageToDict(task.artifacts[0].parts[0].data)
@@ -255,8 +322,11 @@ async def test_an_agent_may_answer_with_a_direct_message(
     platform: Platform, binding: str, streaming: bool
 ):
     name = f"greet-{binding.replace('+', '')}-{streaming}"
-    tool = MessageTool(name=name, context=await platform.context(),
-                       capabilities=[capability(name, "greet.requested", {"type": "object"})])
+    tool = MessageTool(
+        name=name,
+        context=await platform.context(),
+        capabilities=[capability(name, "greet.requested", {"type": "object"})],
+    )
 
     @tool.on_invoke("greet.requested")
     async def greet(request, ctx):
@@ -264,10 +334,10 @@ async def test_an_agent_may_answer_with_a_direct_message(
 
     await tool.start()
     try:
-        async with a2a_client(platform.url, binding, streaming=streaming,
-                              headers=HEADERS_A) as client:
-            events = await collect(client, send_request(
-                user_message(text="Ada", skill=name)))
+        async with a2a_client(
+            platform.url, binding, streaming=streaming, headers=HEADERS_A
+        ) as client:
+            events = await collect(client, send_request(user_message(text="Ada", skill=name)))
     finally:
         await tool.stop()
     assert len(events) == 1 and events[0].HasField("message")
@@ -279,16 +349,29 @@ async def test_input_required_task_checks_context_and_fails_on_timeout(
     platform: Platform, binding: str
 ):
     async with a2a_client(platform.url, binding, streaming=False, headers=HEADERS_A) as client:
-        task = final_task(await collect(client, send_request(
-            user_message(data={"doc": f"t-{binding}", "mode": "hitl"}, skill="review"))))
+        task = final_task(
+            await collect(
+                client,
+                send_request(
+                    user_message(data={"doc": f"t-{binding}", "mode": "hitl"}, skill="review")
+                ),
+            )
+        )
         assert task.status.state == S.TASK_STATE_INPUT_REQUIRED
         with pytest.raises(InvalidParamsError):
-            await collect(client, send_request(user_message(
-                text="yes", task_id=task.id, context_id="another-context")))
+            await collect(
+                client,
+                send_request(
+                    user_message(text="yes", task_id=task.id, context_id="another-context")
+                ),
+            )
         # The tracker's verdict when nobody answers in time (contract C2).
         bus = (await platform.context()).bus
-        await bus.publish("system-events", "task.timeout", {
-            "task_id": task.id, "sub_task_id": "s", "reason": "hitl_timeout"},
-            correlation_id="s")
+        await bus.publish(
+            "system-events",
+            "task.timeout",
+            {"task_id": task.id, "sub_task_id": "s", "reason": "hitl_timeout"},
+            correlation_id="s",
+        )
         failed = await wait_state(client, task.id, S.TASK_STATE_FAILED)
     assert texts(failed) == ["no input before the deadline (hitl_timeout)"]

@@ -35,45 +35,81 @@ from tracker_service.settings import Settings as TrackerSettings
 
 pytestmark = pytest.mark.asyncio
 
-PLAN = PlanDefinition(plan_type="shout.goal", description="Shout a text", states={
-    "start": StateConfig(state_name="start", default_next="echo"),
-    "echo": StateConfig(
-        state_name="echo",
-        action=StateAction(event_type="echo.requested", response_event="shout.echoed",
-                           data={"text": "{goal_data.text}"}),
-        transitions=[StateTransition(on_event="shout.echoed", to_state="done")],
-    ),
-    "done": StateConfig(state_name="done", is_terminal=True),
-})
+PLAN = PlanDefinition(
+    plan_type="shout.goal",
+    description="Shout a text",
+    states={
+        "start": StateConfig(state_name="start", default_next="echo"),
+        "echo": StateConfig(
+            state_name="echo",
+            action=StateAction(
+                event_type="echo.requested",
+                response_event="shout.echoed",
+                data={"text": "{goal_data.text}"},
+            ),
+            transitions=[StateTransition(on_event="shout.echoed", to_state="done")],
+        ),
+        "done": StateConfig(state_name="done", is_terminal=True),
+    },
+)
 
 
 @pytest_asyncio.fixture
 async def services(tmp_path: Any) -> AsyncIterator[dict[str, str]]:
     async with AsyncExitStack() as stack:
+
         def sqlite(name: str) -> str:
             return f"sqlite+aiosqlite:///{tmp_path}/{name}.db"
 
         events = await stack.enter_async_context(serve(create_event_app(event_settings())))
-        registry = await stack.enter_async_context(serve(create_registry_app(
-            registry_settings(sqlite("registry"), tmp_path))))
-        memory = await stack.enter_async_context(serve(create_memory_app(
-            memory_settings(sqlite("memory"), tmp_path))))
-        tracker = await stack.enter_async_context(serve(create_tracker_app(TrackerSettings(
-            tracker_database_url=sqlite("tracker"), event_service_url=events.url,
-            memory_url=memory.url, data_dir=tmp_path))))
+        registry = await stack.enter_async_context(
+            serve(create_registry_app(registry_settings(sqlite("registry"), tmp_path)))
+        )
+        memory = await stack.enter_async_context(
+            serve(create_memory_app(memory_settings(sqlite("memory"), tmp_path)))
+        )
+        tracker = await stack.enter_async_context(
+            serve(
+                create_tracker_app(
+                    TrackerSettings(
+                        tracker_database_url=sqlite("tracker"),
+                        event_service_url=events.url,
+                        memory_url=memory.url,
+                        data_dir=tmp_path,
+                    )
+                )
+            )
+        )
         context = agent_context(events.url, registry.url, memory.url)
         stack.push_async_callback(context.close)
-        for agent in (echo_tool(context),
-                      Planner(name="shouter", context=context, plan_definition=PLAN,
-                              goal_description="Shout a text")):
+        for agent in (
+            echo_tool(context),
+            Planner(
+                name="shouter",
+                context=context,
+                plan_definition=PLAN,
+                goal_description="Shout a text",
+            ),
+        ):
             await agent.start()
             stack.push_async_callback(agent.stop)
         port = free_port()
-        gateway = await stack.enter_async_context(serve(create_gateway_app(GatewaySettings(
-            event_service_url=events.url, registry_url=registry.url, data_dir=tmp_path,
-            gateway_url=f"http://127.0.0.1:{port}", gateway_card_ttl_seconds=0,
-            gateway_default_skill="shout.goal", gateway_replica_id="tracked",
-        )), port))
+        gateway = await stack.enter_async_context(
+            serve(
+                create_gateway_app(
+                    GatewaySettings(
+                        event_service_url=events.url,
+                        registry_url=registry.url,
+                        data_dir=tmp_path,
+                        gateway_url=f"http://127.0.0.1:{port}",
+                        gateway_card_ttl_seconds=0,
+                        gateway_default_skill="shout.goal",
+                        gateway_replica_id="tracked",
+                    )
+                ),
+                port,
+            )
+        )
         yield {"gateway": gateway.url, "tracker": tracker.url}
 
 

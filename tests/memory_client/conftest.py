@@ -32,7 +32,8 @@ def make_memory(memory_http: httpx.AsyncClient) -> MemoryFactory:
 
     def factory(tenant: str = "tenant-a", user: str = "user-1") -> MemoryClient:
         return MemoryClient(
-            base_url="http://memory", http=memory_http,
+            base_url="http://memory",
+            http=memory_http,
             identity=Identity(tenant_id=tenant, user_id=user),
         )
 

@@ -122,4 +122,4 @@ def test_backoff_is_full_jitter_growing_to_a_cap() -> None:
         assert all(0.0 <= w <= bound for w in waits)
         assert len(waits) > 150  # random, not a fixed schedule
         assert max(waits) > bound / 2
-    assert BACKOFF_BASE * 2 ** 6 > BACKOFF_CAP  # the cap applies from the 7th conflict on
+    assert BACKOFF_BASE * 2**6 > BACKOFF_CAP  # the cap applies from the 7th conflict on

@@ -15,10 +15,16 @@ pytestmark = pytest.mark.asyncio
 
 async def test_store_and_get_plan_context(memory: MemoryClient):
     stored = await memory.store_plan_context(
-        "p1", "sess-1",
-        {"goal_event": "research.goal", "goal_data": {"topic": "AI"}, "status": "running",
-         "current_state": "search", "state_machine": {"search": {"next": "done"}},
-         "correlation_ids": ["c-1", "c-2"]},
+        "p1",
+        "sess-1",
+        {
+            "goal_event": "research.goal",
+            "goal_data": {"topic": "AI"},
+            "status": "running",
+            "current_state": "search",
+            "state_machine": {"search": {"next": "done"}},
+            "correlation_ids": ["c-1", "c-2"],
+        },
     )
     assert isinstance(stored, PlanContextRecord) and stored.version == 1
     got = await memory.get_plan_context("p1")

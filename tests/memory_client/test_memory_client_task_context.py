@@ -13,18 +13,28 @@ pytestmark = pytest.mark.asyncio
 
 def two_sub_tasks() -> dict[str, dict]:
     return {
-        sid: {"sub_task_id": sid, "event_type": "x.requested", "response_event": "x.done",
-              "parallel_group_id": "g1"}
+        sid: {
+            "sub_task_id": sid,
+            "event_type": "x.requested",
+            "response_event": "x.done",
+            "parallel_group_id": "g1",
+        }
         for sid in ("s1", "s2")
     }
 
 
 async def test_store_then_get_returns_the_typed_record_with_a_version(memory: MemoryClient):
     stored = await memory.store_task_context(
-        "t1", "plan-1",
-        {"event_type": "research.requested", "correlation_id": "caller-1",
-         "response_event": "research.completed", "data": {"topic": "AI"},
-         "sub_tasks": two_sub_tasks(), "state": {"step": 1}},
+        "t1",
+        "plan-1",
+        {
+            "event_type": "research.requested",
+            "correlation_id": "caller-1",
+            "response_event": "research.completed",
+            "data": {"topic": "AI"},
+            "sub_tasks": two_sub_tasks(),
+            "state": {"step": 1},
+        },
     )
     assert isinstance(stored, TaskContextRecord)
     assert stored.version == 1

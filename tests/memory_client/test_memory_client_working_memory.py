@@ -15,7 +15,8 @@ async def test_store_and_retrieve_any_json_value(memory: MemoryClient):
     item = await memory.store("vehicle:42", {"parts": ["brake_pads"], "km": 120_000}, "plan-1")
     assert isinstance(item, WorkingMemoryItem) and item.key == "vehicle:42"
     assert await memory.retrieve("vehicle:42", "plan-1") == {
-        "parts": ["brake_pads"], "km": 120_000,
+        "parts": ["brake_pads"],
+        "km": 120_000,
     }
     await memory.store("count", 3, "plan-1")
     assert await memory.retrieve("count", "plan-1") == 3

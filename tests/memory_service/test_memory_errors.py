@@ -58,21 +58,27 @@ async def test_malformed_bodies_are_422_naming_the_field(client: httpx.AsyncClie
 
 
 async def test_non_json_body_is_422(client: httpx.AsyncClient) -> None:
-    r = await client.post("/v1/memory/task-context", content=b"{not json",
-                          headers={"Content-Type": "application/json"})
+    r = await client.post(
+        "/v1/memory/task-context",
+        content=b"{not json",
+        headers={"Content-Type": "application/json"},
+    )
     assert r.status_code == 422
     assert _shape(r)["code"] == "validation_error"
 
 
 async def test_bad_if_match_is_422(client: httpx.AsyncClient) -> None:
     await client.post("/v1/memory/plan-context", json=plan_body("p1"))
-    r = await client.put("/v1/memory/plan-context/p1", json=plan_body("p1"),
-                         headers={"If-Match": "latest"})
+    r = await client.put(
+        "/v1/memory/plan-context/p1", json=plan_body("p1"), headers={"If-Match": "latest"}
+    )
     assert r.status_code == 422
     assert "If-Match" in str(_shape(r)["message"])
-    both = await client.put("/v1/memory/plan-context/p1",
-                            json={**plan_body("p1"), "expected_version": 2},
-                            headers={"If-Match": "1"})
+    both = await client.put(
+        "/v1/memory/plan-context/p1",
+        json={**plan_body("p1"), "expected_version": 2},
+        headers={"If-Match": "1"},
+    )
     assert both.status_code == 422
 
 
@@ -82,8 +88,9 @@ async def test_over_long_ids_are_422_not_a_server_error(client: httpx.AsyncClien
     r = await client.post("/v1/memory/plan-context", json=plan_body("p1", session_id=long_id))
     assert r.status_code == 422
     assert "session_id" in str(_shape(r)["message"])
-    r = await client.post("/v1/memory/plan-context", json=plan_body("p1",
-                          correlation_ids=[long_id]))
+    r = await client.post(
+        "/v1/memory/plan-context", json=plan_body("p1", correlation_ids=[long_id])
+    )
     assert r.status_code == 422
 
 

@@ -22,9 +22,7 @@ async def _fan_in(client: httpx.AsyncClient) -> None:
     assert created.status_code == 200, created.text
 
     async def report(i: int) -> httpx.Response:
-        return await client.post(
-            f"{BASE}/t1/sub-tasks/s{i}/result", json={"result": {"index": i}}
-        )
+        return await client.post(f"{BASE}/t1/sub-tasks/s{i}/result", json={"result": {"index": i}})
 
     responses = await asyncio.gather(*(report(i) for i in range(N)))
     assert [r.status_code for r in responses] == [200] * N, responses[0].text
@@ -68,8 +66,7 @@ async def test_results_survive_concurrent_whole_record_saves(client: httpx.Async
     stale = task_body("t1", sub_tasks={f"s{i}": sub_task(f"s{i}", group="g") for i in range(n)})
     await client.post(BASE, json=stale)
     results = [
-        client.post(f"{BASE}/t1/sub-tasks/s{i}/result", json={"result": {"i": i}})
-        for i in range(n)
+        client.post(f"{BASE}/t1/sub-tasks/s{i}/result", json={"result": {"i": i}}) for i in range(n)
     ]
     saves = [client.post(BASE, json={**stale, "state": {"save": k}}) for k in range(10)]
     responses = await asyncio.gather(*results, *saves)

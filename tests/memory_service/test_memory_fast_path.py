@@ -54,9 +54,11 @@ async def _fast_and_routed(make_settings: Callable[..., Settings]) -> AsyncItera
             if fast_path:
                 assert isinstance(app, MemoryServiceApp)
                 app.fast_path = spy = _CountingFastPath(settings=settings)
-            clients.append(await stack.enter_async_context(in_process(
-                app, base_url="http://memory", headers={"X-Tenant-ID": tenant}
-            )))
+            clients.append(
+                await stack.enter_async_context(
+                    in_process(app, base_url="http://memory", headers={"X-Tenant-ID": tenant})
+                )
+            )
         yield clients[0], clients[1], spy.handed_over
 
 
@@ -76,27 +78,40 @@ async def _same(pair: Clients, method: str, path: str, **kwargs: Any) -> httpx.R
 async def test_hot_routes_answer_like_the_routes(make_settings: Callable[..., Settings]) -> None:
     async with _fast_and_routed(make_settings) as pair:
         for client in pair[:2]:
-            r = await client.post("/v1/memory/plan-context",
-                                  json=plan_body("p1", correlation_ids=["c1", "c2", "c1"]))
+            r = await client.post(
+                "/v1/memory/plan-context", json=plan_body("p1", correlation_ids=["c1", "c2", "c1"])
+            )
             assert r.status_code == 200
         got = await _same(pair, "GET", "/v1/memory/plan-context/p1")
         assert got.json()["correlation_ids"] == ["c1", "c2"]
         assert got.headers["etag"] == '"1"' and got.headers["x-request-id"]
-        assert (await _same(pair, "GET", "/v1/memory/plan-context/by-correlation/c2")
-                ).json()["plan_id"] == "p1"
+        assert (await _same(pair, "GET", "/v1/memory/plan-context/by-correlation/c2")).json()[
+            "plan_id"
+        ] == "p1"
         await _same(pair, "GET", "/v1/memory/plan-context/by-correlation/p1")
-        put = await _same(pair, "PUT", "/v1/memory/plan-context/p1", headers={"If-Match": '"1"'},
-                          json=plan_body("p1", status="paused", correlation_ids=["c3", "c2"]))
+        put = await _same(
+            pair,
+            "PUT",
+            "/v1/memory/plan-context/p1",
+            headers={"If-Match": '"1"'},
+            json=plan_body("p1", status="paused", correlation_ids=["c3", "c2"]),
+        )
         assert (put.json()["version"], put.json()["correlation_ids"]) == (2, ["c3", "c2"])
         # The side table follows the write: dropped ids stop matching, new ones match.
         await _same(pair, "GET", "/v1/memory/plan-context/by-correlation/c1")
-        assert (await _same(pair, "GET", "/v1/memory/plan-context/by-correlation/c3")
-                ).json()["version"] == 2
+        assert (await _same(pair, "GET", "/v1/memory/plan-context/by-correlation/c3")).json()[
+            "version"
+        ] == 2
         # camelCase input, no plan_id in the body, version in the body.
-        await _same(pair, "PUT", "/v1/memory/plan-context/p1",
-                    json={"goalEvent": "g", "expectedVersion": 2, "correlationIds": []})
-        assert (await _same(pair, "GET", "/v1/memory/plan-context/by-correlation/c2")
-                ).status_code == 404
+        await _same(
+            pair,
+            "PUT",
+            "/v1/memory/plan-context/p1",
+            json={"goalEvent": "g", "expectedVersion": 2, "correlationIds": []},
+        )
+        assert (
+            await _same(pair, "GET", "/v1/memory/plan-context/by-correlation/c2")
+        ).status_code == 404
         assert pair[2] == []  # every one of these was answered by the fast path
 
 
@@ -116,17 +131,29 @@ async def test_errors_come_out_as_the_routes_give_them(
             ("PUT", put, {"headers": {"If-Match": '"7"'}, "json": plan_body("p1")}),
             ("PUT", "/v1/memory/plan-context/missing", {"json": plan_body("missing")}),
             ("PUT", put, {"headers": {"If-Match": "soon"}, "json": plan_body("p1")}),
-            ("PUT", put, {"headers": {"If-Match": "1"}, "json": plan_body("p1",
-                                                                      expected_version=2)}),
+            (
+                "PUT",
+                put,
+                {"headers": {"If-Match": "1"}, "json": plan_body("p1", expected_version=2)},
+            ),
             ("PUT", put, {"json": plan_body("other")}),
             ("PUT", put, {"json": plan_body("p1", status="sleeping")}),
             ("PUT", put, {"json": plan_body("p1", correlation_ids=["x" * 257])}),
             ("PUT", put, {"json": plan_body("p1", state={"n": 2**70})}),
             ("PUT", put, {"json": plan_body("p1", session_id="a\x00b")}),
-            ("PUT", put, {"content": b'{"plan_id": "p1", "state": {"x": NaN}}',
-                          "headers": {"Content-Type": "application/json"}}),
-            ("PUT", put, {"content": b'{"plan_id": ', "headers": {"Content-Type":
-                                                                   "application/json"}}),
+            (
+                "PUT",
+                put,
+                {
+                    "content": b'{"plan_id": "p1", "state": {"x": NaN}}',
+                    "headers": {"Content-Type": "application/json"},
+                },
+            ),
+            (
+                "PUT",
+                put,
+                {"content": b'{"plan_id": ', "headers": {"Content-Type": "application/json"}},
+            ),
             ("PUT", put, {"content": b"plan_id=p1", "headers": {"Content-Type": "text/plain"}}),
             ("PUT", put, {"json": plan_body("p1", state={"big": "x" * 5000})}),
             ("PUT", put, {"json": [1, 2]}),

@@ -76,8 +76,9 @@ async def test_openapi_declares_if_match_as_the_integer_version(
     # forms of an integer are accepted.
     r = await client.post("/v1/memory/plan-context", json=plan_body("p1"))
     for value, status in [("latest", 422), ("1.5", 422), ('"1"', 200), ('W/"2"', 200)]:
-        r = await client.put("/v1/memory/plan-context/p1", json=plan_body("p1"),
-                             headers={"If-Match": value})
+        r = await client.put(
+            "/v1/memory/plan-context/p1", json=plan_body("p1"), headers={"If-Match": value}
+        )
         assert r.status_code == status, (value, r.text)
         if status == 422:
             assert "If-Match" in r.text

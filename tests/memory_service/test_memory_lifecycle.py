@@ -42,8 +42,14 @@ async def test_schema_comes_from_alembic_with_its_own_version_table(db_url: str)
     finally:
         await store.close()
     assert VERSION_TABLE in tables
-    assert {"memory_task_contexts", "memory_sub_tasks", "memory_plans",
-            "memory_plan_correlations", "memory_sessions", "memory_working_memory"} <= tables
+    assert {
+        "memory_task_contexts",
+        "memory_sub_tasks",
+        "memory_plans",
+        "memory_plan_correlations",
+        "memory_sessions",
+        "memory_working_memory",
+    } <= tables
     assert [row[0] for row in head] == ["0003_recorded_answers"]
 
 
@@ -64,16 +70,21 @@ async def test_upgrade_copies_existing_correlation_ids_into_the_plan_rows(db_url
     try:
         async with engine.begin() as conn:
             await conn.run_sync(_upgrade_to, "0001_initial")
-            await conn.execute(sa.text(
-                "INSERT INTO memory_plans (tenant_id, plan_id, goal_event, goal_data, status, "
-                "state_machine, results, state, version, created_at, updated_at) VALUES "
-                "('t', 'old', 'g', '{}', 'running', '{}', '{}', '{}', 3, :now, :now), "
-                "('t', 'bare', 'g', '{}', 'running', '{}', '{}', '{}', 1, :now, :now)"
-            ), {"now": utcnow()})
-            await conn.execute(sa.text(
-                "INSERT INTO memory_plan_correlations (tenant_id, plan_id, correlation_id, "
-                "position) VALUES ('t', 'old', 'second', 1), ('t', 'old', 'first', 0)"
-            ))
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO memory_plans (tenant_id, plan_id, goal_event, goal_data, status, "
+                    "state_machine, results, state, version, created_at, updated_at) VALUES "
+                    "('t', 'old', 'g', '{}', 'running', '{}', '{}', '{}', 3, :now, :now), "
+                    "('t', 'bare', 'g', '{}', 'running', '{}', '{}', '{}', 1, :now, :now)"
+                ),
+                {"now": utcnow()},
+            )
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO memory_plan_correlations (tenant_id, plan_id, correlation_id, "
+                    "position) VALUES ('t', 'old', 'second', 1), ('t', 'old', 'first', 0)"
+                )
+            )
     finally:
         await engine.dispose()
     store = await open_sql_store(db_url)
@@ -87,24 +98,35 @@ async def test_upgrade_copies_existing_correlation_ids_into_the_plan_rows(db_url
 
 
 async def _plan(client: httpx.AsyncClient, plan_id: str, status: str) -> None:
-    r = await client.post("/v1/memory/plan-context", json=plan_body(plan_id, status=status,
-                                                                    correlation_ids=[f"c-{plan_id}"]))
+    r = await client.post(
+        "/v1/memory/plan-context",
+        json=plan_body(plan_id, status=status, correlation_ids=[f"c-{plan_id}"]),
+    )
     assert r.status_code == 200
     await client.post(f"/v1/working-memory/{plan_id}", json={"key": "k", "value": 1})
-    await client.post("/v1/memory/task-context", json={"task_id": f"t-{plan_id}",
-                                                       "plan_id": plan_id})
+    await client.post(
+        "/v1/memory/task-context", json={"task_id": f"t-{plan_id}", "plan_id": plan_id}
+    )
 
 
 async def test_retention_prunes_only_old_finished_plans(
     make_client: Any, make_settings: Callable[..., Settings]
 ) -> None:
     async with make_client() as client:
-        for plan_id, status in [("done", "completed"), ("broken", "failed"),
-                                ("stopped", "cancelled"), ("busy", "running"),
-                                ("waiting", "paused"), ("new", "pending")]:
+        for plan_id, status in [
+            ("done", "completed"),
+            ("broken", "failed"),
+            ("stopped", "cancelled"),
+            ("busy", "running"),
+            ("waiting", "paused"),
+            ("new", "pending"),
+        ]:
             await _plan(client, plan_id, status)
-        await client.post("/v1/memory/plan-context", json=plan_body("other-tenant",
-                          status="completed"), headers={"X-Tenant-ID": "t2"})
+        await client.post(
+            "/v1/memory/plan-context",
+            json=plan_body("other-tenant", status="completed"),
+            headers={"X-Tenant-ID": "t2"},
+        )
 
     store = await open_sql_store(make_settings().memory_database_url or "")
     try:
@@ -173,6 +195,7 @@ async def test_reads_survive_the_database_dropping_connections(
         assert (await client.get("/v1/memory/plan-context/p1")).json()["version"] == 1
         assert (await client.get("/v1/memory/plan-context/by-correlation/c")).status_code == 200
         # Writes then run on fresh connections (the pool replaced the dropped ones).
-        r = await client.put("/v1/memory/plan-context/p1", json=plan_body("p1"),
-                             headers={"If-Match": "1"})
+        r = await client.put(
+            "/v1/memory/plan-context/p1", json=plan_body("p1"), headers={"If-Match": "1"}
+        )
         assert r.status_code == 200

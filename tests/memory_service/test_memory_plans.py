@@ -15,8 +15,14 @@ PLANS = "/v1/memory/plans"
 
 
 async def test_plan_context_upsert_and_read_back(client: httpx.AsyncClient) -> None:
-    body = plan_body("p1", state_machine={"start": {"next": "end"}}, results={"a": 1},
-                     correlation_ids=["c1", "c2"], state={"k": "v"}, session_id="s1")
+    body = plan_body(
+        "p1",
+        state_machine={"start": {"next": "end"}},
+        results={"a": 1},
+        correlation_ids=["c1", "c2"],
+        state={"k": "v"},
+        session_id="s1",
+    )
     r = await client.post(CTX, json=body)
     assert r.status_code == 200, r.text
     stored = r.json()
@@ -83,15 +89,25 @@ async def test_by_correlation_finds_ids_added_in_a_later_upsert(
 async def test_create_plan_generates_an_id_and_returns_a_summary(
     client: httpx.AsyncClient,
 ) -> None:
-    r = await client.post(PLANS, json={"goal_event": "g", "goal_data": {"x": 1},
-                                       "response_event": "g.done"})
+    r = await client.post(
+        PLANS, json={"goal_event": "g", "goal_data": {"x": 1}, "response_event": "g.done"}
+    )
     assert r.status_code == 201, r.text
     summary = r.json()
     assert summary["plan_id"]
     assert summary["status"] == "pending"
     assert summary["version"] == 1
-    assert set(summary) == {"plan_id", "goal_event", "status", "session_id", "parent_plan_id",
-                            "response_event", "version", "created_at", "updated_at"}
+    assert set(summary) == {
+        "plan_id",
+        "goal_event",
+        "status",
+        "session_id",
+        "parent_plan_id",
+        "response_event",
+        "version",
+        "created_at",
+        "updated_at",
+    }
     # The plan's context is the same record, ready for the planner to fill in.
     ctx = (await client.get(f"{CTX}/{summary['plan_id']}")).json()
     assert ctx["goal_data"] == {"x": 1}
@@ -106,12 +122,22 @@ async def test_create_plan_with_an_existing_id_is_409(client: httpx.AsyncClient)
 
 
 async def test_list_plans_filters_by_status_session_and_parent(client: httpx.AsyncClient) -> None:
-    await client.post(PLANS, json={"plan_id": "a", "goal_event": "g", "session_id": "s1",
-                                   "status": "running"})
-    await client.post(PLANS, json={"plan_id": "b", "goal_event": "g", "session_id": "s1",
-                                   "parent_plan_id": "a", "status": "paused"})
-    await client.post(PLANS, json={"plan_id": "c", "goal_event": "g", "session_id": "s2",
-                                   "status": "completed"})
+    await client.post(
+        PLANS, json={"plan_id": "a", "goal_event": "g", "session_id": "s1", "status": "running"}
+    )
+    await client.post(
+        PLANS,
+        json={
+            "plan_id": "b",
+            "goal_event": "g",
+            "session_id": "s1",
+            "parent_plan_id": "a",
+            "status": "paused",
+        },
+    )
+    await client.post(
+        PLANS, json={"plan_id": "c", "goal_event": "g", "session_id": "s2", "status": "completed"}
+    )
 
     async def ids(**params: object) -> set[str]:
         r = await client.get(PLANS, params=params)  # type: ignore[arg-type]
@@ -170,8 +196,9 @@ async def test_etag_carries_the_version_for_if_match(client: httpx.AsyncClient) 
     assert created.headers["ETag"] == '"1"'
     got = await client.get(f"{CTX}/p1")
     assert got.headers["ETag"] == '"1"'
-    put = await client.put(f"{CTX}/p1", json=plan_body("p1"),
-                           headers={"If-Match": got.headers["ETag"]})
+    put = await client.put(
+        f"{CTX}/p1", json=plan_body("p1"), headers={"If-Match": got.headers["ETag"]}
+    )
     assert put.status_code == 200
     assert put.headers["ETag"] == '"2"'
     assert (await client.get(f"{PLANS}/p1")).headers["ETag"] == '"2"'

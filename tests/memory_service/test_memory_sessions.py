@@ -62,7 +62,8 @@ async def test_delete_session_removes_it_and_its_plans(client: httpx.AsyncClient
     missing = await client.get(f"{SESSIONS}/s1")
     assert missing.status_code == 404
     assert missing.json()["error"] == {
-        "code": "session_not_found", "message": "session 's1' not found",
+        "code": "session_not_found",
+        "message": "session 's1' not found",
         "details": {"session_id": "s1"},
     }
     assert (await client.get(f"{PLANS}/a")).status_code == 404

@@ -89,11 +89,14 @@ async def test_expected_version_in_the_body_guards_upserts(client: httpx.AsyncCl
 async def test_concurrent_guarded_writes_lose_no_update(client: httpx.AsyncClient) -> None:
     """Ten writers race on version 1: exactly one wins, the rest get 409."""
     await client.post(BASE, json=task_body("t1"))
-    rs = await asyncio.gather(*(
-        client.put(f"{BASE}/t1", json=task_body("t1", state={"writer": i}),
-                   headers={"If-Match": "1"})
-        for i in range(10)
-    ))
+    rs = await asyncio.gather(
+        *(
+            client.put(
+                f"{BASE}/t1", json=task_body("t1", state={"writer": i}), headers={"If-Match": "1"}
+            )
+            for i in range(10)
+        )
+    )
     assert sorted(r.status_code for r in rs) == [200] + [409] * 9
     winner = next(r for r in rs if r.status_code == 200).json()
     assert (await client.get(f"{BASE}/t1")).json()["state"] == winner["state"]
@@ -132,8 +135,12 @@ async def test_sub_task_result_is_recorded_and_the_whole_context_returned(
     assert r.status_code == 200, r.text
     ctx = r.json()
     assert ctx["version"] == 2
-    assert ctx["sub_tasks"]["a"] == {**sub_task("a", group="g"), "status": "completed",
-                                     "result": {"score": 7}, "error": None}
+    assert ctx["sub_tasks"]["a"] == {
+        **sub_task("a", group="g"),
+        "status": "completed",
+        "result": {"score": 7},
+        "error": None,
+    }
     assert ctx["sub_tasks"]["b"]["status"] == "pending"
     failed = await client.post(
         f"{BASE}/t1/sub-tasks/b/result", json={"status": "failed", "error": "timeout"}

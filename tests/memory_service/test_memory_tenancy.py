@@ -87,11 +87,13 @@ async def test_jwt_mode_scopes_records_to_the_tokens_tenant(make_client: object)
     async with make_client(auth_mode="jwt", jwt_secret=secret) as client:  # type: ignore[operator]
         auth_a = {"Authorization": f"Bearer {token_a}"}
         auth_b = {"Authorization": f"Bearer {token_b}"}
-        r = await client.post("/v1/working-memory/p1", json={"key": "k", "value": 1},
-                              headers=auth_a)
+        r = await client.post(
+            "/v1/working-memory/p1", json={"key": "k", "value": 1}, headers=auth_a
+        )
         assert r.status_code == 200
         assert (await client.get("/v1/working-memory/p1/k", headers=auth_b)).status_code == 404
         assert (await client.get("/v1/working-memory/p1/k")).status_code == 401
-        spoofed = await client.get("/v1/working-memory/p1/k",
-                                   headers={**auth_b, "X-Tenant-ID": "tenant-a"})
+        spoofed = await client.get(
+            "/v1/working-memory/p1/k", headers={**auth_b, "X-Tenant-ID": "tenant-a"}
+        )
         assert spoofed.status_code == 403

@@ -11,8 +11,14 @@ WM = "/v1/working-memory"
 
 
 async def test_store_and_retrieve_any_json_value(client: httpx.AsyncClient) -> None:
-    values = {"obj": {"parts": ["brake_pads"], "n": 2}, "list": [1, "a"], "num": 3.5,
-              "text": "hi", "null": None, "flag": False}
+    values = {
+        "obj": {"parts": ["brake_pads"], "n": 2},
+        "list": [1, "a"],
+        "num": 3.5,
+        "text": "hi",
+        "null": None,
+        "flag": False,
+    }
     for key, value in values.items():
         r = await client.post(f"{WM}/p1", json={"key": key, "value": value})
         assert r.status_code == 200, r.text
@@ -65,9 +71,28 @@ async def test_missing_key_or_value_field_is_422_naming_it(client: httpx.AsyncCl
 
 
 TRICKY_VALUES = [
-    0, -1, 2**53 + 1, 2**63 - 1, -(2**63), 0.1, 1e308, -2.5e-300, 1.0,
-    "", "1", "true", "null", "[]", "ünïcødé ✓ 🚀", "line\nbreak\t\"quoted\"",
-    True, None, [], {}, [[[]]], {"": {"nested": [1, {"x": None}]}},
+    0,
+    -1,
+    2**53 + 1,
+    2**63 - 1,
+    -(2**63),
+    0.1,
+    1e308,
+    -2.5e-300,
+    1.0,
+    "",
+    "1",
+    "true",
+    "null",
+    "[]",
+    "ünïcødé ✓ 🚀",
+    'line\nbreak\t"quoted"',
+    True,
+    None,
+    [],
+    {},
+    [[[]]],
+    {"": {"nested": [1, {"x": None}]}},
 ]
 
 

@@ -25,8 +25,9 @@ from testsupport.services import (
 )
 
 
-@pytest.fixture(params=["embedded", pytest.param("real", marks=[pytest.mark.redis,
-                                                                   pytest.mark.postgres])])
+@pytest.fixture(
+    params=["embedded", pytest.param("real", marks=[pytest.mark.redis, pytest.mark.postgres])]
+)
 def backend(request: pytest.FixtureRequest) -> dict[str, Any]:
     if request.param == "embedded":
         return {"events": event_settings(), "db": request.getfixturevalue("sqlite_url")}

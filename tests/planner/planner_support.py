@@ -50,9 +50,7 @@ class Platform:
             await ctx.close()
 
 
-def responder(
-    platform: Platform, name: str, event_type: str, answer: Any
-) -> Agent:
+def responder(platform: Platform, name: str, event_type: str, answer: Any) -> Agent:
     """An agent answering ``event_type`` requests: ``answer(event)`` -> (type, data)."""
     agent = Agent(name=name, context=platform.context())
 

@@ -21,9 +21,11 @@ STATES = {
     "start": StateConfig(state_name="start", default_next="searching"),
     "searching": StateConfig(
         state_name="searching",
-        action=StateAction(event_type="web.search.requested",
-                           response_event="web.search.completed",
-                           data={"query": "{goal_data.topic}"}),
+        action=StateAction(
+            event_type="web.search.requested",
+            response_event="web.search.completed",
+            data={"query": "{goal_data.topic}"},
+        ),
         transitions=[
             StateTransition(on_event="web.search.completed", to_state="done"),
             StateTransition(on_event="web.search.failed", to_state="failed"),
@@ -36,8 +38,7 @@ STATES = {
 
 def answer(plan: PlanContext, event_type: str, data: dict, event_id: str | None = None) -> Event:
     corr = next(c for c, s in plan._pending.items() if s == plan.current_state)
-    fields = {"type": event_type, "topic": "action-results", "data": data,
-              "correlation_id": corr}
+    fields = {"type": event_type, "topic": "action-results", "data": data, "correlation_id": corr}
     if event_id:
         fields["id"] = event_id
     return Event(**fields)
@@ -45,8 +46,12 @@ def answer(plan: PlanContext, event_type: str, data: dict, event_id: str | None 
 
 async def new_plan(context, **kwargs) -> PlanContext:
     return await PlanContext.create(
-        context, goal_event="research.goal", goal_data={"topic": "owls"},
-        state_machine=STATES, response_event="research.done", correlation_id="goal-1",
+        context,
+        goal_event="research.goal",
+        goal_data={"topic": "owls"},
+        state_machine=STATES,
+        response_event="research.done",
+        correlation_id="goal-1",
         **kwargs,
     )
 
@@ -76,9 +81,12 @@ async def test_unknown_state_in_a_machine_is_refused_with_its_name(platform):
     with pytest.raises(ValueError, match="nowhere"):
         await PlanContext.create(platform.context(), goal_event="g", state_machine=broken)
     bad_condition = {
-        "start": StateConfig(state_name="start", transitions=[
-            StateTransition(on_event="x", to_state="start", condition="__import__('os')")
-        ]),
+        "start": StateConfig(
+            state_name="start",
+            transitions=[
+                StateTransition(on_event="x", to_state="start", condition="__import__('os')")
+            ],
+        ),
     }
     with pytest.raises(ValueError, match="start"):
         await PlanContext.create(platform.context(), goal_event="g", state_machine=bad_condition)

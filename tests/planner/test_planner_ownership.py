@@ -26,8 +26,11 @@ def one_step_machine() -> dict[str, StateConfig]:
         "start": StateConfig(state_name="start", default_next="lookup"),
         "lookup": StateConfig(
             state_name="lookup",
-            action=StateAction(event_type="lookup.requested", response_event="lookup.done",
-                               data={"q": "{goal_data.q}"}),
+            action=StateAction(
+                event_type="lookup.requested",
+                response_event="lookup.done",
+                data={"q": "{goal_data.q}"},
+            ),
             transitions=[StateTransition(on_event="lookup.done", to_state="done")],
         ),
         "done": StateConfig(state_name="done", is_terminal=True),
@@ -35,9 +38,11 @@ def one_step_machine() -> dict[str, StateConfig]:
 
 
 async def test_an_unfiltered_transition_handler_skips_another_planners_plans(platform):
-    declarative = Planner(name="owner-planner", context=platform.context(),
-                          plan_definition=PlanDefinition(plan_type="owned.goal",
-                                                         states=one_step_machine()))
+    declarative = Planner(
+        name="owner-planner",
+        context=platform.context(),
+        plan_definition=PlanDefinition(plan_type="owned.goal", states=one_step_machine()),
+    )
     other = Planner(name="other-planner", context=platform.context())
     heard: list[tuple[str, str]] = []
 
@@ -51,12 +56,19 @@ async def test_an_unfiltered_transition_handler_skips_another_planners_plans(pla
 
     await platform.start(declarative)
     await platform.start(other)
-    await platform.start(responder(platform, "lookup-worker", "lookup.requested",
-                                   lambda e: ("lookup.done", {"found": e.data["q"]})))
+    await platform.start(
+        responder(
+            platform,
+            "lookup-worker",
+            "lookup.requested",
+            lambda e: ("lookup.done", {"found": e.data["q"]}),
+        )
+    )
     client = platform.context()
     async with capture(client, ["action-results"], ["lookup.done"]) as answers:
-        answer = await client.bus.call("owned.goal", {"q": "owls"},
-                                       response_event="owned.done", timeout=30)
+        answer = await client.bus.call(
+            "owned.goal", {"q": "owls"}, response_event="owned.done", timeout=30
+        )
         await wait_for(lambda: len(answers) == 1)
     assert answer.data["status"] == "completed"
     assert answer.data["result"]["lookup"] == {"found": "owls"}

@@ -28,11 +28,17 @@ def two_step_machine() -> dict[str, StateConfig]:
     for i, step in enumerate(STEPS):
         states[step] = StateConfig(
             state_name=step,
-            action=StateAction(event_type=f"{step}.requested", response_event=f"{step}.done",
-                               data={"topic": "{goal_data.topic}"}),
-            transitions=[StateTransition(
-                on_event=f"{step}.done", to_state=STEPS[i + 1] if i + 1 < len(STEPS) else "done",
-            )],
+            action=StateAction(
+                event_type=f"{step}.requested",
+                response_event=f"{step}.done",
+                data={"topic": "{goal_data.topic}"},
+            ),
+            transitions=[
+                StateTransition(
+                    on_event=f"{step}.done",
+                    to_state=STEPS[i + 1] if i + 1 < len(STEPS) else "done",
+                )
+            ],
         )
     states["done"] = StateConfig(state_name="done", is_terminal=True)
     return states
@@ -64,24 +70,31 @@ async def test_a_declarative_plan_reads_only_its_goal_and_answers_and_ends_in_on
     async with contextlib.AsyncExitStack() as stack:
         http = await stack.enter_async_context(httpx.AsyncClient(transport=transport))
         context = PlatformContext.from_env(settings=platform.settings, http=http)
-        planner = Planner(name="lean", context=context, plan_definition=PlanDefinition(
-            plan_type="digest.goal", states=two_step_machine()))
+        planner = Planner(
+            name="lean",
+            context=context,
+            plan_definition=PlanDefinition(plan_type="digest.goal", states=two_step_machine()),
+        )
         await platform.start(planner)
         for step in STEPS:
-            await platform.start(responder(
-                platform, f"{step}-worker", f"{step}.requested",
-                lambda e, step=step: (f"{step}.done", {"step": step}),
-            ))
+            await platform.start(
+                responder(
+                    platform,
+                    f"{step}-worker",
+                    f"{step}.requested",
+                    lambda e, step=step: (f"{step}.done", {"step": step}),
+                )
+            )
         client = platform.context()
         async with capture(client, ["system-events"], ["plan.*"]) as lifecycle:
-            answer = await client.bus.call("digest.goal", {"topic": "x"},
-                                           response_event="digest.done", timeout=30)
+            answer = await client.bus.call(
+                "digest.goal", {"topic": "x"}, response_event="digest.done", timeout=30
+            )
             await wait_for(lambda: any(e.type == "plan.completed" for e in lifecycle))
         await planner.stop()  # flushes the acks
 
     assert answer.data["status"] == "completed"
-    assert answer.data["result"] == {"fetch": {"step": "fetch"},
-                                     "summarize": {"step": "summarize"}}
+    assert answer.data["result"] == {"fetch": {"step": "fetch"}, "summarize": {"step": "summarize"}}
     # Its stream carries the goal and the answers its machine waits for: not its own
     # step requests, not the final answer it sent.
     assert planner.transition_topics == ["action-results"]
@@ -98,8 +111,11 @@ async def test_a_declarative_plan_reads_only_its_goal_and_answers_and_ends_in_on
     assert calls["POST /v1/events/publish-batch"] == len(STEPS) + 1
     assert 1 <= calls["POST /v1/events/ack"] <= 3  # three deliveries, batched
 
-    mine = [(e.type, e.data.get("to_state"), e.data.get("status")) for e in lifecycle
-            if e.plan_id == answer.data["plan_id"]]
+    mine = [
+        (e.type, e.data.get("to_state"), e.data.get("status"))
+        for e in lifecycle
+        if e.plan_id == answer.data["plan_id"]
+    ]
     assert mine == [
         ("plan.started", None, "running"),
         ("plan.state_changed", "fetch", "running"),
@@ -122,7 +138,8 @@ async def test_a_handwritten_transition_handler_sees_requests_too_as_the_seed_sa
 
 async def test_a_declarative_planner_can_widen_what_drives_its_machine():
     planner = Planner(
-        name="wide", transition_topics=["action-results", "business-facts"],
+        name="wide",
+        transition_topics=["action-results", "business-facts"],
         transition_event_types=["*"],
         plan_definition=PlanDefinition(plan_type="digest.goal", states=two_step_machine()),
     )

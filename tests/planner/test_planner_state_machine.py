@@ -23,7 +23,8 @@ def research_states() -> dict[str, StateConfig]:
         "searching": StateConfig(
             state_name="searching",
             action=StateAction(
-                event_type="web.search.requested", response_event="web.search.completed",
+                event_type="web.search.requested",
+                response_event="web.search.completed",
                 data={"query": "{goal_data.topic}", "details": "{results.ask_user.details}"},
             ),
             transitions=[
@@ -35,7 +36,8 @@ def research_states() -> dict[str, StateConfig]:
         "retry_search": StateConfig(
             state_name="retry_search",
             action=StateAction(
-                event_type="web.search.requested", response_event="web.search.completed",
+                event_type="web.search.requested",
+                response_event="web.search.completed",
                 data={"query": "{goal_data.topic}", "broad": True},
             ),
             transitions=[
@@ -61,9 +63,7 @@ def research_states() -> dict[str, StateConfig]:
                 response_event="content.analyze.completed",
                 data={"pages": "{results.searching.pages}{results.retry_search.pages}"},
             ),
-            transitions=[
-                StateTransition(on_event="content.analyze.completed", to_state="done")
-            ],
+            transitions=[StateTransition(on_event="content.analyze.completed", to_state="done")],
         ),
         "done": StateConfig(state_name="done", is_terminal=True),
         "failed": StateConfig(state_name="failed", is_terminal=True),
@@ -83,19 +83,28 @@ def search_answer(event):
 
 async def start_research_agents(platform, *, planner_name="research-planner"):
     planner = Planner(
-        name=planner_name, context=platform.context(),
+        name=planner_name,
+        context=platform.context(),
         plan_definition=PlanDefinition(plan_type="research.goal", states=research_states()),
     )
     await platform.start(planner)
     await platform.start(responder(platform, "searcher", "web.search.requested", search_answer))
-    await platform.start(responder(
-        platform, "analyzer", "content.analyze.requested",
-        lambda e: ("content.analyze.completed", {"summary": f"summary of {e.data['pages']}"}),
-    ))
-    await platform.start(responder(
-        platform, "user", "notification.human_input",
-        lambda e: ("user.clarification.provided", {"details": "the 1970s paper"}),
-    ))
+    await platform.start(
+        responder(
+            platform,
+            "analyzer",
+            "content.analyze.requested",
+            lambda e: ("content.analyze.completed", {"summary": f"summary of {e.data['pages']}"}),
+        )
+    )
+    await platform.start(
+        responder(
+            platform,
+            "user",
+            "notification.human_input",
+            lambda e: ("user.clarification.provided", {"details": "the 1970s paper"}),
+        )
+    )
     return planner
 
 
@@ -123,8 +132,9 @@ async def test_happy_path_goes_searching_analyzing_done_and_answers_the_goal(pla
 
     mine = [e for e in lifecycle if e.plan_id == plan.plan_id]
     assert mine[0].type == "plan.started"
-    path = [(e.data["from_state"], e.data["to_state"]) for e in mine
-            if e.type == "plan.state_changed"]
+    path = [
+        (e.data["from_state"], e.data["to_state"]) for e in mine if e.type == "plan.state_changed"
+    ]
     assert path == [("start", "searching"), ("searching", "analyzing"), ("analyzing", "done")]
     assert mine[-1].type == "plan.completed"
 
@@ -162,29 +172,41 @@ async def test_condition_on_event_data_chooses_the_transition(platform):
         "start": StateConfig(state_name="start", default_next="counting"),
         "counting": StateConfig(
             state_name="counting",
-            action=StateAction(event_type="count.requested", response_event="count.done",
-                               data={"n": "{goal_data.n}"}),
+            action=StateAction(
+                event_type="count.requested",
+                response_event="count.done",
+                data={"n": "{goal_data.n}"},
+            ),
             transitions=[
-                StateTransition(on_event="count.done", to_state="many",
-                                condition="data.count >= 10 and goal_data.n != 13"),
+                StateTransition(
+                    on_event="count.done",
+                    to_state="many",
+                    condition="data.count >= 10 and goal_data.n != 13",
+                ),
                 StateTransition(on_event="count.done", to_state="few"),
             ],
         ),
         "many": StateConfig(state_name="many", is_terminal=True),
         "few": StateConfig(state_name="few", is_terminal=True),
     }
-    await platform.start(Planner(
-        name="counter-planner", context=platform.context(),
-        plan_definition=PlanDefinition(plan_type="count.goal", states=states),
-    ))
-    await platform.start(responder(
-        platform, "counter", "count.requested", lambda e: ("count.done", {"count": e.data["n"]})
-    ))
+    await platform.start(
+        Planner(
+            name="counter-planner",
+            context=platform.context(),
+            plan_definition=PlanDefinition(plan_type="count.goal", states=states),
+        )
+    )
+    await platform.start(
+        responder(
+            platform, "counter", "count.requested", lambda e: ("count.done", {"count": e.data["n"]})
+        )
+    )
     client = platform.context()
     ends = {}
     for n in (3, 12, 13):
-        answer = await client.bus.call("count.goal", {"n": n}, response_event="count.finished",
-                                       timeout=30)
+        answer = await client.bus.call(
+            "count.goal", {"n": n}, response_event="count.finished", timeout=30
+        )
         plan = await PlanContext.restore(answer.data["plan_id"], client)
         ends[n] = plan.current_state
     assert ends == {3: "few", 12: "many", 13: "few"}
@@ -201,14 +223,20 @@ async def test_pause_holds_the_plan_until_an_external_event_resumes_it(platform)
         "awaiting_approval": StateConfig(state_name="awaiting_approval", default_next="ordering"),
         "ordering": StateConfig(
             state_name="ordering",
-            action=StateAction(event_type="order.requested", response_event="order.placed",
-                               data={"amount": "{results.user_input.amount}"}),
+            action=StateAction(
+                event_type="order.requested",
+                response_event="order.placed",
+                data={"amount": "{results.user_input.amount}"},
+            ),
             transitions=[StateTransition(on_event="order.placed", to_state="done")],
         ),
         "done": StateConfig(state_name="done", is_terminal=True),
     }
-    planner = Planner(name="buyer", context=platform.context(),
-                      transition_topics=["action-results", "business-facts"])
+    planner = Planner(
+        name="buyer",
+        context=platform.context(),
+        transition_topics=["action-results", "business-facts"],
+    )
 
     @planner.on_goal("purchase.goal")
     async def on_goal(goal: GoalContext, context):
@@ -224,8 +252,9 @@ async def test_pause_holds_the_plan_until_an_external_event_resumes_it(platform)
             await transition.plan.pause("budget_approval_required")
 
     await platform.start(planner)
-    await platform.start(responder(platform, "quoter", "quote.requested",
-                                   lambda e: ("quote.ready", {"price": 100})))
+    await platform.start(
+        responder(platform, "quoter", "quote.requested", lambda e: ("quote.ready", {"price": 100}))
+    )
     orders = []
 
     def order(e):
@@ -237,10 +266,12 @@ async def test_pause_holds_the_plan_until_an_external_event_resumes_it(platform)
     client = platform.context()
     async with client.bus.subscribe(["action-results"], event_types=["purchase.done"]) as sub:
         await sub.wait_ready()
-        await client.bus.request("purchase.goal", {"item": "gpu"}, "purchase.done",
-                                 event_id="goal-1")
-        plan_id = GoalContext(goal_id="goal-1", event_type="", data={}, correlation_id=None,
-                              response_event=None).plan_id_for()
+        await client.bus.request(
+            "purchase.goal", {"item": "gpu"}, "purchase.done", event_id="goal-1"
+        )
+        plan_id = GoalContext(
+            goal_id="goal-1", event_type="", data={}, correlation_id=None, response_event=None
+        ).plan_id_for()
 
         async def status():
             plan = await PlanContext.restore(plan_id, client)
@@ -268,8 +299,11 @@ async def test_sub_plan_finishing_resumes_its_parent(platform):
         "start": StateConfig(state_name="start", default_next="delegating"),
         "delegating": StateConfig(
             state_name="delegating",
-            action=StateAction(event_type="draft.goal", response_event="draft.done",
-                               data={"topic": "{goal_data.topic}"}),
+            action=StateAction(
+                event_type="draft.goal",
+                response_event="draft.done",
+                data={"topic": "{goal_data.topic}"},
+            ),
             transitions=[StateTransition(on_event="draft.done", to_state="done")],
         ),
         "done": StateConfig(state_name="done", is_terminal=True),
@@ -278,23 +312,41 @@ async def test_sub_plan_finishing_resumes_its_parent(platform):
         "start": StateConfig(state_name="start", default_next="writing"),
         "writing": StateConfig(
             state_name="writing",
-            action=StateAction(event_type="write.requested", response_event="write.done",
-                               data={"topic": "{goal_data.topic}"}),
+            action=StateAction(
+                event_type="write.requested",
+                response_event="write.done",
+                data={"topic": "{goal_data.topic}"},
+            ),
             transitions=[StateTransition(on_event="write.done", to_state="done")],
         ),
         "done": StateConfig(state_name="done", is_terminal=True),
     }
-    await platform.start(Planner(
-        name="report-planner", context=platform.context(),
-        plan_definition=PlanDefinition(plan_type="report.goal", states=parent_states)))
-    await platform.start(Planner(
-        name="draft-planner", context=platform.context(),
-        plan_definition=PlanDefinition(plan_type="draft.goal", states=child_states)))
-    await platform.start(responder(platform, "writer", "write.requested",
-                                   lambda e: ("write.done", {"text": f"on {e.data['topic']}"})))
+    await platform.start(
+        Planner(
+            name="report-planner",
+            context=platform.context(),
+            plan_definition=PlanDefinition(plan_type="report.goal", states=parent_states),
+        )
+    )
+    await platform.start(
+        Planner(
+            name="draft-planner",
+            context=platform.context(),
+            plan_definition=PlanDefinition(plan_type="draft.goal", states=child_states),
+        )
+    )
+    await platform.start(
+        responder(
+            platform,
+            "writer",
+            "write.requested",
+            lambda e: ("write.done", {"text": f"on {e.data['topic']}"}),
+        )
+    )
     client = platform.context()
-    answer = await client.bus.call("report.goal", {"topic": "bees"},
-                                   response_event="report.done", timeout=30)
+    answer = await client.bus.call(
+        "report.goal", {"topic": "bees"}, response_event="report.done", timeout=30
+    )
     assert answer.data["status"] == "completed"
     parent = await PlanContext.restore(answer.data["plan_id"], client)
     child_result = parent.results["delegating"]

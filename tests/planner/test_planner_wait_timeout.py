@@ -20,8 +20,11 @@ STATES = {
     "start": StateConfig(state_name="start", default_next="awaiting"),
     "awaiting": StateConfig(
         state_name="awaiting",
-        action=StateAction(event_type="approval.requested", response_event="approval.given",
-                           data={"amount": "{goal_data.amount}"}),
+        action=StateAction(
+            event_type="approval.requested",
+            response_event="approval.given",
+            data={"amount": "{goal_data.amount}"},
+        ),
         transitions=[
             StateTransition(on_event="approval.given", to_state="approved"),
             StateTransition(on_event="plan.wait_timeout", to_state="expired"),
@@ -34,23 +37,36 @@ STATES = {
 
 async def test_a_machine_takes_its_timeout_branch_on_plan_wait_timeout(platform):
     context = platform.context()
-    planner = Planner(name="approver", context=platform.context(),
-                      plan_definition=PlanDefinition(plan_type="spend.goal", states=STATES))
+    planner = Planner(
+        name="approver",
+        context=platform.context(),
+        plan_definition=PlanDefinition(plan_type="spend.goal", states=STATES),
+    )
     assert ("system-events", "plan.wait_timeout") in {
-        (h.topic, h.event_type) for h in planner.handlers}
+        (h.topic, h.event_type) for h in planner.handlers
+    }
     await platform.start(planner)
-    async with capture(context, ["action-requests"], ["approval.requested"]) as asks, \
-            capture(context, ["action-results"], ["spend.done"]) as answers, \
-            capture(context, ["system-events"], ["plan.state_changed"]) as moves:
-        await context.bus.request("spend.goal", {"amount": 5}, "spend.done",
-                                  correlation_id="spend-1")
+    async with (
+        capture(context, ["action-requests"], ["approval.requested"]) as asks,
+        capture(context, ["action-results"], ["spend.done"]) as answers,
+        capture(context, ["system-events"], ["plan.state_changed"]) as moves,
+    ):
+        await context.bus.request(
+            "spend.goal", {"amount": 5}, "spend.done", correlation_id="spend-1"
+        )
         await wait_for(lambda: len(asks) == 1)
         plan_id = asks[0].plan_id
         await context.bus.publish(
-            "system-events", "plan.wait_timeout",
-            {"plan_id": plan_id, "expected_event": "approval.given", "timeout_seconds": 5,
-             "reason": "wait_timeout"},
-            correlation_id=plan_id, plan_id=plan_id,
+            "system-events",
+            "plan.wait_timeout",
+            {
+                "plan_id": plan_id,
+                "expected_event": "approval.given",
+                "timeout_seconds": 5,
+                "reason": "wait_timeout",
+            },
+            correlation_id=plan_id,
+            plan_id=plan_id,
         )
         await wait_for(lambda: len(answers) == 1)
     assert answers[0].correlation_id == "spend-1"
@@ -62,7 +78,11 @@ async def test_a_machine_takes_its_timeout_branch_on_plan_wait_timeout(platform)
 async def test_a_planner_without_timeout_transitions_does_not_listen_for_them(platform):
     states = {name: cfg for name, cfg in STATES.items() if name != "expired"}
     states["awaiting"] = states["awaiting"].model_copy(
-        update={"transitions": states["awaiting"].transitions[:1]})
-    planner = Planner(name="quiet", context=platform.context(),
-                      plan_definition=PlanDefinition(plan_type="q.goal", states=states))
+        update={"transitions": states["awaiting"].transitions[:1]}
+    )
+    planner = Planner(
+        name="quiet",
+        context=platform.context(),
+        plan_definition=PlanDefinition(plan_type="q.goal", states=states),
+    )
     assert "system-events" not in {h.topic for h in planner.handlers}

@@ -18,12 +18,15 @@ def test_whole_placeholder_keeps_the_value_type() -> None:
 
 def test_placeholders_inside_text_render_as_strings_and_nest() -> None:
     out = interpolate(
-        {"q": "about {goal_data.topic} ({goal_data.n})", "list": ["{results.searching.items.1}"],
-         "deep": {"s": "{results.searching.summary}"}, "flag": True},
+        {
+            "q": "about {goal_data.topic} ({goal_data.n})",
+            "list": ["{results.searching.items.1}"],
+            "deep": {"s": "{results.searching.summary}"},
+            "flag": True,
+        },
         SOURCES,
     )
-    assert out == {"q": "about AI trends (3)", "list": ["b"], "deep": {"s": {"k": 1}},
-                   "flag": True}
+    assert out == {"q": "about AI trends (3)", "list": ["b"], "deep": {"s": {"k": 1}}, "flag": True}
 
 
 def test_missing_paths_and_escaped_braces() -> None:

@@ -25,7 +25,8 @@ SEARCH_SCHEMA = {
 }
 
 SEARCH = EventDefinition(
-    event_name="web.search.requested", description="Search the web",
+    event_name="web.search.requested",
+    description="Search the web",
     payload_schema=SEARCH_SCHEMA,
 )
 SEARCH_DONE = EventDefinition(event_name="web.search.completed", topic="action-results")
@@ -33,11 +34,17 @@ SEARCH_DONE = EventDefinition(event_name="web.search.completed", topic="action-r
 
 def searcher(agent_id: str = "searcher-1", ttl: int = 90) -> AgentDefinition:
     return AgentDefinition(
-        agent_id=agent_id, name="searcher", ttl_seconds=ttl,
-        capabilities=[AgentCapability(
-            task_name="web_search", description="finds pages",
-            consumed_event=SEARCH, produced_events=[SEARCH_DONE],
-        )],
+        agent_id=agent_id,
+        name="searcher",
+        ttl_seconds=ttl,
+        capabilities=[
+            AgentCapability(
+                task_name="web_search",
+                description="finds pages",
+                consumed_event=SEARCH,
+                produced_events=[SEARCH_DONE],
+            )
+        ],
     )
 
 
@@ -64,7 +71,8 @@ async def test_heartbeat_deregister_and_events_of_the_agent(context):
     event = await registry.get_event("web.search.requested")
     assert event.owner_agent_id == "searcher-1"
     assert [e.event_name for e in await registry.list_events(owner="searcher-1")] == [
-        "web.search.completed", "web.search.requested",
+        "web.search.completed",
+        "web.search.requested",
     ]
 
     await registry.deregister("searcher-1")
@@ -89,12 +97,17 @@ async def test_register_event_rejects_an_invalid_schema_with_a_domain_error(cont
 
 async def test_agent_registers_all_three_event_levels_and_deregisters_on_stop(context):
     agent = Agent(
-        name="mixed", context=context,
+        name="mixed",
+        context=context,
         capabilities=[AgentCapability(task_name="web_search", consumed_event=SEARCH)],
-        events_consumed=["order.placed", EventDefinition(
-            event_name="invoice.created", topic="business-facts",
-            payload_schema={"type": "object"},
-        )],
+        events_consumed=[
+            "order.placed",
+            EventDefinition(
+                event_name="invoice.created",
+                topic="business-facts",
+                payload_schema={"type": "object"},
+            ),
+        ],
         events_produced=["order.seen"],
     )
 
@@ -107,7 +120,9 @@ async def test_agent_registers_all_three_event_levels_and_deregisters_on_stop(co
         stored = await context.registry.get_agent("mixed")
         assert stored.agent_type == "agent"
         assert set(stored.events_consumed) == {
-            "web.search.requested", "order.placed", "invoice.created"
+            "web.search.requested",
+            "order.placed",
+            "invoice.created",
         }
         assert stored.events_produced == ["order.seen"]
         assert (await context.registry.get_event("invoice.created")).payload_schema == {
@@ -180,10 +195,13 @@ async def test_action_request_with_invalid_payload_is_refused_naming_the_field(c
 
 
 async def test_business_facts_are_not_validated(context):
-    await context.registry.register_event(EventDefinition(
-        event_name="order.placed", topic="business-facts",
-        payload_schema={"type": "object", "required": ["order_id"]},
-    ))
+    await context.registry.register_event(
+        EventDefinition(
+            event_name="order.placed",
+            topic="business-facts",
+            payload_schema={"type": "object", "required": ["order_id"]},
+        )
+    )
     await context.bus.announce("order.placed", {"no_order_id": True})
     # The same event type on action-requests is validated.
     with pytest.raises(PayloadInvalid):
@@ -200,7 +218,9 @@ async def test_toolkit_lists_actionable_events_and_formats_them_for_a_prompt(con
     actionable = await toolkit.discover_actionable_events()
     assert [e.event_name for e in actionable] == ["web.search.requested"]
     assert {e.event_name for e in await toolkit.discover_events()} == {
-        "web.search.requested", "web.search.completed", "order.placed",
+        "web.search.requested",
+        "web.search.completed",
+        "order.placed",
     }
     assert [e.event_name for e in await toolkit.discover_events(topic="business-facts")] == [
         "order.placed"

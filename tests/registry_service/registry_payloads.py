@@ -28,8 +28,12 @@ def capability(
 
 
 def agent(agent_id: str, name: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"agent_id": agent_id, "name": name or agent_id, "description": f"{agent_id} agent",
-            **extra}
+    return {
+        "agent_id": agent_id,
+        "name": name or agent_id,
+        "description": f"{agent_id} agent",
+        **extra,
+    }
 
 
 def order_validator(agent_id: str = "validator-1", **extra: Any) -> dict[str, Any]:

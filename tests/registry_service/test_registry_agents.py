@@ -37,7 +37,8 @@ async def test_re_registering_an_agent_replaces_it_and_returns_200(
 ) -> None:
     await client.post("/v1/agents", json=order_validator())
     changed = agent(
-        "validator-1", "order-validator-v3",
+        "validator-1",
+        "order-validator-v3",
         capabilities=[capability("check_stock", "stock.check")],
     )
     r = await client.post("/v1/agents", json=changed)
@@ -57,8 +58,13 @@ async def test_registration_accepts_camel_case_and_tenant_in_body_is_ignored(
 ) -> None:
     r = await client.post(
         "/v1/agents",
-        json={"agentId": "camel", "name": "camel", "ttlSeconds": 30, "tenantId": "someone-else",
-              "eventsConsumed": ["a.b"]},
+        json={
+            "agentId": "camel",
+            "name": "camel",
+            "ttlSeconds": 30,
+            "tenantId": "someone-else",
+            "eventsConsumed": ["a.b"],
+        },
     )
     assert r.status_code == 201
     body = r.json()
@@ -87,12 +93,24 @@ async def test_simple_level_agents_register_plain_event_names_without_definition
 async def test_list_filters_each_narrow_the_result_and_combine(
     client: httpx.AsyncClient,
 ) -> None:
-    await client.post("/v1/agents", json=agent(
-        "a1", "billing", capabilities=[capability("charge", "card.charge", ["card.charged"])]))
-    await client.post("/v1/agents", json=agent(
-        "a2", "billing", capabilities=[capability("refund", "card.refund", ["card.refunded"])]))
-    await client.post("/v1/agents", json=agent(
-        "a3", "shipping", capabilities=[capability("ship", "parcel.ship", ["card.charged"])]))
+    await client.post(
+        "/v1/agents",
+        json=agent(
+            "a1", "billing", capabilities=[capability("charge", "card.charge", ["card.charged"])]
+        ),
+    )
+    await client.post(
+        "/v1/agents",
+        json=agent(
+            "a2", "billing", capabilities=[capability("refund", "card.refund", ["card.refunded"])]
+        ),
+    )
+    await client.post(
+        "/v1/agents",
+        json=agent(
+            "a3", "shipping", capabilities=[capability("ship", "parcel.ship", ["card.charged"])]
+        ),
+    )
 
     async def ids(**params: str) -> list[str]:
         r = await client.get("/v1/agents", params=params)
@@ -155,13 +173,17 @@ async def test_malformed_registration_is_422_naming_the_field(
     assert r.status_code == 422
     assert "ttl_seconds" in r.json()["error"]["message"]
 
-    r = await client.post("/v1/agents", json=agent(
-        "x", capabilities=[capability("same", "e.one"), capability("same", "e.two")]))
+    r = await client.post(
+        "/v1/agents",
+        json=agent("x", capabilities=[capability("same", "e.one"), capability("same", "e.two")]),
+    )
     assert r.status_code == 422
     assert "'same'" in r.json()["error"]["message"]
 
-    r = await client.post("/v1/agents", json=agent(
-        "x", capabilities=[capability("bad", "e.one", topic="Not A Topic")]))
+    r = await client.post(
+        "/v1/agents",
+        json=agent("x", capabilities=[capability("bad", "e.one", topic="Not A Topic")]),
+    )
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "invalid_topic"
     assert "e.one" in r.json()["error"]["message"]
@@ -173,11 +195,16 @@ async def test_malformed_registration_is_422_naming_the_field(
 async def test_one_event_declared_twice_with_different_definitions_is_rejected(
     client: httpx.AsyncClient,
 ) -> None:
-    body = agent("x", capabilities=[
-        capability("one", "e.in", ["e.out"]),
-        {**capability("two", "e.in2"), "produced_events": [
-            {"event_name": "e.out", "topic": "business-facts"}]},
-    ])
+    body = agent(
+        "x",
+        capabilities=[
+            capability("one", "e.in", ["e.out"]),
+            {
+                **capability("two", "e.in2"),
+                "produced_events": [{"event_name": "e.out", "topic": "business-facts"}],
+            },
+        ],
+    )
     r = await client.post("/v1/agents", json=body)
     assert r.status_code == 422
     assert "e.out" in r.json()["error"]["message"]
@@ -196,7 +223,8 @@ async def test_tenants_never_see_or_change_each_others_agents(
     assert (await client.put("/v1/agents/validator-1/heartbeat", headers=b)).status_code == 404
     assert (await client.delete("/v1/agents/validator-1", headers=b)).status_code == 404
     discovered = await client.get(
-        "/v1/agents/discover", params={"requirements": "validate_order"}, headers=b)
+        "/v1/agents/discover", params={"requirements": "validate_order"}, headers=b
+    )
     assert discovered.json() == []
     assert (await client.get("/v1/events", headers=b)).json() == []
     assert (await client.get("/v1/events/order.validate", headers=b)).status_code == 404
@@ -205,7 +233,8 @@ async def test_tenants_never_see_or_change_each_others_agents(
     other = agent("validator-1", "b-agent")
     assert (await client.post("/v1/agents", json=other, headers=b)).status_code == 201
     assert (await client.get("/v1/agents/validator-1", headers=a)).json()["name"] == (
-        "order-validator")
+        "order-validator"
+    )
     assert (await client.delete("/v1/agents/validator-1", headers=b)).status_code == 204
     assert (await client.get("/v1/agents/validator-1", headers=a)).status_code == 200
     assert (await client.get("/v1/events/order.validate", headers=a)).status_code == 200

@@ -47,8 +47,12 @@ async def test_agent_card_without_capabilities_has_no_skills(client: httpx.Async
 async def test_agent_card_falls_back_to_the_response_schema_for_output(
     client: httpx.AsyncClient,
 ) -> None:
-    await client.post("/v1/agents", json=agent("tool", capabilities=[
-        capability("sum", "calc.sum", response_schema={"type": "number"})]))
+    await client.post(
+        "/v1/agents",
+        json=agent(
+            "tool", capabilities=[capability("sum", "calc.sum", response_schema={"type": "number"})]
+        ),
+    )
     skill = (await client.get("/v1/agents/tool/card")).json()["skills"][0]
     assert "inputSchema" not in skill  # no payload schema declared
     assert skill["outputSchema"] == {"type": "number"}
@@ -66,8 +70,9 @@ async def test_agent_card_points_at_the_configured_gateway_and_bearer_auth(
         token = issue_token(Settings(jwt_secret=secret), tenant_id="acme", user_id="u")
         auth = {"Authorization": f"Bearer {token}"}
         assert (await client.post("/v1/agents", json=order_validator())).status_code == 401
-        assert (await client.post("/v1/agents", json=order_validator(), headers=auth)
-                ).status_code == 201
+        assert (
+            await client.post("/v1/agents", json=order_validator(), headers=auth)
+        ).status_code == 201
         card = (await client.get("/v1/agents/validator-1/card", headers=auth)).json()
         assert card["url"] == "https://a2a.example.com/agents/validator-1"
         assert card["authentication"] == {"schemes": ["oauth2"]}

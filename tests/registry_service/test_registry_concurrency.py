@@ -33,8 +33,10 @@ async def test_concurrent_agents_declaring_the_same_events_agree_on_one_owner(
 ) -> None:
     def declarer(i: int) -> dict[str, object]:
         names = ["shared.a", "shared.b"] if i % 2 else ["shared.b", "shared.a"]
-        return agent(f"peer-{i}", capabilities=[
-            capability("first", names[0]), capability("second", names[1])])
+        return agent(
+            f"peer-{i}",
+            capabilities=[capability("first", names[0]), capability("second", names[1])],
+        )
 
     responses = await asyncio.gather(
         *(client.post("/v1/agents", json=declarer(i)) for i in range(8))

@@ -13,10 +13,14 @@ pytestmark = pytest.mark.asyncio
 def _agents() -> list[dict[str, object]]:
     return [
         order_validator("validator-1"),
-        agent("stock", "stock-keeper", capabilities=[
-            capability("check_stock", "stock.check", ["stock.checked"]),
-            capability("reserve", "stock.reserve"),
-        ]),
+        agent(
+            "stock",
+            "stock-keeper",
+            capabilities=[
+                capability("check_stock", "stock.check", ["stock.checked"]),
+                capability("reserve", "stock.reserve"),
+            ],
+        ),
         agent("listener", events_consumed=["order.validate"]),
     ]
 

@@ -12,8 +12,10 @@ pytestmark = pytest.mark.asyncio
 async def test_registered_events_can_be_read_back_and_filtered(
     client: httpx.AsyncClient,
 ) -> None:
-    r = await client.post("/v1/events", json=event(
-        "user.signed_up", topic="business-facts", payload_schema=ORDER_SCHEMA))
+    r = await client.post(
+        "/v1/events",
+        json=event("user.signed_up", topic="business-facts", payload_schema=ORDER_SCHEMA),
+    )
     assert r.status_code == 201
     assert r.json()["owner_agent_id"] is None
     await client.post("/v1/events", json=event("user.left", topic="business-facts"))
@@ -22,9 +24,12 @@ async def test_registered_events_can_be_read_back_and_filtered(
     r = await client.get("/v1/events/user.signed_up")
     assert r.status_code == 200
     assert r.json() == {
-        "event_name": "user.signed_up", "topic": "business-facts",
-        "description": "user.signed_up event", "payload_schema": ORDER_SCHEMA,
-        "response_schema": None, "owner_agent_id": None,
+        "event_name": "user.signed_up",
+        "topic": "business-facts",
+        "description": "user.signed_up event",
+        "payload_schema": ORDER_SCHEMA,
+        "response_schema": None,
+        "owner_agent_id": None,
     }
 
     async def names(**params: str) -> list[str]:
@@ -42,8 +47,9 @@ async def test_registered_events_can_be_read_back_and_filtered(
 
 async def test_posting_an_event_again_replaces_its_definition(client: httpx.AsyncClient) -> None:
     await client.post("/v1/events", json=event("x.y", description="first"))
-    r = await client.post("/v1/events", json=event("x.y", description="second",
-                                                   response_schema={"type": "string"}))
+    r = await client.post(
+        "/v1/events", json=event("x.y", description="second", response_schema={"type": "string"})
+    )
     assert r.status_code == 201
     stored = (await client.get("/v1/events/x.y")).json()
     assert stored["description"] == "second"
@@ -78,11 +84,18 @@ async def test_invalid_schemas_are_rejected_naming_event_and_error(
 async def test_invalid_schema_inside_a_capability_rejects_the_whole_registration(
     client: httpx.AsyncClient,
 ) -> None:
-    body = agent("bad-agent", capabilities=[
-        capability("ok", "fine.event"),
-        {**capability("broken", "broken.in"), "produced_events": [
-            event("broken.out", payload_schema={"properties": {"n": {"minimum": "zero"}}})]},
-    ])
+    body = agent(
+        "bad-agent",
+        capabilities=[
+            capability("ok", "fine.event"),
+            {
+                **capability("broken", "broken.in"),
+                "produced_events": [
+                    event("broken.out", payload_schema={"properties": {"n": {"minimum": "zero"}}})
+                ],
+            },
+        ],
+    )
     r = await client.post("/v1/agents", json=body)
     assert r.status_code == 422
     error = r.json()["error"]
@@ -105,7 +118,8 @@ async def test_agent_registration_registers_its_events_owned_by_it(
     await client.post("/v1/agents", json=order_validator())
     owned = (await client.get("/v1/events", params={"owner": "validator-1"})).json()
     assert [(e["event_name"], e["topic"]) for e in owned] == [
-        ("order.validate", "action-requests"), ("order.validated", "action-results"),
+        ("order.validate", "action-requests"),
+        ("order.validated", "action-results"),
     ]
     assert owned[0]["payload_schema"] == ORDER_SCHEMA
 
@@ -149,8 +163,10 @@ async def test_events_pass_to_another_live_declarer_when_the_owner_leaves(
 async def test_a_live_owner_keeps_its_definition_against_other_declarers(
     client: httpx.AsyncClient,
 ) -> None:
-    await client.post("/v1/agents", json=agent(
-        "first", capabilities=[capability("t", "shared.event", description="mine")]))
+    await client.post(
+        "/v1/agents",
+        json=agent("first", capabilities=[capability("t", "shared.event", description="mine")]),
+    )
     theirs = capability("t", "shared.event", payload_schema={"type": "object"})
     await client.post("/v1/agents", json=agent("second", capabilities=[theirs]))
     stored = (await client.get("/v1/events/shared.event")).json()
@@ -159,8 +175,9 @@ async def test_a_live_owner_keeps_its_definition_against_other_declarers(
 
 
 async def test_re_registering_without_an_event_releases_it(client: httpx.AsyncClient) -> None:
-    await client.post("/v1/agents", json=agent(
-        "a", capabilities=[capability("t", "keep.me", ["drop.me"])]))
+    await client.post(
+        "/v1/agents", json=agent("a", capabilities=[capability("t", "keep.me", ["drop.me"])])
+    )
     await client.post("/v1/agents", json=agent("a", capabilities=[capability("t", "keep.me")]))
     names = [e["event_name"] for e in (await client.get("/v1/events")).json()]
     assert names == ["keep.me"]
@@ -170,8 +187,12 @@ async def test_an_agent_takes_over_an_unowned_event_it_declares(
     client: httpx.AsyncClient,
 ) -> None:
     await client.post("/v1/events", json=event("calc.add", description="old"))
-    await client.post("/v1/agents", json=agent(
-        "calc", capabilities=[capability("add", "calc.add", payload_schema={"type": "object"})]))
+    await client.post(
+        "/v1/agents",
+        json=agent(
+            "calc", capabilities=[capability("add", "calc.add", payload_schema={"type": "object"})]
+        ),
+    )
     stored = (await client.get("/v1/events/calc.add")).json()
     assert stored["owner_agent_id"] == "calc"
     assert stored["payload_schema"] == {"type": "object"}

@@ -27,13 +27,18 @@ async def test_registrations_survive_a_restart_and_migrations_run_once(
     engine = make_engine(db_url)
     try:
         async with engine.connect() as conn:
-            versions = (await conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")))
+            versions = await conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}"))
             assert [v for (v,) in versions] == ["0001_initial"]
             tables = await conn.run_sync(lambda c: set(sa.inspect(c).get_table_names()))
     finally:
         await engine.dispose()
-    assert {"registry_agents", "registry_agent_capabilities", "registry_agent_events",
-            "registry_events", VERSION_TABLE} <= tables
+    assert {
+        "registry_agents",
+        "registry_agent_capabilities",
+        "registry_agent_events",
+        "registry_events",
+        VERSION_TABLE,
+    } <= tables
 
 
 async def test_ready_reports_the_database(make_client) -> None:

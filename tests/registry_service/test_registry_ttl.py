@@ -13,6 +13,7 @@ from soorma_common.registry import AgentDefinition
 
 pytestmark = pytest.mark.asyncio
 
+
 async def test_an_agent_vanishes_after_its_ttl_and_must_re_register(
     client: httpx.AsyncClient,
 ) -> None:
@@ -49,9 +50,14 @@ async def test_an_agent_vanishes_after_its_ttl_and_must_re_register(
 
 async def test_the_purge_task_deletes_expired_agents_and_their_events(make_client) -> None:
     async with make_client(registry_purge_interval_seconds=0.1) as client:
-        await client.post("/v1/agents", json=agent(
-            "ephemeral", ttl_seconds=1,
-            capabilities=[capability("t", "ephemeral.in", ["ephemeral.out"])]))
+        await client.post(
+            "/v1/agents",
+            json=agent(
+                "ephemeral",
+                ttl_seconds=1,
+                capabilities=[capability("t", "ephemeral.in", ["ephemeral.out"])],
+            ),
+        )
 
         async def swept() -> bool:
             events = (await client.get("/v1/events")).json()
@@ -62,9 +68,12 @@ async def test_the_purge_task_deletes_expired_agents_and_their_events(make_clien
 
 
 def _agent(agent_id: str, ttl: int, events: list[str] | None = None) -> AgentDefinition:
-    body = agent(agent_id, ttl_seconds=ttl,
-                 capabilities=[capability("t", e) for e in (events or [])][:1],
-                 events_consumed=(events or [])[1:])
+    body = agent(
+        agent_id,
+        ttl_seconds=ttl,
+        capabilities=[capability("t", e) for e in (events or [])][:1],
+        events_consumed=(events or [])[1:],
+    )
     return AgentDefinition.model_validate(body)
 
 

@@ -38,6 +38,14 @@ def test_sdk_installs_without_server_libraries() -> None:
 
     project = tomllib.loads((ROOT / "sdk" / "pyproject.toml").read_text())["project"]
     deps = " ".join(project["dependencies"]).lower()
-    for forbidden in ("fastapi", "starlette", "uvicorn", "sqlmodel", "sqlalchemy", "redis",
-                      "asyncpg", "litellm"):
+    for forbidden in (
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "sqlmodel",
+        "sqlalchemy",
+        "redis",
+        "asyncpg",
+        "litellm",
+    ):
         assert forbidden not in deps, f"sdk depends on {forbidden}"

@@ -50,14 +50,16 @@ def _node_port() -> int:
 
 
 def _ping(cli: str, port: int) -> bool:
-    done = subprocess.run([cli, "-p", str(port), "ping"], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [cli, "-p", str(port), "ping"], capture_output=True, text=True, check=False
+    )
     return done.stdout.strip() == "PONG"
 
 
 def _cluster_ok(cli: str, port: int) -> bool:
-    done = subprocess.run([cli, "-p", str(port), "cluster", "info"], capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        [cli, "-p", str(port), "cluster", "info"], capture_output=True, text=True, check=False
+    )
     return "cluster_state:ok" in done.stdout
 
 
@@ -74,18 +76,45 @@ def redis_cluster(workdir: Path) -> Iterator[str]:
         for port in ports:
             node = workdir / str(port)
             node.mkdir()
-            procs.append(subprocess.Popen(
-                [server, "--port", str(port), "--bind", "127.0.0.1",
-                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                 "--cluster-node-timeout", "5000", "--appendonly", "no", "--save", "",
-                 "--dir", str(node)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            ))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        server,
+                        "--port",
+                        str(port),
+                        "--bind",
+                        "127.0.0.1",
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                        "--cluster-node-timeout",
+                        "5000",
+                        "--appendonly",
+                        "no",
+                        "--save",
+                        "",
+                        "--dir",
+                        str(node),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         _wait(lambda: all(_ping(cli, p) for p in ports), "cluster nodes did not start")
         subprocess.run(
-            [cli, "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
-             "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, capture_output=True, timeout=30,
+            [
+                cli,
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{p}" for p in ports),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
         )
         _wait(lambda: all(_cluster_ok(cli, p) for p in ports), "cluster not ok")
         yield f"redis://127.0.0.1:{ports[0]}/0"

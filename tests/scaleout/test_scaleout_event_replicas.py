@@ -55,12 +55,16 @@ pytestmark = pytest.mark.asyncio
 async def test_publish_on_one_replica_consume_and_ack_on_the_other(service: Service) -> None:
     """Explicit routing: stream on replica A, publish and ack on B; A sees the ack."""
     url_a, url_b = replica_urls(service.client)
-    async with httpx.AsyncClient(base_url=url_a, timeout=15) as a, \
-            httpx.AsyncClient(base_url=url_b, timeout=15) as b:
+    async with (
+        httpx.AsyncClient(base_url=url_a, timeout=15) as a,
+        httpx.AsyncClient(base_url=url_b, timeout=15) as b,
+    ):
         group = {"topics": "task-events", "group": "split", "consumer": "on-a"}
         async with SSEStream(a, **group) as stream:
-            r = await b.post("/v1/events/publish", json={"event": {
-                "topic": "task-events", "type": "job", "data": {"n": 1}}})
+            r = await b.post(
+                "/v1/events/publish",
+                json={"event": {"topic": "task-events", "type": "job", "data": {"n": 1}}},
+            )
             assert r.status_code == 200, r.text
             frame = await stream.next()
             assert frame.json()["data"] == {"n": 1}
@@ -69,4 +73,3 @@ async def test_publish_on_one_replica_consume_and_ack_on_the_other(service: Serv
         assert r.json()["count"] == 1
         r = await a.post("/v1/events/ack", json={"group": "split", "ids": [frame.id]})
         assert r.json()["count"] == 0
-

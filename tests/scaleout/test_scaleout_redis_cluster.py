@@ -65,8 +65,12 @@ def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def settings(request: pytest.FixtureRequest, cluster_url: str) -> Settings:
     """Both replicas on the cluster, under a prefix of this test's own."""
     return make_settings(
-        "memory", request, event_backend="redis", redis_cluster=True,
-        redis_url=cluster_url, redis_prefix=f"scale-{uuid.uuid4().hex[:8]}",
+        "memory",
+        request,
+        event_backend="redis",
+        redis_cluster=True,
+        redis_url=cluster_url,
+        redis_prefix=f"scale-{uuid.uuid4().hex[:8]}",
     )
 
 

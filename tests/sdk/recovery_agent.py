@@ -15,8 +15,9 @@ from soorma import Agent
 
 async def main() -> None:
     pause = float(os.environ.get("RECOVERY_SLEEP", "0"))
-    agent = Agent(name="recovering", visibility_timeout=float(os.environ["RECOVERY_VT"]),
-                  ack_window=0)
+    agent = Agent(
+        name="recovering", visibility_timeout=float(os.environ["RECOVERY_VT"]), ack_window=0
+    )
 
     @agent.on_event(topic="business-facts", event_type="job.created")
     async def handle(event, context):

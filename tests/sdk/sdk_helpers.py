@@ -41,8 +41,11 @@ class Proc:
     @classmethod
     async def start(cls, *args: str, env: dict[str, str], cwd: str | None = None) -> Proc:
         proc = await asyncio.create_subprocess_exec(
-            *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            env=env, cwd=cwd,
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
         )
         return cls(proc)
 
@@ -95,7 +98,8 @@ class Proc:
 def subprocess_env(**extra: str) -> dict[str, str]:
     """The test's environment for a child process, minus backend overrides."""
     env = {
-        k: v for k, v in os.environ.items()
+        k: v
+        for k, v in os.environ.items()
         if k not in {"SOORMA_DATABASE_URL", "SOORMA_REDIS_URL", "SOORMA_EVENT_BACKEND"}
     }
     env.update(extra)

@@ -44,10 +44,14 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         if request.method == "POST" and kind in ("ack", "nack"):
             await response.aread()
             body = json.loads(request.content)
-            self.settlements.append(Settlement(
-                kind=kind, ids=body["ids"], reason=body.get("reason"),
-                count=json.loads(response.content)["count"],
-            ))
+            self.settlements.append(
+                Settlement(
+                    kind=kind,
+                    ids=body["ids"],
+                    reason=body.get("reason"),
+                    count=json.loads(response.content)["count"],
+                )
+            )
             async with self.changed:
                 self.changed.notify_all()
         return response
@@ -76,8 +80,7 @@ async def recorded(
 
 
 async def publish_facts(context: PlatformContext, names: list[str]) -> list[str]:
-    events = [context.bus.build_event("business-facts", "job.posted", {"name": n})
-              for n in names]
+    events = [context.bus.build_event("business-facts", "job.posted", {"name": n}) for n in names]
     return await context.bus.publish_batch(events)
 
 

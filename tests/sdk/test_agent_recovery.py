@@ -32,8 +32,10 @@ HUNG = "600"  # seconds a "hung" handler sleeps: it never finishes within a test
 
 def _env(service: LiveServer, state_dir: Path, **extra: str) -> dict[str, str]:
     return subprocess_env(
-        SOORMA_EVENT_SERVICE_URL=service.url, SOORMA_REGISTRY_URL="http://127.0.0.1:9",
-        SOORMA_STATE_DIR=str(state_dir), **extra,
+        SOORMA_EVENT_SERVICE_URL=service.url,
+        SOORMA_REGISTRY_URL="http://127.0.0.1:9",
+        SOORMA_STATE_DIR=str(state_dir),
+        **extra,
     )
 
 
@@ -50,7 +52,9 @@ async def _sigkill(proc: Proc) -> None:
 
 
 async def test_a_killed_replica_restarts_with_its_own_id_and_resumes_its_events_at_once(
-    event_service: LiveServer, context: PlatformContext, tmp_path: Path,
+    event_service: LiveServer,
+    context: PlatformContext,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SOORMA_STATE_DIR", str(tmp_path))
@@ -82,20 +86,28 @@ async def test_a_killed_replica_restarts_with_its_own_id_and_resumes_its_events_
 
 
 async def test_a_live_replica_takes_over_the_events_of_one_that_does_not_come_back(
-    event_service: LiveServer, context: PlatformContext, tmp_path: Path,
+    event_service: LiveServer,
+    context: PlatformContext,
+    tmp_path: Path,
 ) -> None:
     procs: list[Proc] = []
     done: list[int] = []
-    survivor = Agent(name="recovering", visibility_timeout=1, ack_window=0,
-                     consumer_id="survivor", context=make_context(event_service.url))
+    survivor = Agent(
+        name="recovering",
+        visibility_timeout=1,
+        ack_window=0,
+        consumer_id="survivor",
+        context=make_context(event_service.url),
+    )
 
     @survivor.on_event(topic="business-facts", event_type="job.created")
     async def handle(event: Event, ctx: PlatformContext) -> None:
         done.append(event.data["n"])
 
     try:
-        doomed, _ = await _replica(_env(event_service, tmp_path, RECOVERY_VT="1",
-                                        RECOVERY_SLEEP=HUNG), procs)
+        doomed, _ = await _replica(
+            _env(event_service, tmp_path, RECOVERY_VT="1", RECOVERY_SLEEP=HUNG), procs
+        )
         await survivor.start()
         # One job at a time until the doomed replica holds one.
         held = None
@@ -120,12 +132,18 @@ async def test_a_live_replica_takes_over_the_events_of_one_that_does_not_come_ba
 
 
 async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered(
-    event_service: LiveServer, context: PlatformContext,
+    event_service: LiveServer,
+    context: PlatformContext,
 ) -> None:
     started: list[int] = []
     finished: list[int] = []
-    agent = Agent(name="slow", visibility_timeout=1, ack_window=0, consumer_id="worker",
-                  context=make_context(event_service.url))
+    agent = Agent(
+        name="slow",
+        visibility_timeout=1,
+        ack_window=0,
+        consumer_id="worker",
+        context=make_context(event_service.url),
+    )
 
     @agent.on_event(topic="business-facts", event_type="job.created")
     async def handle(event: Event, ctx: PlatformContext) -> None:
@@ -139,8 +157,12 @@ async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered(
         await eventually(lambda: started == [0])
         # Other consumers of the group, idle: an expired lease would be claimed by one
         # of them (or by the agent itself, which would skip it as in flight).
-        watchers = [context.bus.subscribe("business-facts", group="slow", consumer=f"w{i}",
-                                          visibility_timeout=1) for i in range(3)]
+        watchers = [
+            context.bus.subscribe(
+                "business-facts", group="slow", consumer=f"w{i}", visibility_timeout=1
+            )
+            for i in range(3)
+        ]
         for watcher in watchers:
             await watcher.wait_ready()
         await eventually(lambda: finished == [0], within=20)

@@ -50,7 +50,9 @@ def test_replicas_take_distinct_slots_and_a_freed_slot_is_taken_again() -> None:
 
 
 def test_without_a_usable_state_dir_the_id_is_random_with_a_warning(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")

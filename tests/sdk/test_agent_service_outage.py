@@ -37,8 +37,9 @@ async def test_handler_runs_again_after_outage_without_dead_letter(
     attempts: list[int] = []
     done: list[str] = []
     async with httpx.AsyncClient() as http:
-        down = ServiceClient(base_url=f"http://127.0.0.1:{closed_port()}", http=http,
-                             connect_retries=0)
+        down = ServiceClient(
+            base_url=f"http://127.0.0.1:{closed_port()}", http=http, connect_retries=0
+        )
         # max_deliveries=1: a single nack would dead-letter the event.
         agent = Agent(name="outage-agent", context=context, max_deliveries=1)
 

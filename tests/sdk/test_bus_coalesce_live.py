@@ -62,10 +62,9 @@ async def test_concurrent_publishes_share_requests_and_each_gets_its_own_id(coun
     names = [f"order-{i}" for i in range(40)]
     async with context.bus.subscribe(["business-facts"], event_types=["order.placed"]) as sub:
         await sub.wait_ready(10)
-        ids = await asyncio.gather(*(
-            context.bus.announce("order.placed", {"name": n}, event_id=f"id-{n}")
-            for n in names
-        ))
+        ids = await asyncio.gather(
+            *(context.bus.announce("order.placed", {"name": n}, event_id=f"id-{n}") for n in names)
+        )
         delivered = await collect(sub, len(names))
     assert ids == [f"id-{n}" for n in names]
     assert sorted(e.id for e in delivered) == sorted(ids)
@@ -97,17 +96,21 @@ async def test_publishes_of_different_tenants_never_share_a_request(counted, eve
     from soorma.bus import BusClient
 
     context, _ = counted
-    await asyncio.gather(*(
-        context.bus.announce("order.placed", {"i": i}, tenant_id=f"tenant-{i % 2}")
-        for i in range(10)
-    ))
+    await asyncio.gather(
+        *(
+            context.bus.announce("order.placed", {"i": i}, tenant_id=f"tenant-{i % 2}")
+            for i in range(10)
+        )
+    )
     for parity in (0, 1):
         tenant = f"tenant-{parity}"
         await context.bus.announce("order.placed", {"i": "end"}, tenant_id=tenant)
-        reader = BusClient(base_url=event_service.url, http=context.bus.http,
-                           identity=Identity(tenant_id=tenant))
-        async with reader.subscribe(["business-facts"], event_types=["order.placed"],
-                                    group="audit", start_from="earliest") as sub:
+        reader = BusClient(
+            base_url=event_service.url, http=context.bus.http, identity=Identity(tenant_id=tenant)
+        )
+        async with reader.subscribe(
+            ["business-facts"], event_types=["order.placed"], group="audit", start_from="earliest"
+        ) as sub:
             seen = []
             async with asyncio.timeout(15):
                 async for event in sub:

@@ -74,8 +74,11 @@ async def test_root_event_starts_its_own_trace(bus: BusClient):
 
 async def test_event_built_inside_a_handler_inherits_trace_session_and_plan(bus: BusClient):
     handled = EventEnvelope(
-        topic="action-requests", type="a.requested", trace_id="trace-1",
-        session_id="s-1", plan_id="p-1",
+        topic="action-requests",
+        type="a.requested",
+        trace_id="trace-1",
+        session_id="s-1",
+        plan_id="p-1",
     )
     with handling(handled):
         child = bus.build_event("action-results", "a.completed", {})

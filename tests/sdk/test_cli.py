@@ -45,8 +45,14 @@ async def test_soorma_dev_names_the_service_whose_port_is_taken(tmp_path: Path):
         busy.listen()
         port = busy.getsockname()[1]
         proc = await Proc.start(
-            SOORMA, "dev", "--only", "events", "--port", f"events={port}",
-            env=subprocess_env(), cwd=str(tmp_path),
+            SOORMA,
+            "dev",
+            "--only",
+            "events",
+            "--port",
+            f"events={port}",
+            env=subprocess_env(),
+            cwd=str(tmp_path),
         )
         try:
             assert await proc.wait() == 1
@@ -64,8 +70,9 @@ memory_only = pytest.mark.parametrize("event_settings", ["memory"], indirect=Tru
 async def test_init_writes_a_tool_skeleton_that_runs_and_answers(
     tmp_path: Path, event_service: LiveServer
 ):
-    init = await Proc.start(SOORMA, "init", "echo-tool", "--type", "tool",
-                            env=subprocess_env(), cwd=str(tmp_path))
+    init = await Proc.start(
+        SOORMA, "init", "echo-tool", "--type", "tool", env=subprocess_env(), cwd=str(tmp_path)
+    )
     assert await init.wait() == 0, init.output
     agent_file = tmp_path / "echo-tool" / "agent.py"
     assert (tmp_path / "echo-tool" / "README.md").exists()
@@ -78,9 +85,18 @@ async def test_init_writes_a_tool_skeleton_that_runs_and_answers(
         )
         await tail.wait_for("tailing action-results")
         publish = await Proc.start(
-            SOORMA, "events", "publish", "--topic", "action-requests",
-            "--type", "echo_tool.requested", "--response-event", "echo_tool.completed",
-            "--data", '{"text": "hi"}', env=env,
+            SOORMA,
+            "events",
+            "publish",
+            "--topic",
+            "action-requests",
+            "--type",
+            "echo_tool.requested",
+            "--response-event",
+            "echo_tool.completed",
+            "--data",
+            '{"text": "hi"}',
+            env=env,
         )
         assert await publish.wait() == 0, publish.output
         assert await tail.wait() == 0, tail.output
@@ -94,8 +110,9 @@ async def test_init_writes_a_tool_skeleton_that_runs_and_answers(
 
 @pytest.mark.parametrize("agent_type", ["worker", "planner"])
 async def test_init_writes_worker_and_planner_skeletons(tmp_path: Path, agent_type: str):
-    proc = await Proc.start(SOORMA, "init", "my-agent", "--type", agent_type,
-                            env=subprocess_env(), cwd=str(tmp_path))
+    proc = await Proc.start(
+        SOORMA, "init", "my-agent", "--type", agent_type, env=subprocess_env(), cwd=str(tmp_path)
+    )
     assert await proc.wait() == 0, proc.output
     source = tmp_path / "my-agent" / "agent.py"
     py_compile.compile(str(source), doraise=True)
@@ -110,8 +127,16 @@ async def test_init_refuses_a_bad_name_with_a_hint(tmp_path: Path):
 
 async def test_events_publish_rejects_invalid_json_data():
     proc = await Proc.start(
-        SOORMA, "events", "publish", "--topic", "business-facts", "--type", "x",
-        "--data", "{not json", env=subprocess_env(),
+        SOORMA,
+        "events",
+        "publish",
+        "--topic",
+        "business-facts",
+        "--type",
+        "x",
+        "--data",
+        "{not json",
+        env=subprocess_env(),
     )
     assert await proc.wait() == 2
     assert "--data is not valid JSON" in proc.output
@@ -121,15 +146,29 @@ async def test_events_publish_rejects_invalid_json_data():
 async def test_events_tail_prints_one_line_per_event(event_service: LiveServer):
     env = subprocess_env(SOORMA_EVENT_SERVICE_URL=event_service.url)
     tail = await Proc.start(
-        SOORMA, "events", "tail", "--topic", "business-facts", "--type", "order.*",
-        "--count", "2", env=env,
+        SOORMA,
+        "events",
+        "tail",
+        "--topic",
+        "business-facts",
+        "--type",
+        "order.*",
+        "--count",
+        "2",
+        env=env,
     )
     try:
         await tail.wait_for("tailing business-facts")
         async with httpx.AsyncClient() as http:
             for n in (1, 2):
-                body = {"event": {"topic": "business-facts", "type": "order.placed",
-                                  "data": {"n": n}, "correlation_id": f"c{n}"}}
+                body = {
+                    "event": {
+                        "topic": "business-facts",
+                        "type": "order.placed",
+                        "data": {"n": n},
+                        "correlation_id": f"c{n}",
+                    }
+                }
                 response = await http.post(f"{event_service.url}/v1/events/publish", json=body)
                 assert response.status_code == 200
         assert await tail.wait() == 0, tail.output
@@ -139,4 +178,3 @@ async def test_events_tail_prints_one_line_per_event(event_service: LiveServer):
     assert len(lines) == 2
     assert "business-facts order.placed" in lines[0] and "corr=c1" in lines[0]
     assert lines[1].endswith('{"n":2}')
-

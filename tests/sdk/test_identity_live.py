@@ -77,16 +77,20 @@ async def test_service_role_from_env_reads_the_tap_and_acts_as_a_tenant_per_call
             PlatformContext.from_env(environ=env) as service,
             PlatformContext.from_env(settings=plain) as user,
         ):
-            async with service.bus.subscribe("system-events", tenant_id="*", group="tracker",
-                                             consumer="c1") as tap:
+            async with service.bus.subscribe(
+                "system-events", tenant_id="*", group="tracker", consumer="c1"
+            ) as tap:
                 await tap.wait_ready(10)
                 await user.bus.publish("system-events", "plan.started", {"n": 1})
-                await service.bus.publish("system-events", "task.timeout", {},
-                                          tenant_id="globex")
+                await service.bus.publish("system-events", "task.timeout", {}, tenant_id="globex")
                 first, second = await anext(tap), await anext(tap)
                 assert [first.tenant_id, second.tenant_id] == ["acme", "globex"]
-                assert await service.bus.ack(
-                    "tracker", [first.delivery_id, second.delivery_id], tenant_id="*") == 2
+                assert (
+                    await service.bus.ack(
+                        "tracker", [first.delivery_id, second.delivery_id], tenant_id="*"
+                    )
+                    == 2
+                )
             # Without the role, the tap is refused.
             with pytest.raises(PermissionDenied):
                 await user.bus.ack("tracker", ["system-events=1-0"], tenant_id="*")

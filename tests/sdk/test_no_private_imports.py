@@ -20,9 +20,7 @@ def test_no_private_names_are_imported_across_sdk_modules() -> None:
     found = []
     for path in sorted(SDK.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(
-                "soorma"
-            ):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("soorma"):
                 continue
             for alias in node.names:
                 module = node.module or ""

@@ -72,8 +72,9 @@ async def test_lost_answer_is_service_unavailable(dying_registry: DyingRegistry)
 async def test_agent_starts_and_works_while_registry_dies_mid_request(
     event_service: LiveServer, dying_registry: DyingRegistry
 ) -> None:
-    settings = PlatformSettings(event_service_url=event_service.url,
-                                registry_url=dying_registry.url)
+    settings = PlatformSettings(
+        event_service_url=event_service.url, registry_url=dying_registry.url
+    )
     async with PlatformContext.from_env(settings=settings) as context:
         agent = Agent(name="lost-answer-agent", context=context, ttl_seconds=1)
         seen: list[str] = []

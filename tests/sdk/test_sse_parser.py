@@ -41,7 +41,7 @@ def test_a_crlf_split_across_chunks_is_one_line_end():
 
 def test_lines_and_utf8_characters_cut_across_chunks_are_reassembled():
     raw = "data: é\u2028ü\n\n".encode()
-    chunks = [raw[i:i + 1] for i in range(len(raw))]
+    chunks = [raw[i : i + 1] for i in range(len(raw))]
     assert split(chunks) == ["data: é\u2028ü", ""]
 
 

@@ -58,11 +58,17 @@ def echo_app() -> Starlette:
 
         return StreamingResponse(body(), media_type="text/event-stream")
 
-    return Starlette(routes=[
-        Route("/peer", peer), Route("/echo", echo, methods=["POST", "PUT"]),
-        Route("/chunked", chunked), Route("/big", big), Route("/closing", closing),
-        Route("/empty", empty, methods=["DELETE"]), Route("/sse", sse),
-    ])
+    return Starlette(
+        routes=[
+            Route("/peer", peer),
+            Route("/echo", echo, methods=["POST", "PUT"]),
+            Route("/chunked", chunked),
+            Route("/big", big),
+            Route("/closing", closing),
+            Route("/empty", empty, methods=["DELETE"]),
+            Route("/sse", sse),
+        ]
+    )
 
 
 @asynccontextmanager
@@ -122,8 +128,9 @@ async def until(condition: Callable[[], bool]) -> None:
 
 async def test_sequential_requests_reuse_one_keep_alive_connection() -> None:
     async with serve(echo_app()) as srv, lean_client() as (client, transport):
-        ports = {(await client.get(f"{srv.url}/peer", params={"n": i})).json()["port"]
-                 for i in range(5)}
+        ports = {
+            (await client.get(f"{srv.url}/peer", params={"n": i})).json()["port"] for i in range(5)
+        }
         assert len(ports) == 1
         assert transport.idle_connections() == 1
 
@@ -182,8 +189,9 @@ async def test_event_streams_go_to_the_default_transport() -> None:
             return await super().handle_async_request(request)
 
     async with serve(echo_app()) as srv, lean_client(fallback=Recording()) as (client, _):
-        async with client.stream("GET", f"{srv.url}/sse",
-                                 headers={"Accept": "text/event-stream"}) as response:
+        async with client.stream(
+            "GET", f"{srv.url}/sse", headers={"Accept": "text/event-stream"}
+        ) as response:
             lines = [line async for line in response.aiter_lines()]
         assert lines[0] == "event: ready"
         await client.get(f"{srv.url}/peer")
@@ -193,8 +201,9 @@ async def test_event_streams_go_to_the_default_transport() -> None:
 async def test_keep_alive_socket_closed_by_server_is_replaced_transparently() -> None:
     connections = 0
 
-    async def one_answer_then_close(reader: asyncio.StreamReader,
-                                    writer: asyncio.StreamWriter) -> None:
+    async def one_answer_then_close(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         nonlocal connections
         connections += 1
         await read_request(reader)

@@ -72,7 +72,8 @@ async def test_jwt_mode_requires_a_valid_token() -> None:
         assert r.status_code == 401
         forged = issue_token(
             ServiceSettings(jwt_secret="another-secret-entirely-0123456789"),
-            tenant_id="acme", user_id="u1",
+            tenant_id="acme",
+            user_id="u1",
         )
         r = await client.get("/whoami", headers={"Authorization": f"Bearer {forged}"})
         assert r.status_code == 401
@@ -94,8 +95,11 @@ async def test_domain_errors_render_in_the_common_shape() -> None:
         r = await client.get("/missing/p-1")
         assert r.status_code == 404
         assert r.json() == {
-            "error": {"code": "plan_not_found", "message": "plan 'p-1' not found",
-                      "details": {"plan_id": "p-1"}}
+            "error": {
+                "code": "plan_not_found",
+                "message": "plan 'p-1' not found",
+                "details": {"plan_id": "p-1"},
+            }
         }
         r = await client.get("/nowhere")
         assert r.status_code == 404
@@ -120,8 +124,9 @@ async def test_validation_errors_name_the_field() -> None:
 async def test_oversized_body_is_rejected_with_413() -> None:
     manager, client = _client(ServiceSettings(max_payload_bytes=100))
     async with manager, client:
-        r = await client.post("/echo", content=b"{" + b" " * 1000 + b"}",
-                              headers={"content-type": "application/json"})
+        r = await client.post(
+            "/echo", content=b"{" + b" " * 1000 + b"}", headers={"content-type": "application/json"}
+        )
         assert r.status_code == 413
         assert r.json()["error"]["code"] == "payload_too_large"
 

@@ -51,8 +51,10 @@ def _gateway(_: Path, **extra: Any) -> Any:
     return create_app(Settings(**extra))
 
 
-SERVICES = [pytest.param(f, id=f.__name__.strip("_"))
-            for f in (_event, _memory, _registry, _tracker, _gateway)]
+SERVICES = [
+    pytest.param(f, id=f.__name__.strip("_"))
+    for f in (_event, _memory, _registry, _tracker, _gateway)
+]
 
 
 @pytest.mark.parametrize("make_app", SERVICES)
@@ -69,8 +71,9 @@ async def test_api_docs_need_an_identity_in_jwt_mode(
             assert r.status_code == 401, path
             r = await client.get(path, headers={"Authorization": f"Bearer {token}"})
             assert r.status_code == 200, (path, r.text[:200])
-        spec = (await client.get("/openapi.json",
-                                 headers={"Authorization": f"Bearer {token}"})).json()
+        spec = (
+            await client.get("/openapi.json", headers={"Authorization": f"Bearer {token}"})
+        ).json()
         assert "/health" in spec["paths"]
         assert not {"/openapi.json", "/docs", "/redoc"} & set(spec["paths"])
         # Liveness stays open: load balancers probe it without a token.

@@ -49,27 +49,32 @@ def _token(ttl_seconds: float | None = 3600, **claims: Any) -> str:
     return issue_token(SIGNER, ttl_seconds=ttl_seconds, **values)
 
 
-async def _statuses(client: httpx.AsyncClient, token: str,
-                    requests: list[tuple[str, str, Any]]) -> list[tuple[str, int, str]]:
+async def _statuses(
+    client: httpx.AsyncClient, token: str, requests: list[tuple[str, str, Any]]
+) -> list[tuple[str, int, str]]:
     out = []
     for method, path, body in requests:
-        r = await client.request(method, path, json=body,
-                                 headers={"Authorization": f"Bearer {token}"})
-        out.append((path, r.status_code, r.json()["error"]["code"] if r.status_code >= 400
-                    else ""))
+        r = await client.request(
+            method, path, json=body, headers={"Authorization": f"Bearer {token}"}
+        )
+        out.append((path, r.status_code, r.json()["error"]["code"] if r.status_code >= 400 else ""))
     return out
 
 
 @pytest.mark.parametrize("claims", BAD_CLAIMS)
-async def test_non_string_or_malformed_id_claims_are_401(claims: dict[str, Any],
-                                                         tmp_path: Any) -> None:
+async def test_non_string_or_malformed_id_claims_are_401(
+    claims: dict[str, Any], tmp_path: Any
+) -> None:
     token = _token(**claims)
     events = create_event_app(event_settings(auth_mode="jwt", jwt_secret=SECRET))
     async with in_process(events) as client:
         for path, status, code in await _statuses(client, token, REQUESTS):
             assert (status, code) == (401, "unauthenticated"), (claims, path, status)
-    memory = create_memory_app(memory_settings(
-        f"sqlite+aiosqlite:///{tmp_path}/m.db", tmp_path, auth_mode="jwt", jwt_secret=SECRET))
+    memory = create_memory_app(
+        memory_settings(
+            f"sqlite+aiosqlite:///{tmp_path}/m.db", tmp_path, auth_mode="jwt", jwt_secret=SECRET
+        )
+    )
     async with in_process(memory) as client:
         for path, status, code in await _statuses(client, token, MEMORY_REQUESTS):
             assert (status, code) == (401, "unauthenticated"), (claims, path, status)
@@ -78,8 +83,9 @@ async def test_non_string_or_malformed_id_claims_are_401(claims: dict[str, Any],
 async def test_a_token_without_exp_is_401_unless_configured() -> None:
     token = _token(ttl_seconds=None)
     assert "exp" not in jwt.decode(token, options={"verify_signature": False})
-    async with in_process(create_event_app(
-            event_settings(auth_mode="jwt", jwt_secret=SECRET))) as client:
+    async with in_process(
+        create_event_app(event_settings(auth_mode="jwt", jwt_secret=SECRET))
+    ) as client:
         [(_, status, code)] = await _statuses(client, token, REQUESTS[:1])
         assert (status, code) == (401, "unauthenticated")
         r = await client.get("/v1/events/dlq?topic=x", headers={"Authorization": f"Bearer {token}"})
@@ -88,15 +94,20 @@ async def test_a_token_without_exp_is_401_unless_configured() -> None:
         assert (await _statuses(client, _token(), REQUESTS[:1]))[0][1] == 200
         expired = _token(exp=int(time.time()) - 60)
         assert (await _statuses(client, expired, REQUESTS[:1]))[0][1] == 401
-    async with in_process(create_event_app(event_settings(
-            auth_mode="jwt", jwt_secret=SECRET, jwt_require_exp=False))) as client:
+    async with in_process(
+        create_event_app(event_settings(auth_mode="jwt", jwt_secret=SECRET, jwt_require_exp=False))
+    ) as client:
         assert (await _statuses(client, token, REQUESTS[:1]))[0][1] == 200
 
 
 async def test_a_valid_token_still_identifies_tenant_and_user() -> None:
-    async with in_process(create_event_app(
-            event_settings(auth_mode="jwt", jwt_secret=SECRET))) as client:
+    async with in_process(
+        create_event_app(event_settings(auth_mode="jwt", jwt_secret=SECRET))
+    ) as client:
         token = _token(tenant_id="acme", user_id="bob")
-        r = await client.post("/v1/events/publish", headers={"Authorization": f"Bearer {token}"},
-                              json={"event": {"topic": "business-facts", "type": "t"}})
+        r = await client.post(
+            "/v1/events/publish",
+            headers={"Authorization": f"Bearer {token}"},
+            json={"event": {"topic": "business-facts", "type": "t"}},
+        )
         assert r.status_code == 200, r.text

@@ -27,18 +27,30 @@ MAX_HEADER_BYTES = 8 * 1024
 @contextlib.asynccontextmanager
 async def _served(http: str | None = None) -> AsyncIterator[int]:
     """The event service under uvicorn with the platform's serving options; its port."""
-    settings = event_settings(max_header_bytes=MAX_HEADER_BYTES,
-                              header_timeout_seconds=HEADER_TIMEOUT)
+    settings = event_settings(
+        max_header_bytes=MAX_HEADER_BYTES, header_timeout_seconds=HEADER_TIMEOUT
+    )
     options: dict[str, Any] = uvicorn_options(settings)
     if http == "h11":
         from servicekit.server import GuardedH11Protocol
 
-        options["http"] = type("H11", (GuardedH11Protocol,), {
-            "header_timeout": HEADER_TIMEOUT, "max_header_bytes": MAX_HEADER_BYTES})
+        options["http"] = type(
+            "H11",
+            (GuardedH11Protocol,),
+            {"header_timeout": HEADER_TIMEOUT, "max_header_bytes": MAX_HEADER_BYTES},
+        )
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="warning",
-        lifespan="on", ws="none", **options))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            ws="none",
+            **options,
+        )
+    )
     task = asyncio.create_task(server.serve())
     try:
         while not server.started:
@@ -72,11 +84,14 @@ async def _exchange(port: int, data: bytes, *, wait: float = 10.0) -> tuple[byte
 
 
 @pytest.mark.parametrize("http", [None, "h11"])
-@pytest.mark.parametrize("sent", [
-    pytest.param(b"", id="nothing"),
-    pytest.param(b"GET /health HT", id="half-a-request-line"),
-    pytest.param(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ", id="half-the-headers"),
-])
+@pytest.mark.parametrize(
+    "sent",
+    [
+        pytest.param(b"", id="nothing"),
+        pytest.param(b"GET /health HT", id="half-a-request-line"),
+        pytest.param(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ", id="half-the-headers"),
+    ],
+)
 async def test_a_half_sent_request_is_closed_after_the_header_timeout(
     http: str | None, sent: bytes
 ) -> None:
@@ -118,14 +133,20 @@ async def test_request_heads_over_the_limit_are_refused(http: str | None, comple
 async def test_ordinary_requests_and_streams_are_unaffected() -> None:
     async with _served() as port:
         answer, _ = await _exchange(
-            port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                  + b"X-Fine: " + b"b" * 4000 + b"\r\n\r\n")
+            port,
+            b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            + b"X-Fine: "
+            + b"b" * 4000
+            + b"\r\n\r\n",
+        )
         assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
         # An SSE stream outlives the header timeout: only the head is timed.
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
-            writer.write(b"GET /v1/events/stream?topics=system-events&heartbeat=0.5 "
-                         b"HTTP/1.1\r\nHost: x\r\n\r\n")
+            writer.write(
+                b"GET /v1/events/stream?topics=system-events&heartbeat=0.5 "
+                b"HTTP/1.1\r\nHost: x\r\n\r\n"
+            )
             await writer.drain()
             got = b""
             async with asyncio.timeout(10):
@@ -150,11 +171,22 @@ async def test_soorma_dev_serves_with_the_same_bounds() -> None:
 async def test_the_container_command_serves_with_the_bounds_from_the_environment() -> None:
     # The image runs ``python -m servicekit.server $SOORMA_SERVICE_APP`` (Dockerfile).
     port = free_port()
-    env = {**os.environ, "SOORMA_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
-           "SOORMA_EVENT_BACKEND": "memory"}
+    env = {
+        **os.environ,
+        "SOORMA_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
+        "SOORMA_EVENT_BACKEND": "memory",
+    }
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "servicekit.server", "event_service.app:create_app",
-        "--port", str(port), "--log-level", "warning", env=env)
+        sys.executable,
+        "-m",
+        "servicekit.server",
+        "event_service.app:create_app",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        env=env,
+    )
     try:
         async with asyncio.timeout(30):
             while True:

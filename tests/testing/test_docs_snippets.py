@@ -21,8 +21,7 @@ EXPECTED = ["tool", "worker", "planner", "choreography"]
 def snippets() -> dict[str, tuple[int, str]]:
     text = DOC.read_text()
     return {
-        m.group(1): (text[: m.start(2)].count("\n") + 1, m.group(2))
-        for m in SNIPPET.finditer(text)
+        m.group(1): (text[: m.start(2)].count("\n") + 1, m.group(2)) for m in SNIPPET.finditer(text)
     }
 
 
@@ -37,7 +36,8 @@ async def test_docs_snippet_runs_as_printed(name: str):
     # Line numbers in tracebacks point into docs/testing.md.
     code = compile("\n" * (first_line - 1) + source, str(DOC), "exec")
     tests = [
-        node for node in ast.parse(source).body
+        node
+        for node in ast.parse(source).body
         if isinstance(node, ast.AsyncFunctionDef) and node.name.startswith("test_")
     ]
     assert len(tests) == 1, f"snippet {name!r} must hold exactly one test"

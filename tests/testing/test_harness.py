@@ -30,21 +30,30 @@ async def test_a_tool_answers_a_call_and_every_event_is_recorded():
     tool = greeter()
     async with PlatformHarness() as platform:
         await platform.start(tool)
-        answer = await platform.call("greet.requested", {"name": "Ada"},
-                                     response_event="greet.completed")
+        answer = await platform.call(
+            "greet.requested", {"name": "Ada"}, response_event="greet.completed"
+        )
         assert answer.data["success"] is True
         assert answer.data["result"] == {"greeting": "Hello, Ada!"}
         # Recorded as soon as the publishes returned, with what the service stamped.
         request, response = platform.events()
         assert (request.type, request.topic, request.source) == (
-            "greet.requested", "action-requests", "soorma-test")
+            "greet.requested",
+            "action-requests",
+            "soorma-test",
+        )
         assert (response.type, response.topic, response.source) == (
-            "greet.completed", "action-results", "greeter")
+            "greet.completed",
+            "action-results",
+            "greeter",
+        )
         assert response.correlation_id == request.correlation_id == answer.correlation_id
         assert response.tenant_id == "default" and response.user_id == "anonymous"
         assert platform.events("greet.*", source="greeter") == [response]
         assert platform.recorder.by_topic() == {
-            "action-requests": [request], "action-results": [response]}
+            "action-requests": [request],
+            "action-results": [response],
+        }
         assert list(platform.recorder.by_type()) == ["greet.requested", "greet.completed"]
         assert platform.events(topic="business-facts") == []
         # The tool registered itself with the real registry.
@@ -63,8 +72,11 @@ async def test_a_failing_handler_answers_with_the_error():
 
 async def test_a_call_nobody_answers_times_out_naming_what_was_published():
     async with PlatformHarness(timeout=0.2) as platform:
-        with pytest.raises(TimeoutError, match=r"0 of 1 event\(s\) matching type='x.done'.*"
-                                               r"last published: x.requested"):
+        with pytest.raises(
+            TimeoutError,
+            match=r"0 of 1 event\(s\) matching type='x.done'.*"
+            r"last published: x.requested",
+        ):
             await platform.call("x.requested", {}, response_event="x.done")
 
 
@@ -75,13 +87,15 @@ async def test_request_returns_at_once_and_the_answer_is_awaited_later():
     @agent.on_event("echo.requested", topic="action-requests")
     async def echo(event: Any, context: Any) -> None:
         seen.append(event.data["text"])
-        await context.bus.respond(event.response_event, {"text": event.data["text"]},
-                                  correlation_id=event.correlation_id)
+        await context.bus.respond(
+            event.response_event, {"text": event.data["text"]}, correlation_id=event.correlation_id
+        )
 
     async with PlatformHarness() as platform:
         await platform.start(agent)
-        pending = await platform.request("echo.requested", {"text": "hi"},
-                                         response_event="echo.done")
+        pending = await platform.request(
+            "echo.requested", {"text": "hi"}, response_event="echo.done"
+        )
         assert pending.correlation_id == pending.event_id
         answer = await pending
         assert answer.data == {"text": "hi"} and seen == ["hi"]
@@ -99,8 +113,9 @@ async def test_async_with_start_stops_and_deregisters_the_agent_after_the_block(
         assert await platform.context.registry.list_agents() == []
         # A stopped agent starts again on the same harness (same consumer group).
         await platform.start(tool)
-        answer = await platform.call("greet.requested", {"name": "Bo"},
-                                     response_event="greet.completed")
+        answer = await platform.call(
+            "greet.requested", {"name": "Bo"}, response_event="greet.completed"
+        )
         assert answer.data["result"]["greeting"] == "Hello, Bo!"
 
 
@@ -109,10 +124,12 @@ async def test_wait_for_event_counts_past_and_future_events():
         await platform.publish("business-facts", "order.placed", {"n": 1})
         first = await platform.wait_for_event("order.*")
         assert first.data == {"n": 1}
-        await platform.context.bus.publish_batch([
-            platform.context.bus.build_event("business-facts", "order.placed", {"n": n})
-            for n in (2, 3)
-        ])
+        await platform.context.bus.publish_batch(
+            [
+                platform.context.bus.build_event("business-facts", "order.placed", {"n": n})
+                for n in (2, 3)
+            ]
+        )
         third = await platform.wait_for_event("order.placed", count=3)
         assert third.data == {"n": 3}
         assert [e.data["n"] for e in platform.events(where=lambda e: e.data["n"] > 1)] == [2, 3]
@@ -125,8 +142,9 @@ async def test_a_worker_task_is_visible_while_it_waits_for_a_human():
 
     @worker.on_task("approval.requested")
     async def ask(task: Any, context: Any) -> None:
-        await task.request_human_input("approve?", response_event="approval.given",
-                                       timeout_seconds=60)
+        await task.request_human_input(
+            "approve?", response_event="approval.given", timeout_seconds=60
+        )
 
     @worker.on_result("approval.given", topic=NOTIFICATION_EVENTS)
     async def approved(result: Any, context: Any) -> None:
@@ -135,14 +153,17 @@ async def test_a_worker_task_is_visible_while_it_waits_for_a_human():
 
     async with PlatformHarness() as platform:
         await platform.start(worker)
-        pending = await platform.request("approval.requested", {},
-                                         response_event="approval.done")
+        pending = await platform.request("approval.requested", {}, response_event="approval.done")
         question = await platform.wait_for_event("notification.human_input")
         task = await platform.task(sub_task_id=question.correlation_id)
         assert task is not None and task.task_id == question.data["task_id"]
         assert await platform.task(task.task_id) == task
-        await platform.publish(NOTIFICATION_EVENTS, "approval.given", {"ok": True},
-                               correlation_id=question.correlation_id)
+        await platform.publish(
+            NOTIFICATION_EVENTS,
+            "approval.given",
+            {"ok": True},
+            correlation_id=question.correlation_id,
+        )
         answer = await pending
         assert answer.data["result"] == {"approved": True}
 
@@ -165,7 +186,8 @@ async def test_tenants_are_kept_apart_as_by_the_real_services():
         assert await globex.memory.retrieve("k", plan_id="p-1") is None
         await globex.bus.publish("business-facts", "y.happened")
         assert [(e.type, e.tenant_id) for e in platform.events()] == [
-            ("x.happened", "acme"), ("y.happened", "globex"),
+            ("x.happened", "acme"),
+            ("y.happened", "globex"),
         ]
         assert [e.type for e in platform.events(tenant_id="globex")] == ["y.happened"]
         assert await platform.context.memory.retrieve("k", plan_id="p-1") == {"v": 1}
@@ -179,8 +201,9 @@ async def test_environment_settings_do_not_leak_into_the_harness(monkeypatch: An
     monkeypatch.setenv("SOORMA_EVENT_SERVICE_URL", "http://127.0.0.1:1")
     async with PlatformHarness() as platform:
         await platform.start(greeter())
-        answer = await platform.call("greet.requested", {"name": "Ada"},
-                                     response_event="greet.completed")
+        answer = await platform.call(
+            "greet.requested", {"name": "Ada"}, response_event="greet.completed"
+        )
     assert answer.data["success"] is True
 
 
@@ -201,8 +224,11 @@ async def test_a_handler_that_raises_is_named_when_the_answer_never_comes():
 
     async with PlatformHarness(timeout=0.5) as platform:
         await platform.start(agent)
-        with pytest.raises(TimeoutError, match=r"errors logged: agent broken: handler .*explode "
-                                               r"failed on x\.requested .*ValueError: boom"):
+        with pytest.raises(
+            TimeoutError,
+            match=r"errors logged: agent broken: handler .*explode "
+            r"failed on x\.requested .*ValueError: boom",
+        ):
             await platform.call("x.requested", {}, response_event="x.done")
         assert any("ValueError: boom" in error for error in platform.errors)
 

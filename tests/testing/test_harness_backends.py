@@ -14,16 +14,22 @@ from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateT
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
 
-PLAN = PlanDefinition(plan_type="sum.goal", states={
-    "start": StateConfig(state_name="start", default_next="adding"),
-    "adding": StateConfig(
-        state_name="adding",
-        action=StateAction(event_type="add.requested", response_event="add.completed",
-                           data={"numbers": "{goal_data.numbers}"}),
-        transitions=[StateTransition(on_event="add.completed", to_state="done")],
-    ),
-    "done": StateConfig(state_name="done", is_terminal=True),
-})
+PLAN = PlanDefinition(
+    plan_type="sum.goal",
+    states={
+        "start": StateConfig(state_name="start", default_next="adding"),
+        "adding": StateConfig(
+            state_name="adding",
+            action=StateAction(
+                event_type="add.requested",
+                response_event="add.completed",
+                data={"numbers": "{goal_data.numbers}"},
+            ),
+            transitions=[StateTransition(on_event="add.completed", to_state="done")],
+        ),
+        "done": StateConfig(state_name="done", is_terminal=True),
+    },
+)
 
 
 async def test_a_plan_runs_on_redis_and_postgres(
@@ -36,20 +42,25 @@ async def test_a_plan_runs_on_redis_and_postgres(
         return {"sum": sum(request.data["numbers"])}
 
     harness = PlatformHarness(
-        event_settings={"event_backend": "redis", "redis_url": redis_url,
-                        "redis_prefix": redis_prefix, "block_seconds": 0.2},
+        event_settings={
+            "event_backend": "redis",
+            "redis_url": redis_url,
+            "redis_prefix": redis_prefix,
+            "block_seconds": 0.2,
+        },
         # Memory and registry share one fresh database (their tables do not overlap).
         memory_settings={"memory_database_url": postgres_url},
         registry_settings={"registry_database_url": postgres_url},
     )
     async with harness as platform:
         await platform.start(adder, Planner(name="summer", plan_definition=PLAN))
-        answer = await platform.call("sum.goal", {"numbers": [1, 2, 3]},
-                                     response_event="sum.done")
+        answer = await platform.call("sum.goal", {"numbers": [1, 2, 3]}, response_event="sum.done")
         plan = await platform.plan(correlation_id=answer.correlation_id)
         assert plan is not None and plan.results["adding"]["result"] == {"sum": 6}
         assert [a.name for a in await platform.context.registry.list_agents()] == [
-            "adder", "summer"]
+            "adder",
+            "summer",
+        ]
         # The events went through Redis Streams under the test's prefix.
         client = redis.Redis.from_url(redis_url)
         try:

@@ -15,8 +15,11 @@ from soorma_common.registry import AgentCapability, EventDefinition
 pytestmark = pytest.mark.asyncio
 
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_API_KEY", "GEMINI_API_KEY")
-LOOKUP_SCHEMA = {"type": "object", "properties": {"word": {"type": "string", "minLength": 1}},
-                 "required": ["word"]}
+LOOKUP_SCHEMA = {
+    "type": "object",
+    "properties": {"word": {"type": "string", "minLength": 1}},
+    "required": ["word"],
+}
 
 
 @pytest.fixture(autouse=True)
@@ -26,13 +29,23 @@ def no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def dictionary() -> Tool:
-    tool = Tool(name="dictionary", capabilities=[AgentCapability(
-        task_name="lookup", description="Defines a word.",
-        consumed_event=EventDefinition(event_name="word.lookup.requested",
-                                       description="Define a word", payload_schema=LOOKUP_SCHEMA),
-        produced_events=[EventDefinition(event_name="word.lookup.completed",
-                                         topic="action-results")],
-    )])
+    tool = Tool(
+        name="dictionary",
+        capabilities=[
+            AgentCapability(
+                task_name="lookup",
+                description="Defines a word.",
+                consumed_event=EventDefinition(
+                    event_name="word.lookup.requested",
+                    description="Define a word",
+                    payload_schema=LOOKUP_SCHEMA,
+                ),
+                produced_events=[
+                    EventDefinition(event_name="word.lookup.completed", topic="action-results")
+                ],
+            )
+        ],
+    )
 
     @tool.on_invoke("word.lookup.requested")
     async def lookup(request: Any, context: Any) -> dict[str, str]:
@@ -42,8 +55,9 @@ def dictionary() -> Tool:
 
 
 def planner(**options: Any) -> ChoreographyPlanner:
-    agent = ChoreographyPlanner(name="definer", reasoning_model="gpt-4o-mini", temperature=0,
-                                **options)
+    agent = ChoreographyPlanner(
+        name="definer", reasoning_model="gpt-4o-mini", temperature=0, **options
+    )
 
     @agent.on_goal("define.goal")
     async def on_goal(goal: Any, context: Any) -> None:
@@ -57,21 +71,29 @@ def planner(**options: Any) -> ChoreographyPlanner:
     return agent
 
 
-LOOKUP = {"action": "publish", "event_type": "word.lookup.requested", "data": {"word": "owl"},
-          "reasoning": "look it up"}
+LOOKUP = {
+    "action": "publish",
+    "event_type": "word.lookup.requested",
+    "data": {"word": "owl"},
+    "reasoning": "look it up",
+}
 
 
 async def test_a_scripted_list_drives_the_plan_through_the_real_validation():
     agent = planner()
     async with PlatformHarness() as platform:
-        llm = platform.script(agent, [
-            LOOKUP,
-            {"reasoning": "done", "next_action": {"action": "complete",
-                                                  "result": {"answer": "owl: a word"}}},
-        ])
+        llm = platform.script(
+            agent,
+            [
+                LOOKUP,
+                {
+                    "reasoning": "done",
+                    "next_action": {"action": "complete", "result": {"answer": "owl: a word"}},
+                },
+            ],
+        )
         await platform.start(dictionary(), agent)
-        answer = await platform.call("define.goal", {"word": "owl"},
-                                     response_event="define.done")
+        answer = await platform.call("define.goal", {"word": "owl"}, response_event="define.done")
         plan = await platform.plan(correlation_id=answer.correlation_id)
     assert answer.data["status"] == "completed"
     assert answer.data["result"] == {"answer": "owl: a word"}
@@ -85,9 +107,12 @@ async def test_a_scripted_list_drives_the_plan_through_the_real_validation():
     # The planner audited both calls as valid first attempts on the scripted model.
     audit = plan.state["llm_audit"]
     assert [(r["attempt"], r["model"], r["valid"]) for r in audit] == [
-        ("first", llm.model, True)] * 2
+        ("first", llm.model, True)
+    ] * 2
     assert [e.type for e in platform.events(source="definer", topic="action-*")] == [
-        "word.lookup.requested", "define.done"]
+        "word.lookup.requested",
+        "define.done",
+    ]
 
 
 async def test_a_callable_script_decides_from_the_stored_plan():
@@ -95,16 +120,18 @@ async def test_a_callable_script_decides_from_the_stored_plan():
         if "word.lookup.requested" not in call.results:
             return {**LOOKUP, "data": {"word": call.goal_data["word"]}}
         definition = call.results["word.lookup.requested"]["result"]["definition"]
-        return PlannerDecision(plan_id="ignored", current_state="ignored", reasoning="done",
-                               next_action=CompleteAction(result={"answer": definition},
-                                                          reasoning="done"))
+        return PlannerDecision(
+            plan_id="ignored",
+            current_state="ignored",
+            reasoning="done",
+            next_action=CompleteAction(result={"answer": definition}, reasoning="done"),
+        )
 
     agent = planner()
     async with PlatformHarness() as platform:
         llm = platform.script(agent, decide)
         await platform.start(dictionary(), agent)
-        answer = await platform.call("define.goal", {"word": "heron"},
-                                     response_event="define.done")
+        answer = await platform.call("define.goal", {"word": "heron"}, response_event="define.done")
     assert answer.data["result"] == {"answer": "heron: a word"}
     assert [c.index for c in llm.calls] == [0, 1]
     assert llm.calls[0].plan is not None and llm.calls[0].plan.goal_data == {"word": "heron"}
@@ -113,11 +140,14 @@ async def test_a_callable_script_decides_from_the_stored_plan():
 async def test_an_invalid_answer_is_repaired_with_the_next_scripted_answer():
     agent = planner()
     async with PlatformHarness() as platform:
-        llm = platform.script(agent, [
-            {**LOOKUP, "data": {}},  # breaks the registered schema: "word" is required
-            LOOKUP,
-            {"action": "complete", "result": {"ok": True}, "reasoning": "done"},
-        ])
+        llm = platform.script(
+            agent,
+            [
+                {**LOOKUP, "data": {}},  # breaks the registered schema: "word" is required
+                LOOKUP,
+                {"action": "complete", "result": {"ok": True}, "reasoning": "done"},
+            ],
+        )
         await platform.start(dictionary(), agent)
         answer = await platform.call("define.goal", {}, response_event="define.done")
         plan = await platform.plan(correlation_id=answer.correlation_id)
@@ -125,7 +155,10 @@ async def test_an_invalid_answer_is_repaired_with_the_next_scripted_answer():
     assert [c.repair for c in llm.calls] == [False, True, False]
     assert "'word' is a required property" in llm.calls[1].messages[-1]["content"]
     assert [(r["attempt"], r["valid"]) for r in plan.state["llm_audit"]] == [
-        ("first", False), ("repair", True), ("first", True)]
+        ("first", False),
+        ("repair", True),
+        ("first", True),
+    ]
 
 
 async def test_a_script_that_runs_out_fails_the_plan_and_says_why():
@@ -134,8 +167,7 @@ async def test_a_script_that_runs_out_fails_the_plan_and_says_why():
     async with PlatformHarness() as platform:
         platform.script(agent, [LOOKUP])
         await platform.start(dictionary(), agent)
-        answer = await platform.call("define.goal", {"word": "owl"},
-                                     response_event="define.done")
+        answer = await platform.call("define.goal", {"word": "owl"}, response_event="define.done")
     assert answer.data["status"] == "failed"
     assert "the scripted LLM has no answer left" in answer.data["error"]
 
@@ -146,8 +178,7 @@ async def test_scripted_text_and_errors_reach_the_planner_as_a_model_would_send_
         failing = platform.scripted_llm([RuntimeError("rate limited")])
         agent = planner(repair_retries=0, fallback_models=[llm.model, failing.model])
         await platform.start(dictionary(), agent)
-        answer = await platform.call("define.goal", {"word": "owl"},
-                                     response_event="define.done")
+        answer = await platform.call("define.goal", {"word": "owl"}, response_event="define.done")
     # No key for gpt-4o-mini: reported as such; then the two scripted models' answers.
     assert answer.data["status"] == "failed"
     error = answer.data["error"]
@@ -159,22 +190,32 @@ async def test_scripted_text_and_errors_reach_the_planner_as_a_model_would_send_
 async def test_a_wait_decision_pauses_the_plan_until_the_test_sends_the_expected_event():
     agent = planner()
     async with PlatformHarness() as platform:
-        llm = platform.script(agent, [
-            {"action": "wait", "reason": "needs approval", "expected_event": "approval.given"},
-            lambda call: {"action": "complete", "result": {
-                "approved": call.results["approval.given"]["ok"]}},
-        ])
+        llm = platform.script(
+            agent,
+            [
+                {"action": "wait", "reason": "needs approval", "expected_event": "approval.given"},
+                lambda call: {
+                    "action": "complete",
+                    "result": {"approved": call.results["approval.given"]["ok"]},
+                },
+            ],
+        )
         # The model may only wait for an event the registry knows.
         await platform.context.registry.register_event(
-            EventDefinition(event_name="approval.given", topic="action-results"))
+            EventDefinition(event_name="approval.given", topic="action-results")
+        )
         await platform.start(agent)
         pending = await platform.request("define.goal", {}, response_event="define.done")
         waiting = await platform.wait_for_event("plan.waiting_for_input")
         paused = await platform.plan(waiting.data["plan_id"])
         assert paused is not None and paused.status == "paused"
-        await platform.publish("action-results", "approval.given", {"ok": True},
-                               correlation_id=waiting.correlation_id,
-                               plan_id=waiting.data["plan_id"])
+        await platform.publish(
+            "action-results",
+            "approval.given",
+            {"ok": True},
+            correlation_id=waiting.correlation_id,
+            plan_id=waiting.data["plan_id"],
+        )
         answer = await pending
     assert answer.data["result"] == {"approved": True}
     assert len(llm.calls) == 2
@@ -185,11 +226,16 @@ async def test_a_wait_that_times_out_names_the_plan_that_failed_and_why():
     agent.repair_retries = 0
     async with PlatformHarness() as platform:
         # "approval.given" is not registered: the planner rejects the decision.
-        platform.script(agent, [{"action": "wait", "reason": "needs approval",
-                                 "expected_event": "approval.given"}])
+        platform.script(
+            agent,
+            [{"action": "wait", "reason": "needs approval", "expected_event": "approval.given"}],
+        )
         await platform.start(agent)
         await platform.request("define.goal", {}, response_event="define.done")
         await platform.wait_for_event("plan.failed")
-        with pytest.raises(TimeoutError, match=r"plans failed: .*: no valid decision .*"
-                                               r"approval\.given"):
+        with pytest.raises(
+            TimeoutError,
+            match=r"plans failed: .*: no valid decision .*"
+            r"approval\.given",
+        ):
             await platform.wait_for_event("plan.waiting_for_input", timeout=0.05)

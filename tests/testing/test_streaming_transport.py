@@ -40,13 +40,19 @@ class Ticker:
         if scope["path"] == "/fail":
             raise RuntimeError("the app broke")
         await receive()  # the request body
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/plain")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/plain")],
+            }
+        )
         watcher = asyncio.ensure_future(receive())
         tick = 0
         while not watcher.done():
-            await send({"type": "http.response.body", "body": f"tick {tick}\n".encode(),
-                        "more_body": True})
+            await send(
+                {"type": "http.response.body", "body": f"tick {tick}\n".encode(), "more_body": True}
+            )
             tick += 1
             await asyncio.wait({watcher}, timeout=0.01)
         if watcher.result()["type"] == "http.disconnect":

@@ -29,8 +29,13 @@ class LiveServer:
 
     async def start(self) -> None:
         config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=self.port, log_level="warning",
-            lifespan="on", timeout_graceful_shutdown=2, ws="none",
+            self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+            ws="none",
         )
         self._server = uvicorn.Server(config)
         self._task = asyncio.create_task(self._server.serve())

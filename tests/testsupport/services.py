@@ -63,7 +63,9 @@ def registry_settings(database_url: str, data_dir: Any, **overrides: Any) -> Reg
 def event_settings(**overrides: Any) -> EventSettings:
     """Event-service settings on its in-process backend, reclaiming unacked events quickly."""
     values: dict[str, Any] = {
-        "event_backend": "memory", "claim_interval_seconds": 0.05, **overrides,
+        "event_backend": "memory",
+        "claim_interval_seconds": 0.05,
+        **overrides,
     }
     return EventSettings(**values)
 
@@ -74,8 +76,11 @@ def redis_event_settings(redis_url: str, redis_prefix: str, **overrides: Any) ->
     Reads block for at most half a second, so the service stops promptly after a test.
     """
     values: dict[str, Any] = {
-        "event_backend": "redis", "redis_url": redis_url, "redis_prefix": redis_prefix,
-        "block_seconds": 0.5, **overrides,
+        "event_backend": "redis",
+        "redis_url": redis_url,
+        "redis_prefix": redis_prefix,
+        "block_seconds": 0.5,
+        **overrides,
     }
     return event_settings(**values)
 
@@ -89,7 +94,10 @@ async def in_process(
     ``ASGITransport`` alone runs no lifespan (nothing would be connected) and buffers whole
     responses, so streams (SSE) need :func:`testsupport.server.serve` instead.
     """
-    async with LifespanManager(app) as manager, httpx.AsyncClient(
-        transport=httpx.ASGITransport(manager.app), base_url=base_url, **client_options
-    ) as client:
+    async with (
+        LifespanManager(app) as manager,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(manager.app), base_url=base_url, **client_options
+        ) as client,
+    ):
         yield client

@@ -13,15 +13,21 @@ import pytest_asyncio
 from tracker_stack import Stack, start_stack
 
 
-@pytest.fixture(params=["sqlite-memory",
-                        pytest.param("postgres-redis", marks=[pytest.mark.postgres,
-                                                              pytest.mark.redis])])
+@pytest.fixture(
+    params=[
+        "sqlite-memory",
+        pytest.param("postgres-redis", marks=[pytest.mark.postgres, pytest.mark.redis]),
+    ]
+)
 def backends(request: pytest.FixtureRequest) -> dict[str, str]:
     if request.param == "sqlite-memory":
         return {"db": request.getfixturevalue("sqlite_url"), "events": "memory"}
-    return {"db": request.getfixturevalue("postgres_url"), "events": "redis",
-            "redis_url": request.getfixturevalue("redis_url"),
-            "redis_prefix": request.getfixturevalue("redis_prefix")}
+    return {
+        "db": request.getfixturevalue("postgres_url"),
+        "events": "redis",
+        "redis_url": request.getfixturevalue("redis_url"),
+        "redis_prefix": request.getfixturevalue("redis_prefix"),
+    }
 
 
 @pytest_asyncio.fixture

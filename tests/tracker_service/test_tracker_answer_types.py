@@ -12,14 +12,26 @@ pytestmark = pytest.mark.asyncio
 
 
 def request(plan_id: str, cid: str) -> dict[str, Any]:
-    return {"topic": "action-requests", "type": "web.search.requested", "correlation_id": cid,
-            "response_event": "web.search.completed", "plan_id": plan_id,
-            "source": "planner-a", "data": {"q": "x"}}
+    return {
+        "topic": "action-requests",
+        "type": "web.search.requested",
+        "correlation_id": cid,
+        "response_event": "web.search.completed",
+        "plan_id": plan_id,
+        "source": "planner-a",
+        "data": {"q": "x"},
+    }
 
 
 def answer(plan_id: str, cid: str, type_: str, **data: Any) -> dict[str, Any]:
-    return {"topic": "action-results", "type": type_, "correlation_id": cid,
-            "plan_id": plan_id, "source": "searcher", "data": data}
+    return {
+        "topic": "action-results",
+        "type": type_,
+        "correlation_id": cid,
+        "plan_id": plan_id,
+        "source": "searcher",
+        "data": data,
+    }
 
 
 async def test_answer_of_another_type_pairs_in_and_out_of_order(stack: Stack) -> None:

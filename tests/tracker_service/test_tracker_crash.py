@@ -17,13 +17,34 @@ PLANS, EVENTS_PER_PLAN = 40, 10
 
 
 def plan_events(plan_id: str) -> list[dict[str, Any]]:
-    out = [{"topic": "system-events", "type": "plan.started", "plan_id": plan_id,
-            "correlation_id": plan_id, "data": {"plan_id": plan_id}}]
+    out = [
+        {
+            "topic": "system-events",
+            "type": "plan.started",
+            "plan_id": plan_id,
+            "correlation_id": plan_id,
+            "data": {"plan_id": plan_id},
+        }
+    ]
     for n in range(EVENTS_PER_PLAN - 2):
-        out.append({"topic": "action-requests", "type": "step.do", "plan_id": plan_id,
-                    "correlation_id": f"{plan_id}-{n}", "response_event": "step.done"})
-    out.append({"topic": "system-events", "type": "plan.completed", "plan_id": plan_id,
-                "correlation_id": plan_id, "data": {"plan_id": plan_id}})
+        out.append(
+            {
+                "topic": "action-requests",
+                "type": "step.do",
+                "plan_id": plan_id,
+                "correlation_id": f"{plan_id}-{n}",
+                "response_event": "step.done",
+            }
+        )
+    out.append(
+        {
+            "topic": "system-events",
+            "type": "plan.completed",
+            "plan_id": plan_id,
+            "correlation_id": plan_id,
+            "data": {"plan_id": plan_id},
+        }
+    )
     return out
 
 
@@ -35,14 +56,17 @@ async def publish_all(stack: Stack, plan_ids: list[str]) -> None:
 
 async def all_projected(stack: Stack, base: str, plan_ids: list[str]) -> dict[str, Any]:
     async def probe() -> dict[str, Any] | None:
-        r = await stack.client.get(f"{base}/v1/tracker/plans", params={"limit": 500},
-                                   headers={"X-Tenant-ID": "acme"})
+        r = await stack.client.get(
+            f"{base}/v1/tracker/plans", params={"limit": 500}, headers={"X-Tenant-ID": "acme"}
+        )
         plans = {p["plan_id"]: p for p in r.json()["plans"]} if r.status_code == 200 else {}
         if len(plans) == len(plan_ids) and all(
-                p["status"] == "completed" and p["event_count"] >= EVENTS_PER_PLAN
-                for p in plans.values()):
+            p["status"] == "completed" and p["event_count"] >= EVENTS_PER_PLAN
+            for p in plans.values()
+        ):
             return plans
         return None
+
     return await stack.until(probe, within=60)
 
 
@@ -59,8 +83,12 @@ async def test_sigkilled_tracker_restarts_without_loss_or_double_count(
 ) -> None:
     # As deployed (PostgreSQL + Redis Streams); two process starts make it the slowest
     # test here, so it runs on this pair only (the replica test covers SQLite).
-    backends = {"db": postgres_url, "events": "redis", "redis_url": redis_url,
-                "redis_prefix": redis_prefix}
+    backends = {
+        "db": postgres_url,
+        "events": "redis",
+        "redis_url": redis_url,
+        "redis_prefix": redis_prefix,
+    }
     async with start_stack(backends, tmp_path, trackers=0) as stack:
         port = free_port()
         tracker = TrackerProcess(stack, port, SOORMA_TRACKER_BATCH="25")
@@ -68,11 +96,14 @@ async def test_sigkilled_tracker_restarts_without_loss_or_double_count(
         try:
             plan_ids = [str(uuid.uuid4()) for _ in range(PLANS)]
             publisher = asyncio.create_task(publish_all(stack, plan_ids))
+
             # Kill once some, not all, plans are in.
             async def some() -> bool:
-                r = await stack.client.get(f"{tracker.url}/v1/tracker/plans",
-                                           headers={"X-Tenant-ID": "acme"})
+                r = await stack.client.get(
+                    f"{tracker.url}/v1/tracker/plans", headers={"X-Tenant-ID": "acme"}
+                )
                 return len(r.json()["plans"]) >= 5
+
             await stack.until(some)
             await tracker.kill()
             await asyncio.sleep(0.5)

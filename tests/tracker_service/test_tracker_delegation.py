@@ -14,9 +14,14 @@ pytestmark = pytest.mark.asyncio
 
 
 async def test_delegation_group_and_task_tree(stack: Stack) -> None:
-    context = PlatformContext.from_env(settings=PlatformSettings(
-        event_service_url=stack.events.url, memory_url=stack.memory.url, tenant_id="acme",
-        registry_url="http://127.0.0.1:1"))
+    context = PlatformContext.from_env(
+        settings=PlatformSettings(
+            event_service_url=stack.events.url,
+            memory_url=stack.memory.url,
+            tenant_id="acme",
+            registry_url="http://127.0.0.1:1",
+        )
+    )
     context.bus.payload_validator = None
     worker = Worker(name="trip-worker", context=context)
     tool = Agent(name="booker", context=context)
@@ -24,8 +29,11 @@ async def test_delegation_group_and_task_tree(stack: Stack) -> None:
 
     @worker.on_task("trip.book")
     async def fan_out(task: Any, ctx: Any) -> None:
-        groups.append(await task.delegate_parallel([
-            DelegationSpec("seat.book", {"n": n}, "seat.booked") for n in range(2)]))
+        groups.append(
+            await task.delegate_parallel(
+                [DelegationSpec("seat.book", {"n": n}, "seat.booked") for n in range(2)]
+            )
+        )
 
     @worker.on_result("seat.booked")
     async def fan_in(result: Any, ctx: Any) -> None:
@@ -35,29 +43,35 @@ async def test_delegation_group_and_task_tree(stack: Stack) -> None:
 
     @tool.on_event(topic="action-requests", event_type="seat.book")
     async def book(event: Any, ctx: Any) -> None:
-        await ctx.bus.respond("seat.booked", {"status": "completed", "result": event.data},
-                              correlation_id=event.correlation_id, topic=event.response_topic)
+        await ctx.bus.respond(
+            "seat.booked",
+            {"status": "completed", "result": event.data},
+            correlation_id=event.correlation_id,
+            topic=event.response_topic,
+        )
 
     await worker.start()
     await tool.start()
     try:
-        task_id = await context.bus.request("trip.book", {}, "trip.booked",
-                                            correlation_id="trip-1")
+        task_id = await context.bus.request("trip.book", {}, "trip.booked", correlation_id="trip-1")
+
         async def delegated() -> bool:
             return bool(groups)
+
         await stack.until(delegated)
 
         async def group_done() -> dict[str, Any] | None:
             r = await stack.get(f"/delegation-groups/{groups[0]}")
             return r.json() if r.status_code == 200 and r.json()["complete"] else None
+
         group = await stack.until(group_done)
         assert group["parent_task_id"] == task_id and group["counts"] == {"completed": 2}
         assert all(m["agent"] and m["latency_ms"] is not None for m in group["sub_tasks"])
 
         async def task_done() -> dict[str, Any] | None:
             r = await stack.get(f"/tasks/{task_id}")
-            return r.json() if r.status_code == 200 and r.json()["status"] == "completed" \
-                else None
+            return r.json() if r.status_code == 200 and r.json()["status"] == "completed" else None
+
         task = await stack.until(task_done)
         assert task["result"] == {"seats": 2} and len(task["sub_tasks"]) == 2
         assert {s["delegation_group_id"] for s in task["sub_tasks"]} == {groups[0]}

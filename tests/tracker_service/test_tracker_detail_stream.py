@@ -16,20 +16,39 @@ pytestmark = pytest.mark.asyncio
 
 
 def lifecycle(plan_id: str, type_: str, **data: Any) -> dict[str, Any]:
-    return {"topic": "system-events", "type": type_, "correlation_id": plan_id,
-            "plan_id": plan_id, "data": {"plan_id": plan_id, **data}}
+    return {
+        "topic": "system-events",
+        "type": type_,
+        "correlation_id": plan_id,
+        "plan_id": plan_id,
+        "data": {"plan_id": plan_id, **data},
+    }
 
 
 async def test_plan_detail_carries_the_memory_context_of_its_own_tenant(stack: Stack) -> None:
     plan_id = str(uuid.uuid4())
-    audit = {"attempt": "first", "model": "mock/m", "prompt": [{"role": "user", "content": "q"}],
-             "raw_output": "{}", "latency_ms": 12.5, "tokens": {"total": 3}, "valid": False,
-             "errors": ["bad json"]}
+    audit = {
+        "attempt": "first",
+        "model": "mock/m",
+        "prompt": [{"role": "user", "content": "q"}],
+        "raw_output": "{}",
+        "latency_ms": 12.5,
+        "tokens": {"total": 3},
+        "valid": False,
+        "errors": ["bad json"],
+    }
     machine = {"start": {"transitions": [{"on_event": "x.done", "to_state": "end"}]}}
-    r = await stack.client.post(f"{stack.memory.url}/v1/memory/plan-context", headers={
-        "X-Tenant-ID": "acme"}, json={"plan_id": plan_id, "goal_event": "g",
-                                      "current_state": "start", "state_machine": machine,
-                                      "state": {"llm_audit": [audit]}})
+    r = await stack.client.post(
+        f"{stack.memory.url}/v1/memory/plan-context",
+        headers={"X-Tenant-ID": "acme"},
+        json={
+            "plan_id": plan_id,
+            "goal_event": "g",
+            "current_state": "start",
+            "state_machine": machine,
+            "state": {"llm_audit": [audit]},
+        },
+    )
     assert r.status_code in (200, 201), r.text
     await stack.publish(lifecycle(plan_id, "plan.started", current_state="start"))
     await stack.plan_when(plan_id, lambda p: p["status"] == "running")
@@ -60,13 +79,17 @@ async def test_plan_stream_sends_the_plan_each_entry_and_the_end(stack: Stack) -
     await stack.publish(lifecycle(plan_id, "plan.started", current_state="a"))
     await stack.plan_when(plan_id, lambda p: p["status"] == "running")
     frames: list[tuple[str, Any]] = []
-    async with stack.client.stream("GET", f"{stack.tracker.url}/v1/tracker/plans/{plan_id}/stream",
-                                   headers={"X-Tenant-ID": "acme"}) as response:
+    async with stack.client.stream(
+        "GET",
+        f"{stack.tracker.url}/v1/tracker/plans/{plan_id}/stream",
+        headers={"X-Tenant-ID": "acme"},
+    ) as response:
         assert response.status_code == 200
         reader = asyncio.create_task(_frames(response, frames))
         await stack.until(lambda: _has(frames, "entry", 1))
-        await stack.publish(lifecycle(plan_id, "plan.state_changed", from_state="a",
-                                      to_state="b", status="running"))
+        await stack.publish(
+            lifecycle(plan_id, "plan.state_changed", from_state="a", to_state="b", status="running")
+        )
         await stack.publish(lifecycle(plan_id, "plan.completed", current_state="b"))
         async with asyncio.timeout(20):
             await reader

@@ -12,31 +12,79 @@ pytestmark = pytest.mark.asyncio
 
 
 def lifecycle(plan_id: str, type_: str, **data: Any) -> dict[str, Any]:
-    return {"topic": "system-events", "type": type_, "correlation_id": plan_id,
-            "plan_id": plan_id, "data": {"plan_id": plan_id, **data}}
+    return {
+        "topic": "system-events",
+        "type": type_,
+        "correlation_id": plan_id,
+        "plan_id": plan_id,
+        "data": {"plan_id": plan_id, **data},
+    }
 
 
 async def test_plan_lifecycle_actions_and_goal_correlation(stack: Stack) -> None:
     plan_id, goal_cid = str(uuid.uuid4()), f"goal-{uuid.uuid4()}"
-    goal_id = await stack.publish({"topic": "action-requests", "type": "research.goal",
-                                   "correlation_id": goal_cid, "response_event": "research.done",
-                                   "session_id": "s1", "data": {"topic": "x"}})
-    await stack.publish({**lifecycle(plan_id, "plan.started", status="running",
-                                     current_state="search"),
-                         "parent_event_id": goal_id, "session_id": "s1", "source": "planner-a"})
-    await stack.publish(lifecycle(plan_id, "plan.state_changed", from_state=None,
-                                  to_state="search", status="running", trigger_event=None))
-    req = await stack.publish({"topic": "action-requests", "type": "web.search",
-                               "correlation_id": "c-1", "response_event": "web.search.done",
-                               "plan_id": plan_id, "source": "planner-a", "data": {"q": "x"}})
-    await stack.publish({"topic": "action-results", "type": "web.search.done",
-                         "correlation_id": "c-1", "plan_id": plan_id, "source": "searcher",
-                         "data": {"status": "completed", "success": True, "result": [1, 2]}})
-    await stack.publish(lifecycle(plan_id, "plan.state_changed", from_state="search",
-                                  to_state="done", status="running",
-                                  trigger_event="web.search.done"))
-    await stack.publish(lifecycle(plan_id, "plan.completed", status="completed",
-                                  current_state="done"))
+    goal_id = await stack.publish(
+        {
+            "topic": "action-requests",
+            "type": "research.goal",
+            "correlation_id": goal_cid,
+            "response_event": "research.done",
+            "session_id": "s1",
+            "data": {"topic": "x"},
+        }
+    )
+    await stack.publish(
+        {
+            **lifecycle(plan_id, "plan.started", status="running", current_state="search"),
+            "parent_event_id": goal_id,
+            "session_id": "s1",
+            "source": "planner-a",
+        }
+    )
+    await stack.publish(
+        lifecycle(
+            plan_id,
+            "plan.state_changed",
+            from_state=None,
+            to_state="search",
+            status="running",
+            trigger_event=None,
+        )
+    )
+    req = await stack.publish(
+        {
+            "topic": "action-requests",
+            "type": "web.search",
+            "correlation_id": "c-1",
+            "response_event": "web.search.done",
+            "plan_id": plan_id,
+            "source": "planner-a",
+            "data": {"q": "x"},
+        }
+    )
+    await stack.publish(
+        {
+            "topic": "action-results",
+            "type": "web.search.done",
+            "correlation_id": "c-1",
+            "plan_id": plan_id,
+            "source": "searcher",
+            "data": {"status": "completed", "success": True, "result": [1, 2]},
+        }
+    )
+    await stack.publish(
+        lifecycle(
+            plan_id,
+            "plan.state_changed",
+            from_state="search",
+            to_state="done",
+            status="running",
+            trigger_event="web.search.done",
+        )
+    )
+    await stack.publish(
+        lifecycle(plan_id, "plan.completed", status="completed", current_state="done")
+    )
     plan = await stack.plan_when(plan_id, lambda p: p["status"] == "completed")
     assert plan["goal_event"] == "research.goal"
     assert plan["goal_correlation_id"] == goal_cid
@@ -53,8 +101,13 @@ async def test_plan_lifecycle_actions_and_goal_correlation(stack: Stack) -> None
     assert found["plan_id"] == plan_id
     timeline = (await stack.ok(f"/plans/{plan_id}/timeline"))["entries"]
     assert [e["type"] for e in timeline] == [
-        "plan.started", "plan.state_changed", "web.search", "web.search.done",
-        "plan.state_changed", "plan.completed"]
+        "plan.started",
+        "plan.state_changed",
+        "web.search",
+        "web.search.done",
+        "plan.state_changed",
+        "plan.completed",
+    ]
     assert timeline[3]["duration_ms"] is not None
     assert (await stack.ok("/sessions/s1/plans"))["plans"][0]["plan_id"] == plan_id
     listed = await stack.ok("/plans", status="completed", goal_event="research.goal")
@@ -68,9 +121,13 @@ async def test_tenant_b_sees_nothing_of_tenant_a(stack: Stack) -> None:
     plan_id = str(uuid.uuid4())
     await stack.publish(lifecycle(plan_id, "plan.started", status="running"), tenant="acme")
     await stack.plan_when(plan_id, lambda p: p["status"] == "running")
-    for path in (f"/plans/{plan_id}", f"/plans/{plan_id}/timeline",
-                 f"/plans/{plan_id}/actions", f"/plans/{plan_id}/stream",
-                 f"/plans/by-correlation/{plan_id}"):
+    for path in (
+        f"/plans/{plan_id}",
+        f"/plans/{plan_id}/timeline",
+        f"/plans/{plan_id}/actions",
+        f"/plans/{plan_id}/stream",
+        f"/plans/by-correlation/{plan_id}",
+    ):
         r = await stack.get(path, tenant="globex")
         assert r.status_code == 404, path
         assert plan_id in r.json()["error"]["message"]
@@ -83,8 +140,12 @@ async def test_bad_input_names_the_id_or_field(stack: Stack) -> None:
     assert r.status_code == 404 and "'nope'" in r.json()["error"]["message"]
     r = await stack.get("/tasks/nope")
     assert r.status_code == 404 and "'nope'" in r.json()["error"]["message"]
-    for params, field in (({"status": "sleeping"}, "status"), ({"cursor": "!!"}, "cursor"),
-                          ({"limit": 0}, "limit"), ({"since": "yesterday"}, "since")):
+    for params, field in (
+        ({"status": "sleeping"}, "status"),
+        ({"cursor": "!!"}, "cursor"),
+        ({"limit": 0}, "limit"),
+        ({"since": "yesterday"}, "since"),
+    ):
         r = await stack.get("/plans", **params)
         assert r.status_code == 422, params
         assert field in r.text, r.text

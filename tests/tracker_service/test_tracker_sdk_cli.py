@@ -19,22 +19,52 @@ pytestmark = pytest.mark.asyncio
 
 async def _plan(stack: Stack, *, finish: bool = True) -> dict[str, str]:
     plan_id, cid = str(uuid.uuid4()), f"goal-{uuid.uuid4()}"
-    goal = await stack.publish({"topic": "action-requests", "type": "trip.plan",
-                                "correlation_id": cid, "response_event": "trip.planned"})
+    goal = await stack.publish(
+        {
+            "topic": "action-requests",
+            "type": "trip.plan",
+            "correlation_id": cid,
+            "response_event": "trip.planned",
+        }
+    )
     common = {"topic": "system-events", "correlation_id": plan_id, "plan_id": plan_id}
-    await stack.publish({**common, "type": "plan.started", "parent_event_id": goal,
-                         "data": {"plan_id": plan_id, "current_state": "book"}})
-    await stack.publish({**common, "type": "plan.state_changed", "data": {
-        "plan_id": plan_id, "from_state": None, "to_state": "book", "status": "running"}})
+    await stack.publish(
+        {
+            **common,
+            "type": "plan.started",
+            "parent_event_id": goal,
+            "data": {"plan_id": plan_id, "current_state": "book"},
+        }
+    )
+    await stack.publish(
+        {
+            **common,
+            "type": "plan.state_changed",
+            "data": {
+                "plan_id": plan_id,
+                "from_state": None,
+                "to_state": "book",
+                "status": "running",
+            },
+        }
+    )
     if finish:
-        await stack.publish({**common, "type": "plan.completed",
-                             "data": {"plan_id": plan_id, "current_state": "book"}})
+        await stack.publish(
+            {
+                **common,
+                "type": "plan.completed",
+                "data": {"plan_id": plan_id, "current_state": "book"},
+            }
+        )
     return {"plan_id": plan_id, "cid": cid}
 
 
 def _context(stack: Stack) -> PlatformContext:
-    return PlatformContext.from_env(settings=PlatformSettings(
-        tracker_url=stack.tracker.url, event_service_url=stack.events.url, tenant_id="acme"))
+    return PlatformContext.from_env(
+        settings=PlatformSettings(
+            tracker_url=stack.tracker.url, event_service_url=stack.events.url, tenant_id="acme"
+        )
+    )
 
 
 async def test_context_tracker_reads_and_waits_for_plans(stack: Stack) -> None:
@@ -62,11 +92,13 @@ async def _cli(*argv: str) -> int:
         except SystemExit as exc:
             return int(exc.code or 0)
         return 0
+
     return await asyncio.to_thread(call)
 
 
-async def test_soorma_plans_list_show_and_follow(stack: Stack, capsys: Any,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_soorma_plans_list_show_and_follow(
+    stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
     done = await _plan(stack)
     await stack.plan_when(done["plan_id"], lambda p: p["status"] == "completed")
@@ -76,19 +108,25 @@ async def test_soorma_plans_list_show_and_follow(stack: Stack, capsys: Any,
     out = capsys.readouterr().out
     assert f"plan {done['plan_id']}" in out and "path: (start) -> book" in out
     assert "plan started" in out and "plan completed" in out
-    assert await _cli("plans", "show", done["plan_id"], "--json", "--url",
-                      stack.tracker.url) == 0
+    assert await _cli("plans", "show", done["plan_id"], "--json", "--url", stack.tracker.url) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["plan"]["status"] == "completed" and len(shown["timeline"]) == 3
     # --follow prints entries as they come and returns when the plan ends.
     live = await _plan(stack, finish=False)
     await stack.plan_when(live["plan_id"], lambda p: p["event_count"] == 2)
-    follower = asyncio.create_task(_cli("plans", "show", live["plan_id"], "--follow",
-                                        "--url", stack.tracker.url))
+    follower = asyncio.create_task(
+        _cli("plans", "show", live["plan_id"], "--follow", "--url", stack.tracker.url)
+    )
     await asyncio.sleep(1.0)
-    await stack.publish({"topic": "system-events", "type": "plan.failed",
-                         "plan_id": live["plan_id"], "correlation_id": live["plan_id"],
-                         "data": {"plan_id": live["plan_id"], "reason": "no seats"}})
+    await stack.publish(
+        {
+            "topic": "system-events",
+            "type": "plan.failed",
+            "plan_id": live["plan_id"],
+            "correlation_id": live["plan_id"],
+            "data": {"plan_id": live["plan_id"], "reason": "no seats"},
+        }
+    )
     async with asyncio.timeout(20):
         assert await follower == 0
     out = capsys.readouterr().out

@@ -15,36 +15,66 @@ pytestmark = pytest.mark.asyncio
 
 async def ask_human(stack: Stack, seconds: float, *, tenant: str = "acme") -> dict[str, str]:
     plan_id, sub = str(uuid.uuid4()), str(uuid.uuid4())
-    task_id = await stack.publish({"topic": "action-requests", "type": "review.do",
-                                   "correlation_id": f"c-{sub}", "response_event": "review.done",
-                                   "plan_id": plan_id, "session_id": "s"}, tenant=tenant)
-    await stack.publish({
-        "topic": "notification-events", "type": "notification.human_input",
-        "correlation_id": sub, "plan_id": plan_id, "session_id": "s",
-        "response_event": "human.answered", "response_topic": "notification-events",
-        "data": {"question": "ok?", "task_id": task_id, "sub_task_id": sub,
-                 "response_event": "human.answered", "response_topic": "notification-events",
-                 "timeout_seconds": seconds}}, tenant=tenant)
+    task_id = await stack.publish(
+        {
+            "topic": "action-requests",
+            "type": "review.do",
+            "correlation_id": f"c-{sub}",
+            "response_event": "review.done",
+            "plan_id": plan_id,
+            "session_id": "s",
+        },
+        tenant=tenant,
+    )
+    await stack.publish(
+        {
+            "topic": "notification-events",
+            "type": "notification.human_input",
+            "correlation_id": sub,
+            "plan_id": plan_id,
+            "session_id": "s",
+            "response_event": "human.answered",
+            "response_topic": "notification-events",
+            "data": {
+                "question": "ok?",
+                "task_id": task_id,
+                "sub_task_id": sub,
+                "response_event": "human.answered",
+                "response_topic": "notification-events",
+                "timeout_seconds": seconds,
+            },
+        },
+        tenant=tenant,
+    )
     return {"plan_id": plan_id, "sub": sub, "task_id": task_id}
 
 
 async def answer(stack: Stack, sub: str) -> None:
-    await stack.publish({"topic": "notification-events", "type": "human.answered",
-                         "correlation_id": sub, "data": {"approved": True}})
+    await stack.publish(
+        {
+            "topic": "notification-events",
+            "type": "human.answered",
+            "correlation_id": sub,
+            "data": {"approved": True},
+        }
+    )
 
 
 async def task(stack: Stack, task_id: str, check: Any, tenant: str = "acme") -> dict[str, Any]:
     async def probe() -> dict[str, Any] | None:
         r = await stack.get(f"/tasks/{task_id}", tenant=tenant)
         return dict(r.json()) if r.status_code == 200 and check(r.json()) else None
+
     return await stack.until(probe)
 
 
 async def test_hitl_timeout_fires_once_across_two_replicas_and_a_late_answer_is_recorded(
     backends: dict[str, str], tmp_path: object
 ) -> None:
-    async with start_stack(backends, tmp_path, trackers=2) as stack, \
-            Listener(stack, ["task.timeout"]) as timeouts:
+    async with (
+        start_stack(backends, tmp_path, trackers=2) as stack,
+        Listener(stack, ["task.timeout"]) as timeouts,
+    ):
         ids = await ask_human(stack, 1.0)
         (fired,) = await timeouts.wait_for(1)
         assert fired.correlation_id == ids["sub"] and fired.plan_id == ids["plan_id"]
@@ -69,8 +99,9 @@ async def test_an_answer_in_time_cancels_the_timeout(stack: Stack) -> None:
     async with Listener(stack, ["task.timeout"]) as timeouts:
         ids = await ask_human(stack, 1.5)
         await answer(stack, ids["sub"])
-        parent = await task(stack, ids["task_id"], lambda t: t["waits"]
-                            and t["waits"][0]["status"] == "answered")
+        parent = await task(
+            stack, ids["task_id"], lambda t: t["waits"] and t["waits"][0]["status"] == "answered"
+        )
         assert parent["status"] == "running"
         await asyncio.sleep(2.0)
         assert timeouts.events == []
@@ -79,8 +110,10 @@ async def test_an_answer_in_time_cancels_the_timeout(stack: Stack) -> None:
 async def test_overdue_timeouts_fire_once_at_start(
     backends: dict[str, str], tmp_path: object
 ) -> None:
-    async with start_stack(backends, tmp_path, trackers=0) as stack, \
-            Listener(stack, ["task.timeout"]) as timeouts:
+    async with (
+        start_stack(backends, tmp_path, trackers=0) as stack,
+        Listener(stack, ["task.timeout"]) as timeouts,
+    ):
         first = await stack.add_tracker()
         ids = await ask_human(stack, 1.0)
         await task(stack, ids["task_id"], lambda t: t["status"] == "waiting")
@@ -99,17 +132,32 @@ async def test_overdue_timeouts_fire_once_at_start(
 async def test_planner_wait_times_out_with_plan_wait_timeout(stack: Stack) -> None:
     plan_id = str(uuid.uuid4())
     async with Listener(stack, ["plan.wait_timeout"]) as timeouts:
-        await stack.publish({"topic": "system-events", "type": "plan.waiting_for_input",
-                             "correlation_id": plan_id, "plan_id": plan_id,
-                             "data": {"plan_id": plan_id, "expected_event": "user.replied",
-                                      "timeout_seconds": 1, "reason": "ask"}})
+        await stack.publish(
+            {
+                "topic": "system-events",
+                "type": "plan.waiting_for_input",
+                "correlation_id": plan_id,
+                "plan_id": plan_id,
+                "data": {
+                    "plan_id": plan_id,
+                    "expected_event": "user.replied",
+                    "timeout_seconds": 1,
+                    "reason": "ask",
+                },
+            }
+        )
         (fired,) = await timeouts.wait_for(1)
     assert (fired.correlation_id, fired.plan_id) == (plan_id, plan_id)
-    assert fired.data == {"plan_id": plan_id, "expected_event": "user.replied",
-                          "timeout_seconds": 1.0, "reason": "wait_timeout",
-                          "wait_id": fired.data["wait_id"]}
-    plan = await stack.plan_when(plan_id, lambda p: p["waits"]
-                                 and p["waits"][0]["status"] == "timed_out")
+    assert fired.data == {
+        "plan_id": plan_id,
+        "expected_event": "user.replied",
+        "timeout_seconds": 1.0,
+        "reason": "wait_timeout",
+        "wait_id": fired.data["wait_id"],
+    }
+    plan = await stack.plan_when(
+        plan_id, lambda p: p["waits"] and p["waits"][0]["status"] == "timed_out"
+    )
     assert plan["waits"][0]["kind"] == "plan_wait"
 
 

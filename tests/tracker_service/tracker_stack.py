@@ -45,35 +45,48 @@ class Stack:
 
     def tracker_settings(self, **overrides: Any) -> TrackerSettings:
         values: dict[str, Any] = {
-            "tracker_database_url": self.db_url, "event_service_url": self.events.url,
-            "memory_url": self.memory.url, "tracker_visibility_timeout": 2.0,
-            "tracker_timeout_interval_seconds": 0.1, "tracker_stream_poll_seconds": 0.1,
-            **self.tracker_overrides, **overrides,
+            "tracker_database_url": self.db_url,
+            "event_service_url": self.events.url,
+            "memory_url": self.memory.url,
+            "tracker_visibility_timeout": 2.0,
+            "tracker_timeout_interval_seconds": 0.1,
+            "tracker_stream_poll_seconds": 0.1,
+            **self.tracker_overrides,
+            **overrides,
         }
         return TrackerSettings(**values)
 
     async def add_tracker(self, **overrides: Any) -> LiveServer:
         server = await self.exits.enter_async_context(
-            serve(create_tracker_app(self.tracker_settings(**overrides))))
+            serve(create_tracker_app(self.tracker_settings(**overrides)))
+        )
         self.trackers.append(server)
         return server
 
     async def publish(self, event: dict[str, Any], *, tenant: str = "acme") -> str:
-        r = await self.client.post(f"{self.events.url}/v1/events/publish",
-                                   json={"event": event}, headers={"X-Tenant-ID": tenant})
+        r = await self.client.post(
+            f"{self.events.url}/v1/events/publish",
+            json={"event": event},
+            headers={"X-Tenant-ID": tenant},
+        )
         assert r.status_code == 200, r.text
         return str(r.json()["event_id"])
 
     async def publish_batch(self, batch: list[dict[str, Any]], *, tenant: str = "acme") -> None:
-        r = await self.client.post(f"{self.events.url}/v1/events/publish-batch",
-                                   json={"events": batch}, headers={"X-Tenant-ID": tenant})
+        r = await self.client.post(
+            f"{self.events.url}/v1/events/publish-batch",
+            json={"events": batch},
+            headers={"X-Tenant-ID": tenant},
+        )
         assert r.status_code == 200, r.text
 
-    async def get(self, path: str, *, tenant: str = "acme", tracker: LiveServer | None = None,
-                  **params: Any) -> httpx.Response:
+    async def get(
+        self, path: str, *, tenant: str = "acme", tracker: LiveServer | None = None, **params: Any
+    ) -> httpx.Response:
         base = (tracker or self.tracker).url
-        return await self.client.get(f"{base}/v1/tracker{path}", params=params,
-                                     headers={"X-Tenant-ID": tenant})
+        return await self.client.get(
+            f"{base}/v1/tracker{path}", params=params, headers={"X-Tenant-ID": tenant}
+        )
 
     async def ok(self, path: str, *, tenant: str = "acme", **params: Any) -> Any:
         r = await self.get(path, tenant=tenant, **params)
@@ -84,13 +97,20 @@ class Stack:
         """Poll ``probe`` until it returns something truthy."""
         return await until(probe, within)
 
-    async def plan_when(self, plan_id: str, check: Callable[[dict[str, Any]], bool],
-                        *, tenant: str = "acme", within: float = WAIT) -> dict[str, Any]:
+    async def plan_when(
+        self,
+        plan_id: str,
+        check: Callable[[dict[str, Any]], bool],
+        *,
+        tenant: str = "acme",
+        within: float = WAIT,
+    ) -> dict[str, Any]:
         async def probe() -> dict[str, Any] | None:
             r = await self.get(f"/plans/{plan_id}", tenant=tenant, context="false")
             if r.status_code == 200 and check(r.json()):
                 return dict(r.json())
             return None
+
         return await self.until(probe, within)
 
 
@@ -111,17 +131,31 @@ def event_service_settings(backends: dict[str, str]) -> Any:
 
 
 @asynccontextmanager
-async def start_stack(backends: dict[str, str], tmp_path: Any, *, trackers: int = 1,
-                      **tracker_overrides: Any) -> AsyncIterator[Stack]:
+async def start_stack(
+    backends: dict[str, str], tmp_path: Any, *, trackers: int = 1, **tracker_overrides: Any
+) -> AsyncIterator[Stack]:
     async with AsyncExitStack() as exits:
         events = await exits.enter_async_context(
-            serve(create_event_app(event_service_settings(backends))))
-        memory = await exits.enter_async_context(serve(create_memory_app(
-            memory_settings(f"sqlite+aiosqlite:///{tmp_path}/memory.db", tmp_path))))
+            serve(create_event_app(event_service_settings(backends)))
+        )
+        memory = await exits.enter_async_context(
+            serve(
+                create_memory_app(
+                    memory_settings(f"sqlite+aiosqlite:///{tmp_path}/memory.db", tmp_path)
+                )
+            )
+        )
         client = await exits.enter_async_context(httpx.AsyncClient(timeout=15))
-        stack = Stack(events=events, memory=memory, trackers=[], db_url=backends["db"],
-                      backends=backends, client=client, exits=exits,
-                      tracker_overrides=tracker_overrides)
+        stack = Stack(
+            events=events,
+            memory=memory,
+            trackers=[],
+            db_url=backends["db"],
+            backends=backends,
+            client=client,
+            exits=exits,
+            tracker_overrides=tracker_overrides,
+        )
         for _ in range(trackers):
             await stack.add_tracker()
         yield stack
@@ -130,12 +164,14 @@ async def start_stack(backends: dict[str, str], tmp_path: Any, *, trackers: int 
 class Listener:
     """Collects a tenant's events of some types from the bus, in the background."""
 
-    def __init__(self, stack: Stack, types: list[str], *, tenant: str = "acme",
-                 topic: str = "system-events") -> None:
+    def __init__(
+        self, stack: Stack, types: list[str], *, tenant: str = "acme", topic: str = "system-events"
+    ) -> None:
         from soorma import PlatformContext, PlatformSettings
 
-        self._context = PlatformContext.from_env(settings=PlatformSettings(
-            event_service_url=stack.events.url, tenant_id=tenant))
+        self._context = PlatformContext.from_env(
+            settings=PlatformSettings(event_service_url=stack.events.url, tenant_id=tenant)
+        )
         self._sub = self._context.bus.subscribe(topic, event_types=types)
         self.events: list[Any] = []
         self._task: asyncio.Task[None] | None = None
@@ -162,6 +198,7 @@ class Listener:
     async def wait_for(self, n: int, within: float = WAIT) -> list[Any]:
         async def enough() -> bool:
             return len(self.events) >= n
+
         await until(enough, within)
         return list(self.events)
 
@@ -174,8 +211,11 @@ class TrackerProcess:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.env = {
-            **{k: v for k, v in os.environ.items()
-               if k not in {"SOORMA_DATABASE_URL", "SOORMA_REDIS_URL"}},
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if k not in {"SOORMA_DATABASE_URL", "SOORMA_REDIS_URL"}
+            },
             "SOORMA_TRACKER_DATABASE_URL": stack.db_url,
             "SOORMA_EVENT_SERVICE_URL": stack.events.url,
             "SOORMA_MEMORY_URL": stack.memory.url,
@@ -188,9 +228,21 @@ class TrackerProcess:
 
     async def start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "uvicorn", "--factory", "tracker_service.app:create_app",
-            "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
-            env=self.env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "tracker_service.app:create_app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+            env=self.env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         async with asyncio.timeout(30):
             while True:
                 with contextlib.suppress(httpx.HTTPError):

@@ -53,17 +53,22 @@ class Research:
 
     async def start(self) -> None:
         ctx = self.stack.agent_context
-        await self.stack.started(Planner(
-            name="research-planner", plan_definition=RESEARCH,
-            context=ctx("research-planner", TENANT)))
+        await self.stack.started(
+            Planner(
+                name="research-planner",
+                plan_definition=RESEARCH,
+                context=ctx("research-planner", TENANT),
+            )
+        )
         searcher = Agent(name="web-searcher", context=ctx("web-searcher", TENANT))
         analyzer = Agent(name="content-analyzer", context=ctx("content-analyzer", TENANT))
         user = Agent(name="user-stand-in", context=ctx("user-stand-in", TENANT))
         gate = self.gate
 
         async def reply(event: Any, context: PlatformContext, event_type: str, data: dict) -> None:
-            await context.bus.respond(event_type, data, correlation_id=event.correlation_id,
-                                      topic=event.response_topic)
+            await context.bus.respond(
+                event_type, data, correlation_id=event.correlation_id, topic=event.response_topic
+            )
 
         @searcher.on_event(topic="action-requests", event_type="web.search.requested")
         async def search(event: Any, context: PlatformContext) -> None:
@@ -73,14 +78,22 @@ class Research:
             elif str(query).startswith("obscure") and not event.data.get("details"):
                 await reply(event, context, "web.search.no_results", {"count": 0})
             else:
-                await reply(event, context, "web.search.completed",
-                            {"pages": [f"https://example.org/{i}" for i in range(3)]})
+                await reply(
+                    event,
+                    context,
+                    "web.search.completed",
+                    {"pages": [f"https://example.org/{i}" for i in range(3)]},
+                )
 
         @analyzer.on_event(topic="action-requests", event_type="content.analyze.requested")
         async def analyze(event: Any, context: PlatformContext) -> None:
             pages = event.data.get("pages") or []
-            await reply(event, context, "content.analyze.completed",
-                        {"summary": f"{len(pages)} pages about {event.data.get('topic')}"})
+            await reply(
+                event,
+                context,
+                "content.analyze.completed",
+                {"summary": f"{len(pages)} pages about {event.data.get('topic')}"},
+            )
 
         @user.on_event(topic="action-requests", event_type="notification.human_input")
         async def clarify(event: Any, context: PlatformContext) -> None:
@@ -96,11 +109,16 @@ async def ask(stack: Stack, topic: str, *, wait: bool = True) -> str:
     async with stack.context(TENANT) as context:
         if not wait:
             correlation = f"goal-{topic}"
-            await context.bus.request(GOAL_EVENT, {"topic": topic},
-                                      response_event=RESPONSE_EVENT, correlation_id=correlation)
+            await context.bus.request(
+                GOAL_EVENT,
+                {"topic": topic},
+                response_event=RESPONSE_EVENT,
+                correlation_id=correlation,
+            )
             return correlation
-        answer = await context.bus.call(GOAL_EVENT, {"topic": topic},
-                                        response_event=RESPONSE_EVENT, timeout=30)
+        answer = await context.bus.call(
+            GOAL_EVENT, {"topic": topic}, response_event=RESPONSE_EVENT, timeout=30
+        )
         return str(answer.data["plan_id"])
 
 
@@ -111,12 +129,20 @@ async def ask_a_human(stack: Stack, plan_id: str, seconds: float) -> None:
         sub_task = f"sub-{plan_id}"
         deadline = datetime.now(UTC) + timedelta(seconds=seconds)
         await context.bus.publish(
-            "notification-events", "notification.human_input",
-            {"task_id": f"task-{plan_id}", "sub_task_id": sub_task,
-             "question": "Approve?", "response_event": "approval.answered",
-             "response_topic": "action-results", "timeout_seconds": seconds,
-             "deadline": deadline.isoformat()},
-            correlation_id=sub_task, plan_id=plan_id)
+            "notification-events",
+            "notification.human_input",
+            {
+                "task_id": f"task-{plan_id}",
+                "sub_task_id": sub_task,
+                "question": "Approve?",
+                "response_event": "approval.answered",
+                "response_topic": "action-results",
+                "timeout_seconds": seconds,
+                "deadline": deadline.isoformat(),
+            },
+            correlation_id=sub_task,
+            plan_id=plan_id,
+        )
 
 
 async def tracked(stack: Stack, path: str, tenant: str = TENANT) -> Any:
@@ -124,7 +150,8 @@ async def tracked(stack: Stack, path: str, tenant: str = TENANT) -> Any:
     async with stack.context(tenant) as context, asyncio.timeout(20):
         while True:
             response = await context.http.get(
-                stack.urls["tracker"] + "/v1/tracker" + path, headers={"X-Tenant-ID": tenant})
+                stack.urls["tracker"] + "/v1/tracker" + path, headers={"X-Tenant-ID": tenant}
+            )
             if response.status_code == 200:
                 return response.json()
             await asyncio.sleep(0.1)
@@ -182,8 +209,11 @@ def loaded(driver: Any, count: int = 1) -> None:
 
 def settled(driver: Any) -> None:
     """Wait until a finished plan's page has its final content (no reload pending)."""
-    wait_for(driver, lambda d: d.find_element("tag name", "body").get_attribute("data-settled")
-             == "true", message="page never settled")
+    wait_for(
+        driver,
+        lambda d: d.find_element("tag name", "body").get_attribute("data-settled") == "true",
+        message="page never settled",
+    )
 
 
 def css(driver: Any, selector: str) -> list[Any]:
@@ -192,24 +222,35 @@ def css(driver: Any, selector: str) -> list[Any]:
 
 def attrs(driver: Any, selector: str, name: str) -> set[str]:
     """The values of attribute ``name`` over ``selector`` (read in one go)."""
-    return set(driver.execute_script(
-        "return Array.from(document.querySelectorAll(arguments[0]),"
-        " (e) => e.getAttribute(arguments[1]));", selector, name))
+    return set(
+        driver.execute_script(
+            "return Array.from(document.querySelectorAll(arguments[0]),"
+            " (e) => e.getAttribute(arguments[1]));",
+            selector,
+            name,
+        )
+    )
 
 
 def status(driver: Any) -> str:
-    return str(driver.execute_script(
-        "const pill = document.querySelector('#plan-status .pill');"
-        "return pill ? pill.textContent : '';"))
+    return str(
+        driver.execute_script(
+            "const pill = document.querySelector('#plan-status .pill');"
+            "return pill ? pill.textContent : '';"
+        )
+    )
 
 
 def rows(driver: Any) -> dict[str, str]:
     """Plan id -> status of the list's rows (read in one go: the list re-renders)."""
-    return dict(driver.execute_script(
-        "const out = {};"
-        "for (const r of document.querySelectorAll('#plans-body tr'))"
-        "  out[r.dataset.planId] = r.querySelector('.pill').textContent;"
-        "return out;"))
+    return dict(
+        driver.execute_script(
+            "const out = {};"
+            "for (const r of document.querySelectorAll('#plans-body tr'))"
+            "  out[r.dataset.planId] = r.querySelector('.pill').textContent;"
+            "return out;"
+        )
+    )
 
 
 def screenshot(driver: Any, name: str) -> None:
@@ -227,7 +268,8 @@ def screenshot(driver: Any, name: str) -> None:
 def no_injection(driver: Any) -> None:
     assert driver.execute_script("return window.__xss") is None
     injected = driver.execute_script(
-        "return document.querySelectorAll('main img, main script, main [onerror]').length")
+        "return document.querySelectorAll('main img, main script, main [onerror]').length"
+    )
     assert injected == 0
 
 
@@ -291,12 +333,14 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
 
 
 def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
-    held = stack.run(plan_with(stack, stack.run(ask(stack, "obscure-live", wait=False)),
-                               "ask_user"))
+    held = stack.run(
+        plan_with(stack, stack.run(ask(stack, "obscure-live", wait=False)), "ask_user")
+    )
     page(driver, stack, f"/ui/plans/{held}")
     loaded(driver)
-    wait_for(driver, lambda d: "live" in d.find_element("id", "live").text,
-             message="stream never opened")
+    wait_for(
+        driver, lambda d: "live" in d.find_element("id", "live").text, message="stream never opened"
+    )
     timeline = css(driver, "#timeline-body tr")
     types = attrs(driver, "#timeline-body tr", "data-event-type")
     assert {"plan.started", "plan.state_changed", "web.search.requested"} <= types
@@ -309,9 +353,13 @@ def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
         return attrs(d, "#machine .node.visited", "data-state")
 
     def taken(d: Any) -> set[tuple[str, str]]:
-        return {tuple(pair) for pair in d.execute_script(
-            "return Array.from(document.querySelectorAll('#machine .edge.taken'),"
-            " (e) => [e.dataset.from, e.dataset.to]);")}
+        return {
+            tuple(pair)
+            for pair in d.execute_script(
+                "return Array.from(document.querySelectorAll('#machine .edge.taken'),"
+                " (e) => [e.dataset.from, e.dataset.to]);"
+            )
+        }
 
     assert {"searching", "ask_user"} <= visited(driver)
     assert "analyzing" not in visited(driver) and "done" not in visited(driver)
@@ -324,15 +372,19 @@ def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
     # A worker in the plan asks a person with a 1 s deadline; nobody answers: the page
     # shows the wait, then (tracker-fired task.timeout, over the stream) its timeout.
     stack.run(ask_a_human(stack, held, seconds=1))
-    wait_for(driver, lambda d: attrs(d, "#waits-body .pill", "data-status") == {"timed_out"},
-             message="the wait's timeout never showed")
+    wait_for(
+        driver,
+        lambda d: attrs(d, "#waits-body .pill", "data-status") == {"timed_out"},
+        message="the wait's timeout never showed",
+    )
     assert "task.timeout" in attrs(driver, "#timeline-body tr", "data-event-type")
 
     # The human answers: the plan moves on; the open page follows over SSE, no reload.
     driver.execute_script("window.__same_page = true")
     stack.call(stack.research.gate.set)  # type: ignore[attr-defined]
-    wait_for(driver, lambda d: status(d) == "completed", timeout=20,
-             message="status never updated live")
+    wait_for(
+        driver, lambda d: status(d) == "completed", timeout=20, message="status never updated live"
+    )
     wait_for(driver, lambda d: "done" in visited(d))
     assert driver.execute_script("return window.__same_page") is True
     # The plan page does not poll: only the SSE stream can have brought this.
@@ -344,10 +396,13 @@ def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
     settled(driver)
     assert driver.find_element("id", "live").text == "ended"
     # The goal, search, ask the user, search again, analyze: requests with their answers.
-    wait_for(driver, lambda d: len(css(d, "#actions-body tr.action-row")) >= 5,
-             message="actions missing")
-    agents = {row.find_elements("tag name", "td")[1].text
-              for row in css(driver, "#actions-body tr.action-row")}
+    wait_for(
+        driver, lambda d: len(css(d, "#actions-body tr.action-row")) >= 5, message="actions missing"
+    )
+    agents = {
+        row.find_elements("tag name", "td")[1].text
+        for row in css(driver, "#actions-body tr.action-row")
+    }
     assert {"web-searcher", "user-stand-in", "content-analyzer"} <= agents
     assert console_errors(driver) == []
     screenshot(driver, "tracker-plan.png")
@@ -362,7 +417,8 @@ def test_event_data_is_shown_as_text_never_as_html(driver, stack):
     # The topic travels in the goal, the search request and the analysis: open their data.
     shown = driver.execute_script(
         "return Array.from(document.querySelectorAll('#timeline-body details.tl-data'),"
-        " (d) => { d.open = true; return d.querySelector('pre').innerText; });")
+        " (d) => { d.open = true; return d.querySelector('pre').innerText; });"
+    )
     assert sum(XSS in text for text in shown) >= 2, shown
     no_injection(driver)
     page(driver, stack, "/ui")
@@ -377,8 +433,11 @@ async def start_orchestrator(stack: Stack) -> None:
 
     from soorma.ai.choreography import ChoreographyPlanner
 
-    planner = ChoreographyPlanner(name="orchestrator", reasoning_model=MODEL,
-                                  context=stack.agent_context("orchestrator", TENANT))
+    planner = ChoreographyPlanner(
+        name="orchestrator",
+        reasoning_model=MODEL,
+        context=stack.agent_context("orchestrator", TENANT),
+    )
 
     @planner.on_goal("report.goal")
     async def on_goal(goal: Any, context: PlatformContext) -> None:
@@ -397,8 +456,9 @@ async def start_orchestrator(stack: Stack) -> None:
 
 async def report(stack: Stack) -> str:
     async with stack.context(TENANT) as context:
-        answer = await context.bus.call("report.goal", {"subject": "owls"},
-                                        response_event="report.done", timeout=30)
+        answer = await context.bus.call(
+            "report.goal", {"subject": "owls"}, response_event="report.done", timeout=30
+        )
     assert answer.data["status"] == "completed", answer.data
     return str(answer.data["plan_id"])
 
@@ -410,9 +470,11 @@ def test_choreography_plan_shows_its_llm_audit_trail_and_links_its_sub_plan(driv
     hostile = "<img src=x onerror=window.__xss=3>"
     # 1: an event nobody handles (invalid: the repair re-prompt names it), 2: hand the
     # research to the state-machine planner (a sub-plan), 3: complete with its answer.
-    llm.say(publish(hostile, {"q": 1}),
-            delegate("research-planner", GOAL_EVENT, {"topic": "owls"}),
-            complete({"report": "owls, researched"}))
+    llm.say(
+        publish(hostile, {"q": 1}),
+        delegate("research-planner", GOAL_EVENT, {"topic": "owls"}),
+        complete({"report": "owls, researched"}),
+    )
     llm.answers[1]["next_action"]["response_event"] = RESPONSE_EVENT
     with llm.installed():
         stack.run(start_orchestrator(stack))
@@ -437,8 +499,11 @@ def test_choreography_plan_shows_its_llm_audit_trail_and_links_its_sub_plan(driv
     no_injection(driver)
 
     # The delegated research is a sub-plan, linked both ways.
-    link = wait_for(driver, lambda d: d.find_elements("css selector", "#sub-plans a.plan-link"),
-                    message="sub-plan not linked")[0]
+    link = wait_for(
+        driver,
+        lambda d: d.find_elements("css selector", "#sub-plans a.plan-link"),
+        message="sub-plan not linked",
+    )[0]
     sub_id = link.text
     assert status(driver) == "completed"
     screenshot(driver, "tracker-plan-llm.png")
@@ -461,8 +526,11 @@ def test_choreography_plan_shows_its_llm_audit_trail_and_links_its_sub_plan(driv
 def test_jwt_mode_asks_for_a_token_and_sends_it_as_a_bearer_header(driver, stack):
     secret = "ui-test-secret-" + "s" * 32
     # A second tracker (API and UI only) on the same projection, in jwt mode.
-    url = stack.run(stack.add_tracker(auth_mode="jwt", jwt_secret=secret,
-                                      tracker_projector=False, tracker_timeouts=False))
+    url = stack.run(
+        stack.add_tracker(
+            auth_mode="jwt", jwt_secret=secret, tracker_projector=False, tracker_timeouts=False
+        )
+    )
     plan_id = stack.run(ask(stack, "owls-jwt"))
     stack.run(tracked(stack, f"/plans/{plan_id}"))
 

@@ -16,15 +16,20 @@ from tracker_service.ui.routes import ASSETS, PAGES
 def settings(tmp_path: Any, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "tracker_database_url": f"sqlite+aiosqlite:///{tmp_path}/tracker.db",
-        "data_dir": tmp_path, "tracker_projector": False, "tracker_timeouts": False,
+        "data_dir": tmp_path,
+        "tracker_projector": False,
+        "tracker_timeouts": False,
         **overrides,
     }
     return Settings(**values)
 
 
 def test_every_shipped_file_is_served_and_every_served_file_is_shipped():
-    shipped = {p.name for p in resources.files("tracker_service.ui").joinpath("static").iterdir()
-               if p.is_file()}
+    shipped = {
+        p.name
+        for p in resources.files("tracker_service.ui").joinpath("static").iterdir()
+        if p.is_file()
+    }
     assert shipped == set(ASSETS) | set(PAGES)
 
 
@@ -69,7 +74,9 @@ async def test_unknown_assets_are_404_naming_them_and_never_reach_the_filesystem
 async def test_config_tells_the_pages_which_identity_to_ask_for(tmp_path):
     async with in_process(create_app(settings(tmp_path))) as client:
         assert (await client.get("/ui/config.json")).json() == {
-            "auth_mode": "dev", "default_tenant": "default"}
+            "auth_mode": "dev",
+            "default_tenant": "default",
+        }
     jwt = settings(tmp_path, auth_mode="jwt", jwt_secret="s" * 32)
     async with in_process(create_app(jwt)) as client:
         # The page itself needs no token (it asks for one); the API does.

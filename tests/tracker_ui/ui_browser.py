@@ -50,11 +50,22 @@ def start_chromium(width: int = 1360, height: int = 900) -> Any:
     browser, driver = require_chromium()
     options = webdriver.ChromeOptions()
     options.binary_location = browser
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--disable-extensions", "--no-first-run", "--disable-background-networking",
-                "--disable-sync", "--disable-component-update", "--mute-audio",
-                "--proxy-server=direct://", "--proxy-bypass-list=*",
-                f"--window-size={width},{height}", "--force-device-scale-factor=1"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--disable-extensions",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-sync",
+        "--disable-component-update",
+        "--mute-audio",
+        "--proxy-server=direct://",
+        "--proxy-bypass-list=*",
+        f"--window-size={width},{height}",
+        "--force-device-scale-factor=1",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(options=options, service=Service(executable_path=driver))
@@ -80,7 +91,8 @@ def console_errors(driver: Any) -> list[str]:
     failed loads), except the API's 404s for a plan the tracker has not projected yet
     (the plan page retries those)."""
     return [
-        e["message"] for e in driver.get_log("browser")
+        e["message"]
+        for e in driver.get_log("browser")
         if e.get("level") == "SEVERE"
         and not ("/v1/tracker/plans/" in e["message"] and "status of 404" in e["message"])
     ]

@@ -82,21 +82,27 @@ class Stack:
             # Memory, registry and tracker share one fresh database (no table overlaps).
             memory_db = registry_db = self.database_url = await self._fresh_database()
         events = await self._exit.enter_async_context(serve(create_event_app(bus)))
-        memory = await self._exit.enter_async_context(serve(create_memory_app(
-            memory_settings(memory_db, tmp))))
-        registry = await self._exit.enter_async_context(serve(create_registry_app(
-            registry_settings(registry_db, tmp))))
+        memory = await self._exit.enter_async_context(
+            serve(create_memory_app(memory_settings(memory_db, tmp)))
+        )
+        registry = await self._exit.enter_async_context(
+            serve(create_registry_app(registry_settings(registry_db, tmp)))
+        )
         self.urls = {"events": events.url, "memory": memory.url, "registry": registry.url}
         self.urls["tracker"] = await self.add_tracker()
 
     async def add_tracker(self, **overrides: Any) -> str:
         """Serve a tracker on the stack's database (more than one: replicas); its URL."""
-        settings = TrackerSettings(**{
-            "tracker_database_url": self.database_url,
-            "data_dir": self.tmp, "event_service_url": self.urls["events"],
-            "memory_url": self.urls["memory"], "tracker_stream_poll_seconds": 0.1,
-            **overrides,
-        })
+        settings = TrackerSettings(
+            **{
+                "tracker_database_url": self.database_url,
+                "data_dir": self.tmp,
+                "event_service_url": self.urls["events"],
+                "memory_url": self.urls["memory"],
+                "tracker_stream_poll_seconds": 0.1,
+                **overrides,
+            }
+        )
         server = await self._exit.enter_async_context(serve(create_tracker_app(settings)))
         return server.url
 
@@ -147,8 +153,10 @@ class Stack:
 
     def settings(self, tenant: str) -> PlatformSettings:
         return PlatformSettings(
-            event_service_url=self.urls["events"], memory_url=self.urls["memory"],
-            registry_url=self.urls["registry"], tracker_url=self.urls["tracker"],
+            event_service_url=self.urls["events"],
+            memory_url=self.urls["memory"],
+            registry_url=self.urls["registry"],
+            tracker_url=self.urls["tracker"],
             tenant_id=tenant,
         )
 

@@ -21,11 +21,16 @@ from testsupport.server import LiveServer
 pytestmark = pytest.mark.asyncio
 
 
-def request_envelope(context: PlatformContext, event_type: str, response_event: str,
-                     data: dict) -> object:
+def request_envelope(
+    context: PlatformContext, event_type: str, response_event: str, data: dict
+) -> object:
     return context.bus.build_event(
-        "action-requests", event_type, data, correlation_id="caller-1",
-        response_event=response_event, response_topic="action-results",
+        "action-requests",
+        event_type,
+        data,
+        correlation_id="caller-1",
+        response_event=response_event,
+        response_topic="action-results",
     )
 
 
@@ -64,7 +69,10 @@ async def test_tool_answers_a_repeated_request_from_its_recorded_answer(
             await second.stop()
     assert runs == [request.id]
     assert two.id == one.id and two.data == one.data == {
-        "request_id": request.id, "success": True, "result": {"price": 42}}
+        "request_id": request.id,
+        "success": True,
+        "result": {"price": 42},
+    }
     assert two.correlation_id == "caller-1"
 
 
@@ -123,8 +131,10 @@ async def test_worker_re_sends_the_open_delegation_of_a_repeated_task_under_its_
     bus = context.bus
     runs: list[str] = []
     request = request_envelope(context, "buy.requested", "buy.done", {})
-    async with bus.subscribe(["action-requests"], event_types=["quote.requested"]) as quotes, \
-            bus.subscribe(["action-results"], event_types=["buy.done"]) as answers:
+    async with (
+        bus.subscribe(["action-requests"], event_types=["quote.requested"]) as quotes,
+        bus.subscribe(["action-results"], event_types=["buy.done"]) as answers,
+    ):
         await quotes.wait_ready()
         await answers.wait_ready()
         first = delegating_worker(context, runs)
@@ -166,20 +176,24 @@ async def test_recorded_answers_are_per_tenant_first_wins_and_checked(
         own = await http.put(url, json={"answer": {"n": 3}}, headers=headers_b)
         assert own.json()["answer"] == {"n": 3}
         assert (await http.get(url, headers=headers_a)).json()["answer"] == {"n": 1}
-        bad = await http.put(url, json={"answer": {"n": 1}, "retention_seconds": 0},
-                             headers=headers_a)
+        bad = await http.put(
+            url, json={"answer": {"n": 1}, "retention_seconds": 0}, headers=headers_a
+        )
         assert bad.status_code == 422 and "retention_seconds" in bad.text
         not_object = await http.put(url, json={"answer": [1]}, headers=headers_a)
         assert not_object.status_code == 422 and "answer" in not_object.text
         # An expired answer is gone and may be replaced.
-        short = await http.put("/v1/memory/answers/req-2",
-                               json={"answer": {"n": 1}, "retention_seconds": 1},
-                               headers=headers_a)
+        short = await http.put(
+            "/v1/memory/answers/req-2",
+            json={"answer": {"n": 1}, "retention_seconds": 1},
+            headers=headers_a,
+        )
         assert short.status_code == 200
         await asyncio.sleep(1.1)
         assert (await http.get("/v1/memory/answers/req-2", headers=headers_a)).status_code == 404
-        replaced = await http.put("/v1/memory/answers/req-2", json={"answer": {"n": 5}},
-                                  headers=headers_a)
+        replaced = await http.put(
+            "/v1/memory/answers/req-2", json={"answer": {"n": 5}}, headers=headers_a
+        )
         assert replaced.json()["answer"] == {"n": 5}
 
 
@@ -191,4 +205,3 @@ async def test_memory_client_records_and_reads_answers(memory_service: LiveServe
         assert await ctx.memory.record_answer("r-9", {"ok": True}) == {"ok": True}
         assert await ctx.memory.record_answer("r-9", {"ok": False}) == {"ok": True}
         assert await ctx.memory.recorded_answer("r-9") == {"ok": True}
-

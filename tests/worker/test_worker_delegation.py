@@ -61,8 +61,11 @@ async def test_worker_chains_sub_tasks_and_answers_with_the_callers_correlation_
     tool = echo_tool(context, ["search.requested", "summarize.requested"])
     async with running(tool, worker):
         answer = await context.bus.call(
-            "research.requested", {"topic": "AI"}, response_event="research.completed",
-            correlation_id="caller-42", timeout=20,
+            "research.requested",
+            {"topic": "AI"},
+            response_event="research.completed",
+            correlation_id="caller-42",
+            timeout=20,
         )
     assert answer.type == "research.completed"
     assert answer.correlation_id == "caller-42"
@@ -100,9 +103,7 @@ async def test_parallel_specs_with_the_same_event_type_keep_their_own_data(
 
     tool = echo_tool(context, ["shard.requested"])
     async with running(tool, worker):
-        answer = await context.bus.call(
-            "fan.requested", {}, response_event="fan.done", timeout=20
-        )
+        answer = await context.bus.call("fan.requested", {}, response_event="fan.done", timeout=20)
     assert answer.data["result"] == [{"shard": n} for n in range(4)]
 
 
@@ -121,12 +122,17 @@ async def test_fail_answers_the_caller_with_success_false(context: PlatformConte
     tool = echo_tool(context, ["check.requested"])
     async with running(tool, worker):
         answer = await context.bus.call(
-            "grumpy.requested", {}, response_event="grumpy.done", correlation_id="c-9",
+            "grumpy.requested",
+            {},
+            response_event="grumpy.done",
+            correlation_id="c-9",
             timeout=20,
         )
     assert answer.correlation_id == "c-9"
     assert answer.data == {
-        "task_id": answer.data["task_id"], "status": "failed", "success": False,
+        "task_id": answer.data["task_id"],
+        "status": "failed",
+        "success": False,
         "error": "input rejected by policy",
     }
     assert await context.memory.get_task_context(answer.data["task_id"]) is None
@@ -175,7 +181,10 @@ async def test_report_progress_publishes_task_progress_on_system_events(
         await sub.wait_ready()
         async with running(worker):
             answer = await context.bus.call(
-                "long.requested", {}, response_event="long.done", correlation_id="c-p",
+                "long.requested",
+                {},
+                response_event="long.done",
+                correlation_id="c-p",
                 timeout=20,
             )
             progress = await next_event(sub)
@@ -199,8 +208,14 @@ async def test_a_late_result_for_a_finished_task_is_acked_not_retried(context: P
 
     handler = worker.handlers[0]
     event = Event.from_delivery(
-        {"id": "e1", "source": "t", "type": "x.done", "topic": "action-results",
-         "data": {"success": True}, "correlation_id": "unknown-sub-task"}
+        {
+            "id": "e1",
+            "source": "t",
+            "type": "x.done",
+            "topic": "action-results",
+            "data": {"success": True},
+            "correlation_id": "unknown-sub-task",
+        }
     )
     # Does not raise: the wrapper treats "no task owns this sub-task" as done.
     await handler.func(event, context)
@@ -234,9 +249,18 @@ async def test_decorators_check_signatures_and_return_the_function(context: Plat
 
 async def test_task_save_and_restore_round_trip(context: PlatformContext):
     request = Event.from_delivery(
-        {"id": "req-1", "source": "t", "type": "job.requested", "topic": "action-requests",
-         "data": {"n": 1}, "correlation_id": "orig", "response_event": "job.done",
-         "plan_id": "plan-7", "session_id": "sess-1", "tenant_id": "default"}
+        {
+            "id": "req-1",
+            "source": "t",
+            "type": "job.requested",
+            "topic": "action-requests",
+            "data": {"n": 1},
+            "correlation_id": "orig",
+            "response_event": "job.done",
+            "plan_id": "plan-7",
+            "session_id": "sess-1",
+            "tenant_id": "default",
+        }
     )
     task = TaskContext.from_event(request, context, agent_id="w")
     task.state["phase"] = "one"
@@ -244,7 +268,9 @@ async def test_task_save_and_restore_round_trip(context: PlatformContext):
     restored = await TaskContext.restore("req-1", context)
     assert restored is not None
     assert (restored.task_id, restored.correlation_id, restored.response_event) == (
-        "req-1", "orig", "job.done"
+        "req-1",
+        "orig",
+        "job.done",
     )
     assert restored.plan_id == "plan-7" and restored.session_id == "sess-1"
     assert restored.agent_id == "w"

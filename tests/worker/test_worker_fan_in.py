@@ -17,8 +17,13 @@ REPLICAS = 3
 DUPLICATES = 25
 
 
-def replica(context: PlatformContext, handled: list[tuple[int, str]], completions: list[bool],
-            all_handled: asyncio.Event, number: int) -> Worker:
+def replica(
+    context: PlatformContext,
+    handled: list[tuple[int, str]],
+    completions: list[bool],
+    all_handled: asyncio.Event,
+    number: int,
+) -> Worker:
     worker = Worker(name="bulk", context=context, max_concurrency=16)
 
     @worker.on_task("bulk.requested")
@@ -33,9 +38,7 @@ def replica(context: PlatformContext, handled: list[tuple[int, str]], completion
             task = await result.restore_task()
             results = task.aggregate_parallel_results(task.group_of(result.correlation_id))
             if results is not None:
-                completions.append(
-                    await task.complete(sorted(r["i"] for r in results.values()))
-                )
+                completions.append(await task.complete(sorted(r["i"] for r in results.values())))
         finally:
             handled.append((number, result.correlation_id))
             if len(handled) == FAN_OUT + DUPLICATES:
@@ -55,8 +58,10 @@ async def test_fan_in_keeps_all_results_and_completes_exactly_once_under_concurr
     for worker in workers:
         await worker.start()
     try:
-        async with bus.subscribe(["action-requests"], event_types=["item.process"]) as requests, \
-                bus.subscribe(["action-results"], event_types=["bulk.done"]) as answers:
+        async with (
+            bus.subscribe(["action-requests"], event_types=["item.process"]) as requests,
+            bus.subscribe(["action-results"], event_types=["bulk.done"]) as answers,
+        ):
             await requests.wait_ready()
             await answers.wait_ready()
             await bus.request("bulk.requested", {}, "bulk.done", correlation_id="caller-bulk")
@@ -68,7 +73,9 @@ async def test_fan_in_keeps_all_results_and_completes_exactly_once_under_concurr
             # replicas record them concurrently; some answers are sent twice.
             results = [
                 bus.build_event(
-                    "action-results", "item.done", {"i": e.data["i"]},
+                    "action-results",
+                    "item.done",
+                    {"i": e.data["i"]},
                     correlation_id=e.correlation_id,
                 )
                 for e in [*delegated, *delegated[-DUPLICATES:]]

@@ -47,17 +47,20 @@ async def test_human_answer_resumes_the_waiting_task(
     worker = reviewer(context, answer_topic)
     await worker.start()
     try:
-        async with bus.subscribe(
-            ["notification-events"], event_types=["notification.human_input"]
-        ) as asks, bus.subscribe(
-            ["action-results"], event_types=["document.review.done"]
-        ) as answers:
+        async with (
+            bus.subscribe(
+                ["notification-events"], event_types=["notification.human_input"]
+            ) as asks,
+            bus.subscribe(["action-results"], event_types=["document.review.done"]) as answers,
+        ):
             await asks.wait_ready()
             await answers.wait_ready()
             asked_at = datetime.now(UTC)
             await bus.request(
-                "document.review.requested", {"url": "https://docs/1"},
-                "document.review.done", correlation_id="review-1",
+                "document.review.requested",
+                {"url": "https://docs/1"},
+                "document.review.done",
+                correlation_id="review-1",
             )
             ask = await next_event(asks)
             # The question is correlated to a sub-task registered in the saved task.
@@ -67,7 +70,9 @@ async def test_human_answer_resumes_the_waiting_task(
             assert waiting.correlation_id == "review-1"
 
             await bus.publish(
-                answer_topic, "document.approval.received", {"approved": True},
+                answer_topic,
+                "document.approval.received",
+                {"approved": True},
                 correlation_id=ask.correlation_id,
             )
             answer = await next_event(answers)

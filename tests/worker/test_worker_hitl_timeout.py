@@ -21,8 +21,9 @@ def reviewer(context: PlatformContext, *, with_handler: bool) -> Worker:
 
     @worker.on_task("review.requested")
     async def review(task, ctx):
-        await task.request_human_input("approve?", response_event="review.answered",
-                                       timeout_seconds=30)
+        await task.request_human_input(
+            "approve?", response_event="review.answered", timeout_seconds=30
+        )
 
     @worker.on_result("review.answered", topic="notification-events")
     async def answered(result, ctx):
@@ -30,6 +31,7 @@ def reviewer(context: PlatformContext, *, with_handler: bool) -> Worker:
         await task.complete({"approved": result.data["approved"]})
 
     if with_handler:
+
         @worker.on_timeout()
         async def timed_out(task, timeout_data, ctx):
             await task.complete({"approved": False, "auto": timeout_data["reason"]})
@@ -39,10 +41,15 @@ def reviewer(context: PlatformContext, *, with_handler: bool) -> Worker:
 
 async def publish_timeout(context: PlatformContext, ask) -> None:
     await context.bus.publish(
-        "system-events", "task.timeout",
-        {"task_id": ask.data["task_id"], "sub_task_id": ask.data["sub_task_id"],
-         "reason": "hitl_timeout", "deadline": ask.data["deadline"],
-         "timeout_seconds": ask.data["timeout_seconds"]},
+        "system-events",
+        "task.timeout",
+        {
+            "task_id": ask.data["task_id"],
+            "sub_task_id": ask.data["sub_task_id"],
+            "reason": "hitl_timeout",
+            "deadline": ask.data["deadline"],
+            "timeout_seconds": ask.data["timeout_seconds"],
+        },
         correlation_id=ask.data["sub_task_id"],
     )
 
@@ -54,23 +61,32 @@ async def test_a_timeout_fails_the_task_with_reason_hitl_timeout_and_a_late_answ
     worker = reviewer(context, with_handler=False)
     await worker.start()
     try:
-        async with bus.subscribe(["notification-events"],
-                                 event_types=["notification.human_input"]) as asks, \
-                bus.subscribe(["action-results"], event_types=["review.done"]) as answers:
+        async with (
+            bus.subscribe(
+                ["notification-events"], event_types=["notification.human_input"]
+            ) as asks,
+            bus.subscribe(["action-results"], event_types=["review.done"]) as answers,
+        ):
             await asks.wait_ready()
             await answers.wait_ready()
             # Someone else's timeout first: not this worker's sub-task, ignored.
-            await bus.publish("system-events", "task.timeout",
-                              {"sub_task_id": "not-ours", "reason": "hitl_timeout"},
-                              correlation_id="not-ours")
+            await bus.publish(
+                "system-events",
+                "task.timeout",
+                {"sub_task_id": "not-ours", "reason": "hitl_timeout"},
+                correlation_id="not-ours",
+            )
             await bus.request("review.requested", {}, "review.done", correlation_id="doc-1")
             ask = await next_event(asks)
             await publish_timeout(context, ask)
             failed = await next_event(answers)
             # The human answers after all: the task has ended, nothing more is sent.
-            await bus.respond("review.answered", {"approved": True},
-                              correlation_id=ask.data["sub_task_id"],
-                              topic="notification-events")
+            await bus.respond(
+                "review.answered",
+                {"approved": True},
+                correlation_id=ask.data["sub_task_id"],
+                topic="notification-events",
+            )
             with pytest.raises(TimeoutError):
                 await next_event(answers, within=1.5)
     finally:
@@ -87,9 +103,12 @@ async def test_on_timeout_handler_decides_what_a_timeout_means(context: Platform
     worker = reviewer(context, with_handler=True)
     await worker.start()
     try:
-        async with bus.subscribe(["notification-events"],
-                                 event_types=["notification.human_input"]) as asks, \
-                bus.subscribe(["action-results"], event_types=["review.done"]) as answers:
+        async with (
+            bus.subscribe(
+                ["notification-events"], event_types=["notification.human_input"]
+            ) as asks,
+            bus.subscribe(["action-results"], event_types=["review.done"]) as answers,
+        ):
             await asks.wait_ready()
             await answers.wait_ready()
             await bus.request("review.requested", {}, "review.done", correlation_id="doc-2")

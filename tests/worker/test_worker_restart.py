@@ -20,7 +20,9 @@ SCRIPT = str(Path(__file__).with_name("resumable_worker.py"))
 
 
 async def test_result_completes_the_task_after_the_delegating_process_was_killed(
-    event_service: LiveServer, sqlite_memory_service: LiveServer, light_context: PlatformContext,
+    event_service: LiveServer,
+    sqlite_memory_service: LiveServer,
+    light_context: PlatformContext,
 ):
     context = light_context
     env = subprocess_env(

@@ -33,6 +33,7 @@ def echo_tool(context: PlatformContext, event_types: Sequence[str], name: str = 
     tool = Tool(name=name, context=context)
 
     for event_type in event_types:
+
         @tool.on_invoke(event_type)
         async def echo(request, ctx):
             return {"echo": request.data, "type": request.event_type}

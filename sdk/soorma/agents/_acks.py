@@ -111,10 +111,10 @@ class AckBatcher:
         nacks, self._nacks = self._nacks, {}
         self._pending = 0
         for start in range(0, len(acks), MAX_IDS_PER_REQUEST):
-            await self._send(acks[start:start + MAX_IDS_PER_REQUEST], None)
+            await self._send(acks[start : start + MAX_IDS_PER_REQUEST], None)
         for reason, ids in nacks.items():
             for start in range(0, len(ids), MAX_IDS_PER_REQUEST):
-                await self._send(ids[start:start + MAX_IDS_PER_REQUEST], reason)
+                await self._send(ids[start : start + MAX_IDS_PER_REQUEST], reason)
 
     async def _send(self, ids: list[str], reason: str | None) -> None:
         try:
@@ -127,7 +127,10 @@ class AckBatcher:
             # duplicate guard settles the completed ones again.
             logger.warning(
                 "agent %s: could not %s %d deliveries: %s",
-                self.name, "ack" if reason is None else "nack", len(ids), exc,
+                self.name,
+                "ack" if reason is None else "nack",
+                len(ids),
+                exc,
             )
 
     async def close(self) -> None:

@@ -57,7 +57,8 @@ class AnswerLog:
 
     def _usable(self, context: PlatformContext) -> bool:
         return (
-            self.retention > 0 and context.memory is not None
+            self.retention > 0
+            and context.memory is not None
             and time.monotonic() >= self._down_until
         )
 
@@ -66,20 +67,19 @@ class AnswerLog:
         logger.warning(
             "agent %s: could not %s recorded answers in the memory service (%s); "
             "requests are handled without them for %.0f s",
-            self.agent, what, exc, RETRY_AFTER,
+            self.agent,
+            what,
+            exc,
+            RETRY_AFTER,
         )
 
-    async def recorded(
-        self, context: PlatformContext, request_id: str
-    ) -> EventEnvelope | None:
+    async def recorded(self, context: PlatformContext, request_id: str) -> EventEnvelope | None:
         """The answer recorded for ``request_id``, if any (and the service is reachable)."""
         if not self._usable(context):
             return None
         assert context.memory is not None
         try:
-            found = await context.memory.without_retries().recorded_answer(
-                self._key(request_id)
-            )
+            found = await context.memory.without_retries().recorded_answer(self._key(request_id))
         except Exception as exc:
             self._failed("read", exc)
             return None
@@ -94,7 +94,8 @@ class AnswerLog:
         assert context.memory is not None
         try:
             kept = await context.memory.record_answer(
-                self._key(request_id), {"event": answer.model_dump(mode="json")},
+                self._key(request_id),
+                {"event": answer.model_dump(mode="json")},
                 retention_seconds=min(max(self.retention, 1.0), 30 * 86_400.0),
             )
         except Exception as exc:

@@ -103,7 +103,11 @@ class ConsumerIdentity:
             "group %s: no replica slot could be locked under %s; using consumer id %s, so "
             "events held by this process if it crashes come back only after the "
             "visibility timeout (set %s or %s for a stable id)",
-            group, state_dir(), self.consumer_id, CONSUMER_ID_ENV, REPLICA_ENV,
+            group,
+            state_dir(),
+            self.consumer_id,
+            CONSUMER_ID_ENV,
+            REPLICA_ENV,
         )
 
     def _take_slot(self) -> int | None:

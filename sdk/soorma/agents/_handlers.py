@@ -70,7 +70,9 @@ def make_spec(
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{decorator}: {exc}") from None
     return HandlerSpec(
-        topic=str(topic), event_type=str(event_type), func=func,
+        topic=str(topic),
+        event_type=str(event_type),
+        func=func,
         name=getattr(func, "__qualname__", repr(func)),
     )
 

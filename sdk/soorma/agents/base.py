@@ -222,7 +222,9 @@ class Agent:
             check_handler(func, params=("event", "context"), decorator="on_event()")
             self._add_handler(
                 HandlerSpec(
-                    topic=spec_check.topic, event_type=spec_check.event_type, func=func,
+                    topic=spec_check.topic,
+                    event_type=spec_check.event_type,
+                    func=func,
                     name=getattr(func, "__qualname__", repr(func)),
                 )
             )
@@ -324,14 +326,21 @@ class Agent:
                 # Settle well inside the redelivery deadline, however short it is.
                 window = min(window, self.visibility_timeout / 10)
             self._acks = AckBatcher(
-                bus=bus, group=self.group, window=window,
-                max_batch=self.ack_batch_size, name=self.name,
+                bus=bus,
+                group=self.group,
+                window=window,
+                max_batch=self.ack_batch_size,
+                name=self.name,
             )
             self._subscription = bus.subscribe(
-                self.topics, event_types=self.event_type_filters, group=self.group,
-                consumer=self._identity.consumer_id, start_from=self.start_from,
+                self.topics,
+                event_types=self.event_type_filters,
+                group=self.group,
+                consumer=self._identity.consumer_id,
+                start_from=self.start_from,
                 visibility_timeout=self.visibility_timeout,
-                max_deliveries=self.max_deliveries, buffer=self.prefetch,
+                max_deliveries=self.max_deliveries,
+                buffer=self.prefetch,
                 prefetch=self.prefetch,
             )
             await self._subscription.wait_ready()
@@ -344,8 +353,12 @@ class Agent:
             raise
         logger.info(
             "agent %s ready: topics=%s event_types=%s group=%s consumer=%s (%s)",
-            self.name, ",".join(self.topics), self.event_type_filters or "*",
-            self.group, self.consumer_id, self._identity.source if self._identity else "",
+            self.name,
+            ",".join(self.topics),
+            self.event_type_filters or "*",
+            self.group,
+            self.consumer_id,
+            self._identity.source if self._identity else "",
         )
 
     async def stop(self) -> None:
@@ -449,10 +462,15 @@ class Agent:
         from soorma.registry import build_agent_definition
 
         return build_agent_definition(
-            agent_id=self.agent_id, name=self.name, description=self.description,
-            version=self.version, agent_type=self.agent_type,
-            capabilities=self.capabilities, events_consumed=self.events_consumed,
-            events_produced=self.events_produced, ttl_seconds=self.ttl_seconds,
+            agent_id=self.agent_id,
+            name=self.name,
+            description=self.description,
+            version=self.version,
+            agent_type=self.agent_type,
+            capabilities=self.capabilities,
+            events_consumed=self.events_consumed,
+            events_produced=self.events_produced,
+            ttl_seconds=self.ttl_seconds,
         )
 
     async def _register_once(self) -> bool:
@@ -536,9 +554,7 @@ class Agent:
                 self._held.add(event.delivery_id)
             task = asyncio.create_task(self._run(event), name=f"{self.name} {event.type}")
             self._in_flight[event.id] = task
-            task.add_done_callback(
-                functools.partial(self._released, event.id, event.delivery_id)
-            )
+            task.add_done_callback(functools.partial(self._released, event.id, event.delivery_id))
 
     def _released(self, event_id: str, delivery_id: str | None, _task: object) -> None:
         self._release(event_id, delivery_id)
@@ -568,13 +584,15 @@ class Agent:
             await asyncio.sleep(interval)
             held = list(self._held)
             for start in range(0, len(held), MAX_IDS_PER_REQUEST):
-                chunk = held[start:start + MAX_IDS_PER_REQUEST]
+                chunk = held[start : start + MAX_IDS_PER_REQUEST]
                 try:
                     await bus.extend(self.group, chunk)
                 except Exception as exc:
                     logger.warning(
                         "agent %s: could not renew the lease of %d deliveries: %s",
-                        self.name, len(chunk), exc,
+                        self.name,
+                        len(chunk),
+                        exc,
                     )
 
     def _matching(self, event: Event) -> list[HandlerSpec]:
@@ -603,7 +621,10 @@ class Agent:
                 except Exception as exc:
                     logger.exception(
                         "agent %s: handler %s failed on %s (%s)",
-                        self.name, spec.name, event.type, event.id,
+                        self.name,
+                        spec.name,
+                        event.type,
+                        event.id,
                     )
                     error = exc
                     break
@@ -629,8 +650,15 @@ class Agent:
             except ServiceUnavailable as exc:
                 if waited >= UNAVAILABLE_RETRY_SECONDS:
                     raise
-                logger.warning("agent %s: %s on %s (%s): %s; running it again in %.1f s",
-                               self.name, spec.name, event.type, event.id, exc, delay)
+                logger.warning(
+                    "agent %s: %s on %s (%s): %s; running it again in %.1f s",
+                    self.name,
+                    spec.name,
+                    event.type,
+                    event.id,
+                    exc,
+                    delay,
+                )
                 await asyncio.sleep(delay)
                 waited += delay
                 delay = min(delay * 2, 8.0)

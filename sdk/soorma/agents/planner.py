@@ -89,12 +89,17 @@ class GoalContext:
     def from_event(cls, event: Event) -> GoalContext:
         """Build the goal from its request event (``plan_id`` = the parent plan)."""
         return cls(
-            goal_id=event.id, event_type=event.type, data=dict(event.data),
+            goal_id=event.id,
+            event_type=event.type,
+            data=dict(event.data),
             correlation_id=event.correlation_id or event.id,
             response_event=event.response_event,
             response_topic=event.response_topic or ACTION_RESULTS,
-            session_id=event.session_id, parent_plan_id=event.plan_id,
-            tenant_id=event.tenant_id, user_id=event.user_id, event=event,
+            session_id=event.session_id,
+            parent_plan_id=event.plan_id,
+            tenant_id=event.tenant_id,
+            user_id=event.user_id,
+            event=event,
         )
 
     @property
@@ -134,12 +139,21 @@ class GoalContext:
         plan_id = plan_id or self.plan_id_for()
         try:
             return await PlanContext.create(
-                context, goal_event=self.event_type, goal_data=self.data,
-                state_machine=state_machine, response_event=self.response_event,
-                response_topic=self.response_topic, correlation_id=self.correlation_id,
-                plan_id=plan_id, parent_plan_id=self.parent_plan_id,
-                session_id=self.session_id, tenant_id=self.tenant_id, user_id=self.user_id,
-                initial_state=initial_state, start=start, cache=cache,
+                context,
+                goal_event=self.event_type,
+                goal_data=self.data,
+                state_machine=state_machine,
+                response_event=self.response_event,
+                response_topic=self.response_topic,
+                correlation_id=self.correlation_id,
+                plan_id=plan_id,
+                parent_plan_id=self.parent_plan_id,
+                session_id=self.session_id,
+                tenant_id=self.tenant_id,
+                user_id=self.user_id,
+                initial_state=initial_state,
+                start=start,
+                cache=cache,
             )
         except VersionConflict:
             existing = await PlanContext.restore(plan_id, context)
@@ -202,7 +216,8 @@ class Planner(Agent):
         super().__init__(**kwargs)
         if transition_topics is None:
             transition_topics = (
-                DEFAULT_TRANSITION_TOPICS if plan_definition is None
+                DEFAULT_TRANSITION_TOPICS
+                if plan_definition is None
                 else DEFINITION_TRANSITION_TOPICS
             )
         self.transition_topics = list(dict.fromkeys(transition_topics))
@@ -212,7 +227,8 @@ class Planner(Agent):
         # transition on plan.wait_timeout) also hear the tracker's timeouts.
         self.listens_for_wait_timeout = plan_definition is not None and any(
             t.on_event == WAIT_TIMEOUT_EVENT
-            for cfg in plan_definition.states.values() for t in cfg.transitions
+            for cfg in plan_definition.states.values()
+            for t in cfg.transitions
         )
         self._goal_events: list[str] = []
         # Every on_goal pattern (globs too): a plan whose goal matches none of them was
@@ -236,12 +252,14 @@ class Planner(Agent):
 
             run_goal.__qualname__ = f"{plan_definition.plan_type} goal"
             drive.__qualname__ = f"{plan_definition.plan_type} transition"
-            self.on_goal(plan_definition.plan_type, description=goal_description
-                         or plan_definition.description)(run_goal)
+            self.on_goal(
+                plan_definition.plan_type,
+                description=goal_description or plan_definition.description,
+            )(run_goal)
             if transition_event_types is None:
-                transition_event_types = sorted(
-                    {t.on_event for cfg in states.values() for t in cfg.transitions}
-                ) or None
+                transition_event_types = (
+                    sorted({t.on_event for cfg in states.values() for t in cfg.transitions}) or None
+                )
             self.on_transition(use_cache=True, event_types=transition_event_types)(drive)
 
     # -- decorators ------------------------------------------------------------------
@@ -269,7 +287,9 @@ class Planner(Agent):
 
             self._add_handler(
                 HandlerSpec(
-                    topic=checked.topic, event_type=checked.event_type, func=handle,
+                    topic=checked.topic,
+                    event_type=checked.event_type,
+                    func=handle,
                     name=getattr(func, "__qualname__", repr(func)),
                 )
             )
@@ -279,7 +299,8 @@ class Planner(Agent):
                 self._goal_events.append(event_type)
                 self.capabilities.append(
                     AgentCapability(
-                        task_name=event_type, description=description or self.description,
+                        task_name=event_type,
+                        description=description or self.description,
                         consumed_event=EventDefinition(
                             event_name=event_type, topic=topic, description=description
                         ),
@@ -353,7 +374,8 @@ class Planner(Agent):
             # One record per (topic, pattern): the agent's dispatch runs every matching
             # record, so overlapping patterns are collapsed to "*" first.
             routes = [
-                (topic, pattern) for topic in self.transition_topics
+                (topic, pattern)
+                for topic in self.transition_topics
                 for pattern in (["*"] if "*" in patterns else patterns)
             ]
             if self.listens_for_wait_timeout and SYSTEM_EVENTS not in self.transition_topics:
@@ -361,7 +383,9 @@ class Planner(Agent):
             for topic, pattern in routes:
                 self._add_handler(
                     HandlerSpec(
-                        topic=topic, event_type=pattern, func=handle,
+                        topic=topic,
+                        event_type=pattern,
+                        func=handle,
                         name=getattr(func, "__qualname__", repr(func)),
                     )
                 )
@@ -400,7 +424,10 @@ class Planner(Agent):
         """
         context = context or self.context
         plan = await goal.create_plan(
-            context, state_machine, initial_state=initial_state, start=True,
+            context,
+            state_machine,
+            initial_state=initial_state,
+            start=True,
             cache=self.plan_cache,
         )
         if plan.status == PlanStatus.PENDING:

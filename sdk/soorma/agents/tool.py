@@ -65,11 +65,17 @@ class InvocationContext:
     def from_event(cls, event: Event) -> InvocationContext:
         """Build the invocation from its request event."""
         return cls(
-            request_id=event.id, event_type=event.type, data=event.data,
-            correlation_id=event.correlation_id, response_event=event.response_event,
+            request_id=event.id,
+            event_type=event.type,
+            data=event.data,
+            correlation_id=event.correlation_id,
+            response_event=event.response_event,
             response_topic=event.response_topic or ACTION_RESULTS,
-            session_id=event.session_id, plan_id=event.plan_id,
-            tenant_id=event.tenant_id, user_id=event.user_id, event=event,
+            session_id=event.session_id,
+            plan_id=event.plan_id,
+            tenant_id=event.tenant_id,
+            user_id=event.user_id,
+            event=event,
         )
 
 
@@ -128,7 +134,9 @@ class Tool(Agent):
 
             self._add_handler(
                 HandlerSpec(
-                    topic=checked.topic, event_type=checked.event_type, func=invoke,
+                    topic=checked.topic,
+                    event_type=checked.event_type,
+                    func=invoke,
                     name=getattr(func, "__qualname__", repr(func)),
                 )
             )
@@ -142,31 +150,43 @@ class Tool(Agent):
             logger.error(
                 "tool %s: request %s (%s) has no response_event; cannot answer it "
                 "(callers must use bus.request(..., response_event=...))",
-                self.name, event.id, event.type,
+                self.name,
+                event.id,
+                event.type,
             )
             return
         again = await self.answers.recorded(context, request.request_id)
         if again is not None:
-            logger.info("tool %s: request %s was answered before; sending that answer",
-                        self.name, request.request_id)
+            logger.info(
+                "tool %s: request %s was answered before; sending that answer",
+                self.name,
+                request.request_id,
+            )
             await context.bus.publish_event(again)
             return
         try:
             result = await func(request, context)
             data: dict[str, Any] = {
-                "request_id": request.request_id, "success": True, "result": result,
+                "request_id": request.request_id,
+                "success": True,
+                "result": result,
             }
         except Exception as exc:
             logger.warning("tool %s: %s failed: %s", self.name, event.type, exc)
             data = {
-                "request_id": request.request_id, "success": False,
+                "request_id": request.request_id,
+                "success": False,
                 "error": f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc),
             }
-        answer = context.bus.inherit(context.bus.build_event(
-            request.response_topic, request.response_event, data,
-            correlation_id=request.correlation_id or request.request_id,
-            event_id=answer_event_id(self.name, request.request_id),
-        ))
+        answer = context.bus.inherit(
+            context.bus.build_event(
+                request.response_topic,
+                request.response_event,
+                data,
+                correlation_id=request.correlation_id or request.request_id,
+                event_id=answer_event_id(self.name, request.request_id),
+            )
+        )
         # Recorded before it is sent; if another delivery recorded one first, send that.
         answer = await self.answers.record(context, request.request_id, answer)
         # Publishing the answer may fail (service down): that raises, so the request is

@@ -132,7 +132,9 @@ class Worker(Agent):
 
             self._add_handler(
                 HandlerSpec(
-                    topic=checked.topic, event_type=checked.event_type, func=run_task,
+                    topic=checked.topic,
+                    event_type=checked.event_type,
+                    func=run_task,
                     name=getattr(func, "__qualname__", repr(func)),
                 )
             )
@@ -145,8 +147,9 @@ class Worker(Agent):
         """True when this task request was handled already (and is now taken care of)."""
         again = await self.answers.recorded(context, event.id)
         if again is not None:
-            logger.info("worker %s: task %s was answered before; sending that answer",
-                        self.name, event.id)
+            logger.info(
+                "worker %s: task %s was answered before; sending that answer", self.name, event.id
+            )
             await context.bus.publish_event(again)
             return True
         if context.memory is None:
@@ -158,8 +161,12 @@ class Worker(Agent):
         if not task.has_sent:
             return False  # saved, but nothing delegated or asked: run the handler again
         resent = await task.resend_pending()
-        logger.info("worker %s: task %s was handled before; re-sent %d open request(s)",
-                    self.name, event.id, resent)
+        logger.info(
+            "worker %s: task %s was handled before; re-sent %d open request(s)",
+            self.name,
+            event.id,
+            resent,
+        )
         return True
 
     def on_timeout(self) -> Callable[[TH], TH]:
@@ -177,8 +184,9 @@ class Worker(Agent):
         """
 
         def decorator(func: TH) -> TH:
-            check_handler(func, params=("task", "timeout_data", "context"),
-                          decorator="on_timeout()")
+            check_handler(
+                func, params=("task", "timeout_data", "context"), decorator="on_timeout()"
+            )
             if self._timeout_handler is not None:
                 raise RuntimeError(f"worker {self.name!r} already has an on_timeout() handler")
             self._timeout_handler = func
@@ -191,10 +199,14 @@ class Worker(Agent):
         if self._hears_timeouts:
             return
         self._hears_timeouts = True
-        self._add_handler(HandlerSpec(
-            topic=SYSTEM_EVENTS, event_type=TASK_TIMEOUT, func=self._timed_out,
-            name=f"{self.name} task.timeout",
-        ))
+        self._add_handler(
+            HandlerSpec(
+                topic=SYSTEM_EVENTS,
+                event_type=TASK_TIMEOUT,
+                func=self._timed_out,
+                name=f"{self.name} task.timeout",
+            )
+        )
 
     async def _timed_out(self, event: Event, context: PlatformContext) -> None:
         """A ``task.timeout``: fail (or hand to ``on_timeout``) our task if still waiting."""
@@ -216,7 +228,9 @@ class Worker(Agent):
         reason = str(data.get("reason") or HITL_TIMEOUT)
         await task.fail(
             f"no answer from a human before the deadline ({data.get('deadline')})",
-            reason=reason, sub_task_id=sub_task_id, deadline=data.get("deadline"),
+            reason=reason,
+            sub_task_id=sub_task_id,
+            deadline=data.get("deadline"),
             timeout_seconds=data.get("timeout_seconds"),
         )
 
@@ -255,12 +269,17 @@ class Worker(Agent):
                     # only dead-letter it.
                     logger.info(
                         "worker %s: %s (%s) has no task to resume: %s",
-                        self.name, event.type, event.correlation_id, exc,
+                        self.name,
+                        event.type,
+                        event.correlation_id,
+                        exc,
                     )
 
             self._add_handler(
                 HandlerSpec(
-                    topic=checked.topic, event_type=checked.event_type, func=run_result,
+                    topic=checked.topic,
+                    event_type=checked.event_type,
+                    func=run_result,
                     name=getattr(func, "__qualname__", repr(func)),
                 )
             )

@@ -43,7 +43,8 @@ def audit_record(
     secrets = tuple(secrets)
     prompt = (
         [{"role": m["role"], "content": _trim(m["content"])} for m in messages]
-        if messages is not None else None
+        if messages is not None
+        else None
     )
     entry: dict[str, Any] = redact(
         {

@@ -75,9 +75,7 @@ async def load_catalog(context: Any) -> EventCatalog:
     return catalog
 
 
-def without_consumer(
-    catalog: EventCatalog, consumer: str, event_names: list[str]
-) -> EventCatalog:
+def without_consumer(catalog: EventCatalog, consumer: str, event_names: list[str]) -> EventCatalog:
     """``catalog`` with ``consumer`` removed as a consumer of ``event_names``; an event
     left with no consumer is no longer actionable."""
     for name in event_names:

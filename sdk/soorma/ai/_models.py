@@ -90,19 +90,18 @@ def model_settings(
     params.pop("model_name", None)
     model = params.pop("model", None)
     if not isinstance(model, str) or not model:
-        raise ValueError(
-            f"model settings need 'model' (a litellm model id), got {dict(entry)!r}"
-        )
+        raise ValueError(f"model settings need 'model' (a litellm model id), got {dict(entry)!r}")
     base = params.pop("api_base", None)
     key = params.pop("api_key", None)
     key_env = params.pop("api_key_env", None)
     if isinstance(key, str) and key.startswith(_ENV_PREFIX):
-        key_env, key = key[len(_ENV_PREFIX):], None
+        key_env, key = key[len(_ENV_PREFIX) :], None
     for name, value in (("api_base", base), ("api_key", key), ("api_key_env", key_env)):
         if value is not None and not isinstance(value, str):
             raise ValueError(f"model {model!r}: {name} must be a string")
-    return ModelSettings(model=model, api_base=base, api_key=key, api_key_env=key_env,
-                         options=params)
+    return ModelSettings(
+        model=model, api_base=base, api_key=key, api_key_env=key_env, options=params
+    )
 
 
 __all__ = ["ModelEntry", "ModelSettings", "model_settings"]

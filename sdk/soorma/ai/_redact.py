@@ -66,7 +66,8 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
         return redact_text(value, secrets)
     if isinstance(value, dict):
         return {
-            k: REDACTED if isinstance(k, str) and _SECRET_KEY_NAMES.match(k) and v
+            k: REDACTED
+            if isinstance(k, str) and _SECRET_KEY_NAMES.match(k) and v
             else redact(v, secrets)
             for k, v in value.items()
         }

@@ -248,8 +248,9 @@ class ChoreographyPlanner(Planner):
         if not self.running:
             started = time.perf_counter()
             await asyncio.to_thread(load_litellm)
-            logger.info("planner %s: litellm loaded in %.1f s", self.name,
-                        time.perf_counter() - started)
+            logger.info(
+                "planner %s: litellm loaded in %.1f s", self.name, time.perf_counter() - started
+            )
         await super().start()
 
     def check_llm_configured(self) -> None:
@@ -318,9 +319,12 @@ class ChoreographyPlanner(Planner):
         # Its own goals are not offered: the planner must not send itself its goal.
         catalog = without_consumer(await load_catalog(context), self.name, self._goal_events)
         messages = build_messages(
-            trigger=trigger, catalog=catalog, strategy=self.planning_strategy,
+            trigger=trigger,
+            catalog=catalog,
+            strategy=self.planning_strategy,
             system_instructions=self.system_instructions,
-            plan_summary=self._plan_summary(plan), custom_context=custom_context,
+            plan_summary=self._plan_summary(plan),
+            custom_context=custom_context,
         )
         options = {**self.llm_kwargs, **(llm_options or {})}
         records: list[dict[str, Any]] = []
@@ -331,35 +335,51 @@ class ChoreographyPlanner(Planner):
             model = spec.model
             attempt_messages = messages
             for repair in range(self.repair_retries + 1):
-                kind = ATTEMPT_REPAIR if repair else (
-                    ATTEMPT_FIRST if index == 0 else ATTEMPT_FALLBACK_MODEL
+                kind = (
+                    ATTEMPT_REPAIR
+                    if repair
+                    else (ATTEMPT_FIRST if index == 0 else ATTEMPT_FALLBACK_MODEL)
                 )
                 try:
                     answer = await complete(
-                        model=model, messages=attempt_messages,
-                        response_format=response_format(), api_key=spec.key(),
-                        api_base=spec.api_base, temperature=self.temperature,
+                        model=model,
+                        messages=attempt_messages,
+                        response_format=response_format(),
+                        api_key=spec.key(),
+                        api_base=spec.api_base,
+                        temperature=self.temperature,
                         options={**options, **spec.options},
                     )
                 except LLMNotConfigured as exc:
                     config_errors.append(exc)
                     failures.append(f"{model}: {exc.message}")
-                    records.append(self._record(kind, model, attempt_messages, None, None, None,
-                                                [exc.message]))
+                    records.append(
+                        self._record(kind, model, attempt_messages, None, None, None, [exc.message])
+                    )
                     break
                 except Exception as exc:  # provider/network errors: try the next model
                     error = f"{type(exc).__name__}: {exc}"
                     failures.append(f"{model}: {error}")
-                    records.append(self._record(kind, model, attempt_messages, None, None, None,
-                                                [error]))
+                    records.append(
+                        self._record(kind, model, attempt_messages, None, None, None, [error])
+                    )
                     break
                 decision, errors = parse_decision(
                     answer.content, plan_id=the_plan_id, current_state=current_state
                 )
                 if decision is not None:
                     decision, errors = validate_decision(decision, catalog)
-                records.append(self._record(kind, model, attempt_messages, answer.content,
-                                            answer.latency_ms, answer.tokens, errors))
+                records.append(
+                    self._record(
+                        kind,
+                        model,
+                        attempt_messages,
+                        answer.content,
+                        answer.latency_ms,
+                        answer.tokens,
+                        errors,
+                    )
+                )
                 if decision is not None and not errors:
                     await self._keep_audit(plan, records)
                     return decision
@@ -376,9 +396,9 @@ class ChoreographyPlanner(Planner):
             # Nothing was even attempted: the fix is configuration, say so plainly.
             await self._keep_audit(plan, records)
             raise config_errors[0]
-        reason = (
-            f"no valid decision after {len(records)} attempt(s): " + " | ".join(failures)
-        )[:2000]
+        reason = (f"no valid decision after {len(records)} attempt(s): " + " | ".join(failures))[
+            :2000
+        ]
         await self._keep_audit(plan, records)
         if plan is not None:
             await plan.fail(reason)
@@ -398,9 +418,14 @@ class ChoreographyPlanner(Planner):
         if self.fallback_planner is None:
             return None
         request = DecisionRequest(
-            trigger=trigger, plan=plan, plan_id=plan_id, current_state=current_state,
-            events=dict(catalog.actionable), responses=dict(catalog.responses),
-            results=self._results(plan), custom_context=dict(custom_context or {}) or None,
+            trigger=trigger,
+            plan=plan,
+            plan_id=plan_id,
+            current_state=current_state,
+            events=dict(catalog.actionable),
+            responses=dict(catalog.responses),
+            results=self._results(plan),
+            custom_context=dict(custom_context or {}) or None,
             errors=list(failures),
         )
         try:
@@ -410,13 +435,17 @@ class ChoreographyPlanner(Planner):
         except Exception as exc:
             error = f"fallback planner raised {type(exc).__name__}: {exc}"
             failures.append(error)
-            records.append(self._record(ATTEMPT_FALLBACK_PLANNER, None, None, None, None, None,
-                                        [error]))
+            records.append(
+                self._record(ATTEMPT_FALLBACK_PLANNER, None, None, None, None, None, [error])
+            )
             return None
         if produced is None:
             failures.append("fallback planner had no decision")
-            records.append(self._record(ATTEMPT_FALLBACK_PLANNER, None, None, None, None, None,
-                                        ["no decision"]))
+            records.append(
+                self._record(
+                    ATTEMPT_FALLBACK_PLANNER, None, None, None, None, None, ["no decision"]
+                )
+            )
             return None
         decision, errors = _as_decision(produced, plan_id, current_state)
         if decision is not None:
@@ -517,20 +546,27 @@ class ChoreographyPlanner(Planner):
             )
         keyed = plan is not None and step_key is not None
         correlation_id = (
-            _steps.derived_id(plan.plan_id, str(step_key), "request") if keyed
+            _steps.derived_id(plan.plan_id, str(step_key), "request")
+            if keyed
             else str(uuid.uuid4())
         )
         extra: dict[str, Any] = {}
         if plan is not None:
             extra = {"plan_id": plan.plan_id, "session_id": getattr(plan, "session_id", None)}
         bus = context.bus
-        envelope = bus.inherit(bus.build_event(
-            topic, event_type, data, correlation_id=correlation_id,
-            response_event=action.response_event,
-            response_topic=ACTION_RESULTS if topic == ACTION_REQUESTS else None,
-            # A keyed step's request is its own id: sent again, it is the same event.
-            event_id=correlation_id if keyed else None, **extra,
-        ))
+        envelope = bus.inherit(
+            bus.build_event(
+                topic,
+                event_type,
+                data,
+                correlation_id=correlation_id,
+                response_event=action.response_event,
+                response_topic=ACTION_RESULTS if topic == ACTION_REQUESTS else None,
+                # A keyed step's request is its own id: sent again, it is the same event.
+                event_id=correlation_id if keyed else None,
+                **extra,
+            )
+        )
         if plan is not None:
             request = {
                 "event_type": event_type,
@@ -596,7 +632,9 @@ class ChoreographyPlanner(Planner):
                 "correlation_id to answer"
             )
         await context.bus.respond(
-            response_event, action.result, correlation_id=correlation_id,
+            response_event,
+            action.result,
+            correlation_id=correlation_id,
             topic=_value(goal_event, "response_topic") or ACTION_RESULTS,
         )
 
@@ -616,7 +654,8 @@ class ChoreographyPlanner(Planner):
         # own correlation id was: whoever answers the wait must use it.
         correlation_id = plan.plan_id
         await context.bus.publish(
-            SYSTEM_EVENTS, WAITING_FOR_INPUT,
+            SYSTEM_EVENTS,
+            WAITING_FOR_INPUT,
             {
                 "plan_id": plan.plan_id,
                 "correlation_id": correlation_id,
@@ -624,7 +663,8 @@ class ChoreographyPlanner(Planner):
                 "expected_event": action.expected_event,
                 "timeout_seconds": action.timeout_seconds,
             },
-            correlation_id=correlation_id, plan_id=plan.plan_id,
+            correlation_id=correlation_id,
+            plan_id=plan.plan_id,
             event_id=_steps.derived_id(plan.plan_id, step_key, "wait") if step_key else None,
         )
 
@@ -679,8 +719,12 @@ class ChoreographyPlanner(Planner):
         if request is None:
             answer_id = _steps.answered_by(plan, event.correlation_id)
             if answer_id is not None and answer_id != event.id:
-                logger.info("plan %s: a second answer to %s (%s) is dropped", plan.plan_id,
-                            event.correlation_id, event.type)
+                logger.info(
+                    "plan %s: a second answer to %s (%s) is dropped",
+                    plan.plan_id,
+                    event.correlation_id,
+                    event.type,
+                )
                 return False
         if event.type == WAIT_TIMEOUT and not (
             _wait_timeout_for(event, plan) or plan.state.get(RESUMED_BY_KEY) == event.id
@@ -690,7 +734,9 @@ class ChoreographyPlanner(Planner):
             expected = plan.state.get(WAITING_KEY)
             if event.type != expected and event.type != WAIT_TIMEOUT:
                 logger.info(
-                    "plan %s waits for %s; %s leaves it paused", plan.plan_id, expected,
+                    "plan %s waits for %s; %s leaves it paused",
+                    plan.plan_id,
+                    expected,
                     event.type,
                 )
                 return False
@@ -705,6 +751,7 @@ class ChoreographyPlanner(Planner):
             await plan.resume(event.data)
             return True
         if request is not None and event.type == request["response_event"]:
+
             def answered(p: Any) -> None:
                 still = dict(p.state.get(PENDING_KEY) or {})
                 still.pop(event.correlation_id, None)
@@ -744,8 +791,11 @@ class ChoreographyPlanner(Planner):
         event = _value(goal, "event") or goal
         event_id = _value(event, "id")
         if plan_id is None:
-            plan_id = str(uuid.uuid5(_PLAN_NAMESPACE, f"{self.name}/{event_id}")) if event_id \
+            plan_id = (
+                str(uuid.uuid5(_PLAN_NAMESPACE, f"{self.name}/{event_id}"))
+                if event_id
                 else str(uuid.uuid4())
+            )
         try:
             plan = await PlanContext.create(
                 context,
@@ -815,7 +865,10 @@ class ChoreographyPlanner(Planner):
             return None
         try:
             decision = await self.reason_next_action(
-                trigger, context, plan=plan, custom_context=custom_context,
+                trigger,
+                context,
+                plan=plan,
+                custom_context=custom_context,
                 llm_options=llm_options,
             )
             await self.execute_decision(
@@ -864,8 +917,14 @@ class ChoreographyPlanner(Planner):
     ) -> dict[str, Any]:
         secrets = [s for s in (self.api_key, *(m.key() for m in self.models)) if s]
         record = audit_record(
-            attempt=kind, model=model, messages=messages, raw_output=raw,
-            latency_ms=latency_ms, tokens=tokens, errors=errors, secrets=secrets,
+            attempt=kind,
+            model=model,
+            messages=messages,
+            raw_output=raw,
+            latency_ms=latency_ms,
+            tokens=tokens,
+            errors=errors,
+            secrets=secrets,
         )
         self.audit_log.append(record)
         return record
@@ -939,7 +998,9 @@ def _as_decision(
         return produced.model_copy(update={"plan_id": plan_id, "current_state": current_state}), []
     if isinstance(produced, PublishAction | CompleteAction | WaitAction | DelegateAction):
         return PlannerDecision(
-            plan_id=plan_id, current_state=current_state, next_action=produced,
+            plan_id=plan_id,
+            current_state=current_state,
+            next_action=produced,
             reasoning="deterministic fallback planner",
         ), []
     if isinstance(produced, Mapping):

@@ -64,7 +64,8 @@ class Lifespan:
             await self.app(scope, receive, send)
 
         self._task = asyncio.create_task(
-            run(), name=f"{self.name} lifespan",
+            run(),
+            name=f"{self.name} lifespan",
             context=contextvars.Context(),
         )
         await self._inbox.put({"type": "lifespan.startup"})
@@ -154,7 +155,8 @@ class _ResponseStream(httpx.AsyncByteStream):
         while True:
             getter = asyncio.ensure_future(self._exchange.chunks.get())
             done, _ = await asyncio.wait(
-                {getter, self._task}, timeout=self._read_timeout,
+                {getter, self._task},
+                timeout=self._read_timeout,
                 return_when=asyncio.FIRST_COMPLETED,
             )
             if getter in done:
@@ -233,7 +235,8 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
 
         scope = self._scope(request, host)
         task = asyncio.create_task(
-            self._run(app, scope, receive, exchange), name=f"{host} {request.url.path}",
+            self._run(app, scope, receive, exchange),
+            name=f"{host} {request.url.path}",
             context=contextvars.Context(),  # a server shares no context with its client
         )
         self._tasks.add(task)
@@ -249,15 +252,14 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
             if not done:
                 exchange.disconnected.set()
                 task.cancel()
-                raise httpx.ReadTimeout(
-                    f"no response within {read_timeout:g} s", request=request
-                )
+                raise httpx.ReadTimeout(f"no response within {read_timeout:g} s", request=request)
             task.result()  # the app raised before answering: surface its error
             raise httpx.RemoteProtocolError("the app returned without a response", request=request)
         if exchange.keep_body:
             await self._report_when_done(request, body, exchange, task)
         return httpx.Response(
-            exchange.status, headers=exchange.headers,
+            exchange.status,
+            headers=exchange.headers,
             stream=_ResponseStream(exchange, task, read_timeout),
             request=request,
         )

@@ -130,9 +130,12 @@ class ScriptedLLM:
         trigger = _TRIGGER.search(user)
         plan_id = _PLAN_ID.search(user)
         call = LLMCall(
-            index=len(self.calls), model=model, messages=[dict(m) for m in messages],
+            index=len(self.calls),
+            model=model,
+            messages=[dict(m) for m in messages],
             trigger=trigger.group(1).strip() if trigger else "",
-            plan_id=plan_id.group(1) if plan_id else None, event=current_event(),
+            plan_id=plan_id.group(1) if plan_id else None,
+            event=current_event(),
             repair=any(m.get("role") == "assistant" for m in messages),
         )
         if call.plan_id and self._load_plan is not None:
@@ -205,7 +208,8 @@ def _install_provider() -> None:
             e for e in entries if not (isinstance(e, dict) and e.get("provider") == PROVIDER)
         ]
         litellm.custom_provider_map = [
-            *entries, {"provider": PROVIDER, "custom_handler": _provider}
+            *entries,
+            {"provider": PROVIDER, "custom_handler": _provider},
         ]
 
 
@@ -218,9 +222,7 @@ def _make_provider(litellm: Any) -> Any:
             name = model.rsplit("/", 1)[-1]
             scripted = _scripts.get(name)
             if scripted is None:
-                raise RuntimeError(
-                    f"no scripted LLM {model!r} is active (its harness has ended?)"
-                )
+                raise RuntimeError(f"no scripted LLM {model!r} is active (its harness has ended?)")
             content = await scripted.answer(model, list(kwargs.get("messages") or []))
             return litellm.ModelResponse(
                 model=model,

@@ -161,12 +161,21 @@ class EventRecorder:
                     finally:
                         self._waiters.discard(waiter)
         except TimeoutError:
-            wanted = ", ".join(
-                f"{name}={value!r}" for name, value in (
-                    ("type", type), ("topic", topic), ("correlation_id", correlation_id),
-                    ("plan_id", plan_id), ("tenant_id", tenant_id), ("source", source),
-                ) if value is not None
-            ) or "any event"
+            wanted = (
+                ", ".join(
+                    f"{name}={value!r}"
+                    for name, value in (
+                        ("type", type),
+                        ("topic", topic),
+                        ("correlation_id", correlation_id),
+                        ("plan_id", plan_id),
+                        ("tenant_id", tenant_id),
+                        ("source", source),
+                    )
+                    if value is not None
+                )
+                or "any event"
+            )
             published = ", ".join(e.type for e in self._events[-20:]) or "nothing"
             hint = self.diagnose() if self.diagnose is not None else ""
             raise TimeoutError(
@@ -193,9 +202,13 @@ def _matcher(
 
     def match(event: Event) -> bool:
         return (
-            glob(type_, event.type) and glob(topic, event.topic) and glob(source, event.source)
-            and exact(correlation_id, event.correlation_id) and exact(plan_id, event.plan_id)
-            and exact(tenant_id, event.tenant_id) and (where is None or where(event))
+            glob(type_, event.type)
+            and glob(topic, event.topic)
+            and glob(source, event.source)
+            and exact(correlation_id, event.correlation_id)
+            and exact(plan_id, event.plan_id)
+            and exact(tenant_id, event.tenant_id)
+            and (where is None or where(event))
         )
 
     return match
@@ -204,8 +217,7 @@ def _matcher(
 def describe(events: Iterable[Event]) -> list[dict[str, Any]]:
     """A compact view of events for assertion messages (type, topic, correlation)."""
     return [
-        {"type": e.type, "topic": e.topic, "correlation_id": e.correlation_id,
-         "source": e.source}
+        {"type": e.type, "topic": e.topic, "correlation_id": e.correlation_id, "source": e.source}
         for e in events
     ]
 

@@ -46,24 +46,45 @@ def service_specs(data_dir: Path) -> tuple[ServiceSpec, ...]:
     test's environment (a JWT mode, a Redis URL) do not leak into it.
     """
     common: dict[str, Any] = {
-        "auth_mode": "dev", "data_dir": data_dir, "database_url": None, "access_log": False,
+        "auth_mode": "dev",
+        "data_dir": data_dir,
+        "database_url": None,
+        "access_log": False,
     }
     return (
-        ServiceSpec("events", "event_service", EVENTS_HOST, {
-            **common, "event_backend": "memory", "claim_interval_seconds": CLAIM_INTERVAL_SECONDS,
-            "block_seconds": 0.2,
-            # No tracker or gateway reads the platform-wide tap in a harness.
-            "tap_topics": [],
-        }),
-        ServiceSpec("memory", "memory_service", MEMORY_HOST, {
-            **common, "memory_database_url": f"sqlite+aiosqlite:///{data_dir / 'memory.db'}",
-            "memory_prune_interval_seconds": QUIET_INTERVAL_SECONDS,
-        }),
-        ServiceSpec("registry", "registry_service", REGISTRY_HOST, {
-            **common,
-            "registry_database_url": f"sqlite+aiosqlite:///{data_dir / 'registry.db'}",
-            "registry_purge_interval_seconds": QUIET_INTERVAL_SECONDS,
-        }),
+        ServiceSpec(
+            "events",
+            "event_service",
+            EVENTS_HOST,
+            {
+                **common,
+                "event_backend": "memory",
+                "claim_interval_seconds": CLAIM_INTERVAL_SECONDS,
+                "block_seconds": 0.2,
+                # No tracker or gateway reads the platform-wide tap in a harness.
+                "tap_topics": [],
+            },
+        ),
+        ServiceSpec(
+            "memory",
+            "memory_service",
+            MEMORY_HOST,
+            {
+                **common,
+                "memory_database_url": f"sqlite+aiosqlite:///{data_dir / 'memory.db'}",
+                "memory_prune_interval_seconds": QUIET_INTERVAL_SECONDS,
+            },
+        ),
+        ServiceSpec(
+            "registry",
+            "registry_service",
+            REGISTRY_HOST,
+            {
+                **common,
+                "registry_database_url": f"sqlite+aiosqlite:///{data_dir / 'registry.db'}",
+                "registry_purge_interval_seconds": QUIET_INTERVAL_SECONDS,
+            },
+        ),
     )
 
 

@@ -97,7 +97,8 @@ class PendingAnswer:
             TimeoutError: no answer within ``timeout`` (default: the request's).
         """
         return await self._recorder.wait_for(
-            self.response_event, topic=self.response_topic,
+            self.response_event,
+            topic=self.response_topic,
             correlation_id=self.correlation_id,
             timeout=self.timeout if timeout is None else timeout,
         )
@@ -215,17 +216,25 @@ class PlatformHarness:
                 self._lifespans.append(lifespan)
                 states[spec.host] = await _start_quietly(lifespan)
         transport = StreamingASGITransport(
-            apps, states=states, on_exchange=self.recorder.record_exchange,
-            watch=frozenset({
-                (EVENTS_HOST, "POST", PUBLISH_PATH), (EVENTS_HOST, "POST", PUBLISH_BATCH_PATH),
-            }),
+            apps,
+            states=states,
+            on_exchange=self.recorder.record_exchange,
+            watch=frozenset(
+                {
+                    (EVENTS_HOST, "POST", PUBLISH_PATH),
+                    (EVENTS_HOST, "POST", PUBLISH_BATCH_PATH),
+                }
+            ),
         )
         self._http = httpx.AsyncClient(transport=transport, timeout=30.0)
         urls = {spec.name: spec.url for spec in specs}
         self._settings = PlatformSettings(
-            event_service_url=urls["events"], memory_url=urls["memory"],
-            registry_url=urls["registry"], tracker_url=f"http://{TRACKER_HOST}",
-            gateway_url=f"http://{GATEWAY_HOST}", tenant_id=self.tenant_id,
+            event_service_url=urls["events"],
+            memory_url=urls["memory"],
+            registry_url=urls["registry"],
+            tracker_url=f"http://{TRACKER_HOST}",
+            gateway_url=f"http://{GATEWAY_HOST}",
+            tenant_id=self.tenant_id,
             user_id=self.user_id,
         )
         self._context = self.new_context(source=TEST_SOURCE)
@@ -268,8 +277,10 @@ class PlatformHarness:
         if failed:
             hints.append("plans failed: " + " | ".join(failed[-3:]))
         if self._errors.messages:
-            hints.append("errors logged: " + " | ".join(
-                m.splitlines()[0] for m in self._errors.messages[-5:]))
+            hints.append(
+                "errors logged: "
+                + " | ".join(m.splitlines()[0] for m in self._errors.messages[-5:])
+            )
         return "; ".join(hints)
 
     # -- clients ---------------------------------------------------------------------
@@ -312,7 +323,8 @@ class PlatformHarness:
         settings = self.settings
         if tenant_id is not None or user_id is not None:
             settings = dataclasses.replace(
-                settings, tenant_id=tenant_id or settings.tenant_id,
+                settings,
+                tenant_id=tenant_id or settings.tenant_id,
                 user_id=user_id or settings.user_id,
             )
         context = PlatformContext.from_env(http=self.http, settings=settings)
@@ -417,12 +429,20 @@ class PlatformHarness:
             A :class:`PendingAnswer`: ``answer = await pending``.
         """
         event_id = await self.context.bus.request(
-            event_type, data, response_event, correlation_id=correlation_id,
-            response_topic=response_topic, topic=topic, **fields,
+            event_type,
+            data,
+            response_event,
+            correlation_id=correlation_id,
+            response_topic=response_topic,
+            topic=topic,
+            **fields,
         )
         return PendingAnswer(
-            self.recorder, event_id=event_id, correlation_id=correlation_id or event_id,
-            response_event=response_event, response_topic=response_topic,
+            self.recorder,
+            event_id=event_id,
+            correlation_id=correlation_id or event_id,
+            response_event=response_event,
+            response_topic=response_topic,
             timeout=self.timeout if timeout is None else timeout,
         )
 
@@ -470,8 +490,13 @@ class PlatformHarness:
         ``type``, ``topic`` and ``source`` accept glob patterns (``"task.*"``).
         """
         return self.recorder.events(
-            type, topic=topic, correlation_id=correlation_id, plan_id=plan_id,
-            tenant_id=tenant_id, source=source, where=where,
+            type,
+            topic=topic,
+            correlation_id=correlation_id,
+            plan_id=plan_id,
+            tenant_id=tenant_id,
+            source=source,
+            where=where,
         )
 
     async def wait_for_event(
@@ -493,8 +518,14 @@ class PlatformHarness:
             TimeoutError: not enough matching events in time.
         """
         return await self.recorder.wait_for(
-            type, topic=topic, correlation_id=correlation_id, plan_id=plan_id,
-            tenant_id=tenant_id, source=source, where=where, count=count,
+            type,
+            topic=topic,
+            correlation_id=correlation_id,
+            plan_id=plan_id,
+            tenant_id=tenant_id,
+            source=source,
+            where=where,
+            count=count,
             timeout=self.timeout if timeout is None else timeout,
         )
 

@@ -37,14 +37,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             client, blocking = open_redis(settings)
             clients = [client, blocking]
             log = RedisEventLog(
-                redis=client, blocking_redis=blocking, prefix=settings.redis_prefix,
+                redis=client,
+                blocking_redis=blocking,
+                prefix=settings.redis_prefix,
                 max_length=settings.stream_max_length,
                 command_timeout=settings.redis_command_timeout,
                 tap_topics=settings.tap_topics,
             )
         else:
-            log = MemoryEventLog(max_length=settings.stream_max_length,
-                                 tap_topics=settings.tap_topics)
+            log = MemoryEventLog(
+                max_length=settings.stream_max_length, tap_topics=settings.tap_topics
+            )
         hub = BroadcastHub(log=log, batch=settings.read_batch, block=settings.block_seconds)
         state = EventState(log=log, hub=hub, waker=GroupWaker(), settings=settings)
         try:

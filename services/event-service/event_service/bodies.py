@@ -14,14 +14,20 @@ from event_service.ids import DELIVERY_ID_PATTERN, STREAM_ID_PATTERN
 from soorma_common.bus import AckRequest, ExtendRequest, NackRequest, ReplayRequest
 from soorma_common.events import TOPIC_PATTERN
 
-DeliveryId = Annotated[str, Field(
-    description="A delivery's id as sent in the SSE 'id:' line: '<topic>=<stream id>'",
-    json_schema_extra={"pattern": DELIVERY_ID_PATTERN},
-)]
-StreamId = Annotated[str, Field(
-    description="A dead letter's id in the dead-letter topic: '<milliseconds>-<sequence>'",
-    json_schema_extra={"pattern": STREAM_ID_PATTERN},
-)]
+DeliveryId = Annotated[
+    str,
+    Field(
+        description="A delivery's id as sent in the SSE 'id:' line: '<topic>=<stream id>'",
+        json_schema_extra={"pattern": DELIVERY_ID_PATTERN},
+    ),
+]
+StreamId = Annotated[
+    str,
+    Field(
+        description="A dead letter's id in the dead-letter topic: '<milliseconds>-<sequence>'",
+        json_schema_extra={"pattern": STREAM_ID_PATTERN},
+    ),
+]
 TOPIC = {"pattern": TOPIC_PATTERN.pattern}
 
 
@@ -46,6 +52,5 @@ class ExtendBody(ExtendRequest):
 class ReplayBody(ReplayRequest):
     """Body of ``POST /v1/events/dlq/replay``."""
 
-    topic: str = Field(description="The live topic T (its DLQ is T.dlq)",
-                       json_schema_extra=TOPIC)
+    topic: str = Field(description="The live topic T (its DLQ is T.dlq)", json_schema_extra=TOPIC)
     ids: list[StreamId] = Field(min_length=1, max_length=1000)

@@ -51,8 +51,9 @@ class PublishFastPath:
 
     @staticmethod
     def handles(scope: Scope) -> bool:
-        return (scope["type"] == "http" and scope["path"] in PUBLISH_PATHS
-                and scope["method"] == "POST")
+        return (
+            scope["type"] == "http" and scope["path"] in PUBLISH_PATHS and scope["method"] == "POST"
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
@@ -65,8 +66,7 @@ class PublishFastPath:
             answer = await handler(state, identity, await read_body(receive))
         except (RedisConnectionError, RedisTimeoutError) as exc:
             # As the app's handler: Redis unreachable is the caller's cue to retry.
-            response = error_response(503, "service_unavailable",
-                                      f"event log unavailable: {exc}")
+            response = error_response(503, "service_unavailable", f"event log unavailable: {exc}")
         except BodyTooLarge:
             raise  # the body-size middleware answers 413
         except Exception as exc:
@@ -75,8 +75,13 @@ class PublishFastPath:
                 log.exception("unhandled error on POST %s", scope["path"])
                 response = error_response(500, "internal_error", "internal server error")
         else:
-            await send({"type": "http.response.start", "status": 200, "headers": [
-                *_JSON_HEADERS, (b"content-length", str(len(answer)).encode())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [*_JSON_HEADERS, (b"content-length", str(len(answer)).encode())],
+                }
+            )
             await send({"type": "http.response.body", "body": answer})
             return
         await response(scope, receive, send)

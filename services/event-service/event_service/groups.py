@@ -155,8 +155,9 @@ class GroupSession:
         try:
             await self.log.forget_consumer(self.tenant, self.topics, self.group, self.consumer)
         except Exception as exc:  # best effort: a leftover consumer only costs memory
-            log.warning("could not drop consumer %s of group %s: %s",
-                        self.consumer, self.group, exc)
+            log.warning(
+                "could not drop consumer %s of group %s: %s", self.consumer, self.group, exc
+            )
 
     async def _backpressure(self) -> None:
         # Taking more than the client can write would only pin deliveries to a slow
@@ -213,8 +214,12 @@ class GroupSession:
             room = await self._take_room(self.batch, reserve=False)
             try:
                 entries = await self.log.read_group(
-                    self.tenant, self.topics, self.group, self.consumer,
-                    count=room, block=self.block,
+                    self.tenant,
+                    self.topics,
+                    self.group,
+                    self.consumer,
+                    count=room,
+                    block=self.block,
                 )
             except asyncio.CancelledError:
                 raise
@@ -233,14 +238,22 @@ class GroupSession:
                 room = await self._take_room(self.batch)
                 try:
                     entries, cursor = await self.log.claim_own(
-                        self.tenant, topic, self.group, self.consumer, after=cursor,
-                        max_deliveries=self.max_deliveries, count=room,
+                        self.tenant,
+                        topic,
+                        self.group,
+                        self.consumer,
+                        after=cursor,
+                        max_deliveries=self.max_deliveries,
+                        count=room,
                     )
                 except asyncio.CancelledError:
                     raise
                 except Exception:
-                    log.exception("could not resume pending deliveries of %s in group %s",
-                                  self.consumer, self.group)
+                    log.exception(
+                        "could not resume pending deliveries of %s in group %s",
+                        self.consumer,
+                        self.group,
+                    )
                     break  # they still expire and are claimed like any other
                 finally:
                     self._reserved -= room
@@ -261,9 +274,13 @@ class GroupSession:
                 room = await self._take_room(self.batch)
                 try:
                     entries = await self.log.claim_expired(
-                        self.tenant, topic, self.group, self.consumer,
+                        self.tenant,
+                        topic,
+                        self.group,
+                        self.consumer,
                         min_idle=self.visibility_timeout,
-                        max_deliveries=self.max_deliveries, count=room,
+                        max_deliveries=self.max_deliveries,
+                        count=room,
                     )
                 except asyncio.CancelledError:
                     raise

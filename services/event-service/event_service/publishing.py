@@ -98,7 +98,11 @@ async def publish_many(state: EventState, identity: Identity, body: bytes) -> by
         for i, e in enumerate(request.events)
     ]
     stream_ids = await state.log.append(identity.tenant_id, new)
-    return orjson.dumps({"results": [
-        {"event_id": e.id, "stream_id": sid}
-        for e, sid in zip(request.events, stream_ids, strict=True)
-    ]})
+    return orjson.dumps(
+        {
+            "results": [
+                {"event_id": e.id, "stream_id": sid}
+                for e, sid in zip(request.events, stream_ids, strict=True)
+            ]
+        }
+    )

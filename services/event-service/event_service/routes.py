@@ -80,8 +80,12 @@ def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [inline(item) for item in node]
         return node
 
-    return {"requestBody": {"required": True, "content": {"application/json": {
-        "schema": inline(schema)}}}}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": inline(schema)}},
+        }
+    }
 
 
 def _name(value: str, field: str) -> str:
@@ -100,7 +104,9 @@ def _tenant(identity: Identity, requested: str | None) -> str:
     if requested != TAP_TENANT:
         raise ValidationFailed(
             f"tenant {requested[:64]!r}: only '*' (the tap) may be named here; act as a "
-            "tenant with X-Tenant-ID", details={"field": "tenant"})
+            "tenant with X-Tenant-ID",
+            details={"field": "tenant"},
+        )
     require_service(identity, "tenant=*")
     return TAP_TENANT
 
@@ -127,8 +133,9 @@ def _topics(raw: str) -> list[str]:
     if not topics:
         raise ValidationFailed("topics is empty: pass ?topics=a,b", details={"field": "topics"})
     if len(topics) > MAX_TOPICS:
-        raise ValidationFailed(f"at most {MAX_TOPICS} topics per stream",
-                               details={"field": "topics"})
+        raise ValidationFailed(
+            f"at most {MAX_TOPICS} topics per stream", details={"field": "topics"}
+        )
     return [_topic(t, "topics") for t in topics]
 
 
@@ -137,50 +144,80 @@ def _topics(raw: str) -> list[str]:
 # documents them and any app built without the fast path still serves them.
 
 
-@router.post("/publish", response_model=PublishResponse, summary="Publish one event",
-             openapi_extra=_body_schema(PublishRequest), responses=error_responses(413))
+@router.post(
+    "/publish",
+    response_model=PublishResponse,
+    summary="Publish one event",
+    openapi_extra=_body_schema(PublishRequest),
+    responses=error_responses(413),
+)
 async def publish(request: Request, identity: CurrentIdentity, events: Events) -> Response:
     """Body ``{"event": EventEnvelope}``; ``tenant_id``/``user_id`` come from the caller."""
-    return Response(await publish_one(events, identity, await request.body()),
-                    media_type="application/json")
+    return Response(
+        await publish_one(events, identity, await request.body()), media_type="application/json"
+    )
 
 
 @router.post(
-    "/publish-batch", response_model=PublishBatchResponse, summary="Publish events atomically",
-    openapi_extra=_body_schema(PublishBatchRequest), responses=error_responses(413),
+    "/publish-batch",
+    response_model=PublishBatchResponse,
+    summary="Publish events atomically",
+    openapi_extra=_body_schema(PublishBatchRequest),
+    responses=error_responses(413),
 )
 async def publish_batch(request: Request, identity: CurrentIdentity, events: Events) -> Response:
     """Body ``{"events": [...]}``: all are validated first, then appended atomically."""
-    return Response(await publish_many(events, identity, await request.body()),
-                    media_type="application/json")
+    return Response(
+        await publish_many(events, identity, await request.body()), media_type="application/json"
+    )
 
 
-@router.get("/stream", summary="Subscribe (SSE)", response_class=StreamingResponse,
-            responses=error_responses(403))
+@router.get(
+    "/stream",
+    summary="Subscribe (SSE)",
+    response_class=StreamingResponse,
+    responses=error_responses(403),
+)
 async def stream(
     request: Request,
     identity: CurrentIdentity,
     events: Events,
     topics: Annotated[str, Query(description="Comma-separated topics")],
-    event_types: Annotated[str | None, Query(
-        description=f"Comma-separated globs (at most {MAX_EVENT_TYPES}, each at most "
-                    f"{MAX_EVENT_TYPE_LENGTH} characters)",
-        max_length=MAX_EVENT_TYPES * (MAX_EVENT_TYPE_LENGTH + 1),
-    )] = None,
-    group: Annotated[str | None, Query(description="Consumer group (competing)",
-                                       json_schema_extra={"pattern": NAME_PATTERN.pattern})] = None,
-    consumer: Annotated[str | None, Query(description="Consumer id within the group",
-                                          json_schema_extra={"pattern": NAME_PATTERN.pattern})
-                        ] = None,
+    event_types: Annotated[
+        str | None,
+        Query(
+            description=f"Comma-separated globs (at most {MAX_EVENT_TYPES}, each at most "
+            f"{MAX_EVENT_TYPE_LENGTH} characters)",
+            max_length=MAX_EVENT_TYPES * (MAX_EVENT_TYPE_LENGTH + 1),
+        ),
+    ] = None,
+    group: Annotated[
+        str | None,
+        Query(
+            description="Consumer group (competing)",
+            json_schema_extra={"pattern": NAME_PATTERN.pattern},
+        ),
+    ] = None,
+    consumer: Annotated[
+        str | None,
+        Query(
+            description="Consumer id within the group",
+            json_schema_extra={"pattern": NAME_PATTERN.pattern},
+        ),
+    ] = None,
     start: Annotated[str, Query(alias="from", pattern="^(now|earliest)$")] = "now",
     visibility_timeout: Annotated[float | None, Query(ge=0.1, le=86_400)] = None,
     max_deliveries: Annotated[int | None, Query(ge=1, le=1000)] = None,
     last_event_id: Annotated[str | None, Query(description="Resume token")] = None,
     heartbeat: Annotated[float | None, Query(ge=MIN_HEARTBEAT_SECONDS, le=3600)] = None,
-    tenant: Annotated[str | None, Query(
-        description="'*': every tenant's tap topics (platform services only)")] = None,
-    prefetch: Annotated[int | None, Query(
-        ge=1, le=MAX_PREFETCH, description="Most unacked deliveries in flight on this stream")
+    tenant: Annotated[
+        str | None, Query(description="'*': every tenant's tap topics (platform services only)")
+    ] = None,
+    prefetch: Annotated[
+        int | None,
+        Query(
+            ge=1, le=MAX_PREFETCH, description="Most unacked deliveries in flight on this stream"
+        ),
     ] = None,
 ) -> Response:
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
@@ -198,8 +235,15 @@ async def stream(
         default = dict.fromkeys(names, ZERO_ID) if start == "earliest" else now
         positions = {t: resume.get(t) or default[t] for t in names}
         body = broadcast_stream(
-            hub=events.hub, log=events.log, tenant=tenant, topics=names, start=positions,
-            live_from=now, accept=accept, heartbeat=beat, batch=settings.read_batch,
+            hub=events.hub,
+            log=events.log,
+            tenant=tenant,
+            topics=names,
+            start=positions,
+            live_from=now,
+            accept=accept,
+            heartbeat=beat,
+            batch=settings.read_batch,
             buffer_limit=settings.subscriber_buffer,
         )
     else:
@@ -207,12 +251,17 @@ async def stream(
         consumer = _name(consumer, "consumer") if consumer else uuid.uuid4().hex
         await events.log.ensure_group(tenant, names, group, from_earliest=start == "earliest")
         session = GroupSession(
-            log=events.log, waker=events.waker, tenant=tenant, topics=names, group=group,
+            log=events.log,
+            waker=events.waker,
+            tenant=tenant,
+            topics=names,
+            group=group,
             consumer=consumer,
             visibility_timeout=visibility_timeout or settings.default_visibility_timeout,
             max_deliveries=max_deliveries or settings.default_max_deliveries,
             prefetch=prefetch or settings.default_prefetch,
-            batch=settings.read_batch, block=settings.block_seconds,
+            batch=settings.read_batch,
+            block=settings.block_seconds,
             claim_interval=settings.claim_interval_seconds,
         )
         body = group_stream(session=session, accept=accept, heartbeat=beat)
@@ -220,8 +269,12 @@ async def stream(
     return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-@router.post("/ack", response_model=AckResponse, summary="Acknowledge group deliveries",
-             responses=error_responses(403))
+@router.post(
+    "/ack",
+    response_model=AckResponse,
+    summary="Acknowledge group deliveries",
+    responses=error_responses(403),
+)
 async def ack(req: AckBody, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
     tenant = _tenant(identity, req.tenant)
@@ -230,8 +283,12 @@ async def ack(req: AckBody, identity: CurrentIdentity, events: Events) -> Respon
     return ORJSONResponse({"count": count})
 
 
-@router.post("/nack", response_model=AckResponse, summary="Release deliveries for redelivery",
-             responses=error_responses(403))
+@router.post(
+    "/nack",
+    response_model=AckResponse,
+    summary="Release deliveries for redelivery",
+    responses=error_responses(403),
+)
 async def nack(req: NackBody, identity: CurrentIdentity, events: Events) -> Response:
     refs = [parse_ref(i) for i in req.ids]
     tenant = _tenant(identity, req.tenant)
@@ -242,8 +299,12 @@ async def nack(req: NackBody, identity: CurrentIdentity, events: Events) -> Resp
     return ORJSONResponse({"count": count})
 
 
-@router.post("/extend", response_model=ExtendResponse, summary="Renew delivery leases",
-             responses=error_responses(403))
+@router.post(
+    "/extend",
+    response_model=ExtendResponse,
+    summary="Renew delivery leases",
+    responses=error_responses(403),
+)
 async def extend(req: ExtendBody, identity: CurrentIdentity, events: Events) -> Response:
     """Reset the visibility timeout of deliveries still pending (a handler still running).
 
@@ -258,8 +319,13 @@ async def extend(req: ExtendBody, identity: CurrentIdentity, events: Events) -> 
 async def dead_letters(
     identity: CurrentIdentity,
     events: Events,
-    topic: Annotated[str, Query(description="The live topic T (its DLQ is T.dlq)",
-                                json_schema_extra={"pattern": TOPIC_PATTERN.pattern})],
+    topic: Annotated[
+        str,
+        Query(
+            description="The live topic T (its DLQ is T.dlq)",
+            json_schema_extra={"pattern": TOPIC_PATTERN.pattern},
+        ),
+    ],
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
     found = await events.log.dead_letters(identity.tenant_id, _topic(topic), limit=limit)
@@ -281,15 +347,17 @@ async def dead_letters(
     return Response(listing.model_dump_json(), media_type="application/json")
 
 
-@router.post("/dlq/replay", response_model=ReplayResponse, summary="Re-inject dead letters",
-             responses=error_responses(404))
+@router.post(
+    "/dlq/replay",
+    response_model=ReplayResponse,
+    summary="Re-inject dead letters",
+    responses=error_responses(404),
+)
 async def replay(req: ReplayBody, identity: CurrentIdentity, events: Events) -> Response:
     topic = _topic(req.topic)
     ids = list(dict.fromkeys(req.ids))
     for stream_id in ids:
         parse_id(stream_id)
     entries = await events.log.replay(identity.tenant_id, topic, ids)
-    results = [
-        {"event_id": orjson.loads(e.payload).get("id"), "stream_id": e.id} for e in entries
-    ]
+    results = [{"event_id": orjson.loads(e.payload).get("id"), "stream_id": e.id} for e in entries]
     return ORJSONResponse({"results": results})

@@ -11,7 +11,11 @@ from servicekit.settings import ServiceSettings
 
 DEFAULT_PORT = 8082
 DEFAULT_TAP_TOPICS = (
-    "system-events", "action-requests", "action-results", "plan-events", "task-events",
+    "system-events",
+    "action-requests",
+    "action-results",
+    "plan-events",
+    "task-events",
     "notification-events",
 )
 # The tap's pseudo-tenant: real tenant ids start with a letter or digit, so never collide.
@@ -60,7 +64,8 @@ class Settings(ServiceSettings):
     # platform services (tracker, gateway) read with ``tenant=*``.
     # ``SOORMA_TAP_TOPICS=a,b`` (comma-separated; empty: no tap).
     tap_topics: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: list(DEFAULT_TAP_TOPICS))
+        default_factory=lambda: list(DEFAULT_TAP_TOPICS)
+    )
 
     @field_validator("tap_topics", mode="before")
     @classmethod

@@ -29,7 +29,8 @@ class TypeFilter:
     def __init__(self, patterns: Sequence[str]) -> None:
         cleaned = [p for p in (p.strip() for p in patterns) if p]
         self._match = (
-            None if not cleaned or "*" in cleaned
+            None
+            if not cleaned or "*" in cleaned
             else re.compile("|".join(translate(p) for p in dict.fromkeys(cleaned))).match
         )
         self._cache: dict[str, bool] = {}

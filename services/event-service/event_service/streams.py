@@ -120,8 +120,9 @@ class GroupStreamResponse(StreamingResponse):
     claiming deliveries for a consumer that is gone, each lost until it expires again.
     """
 
-    def __init__(self, body: AsyncIterator[bytes], *, session: GroupSession,
-                 headers: dict[str, str]) -> None:
+    def __init__(
+        self, body: AsyncIterator[bytes], *, session: GroupSession, headers: dict[str, str]
+    ) -> None:
         super().__init__(body, media_type="text/event-stream", headers=headers)
         self.session = session
 
@@ -143,8 +144,14 @@ async def group_stream(
     sub = session.sub
     try:
         session.start()
-        ready = orjson.dumps({"topics": session.topics, "group": session.group,
-                              "consumer": session.consumer, "prefetch": session.prefetch})
+        ready = orjson.dumps(
+            {
+                "topics": session.topics,
+                "group": session.group,
+                "consumer": session.consumer,
+                "prefetch": session.prefetch,
+            }
+        )
         yield frame(b"ready", ready)
         while True:
             if not await _wait(sub, heartbeat):
@@ -156,8 +163,7 @@ async def group_stream(
             if skipped:
                 await session.log.ack(session.tenant, session.group, skipped)
                 session.settle(skipped)
-            chunk = b"".join(frame(b"message", e.payload, e.ref) for e in entries
-                             if accept(e.type))
+            chunk = b"".join(frame(b"message", e.payload, e.ref) for e in entries if accept(e.type))
             if chunk:
                 yield chunk
     finally:

@@ -41,15 +41,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the gateway-a2a app. Nothing connects until the lifespan starts."""
     settings = settings or Settings()
     # One line per bus request would cost more than the request (acks, publishes).
-    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger(
-        "httpx").getEffectiveLevel()))
+    logging.getLogger("httpx").setLevel(
+        max(logging.WARNING, logging.getLogger("httpx").getEffectiveLevel())
+    )
     stores = build_stores(settings)
     http = make_http_client(limits=DEFAULT_HTTP_LIMITS)
     push_http = httpx.AsyncClient(
         timeout=settings.gateway_push_timeout_seconds, follow_redirects=False
     )
-    catalog = SkillCatalog(settings.registry_url, http, settings.gateway_card_ttl_seconds,
-                           settings.api_token)
+    catalog = SkillCatalog(
+        settings.registry_url, http, settings.gateway_card_ttl_seconds, settings.api_token
+    )
     bridge = Bridge(settings, stores.routes, http)
     cards = CardEndpoints(settings, catalog)
     placeholder: AgentCard = build_card(settings, [PLACEHOLDER_SKILL])
@@ -65,7 +67,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         extended_agent_card=placeholder,
         validate_input_modes=True,
         event_stream=stores.events,
-        settings=settings, catalog=catalog, bridge=bridge, routes=stores.routes,
+        settings=settings,
+        catalog=catalog,
+        bridge=bridge,
+        routes=stores.routes,
     )
     bridge.on_orphan = handler.resume
     contexts = TenantContextBuilder()
@@ -85,15 +90,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await stores.close()
 
     app = create_service_app(
-        name="gateway-a2a", settings=settings, lifespan=lifespan,
+        name="gateway-a2a",
+        settings=settings,
+        lifespan=lifespan,
         max_body_bytes=settings.gateway_max_body_bytes,
     )
     legacy = LegacyEndpoint(handler)
-    app.router.routes.extend([
-        Route("/tasks/send", legacy.send, methods=["POST"]),
-        Route("/.well-known/agent.json", cards.legacy, methods=["GET"]),
-        Route(f"{AGENT_PREFIX}/.well-known/agent-card.json", cards.agent_card, methods=["GET"]),
-    ])
+    app.router.routes.extend(
+        [
+            Route("/tasks/send", legacy.send, methods=["POST"]),
+            Route("/.well-known/agent.json", cards.legacy, methods=["GET"]),
+            Route(f"{AGENT_PREFIX}/.well-known/agent-card.json", cards.agent_card, methods=["GET"]),
+        ]
+    )
     jsonrpc = [
         route
         for url in ("/", f"{AGENT_PREFIX}/", AGENT_PREFIX)
@@ -103,15 +112,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ]
     # Per-agent routes first: the SDK's catch-all ``/{tenant}`` mount would take them.
     rest = [
-        route for route in create_rest_routes(
-            handler, context_builder=contexts, path_prefix=AGENT_PREFIX
-        ) if not isinstance(route, Mount)
+        route
+        for route in create_rest_routes(handler, context_builder=contexts, path_prefix=AGENT_PREFIX)
+        if not isinstance(route, Mount)
     ]
     rest += create_rest_routes(handler, context_builder=contexts, enable_v0_3_compat=True)
     add_a2a_routes_to_fastapi(
         app,
         agent_card_routes=create_agent_card_routes(
-            placeholder, card_modifier=cards.public_card,
+            placeholder,
+            card_modifier=cards.public_card,
             cache_control=f"public, max-age={settings.gateway_card_max_age_seconds}",
         ),
         jsonrpc_routes=jsonrpc,

@@ -27,7 +27,7 @@ def _is_jsonrpc(path: str) -> bool:
         return True
     if not path.startswith(AGENTS):
         return False
-    rest = path[len(AGENTS):].rstrip("/")
+    rest = path[len(AGENTS) :].rstrip("/")
     return bool(rest) and "/" not in rest
 
 
@@ -38,8 +38,12 @@ class Utf8BodyGuard:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] != "http" or scope.get("method") != "POST"
-                or scope.get("path") in UNGUARDED or _is_jsonrpc(str(scope.get("path", "")))):
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "POST"
+            or scope.get("path") in UNGUARDED
+            or _is_jsonrpc(str(scope.get("path", "")))
+        ):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -55,12 +59,17 @@ class Utf8BodyGuard:
         try:
             body.decode("utf-8")
         except UnicodeDecodeError as exc:
-            response = JSONResponse(build_rest_error_payload(ParseError(
-                f"the body is not UTF-8 JSON: {exc}")), status_code=400)
+            response = JSONResponse(
+                build_rest_error_payload(ParseError(f"the body is not UTF-8 JSON: {exc}")),
+                status_code=400,
+            )
             await response(scope, receive, send)
             return
-        await self.app(scope, _replay([{"type": "http.request", "body": body,
-                                        "more_body": False}], receive), send)
+        await self.app(
+            scope,
+            _replay([{"type": "http.request", "body": body, "more_body": False}], receive),
+            send,
+        )
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

@@ -61,7 +61,10 @@ class Bridge:
         self.replica = settings.gateway_replica_id
         self.group = f"gateway-{self.replica}"
         self.event_types = [
-            settings.gateway_response_event, PROGRESS_EVENT, HUMAN_INPUT_EVENT, TIMEOUT_EVENT,
+            settings.gateway_response_event,
+            PROGRESS_EVENT,
+            HUMAN_INPUT_EVENT,
+            TIMEOUT_EVENT,
         ]
         self.waiters: dict[str, asyncio.Queue[Event]] = {}
         self.on_orphan: Orphan | None = None
@@ -79,8 +82,10 @@ class Bridge:
         """The gateway's bus client: a platform service (it names the tenant per call)."""
         if self._bus is None:
             self._bus = BusClient(
-                base_url=self.settings.event_service_url, http=self.http,
-                identity=service_identity(self.settings), source="gateway-a2a",
+                base_url=self.settings.event_service_url,
+                http=self.http,
+                identity=service_identity(self.settings),
+                source="gateway-a2a",
             )
         return self._bus
 
@@ -105,7 +110,9 @@ class Bridge:
             try:
                 async with self.bus.subscribe(
                     [ACTION_RESULTS, SYSTEM_EVENTS, NOTIFICATION_EVENTS],
-                    event_types=self.event_types, group=self.group, consumer=self.replica,
+                    event_types=self.event_types,
+                    group=self.group,
+                    consumer=self.replica,
                     tenant_id=TAP,
                 ) as sub:
                     await sub.wait_ready(READY_TIMEOUT_SECONDS)
@@ -183,8 +190,14 @@ class Bridge:
         self.waiters.pop(task_id, None)
 
     async def publish(
-        self, tenant: str, topic: str, event_type: str, data: Mapping[str, Any],
-        *, user_id: str | None = None, **fields: Any,
+        self,
+        tenant: str,
+        topic: str,
+        event_type: str,
+        data: Mapping[str, Any],
+        *,
+        user_id: str | None = None,
+        **fields: Any,
     ) -> str:
         """Publish as ``tenant`` (and its user)."""
         return await self.bus.publish(

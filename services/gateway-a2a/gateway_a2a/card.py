@@ -44,13 +44,14 @@ def build_card(settings: Settings, skills: list[Skill], *, agent: str | None = N
     """The A2A 1.0 card for these skills (the whole gateway, or one agent's)."""
     base = base_url(settings, agent)
     params = Struct()
-    params.update({
-        s.id: {"event": s.event, "inputSchema": s.schema or {}} for s in skills
-    })
+    params.update({s.id: {"event": s.event, "inputSchema": s.schema or {}} for s in skills})
     card = AgentCard(
         name=agent or settings.gateway_name,
-        description=(f"Agent {agent} on the Soorma platform, over A2A." if agent
-                     else settings.gateway_description),
+        description=(
+            f"Agent {agent} on the Soorma platform, over A2A."
+            if agent
+            else settings.gateway_description
+        ),
         version=VERSION,
         provider=AgentProvider(organization="Soorma", url=settings.gateway_url),
         supported_interfaces=[
@@ -59,20 +60,33 @@ def build_card(settings: Settings, skills: list[Skill], *, agent: str | None = N
             AgentInterface(url=f"{base}/", protocol_binding=JSONRPC, protocol_version="0.3"),
         ],
         capabilities=AgentCapabilities(
-            streaming=True, push_notifications=settings.gateway_push_enabled,
+            streaming=True,
+            push_notifications=settings.gateway_push_enabled,
             extended_agent_card=True,
-            extensions=[AgentExtension(
-                uri=SCHEMA_EXTENSION, required=False, params=params,
-                description="Each skill's input JSON Schema and the event it is published as.",
-            )],
+            extensions=[
+                AgentExtension(
+                    uri=SCHEMA_EXTENSION,
+                    required=False,
+                    params=params,
+                    description="Each skill's input JSON Schema and the event it is published as.",
+                )
+            ],
         ),
         security_schemes={
-            "apiKey": SecurityScheme(api_key_security_scheme=APIKeySecurityScheme(
-                location="header", name="X-API-Key", description="API key mapped to a tenant",
-            )),
-            "bearer": SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(
-                scheme="Bearer", bearer_format="JWT", description="Platform JWT",
-            )),
+            "apiKey": SecurityScheme(
+                api_key_security_scheme=APIKeySecurityScheme(
+                    location="header",
+                    name="X-API-Key",
+                    description="API key mapped to a tenant",
+                )
+            ),
+            "bearer": SecurityScheme(
+                http_auth_security_scheme=HTTPAuthSecurityScheme(
+                    scheme="Bearer",
+                    bearer_format="JWT",
+                    description="Platform JWT",
+                )
+            ),
         },
         security_requirements=[
             SecurityRequirement(schemes={"apiKey": StringList()}),
@@ -86,8 +100,12 @@ def build_card(settings: Settings, skills: list[Skill], *, agent: str | None = N
 
 
 PLACEHOLDER_SKILL = Skill(
-    id="gateway", description="Placeholder: the served card lists the live skills.",
-    agent="gateway", event="gateway", topic="action-requests", schema=None,
+    id="gateway",
+    description="Placeholder: the served card lists the live skills.",
+    agent="gateway",
+    event="gateway",
+    topic="action-requests",
+    schema=None,
     tags=("gateway",),
 )
 
@@ -97,8 +115,11 @@ def _skill(skill: Skill) -> AgentSkill:
     if _text_field(skill.schema) is not None:
         modes.append("text/plain")
     return AgentSkill(
-        id=skill.id, name=skill.id, description=skill.description or skill.event,
-        tags=list(skill.tags), input_modes=modes,
+        id=skill.id,
+        name=skill.id,
+        description=skill.description or skill.event,
+        tags=list(skill.tags),
+        input_modes=modes,
         output_modes=["application/json", "text/plain"],
     )
 
@@ -109,12 +130,20 @@ def legacy_card(settings: Settings, skills: list[Skill]) -> dict[str, Any]:
     if settings.auth_mode == "dev" and not settings.gateway_api_keys:
         schemes.append(A2AAuthType.NONE)
     card = A2AAgentCard(
-        name=settings.gateway_name, description=settings.gateway_description,
-        url=settings.gateway_url, version=VERSION, provider={"organization": "Soorma"},
+        name=settings.gateway_name,
+        description=settings.gateway_description,
+        url=settings.gateway_url,
+        version=VERSION,
+        provider={"organization": "Soorma"},
         capabilities={"streaming": True, "pushNotifications": settings.gateway_push_enabled},
         skills=[
-            A2ASkill(id=s.id, name=s.id, description=s.description or s.event,
-                     tags=list(s.tags), inputSchema=s.schema)
+            A2ASkill(
+                id=s.id,
+                name=s.id,
+                description=s.description or s.event,
+                tags=list(s.tags),
+                inputSchema=s.schema,
+            )
             for s in skills
         ],
         authentication=A2AAuthentication(schemes=schemes),
@@ -126,8 +155,9 @@ def _cached(request: Request, body: dict[str, Any], max_age: int) -> Response:
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     headers = {"ETag": f'W/"{digest}"', "Cache-Control": f"public, max-age={max_age}"}
     match = request.headers.get("if-none-match", "")
-    if match and any(c.strip().removeprefix("W/") == headers["ETag"].removeprefix("W/")
-                     for c in match.split(",")):
+    if match and any(
+        c.strip().removeprefix("W/") == headers["ETag"].removeprefix("W/") for c in match.split(",")
+    ):
         return Response(status_code=304, headers=headers)
     return JSONResponse(body, headers=headers)
 
@@ -152,8 +182,9 @@ class CardEndpoints:
 
     async def agent_card(self, request: Request) -> Response:
         agent = request.path_params["agent"]
-        skills = [s for s in await self.catalog.skills(self.settings.default_tenant)
-                  if s.agent == agent]
+        skills = [
+            s for s in await self.catalog.skills(self.settings.default_tenant) if s.agent == agent
+        ]
         if not skills:
             from servicekit.errors import error_response
 
@@ -163,5 +194,6 @@ class CardEndpoints:
 
     async def legacy(self, request: Request) -> Response:
         skills = await self.catalog.skills(self.settings.default_tenant)
-        return _cached(request, legacy_card(self.settings, skills),
-                       self.settings.gateway_card_max_age_seconds)
+        return _cached(
+            request, legacy_card(self.settings, skills), self.settings.gateway_card_max_age_seconds
+        )

@@ -79,8 +79,12 @@ class BusAgentExecutor(AgentExecutor):
     # -- new task --------------------------------------------------------------------
 
     async def _start(
-        self, context: RequestContext, event_queue: EventQueue, updater: TaskUpdater,
-        skill: Skill, state: MutableMapping[str, Any],
+        self,
+        context: RequestContext,
+        event_queue: EventQueue,
+        updater: TaskUpdater,
+        skill: Skill,
+        state: MutableMapping[str, Any],
     ) -> None:
         task_id, context_id = str(context.task_id), str(context.context_id)
         tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
@@ -88,22 +92,39 @@ class BusAgentExecutor(AgentExecutor):
         # The SDK's consumer stores the task; the route is stored before the request is
         # published, so an answer arriving after a restart finds its task. (A client
         # only learns the task id once the SDK has stored it.)
-        await event_queue.enqueue_event(Task(
-            id=task_id, context_id=context_id, status=_now_status(TaskState.TASK_STATE_SUBMITTED),
-            history=[message] if message is not None else [],
-        ))
-        await self.routes.insert(Route(
-            task_id=task_id, tenant_id=tenant, user_id=user, context_id=context_id,
-            skill=skill.id, request_event=skill.event, replica=self.bridge.replica,
-        ))
+        await event_queue.enqueue_event(
+            Task(
+                id=task_id,
+                context_id=context_id,
+                status=_now_status(TaskState.TASK_STATE_SUBMITTED),
+                history=[message] if message is not None else [],
+            )
+        )
+        await self.routes.insert(
+            Route(
+                task_id=task_id,
+                tenant_id=tenant,
+                user_id=user,
+                context_id=context_id,
+                skill=skill.id,
+                request_event=skill.event,
+                replica=self.bridge.replica,
+            )
+        )
         queue = self.bridge.wait_for(task_id)
         try:
             await self.bridge.ensure(tenant)
             await self.bridge.publish(
-                tenant, skill.topic, skill.event, state[PAYLOAD_KEY], user_id=user or None,
-                event_id=task_id, correlation_id=task_id,
+                tenant,
+                skill.topic,
+                skill.event,
+                state[PAYLOAD_KEY],
+                user_id=user or None,
+                event_id=task_id,
+                correlation_id=task_id,
                 response_event=self.settings.gateway_response_event,
-                response_topic=ACTION_RESULTS, session_id=context_id,
+                response_topic=ACTION_RESULTS,
+                session_id=context_id,
             )
             # No separate "working" write: the agent's first progress (or its answer)
             # moves the task on; submitted -> completed is a valid transition.
@@ -112,7 +133,10 @@ class BusAgentExecutor(AgentExecutor):
             self.bridge.stop_waiting(task_id)
 
     async def _reply_with_message(
-        self, context: RequestContext, event_queue: EventQueue, skill: Skill,
+        self,
+        context: RequestContext,
+        event_queue: EventQueue,
+        skill: Skill,
         state: MutableMapping[str, Any],
     ) -> None:
         """An agent that answers with messages: no task, one agent message back."""
@@ -122,9 +146,15 @@ class BusAgentExecutor(AgentExecutor):
         try:
             await self.bridge.ensure(tenant)
             await self.bridge.publish(
-                tenant, skill.topic, skill.event, state[PAYLOAD_KEY], user_id=user or None,
-                correlation_id=request_id, response_event=self.settings.gateway_response_event,
-                response_topic=ACTION_RESULTS, session_id=str(context.context_id),
+                tenant,
+                skill.topic,
+                skill.event,
+                state[PAYLOAD_KEY],
+                user_id=user or None,
+                correlation_id=request_id,
+                response_event=self.settings.gateway_response_event,
+                response_topic=ACTION_RESULTS,
+                session_id=str(context.context_id),
             )
             while True:
                 event = await queue.get()
@@ -137,10 +167,14 @@ class BusAgentExecutor(AgentExecutor):
             parts = [p for a in result_artifacts(data.get("result")) for p in a.parts]
         else:
             parts = list(agent_message(error_text(data), "", "", "x").parts)
-        await event_queue.enqueue_event(Message(
-            message_id=str(uuid.uuid4()), context_id=str(context.context_id),
-            role=Role.ROLE_AGENT, parts=parts,
-        ))
+        await event_queue.enqueue_event(
+            Message(
+                message_id=str(uuid.uuid4()),
+                context_id=str(context.context_id),
+                role=Role.ROLE_AGENT,
+                parts=parts,
+            )
+        )
 
     # -- answer to input-required ------------------------------------------------------
 
@@ -154,15 +188,21 @@ class BusAgentExecutor(AgentExecutor):
         queue = self.bridge.wait_for(task_id)
         try:
             await self.routes.update(
-                task_id, replica=self.bridge.replica, awaiting_event=None,
-                awaiting_topic=None, awaiting_correlation=None,
+                task_id,
+                replica=self.bridge.replica,
+                awaiting_event=None,
+                awaiting_topic=None,
+                awaiting_correlation=None,
             )
             await self.bridge.ensure(route.tenant_id)
             await self.bridge.publish(
-                route.tenant_id, route.awaiting_topic or NOTIFICATION_EVENTS,
-                route.awaiting_event, state[ANSWER_KEY],
+                route.tenant_id,
+                route.awaiting_topic or NOTIFICATION_EVENTS,
+                route.awaiting_event,
+                state[ANSWER_KEY],
                 user_id=str(state.get(USER_KEY) or "") or None,
-                correlation_id=route.awaiting_correlation, session_id=route.context_id,
+                correlation_id=route.awaiting_correlation,
+                session_id=route.context_id,
             )
             await updater.start_work()
             await self._wait(updater, task_id, queue)
@@ -194,13 +234,15 @@ class BusAgentExecutor(AgentExecutor):
             return False
         if event.type == HUMAN_INPUT_EVENT:
             await self.routes.update(
-                task_id, awaiting_event=data.get("response_event") or event.response_event,
+                task_id,
+                awaiting_event=data.get("response_event") or event.response_event,
                 awaiting_topic=data.get("response_topic") or NOTIFICATION_EVENTS,
                 awaiting_correlation=event.correlation_id or data.get("sub_task_id"),
             )
             question = str(data.get("question") or "input required")
             details: dict[str, Any] = {
-                k: data[k] for k in ("deadline", "timeout_seconds") if k in data}
+                k: data[k] for k in ("deadline", "timeout_seconds") if k in data
+            }
             await updater.update_status(
                 TaskState.TASK_STATE_INPUT_REQUIRED,
                 message=agent_message(question, task_id, updater.context_id, message_id),
@@ -209,17 +251,23 @@ class BusAgentExecutor(AgentExecutor):
             return True
         if event.type == TIMEOUT_EVENT:
             await self.routes.update(task_id, finished=True)
-            await updater.failed(agent_message(
-                f"no input before the deadline ({data.get('reason') or 'timeout'})",
-                task_id, updater.context_id, message_id,
-            ))
+            await updater.failed(
+                agent_message(
+                    f"no input before the deadline ({data.get('reason') or 'timeout'})",
+                    task_id,
+                    updater.context_id,
+                    message_id,
+                )
+            )
             return True
         if event.type != self.settings.gateway_response_event:
             return False
         state = result_state(data)
         for artifact in result_artifacts(data.get("result")):
             await updater.add_artifact(
-                list(artifact.parts), artifact_id=artifact.artifact_id, name=artifact.name,
+                list(artifact.parts),
+                artifact_id=artifact.artifact_id,
+                name=artifact.name,
             )
         # The route stays "unfinished": one write less per task; a late event for an
         # ended task finds the stored task terminal and is dropped (handler.resume).
@@ -227,8 +275,11 @@ class BusAgentExecutor(AgentExecutor):
             await updater.complete()
         else:
             reason = agent_message(error_text(data), task_id, updater.context_id, message_id)
-            await (updater.reject(reason) if state == TaskState.TASK_STATE_REJECTED
-                   else updater.failed(reason))
+            await (
+                updater.reject(reason)
+                if state == TaskState.TASK_STATE_REJECTED
+                else updater.failed(reason)
+            )
         return True
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

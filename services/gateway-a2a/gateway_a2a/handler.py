@@ -53,8 +53,10 @@ from soorma_common.events import SYSTEM_EVENTS
 
 AGENT_KEY = "soorma_agent"
 TERMINAL = {
-    TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED,
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
 }
 
 
@@ -62,8 +64,13 @@ class GatewayRequestHandler(DefaultRequestHandler):
     """See the module docstring."""
 
     def __init__(
-        self, *args: Any, settings: Settings, catalog: SkillCatalog, bridge: Bridge,
-        routes: RouteStore, **kwargs: Any,
+        self,
+        *args: Any,
+        settings: Settings,
+        catalog: SkillCatalog,
+        bridge: Bridge,
+        routes: RouteStore,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.settings = settings
@@ -101,7 +108,9 @@ class GatewayRequestHandler(DefaultRequestHandler):
         metadata = narrow(MessageToDict(message.metadata)) if message.metadata else {}
         try:
             skill = await self.catalog.resolve(
-                tenant, metadata, agent=context.state.get(AGENT_KEY),
+                tenant,
+                metadata,
+                agent=context.state.get(AGENT_KEY),
                 default=self.settings.gateway_default_skill,
             )
         except ServiceUnavailable as exc:
@@ -150,10 +159,16 @@ class GatewayRequestHandler(DefaultRequestHandler):
             self.bridge.stop_waiting(params.id)
             await self.routes.update(params.id, finished=True)
             await self.bridge.publish(
-                route.tenant_id, SYSTEM_EVENTS, self.settings.gateway_cancel_event,
-                {"task_id": params.id, "reason": "canceled by the A2A client",
-                 "event_type": route.request_event},
-                correlation_id=params.id, session_id=route.context_id,
+                route.tenant_id,
+                SYSTEM_EVENTS,
+                self.settings.gateway_cancel_event,
+                {
+                    "task_id": params.id,
+                    "reason": "canceled by the A2A client",
+                    "event_type": route.request_event,
+                },
+                correlation_id=params.id,
+                session_id=route.context_id,
             )
         return task
 
@@ -183,9 +198,13 @@ class GatewayRequestHandler(DefaultRequestHandler):
             active = await self._active_task_registry.get_or_create(
                 route.task_id, call_context=context, create_task_if_missing=False
             )
-            await active.enqueue_request(RequestContext(
-                call_context=context, task_id=route.task_id, context_id=route.context_id,
-            ))
+            await active.enqueue_request(
+                RequestContext(
+                    call_context=context,
+                    task_id=route.task_id,
+                    context_id=route.context_id,
+                )
+            )
         except (TaskNotFoundError, UnsupportedOperationError):
             await self.routes.update(route.task_id, finished=True)
         except A2AError:

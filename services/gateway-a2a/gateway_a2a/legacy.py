@@ -48,15 +48,19 @@ def _legacy_part(part: Part) -> A2APart:
         return A2APart(type="text", text=part.text, mimeType=part.media_type or None)
     if part.HasField("data"):
         value = narrow(MessageToDict(part.data))
-        return A2APart(type="data", data=value if isinstance(value, dict) else {"value": value},
-                       mimeType=part.media_type or None)
+        return A2APart(
+            type="data",
+            data=value if isinstance(value, dict) else {"value": value},
+            mimeType=part.media_type or None,
+        )
     return A2APart(type="file", text=part.url or None, mimeType=part.media_type or None)
 
 
 def _response(legacy: A2ATask, task: Task | Message) -> A2ATaskResponse:
     if isinstance(task, Message):
         return A2ATaskResponse(
-            id=legacy.id, sessionId=task.context_id or legacy.sessionId,
+            id=legacy.id,
+            sessionId=task.context_id or legacy.sessionId,
             status=A2ATaskStatus.COMPLETED,
             message=A2AMessage(role="agent", parts=[_legacy_part(p) for p in task.parts]),
         )
@@ -65,11 +69,17 @@ def _response(legacy: A2ATask, task: Task | Message) -> A2ATaskResponse:
     status_text = [p.text for p in task.status.message.parts if p.HasField("text")]
     if not parts and status_text:
         parts = [A2APart(type="text", text="\n".join(status_text))]
-    error = "\n".join(status_text) or None if status in (
-        A2ATaskStatus.FAILED, A2ATaskStatus.REJECTED, A2ATaskStatus.CANCELED) else None
+    error = (
+        "\n".join(status_text) or None
+        if status in (A2ATaskStatus.FAILED, A2ATaskStatus.REJECTED, A2ATaskStatus.CANCELED)
+        else None
+    )
     return A2ATaskResponse(
-        id=legacy.id, sessionId=task.context_id, status=status,
-        message=A2AMessage(role="agent", parts=parts) if parts else None, error=error,
+        id=legacy.id,
+        sessionId=task.context_id,
+        status=status,
+        message=A2AMessage(role="agent", parts=parts) if parts else None,
+        error=error,
     )
 
 
@@ -86,19 +96,26 @@ class LegacyEndpoint:
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"])
-            return error_response(422, "validation_error",
-                                  f"invalid A2ATask: {field}: {first['msg']}", {"field": field})
+            return error_response(
+                422,
+                "validation_error",
+                f"invalid A2ATask: {field}: {first['msg']}",
+                {"field": field},
+            )
         metadata = Struct()
         metadata.update(legacy.metadata or {})
         message = Message(
-            message_id=str(uuid.uuid4()), context_id=legacy.sessionId or "",
+            message_id=str(uuid.uuid4()),
+            context_id=legacy.sessionId or "",
             role=Role.ROLE_USER if legacy.message.role == "user" else Role.ROLE_AGENT,
-            parts=[_part(p) for p in legacy.message.parts], metadata=metadata,
+            parts=[_part(p) for p in legacy.message.parts],
+            metadata=metadata,
         )
         context = self.contexts.build(request)
         try:
-            result = await self.handler.on_message_send(SendMessageRequest(message=message),
-                                                        context)
+            result = await self.handler.on_message_send(
+                SendMessageRequest(message=message), context
+            )
         except InvalidParamsError as exc:
             return error_response(422, "validation_error", exc.message, exc.data)
         except TaskNotFoundError as exc:

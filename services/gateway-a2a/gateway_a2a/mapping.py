@@ -69,8 +69,11 @@ def _text_field(schema: Mapping[str, Any] | None) -> str | None:
         return "text"  # an open object takes {"text": ...}
     if isinstance(props.get("text"), Mapping) and props["text"].get("type") in (None, "string"):
         return "text"
-    strings = [n for n in required if isinstance(props.get(n), Mapping)
-               and props[n].get("type") == "string"]
+    strings = [
+        n
+        for n in required
+        if isinstance(props.get(n), Mapping) and props[n].get("type") == "string"
+    ]
     if len(required) == 1 and strings:
         return str(strings[0])
     return None
@@ -189,12 +192,14 @@ def result_artifacts(result: Any) -> list[Artifact]:
         for index, spec in enumerate(result["artifacts"]):
             spec = spec if isinstance(spec, Mapping) else {"parts": [spec]}
             parts = spec.get("parts")
-            out.append(Artifact(
-                artifact_id=str(spec.get("id") or f"artifact-{index}"),
-                name=str(spec.get("name") or f"result-{index}"),
-                description=str(spec.get("description") or ""),
-                parts=[to_part(p) for p in (parts if isinstance(parts, list) else [parts])],
-            ))
+            out.append(
+                Artifact(
+                    artifact_id=str(spec.get("id") or f"artifact-{index}"),
+                    name=str(spec.get("name") or f"result-{index}"),
+                    description=str(spec.get("description") or ""),
+                    parts=[to_part(p) for p in (parts if isinstance(parts, list) else [parts])],
+                )
+            )
         return out
     part = new_text_part(result) if isinstance(result, str) else new_data_part(result)
     return [Artifact(artifact_id="result", name="result", parts=[part])]
@@ -203,6 +208,9 @@ def result_artifacts(result: Any) -> list[Artifact]:
 def agent_message(text: str, task_id: str, context_id: str, message_id: str) -> Message:
     """An agent message (status messages: progress, questions, errors)."""
     return Message(
-        message_id=message_id, task_id=task_id, context_id=context_id,
-        role=Role.ROLE_AGENT, parts=[new_text_part(text)],
+        message_id=message_id,
+        task_id=task_id,
+        context_id=context_id,
+        role=Role.ROLE_AGENT,
+        parts=[new_text_part(text)],
     )

@@ -78,7 +78,8 @@ class RetryingPushSender(BasePushNotificationSender):
     ) -> None:
         self.configs = DispatchConfigCache(store, settings.gateway_push_config_ttl_seconds)
         super().__init__(
-            http, self.configs,  # type: ignore[arg-type]  # only get_info_for_dispatch is used
+            http,
+            self.configs,  # type: ignore[arg-type]  # only get_info_for_dispatch is used
             push_url_validator=PushPolicy(settings.gateway_push_allow),
         )
         self.attempts = settings.gateway_push_attempts
@@ -121,6 +122,7 @@ class RetryingPushSender(BasePushNotificationSender):
                 return True
             if attempt + 1 < self.attempts:
                 await asyncio.sleep(self.backoff * 2**attempt)
-        logger.warning("push to %s for task %s failed %d times", push_info.url, task_id,
-                       self.attempts)
+        logger.warning(
+            "push to %s for task %s failed %d times", push_info.url, task_id, self.attempts
+        )
         return False

@@ -54,7 +54,8 @@ class SkillCatalog:
 
     def _client(self, tenant: str) -> RegistryClient:
         return RegistryClient(
-            base_url=self.registry_url, http=self.http,
+            base_url=self.registry_url,
+            http=self.http,
             identity=Identity(tenant_id=tenant, role="service", token=self.token),
         )
 
@@ -89,8 +90,11 @@ class SkillCatalog:
                 seen[cap.task_name] = Skill(
                     id=cap.task_name,
                     description=cap.description or event.description or agent.description,
-                    agent=agent.name, event=event.event_name, topic=event.topic,
-                    schema=schema, tags=(agent.name, event.event_name),
+                    agent=agent.name,
+                    event=event.event_name,
+                    topic=event.topic,
+                    schema=schema,
+                    tags=(agent.name, event.event_name),
                     reply_message=reply_message,
                 )
         return list(seen.values())

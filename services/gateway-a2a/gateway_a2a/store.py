@@ -70,22 +70,31 @@ class RouteStore:
     async def update(self, task_id: str, **values: Any) -> None:
         async with self.engine.begin() as conn:
             await conn.execute(
-                sa.update(routes).where(routes.c.task_id == task_id)
+                sa.update(routes)
+                .where(routes.c.task_id == task_id)
                 .values(updated_at=datetime.now(UTC), **values)
             )
 
     async def get(self, task_id: str) -> Route | None:
         async with self.engine.connect() as conn:
-            row = (await conn.execute(
-                sa.select(routes).where(routes.c.task_id == task_id)
-            )).mappings().first()
+            row = (
+                (await conn.execute(sa.select(routes).where(routes.c.task_id == task_id)))
+                .mappings()
+                .first()
+            )
         return _route(row) if row else None
 
     async def by_awaiting(self, correlation_id: str) -> Route | None:
         async with self.engine.connect() as conn:
-            row = (await conn.execute(
-                sa.select(routes).where(routes.c.awaiting_correlation == correlation_id)
-            )).mappings().first()
+            row = (
+                (
+                    await conn.execute(
+                        sa.select(routes).where(routes.c.awaiting_correlation == correlation_id)
+                    )
+                )
+                .mappings()
+                .first()
+            )
         return _route(row) if row else None
 
 
@@ -124,12 +133,13 @@ def build_stores(settings: Settings) -> Stores:
     """a2a-sdk's stores on the gateway's engine (nothing connects until first use)."""
     url = database_url(settings, "gateway", settings.gateway_database_url)
     engine = make_engine(url)
-    tasks = VersionedDatabaseTaskStore(
-        engine, create_table=False, owner_resolver=tenant_of)
+    tasks = VersionedDatabaseTaskStore(engine, create_table=False, owner_resolver=tenant_of)
     events = DatabaseTaskEventStream(
-        engine, create_table=False, poll_interval_s=settings.gateway_poll_interval_seconds,
+        engine,
+        create_table=False,
+        poll_interval_s=settings.gateway_poll_interval_seconds,
     )
-    push = DatabasePushNotificationConfigStore(
-        engine, create_table=False, owner_resolver=tenant_of)
-    return Stores(engine=engine, tasks=tasks, events=events, push_configs=push,
-                  routes=RouteStore(engine))
+    push = DatabasePushNotificationConfigStore(engine, create_table=False, owner_resolver=tenant_of)
+    return Stores(
+        engine=engine, tasks=tasks, events=events, push_configs=push, routes=RouteStore(engine)
+    )

@@ -64,7 +64,10 @@ def create_app(settings: Settings | None = None, *, fast_path: bool = True) -> F
             await store.close()
 
     app = create_service_app(
-        name="memory-service", settings=settings, lifespan=lifespan, routers=ROUTERS,
+        name="memory-service",
+        settings=settings,
+        lifespan=lifespan,
+        routers=ROUTERS,
         app_class=MemoryServiceApp,
     )
     assert isinstance(app, MemoryServiceApp)

@@ -87,16 +87,19 @@ class PlanContextFastPath:
 
     @staticmethod
     def handles(scope: Scope) -> bool:
-        return (scope["type"] == "http" and scope["method"] in ("GET", "PUT")
-                and scope["path"].startswith(PREFIX))
+        return (
+            scope["type"] == "http"
+            and scope["method"] in ("GET", "PUT")
+            and scope["path"].startswith(PREFIX)
+        )
 
     async def __call__(
         self, scope: Scope, receive: Receive, send: Send, *, fallback: ASGIApp
     ) -> None:
         method = scope["method"]
-        rest = scope["path"][len(PREFIX):]
+        rest = scope["path"][len(PREFIX) :]
         by_correlation = method == "GET" and rest.startswith(BY_CORRELATION)
-        record_id = rest[len(BY_CORRELATION):] if by_correlation else rest
+        record_id = rest[len(BY_CORRELATION) :] if by_correlation else rest
         if not _plain_id(record_id):
             await fallback(scope, receive, send)
             return
@@ -108,8 +111,11 @@ class PlanContextFastPath:
             return
         store: MemoryStore = scope["state"]["store"]
         if method == "GET":
-            work = (store.get_plan_by_correlation(tenant, record_id) if by_correlation
-                    else store.get_plan(tenant, record_id))
+            work = (
+                store.get_plan_by_correlation(tenant, record_id)
+                if by_correlation
+                else store.get_plan(tenant, record_id)
+            )
         else:
             parsed = None
             body = b""
@@ -126,8 +132,12 @@ class PlanContextFastPath:
     def _small_json(self, headers: RawHeaders) -> bool:
         """A JSON body declared within the record limit (else FastAPI answers, e.g. 413)."""
         length = headers.get("content-length")
-        return (_is_json(headers.get("content-type")) and length is not None
-                and length.isdigit() and int(length) <= self.settings.max_payload_bytes)
+        return (
+            _is_json(headers.get("content-type"))
+            and length is not None
+            and length.isdigit()
+            and int(length) <= self.settings.max_payload_bytes
+        )
 
     @staticmethod
     async def _respond(scope: Scope, receive: Receive, send: Send) -> None:
@@ -146,11 +156,17 @@ class PlanContextFastPath:
             )
             return
         body = _to_json(record)
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"etag", f'"{record.version}"'.encode()),
-        ]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"etag", f'"{record.version}"'.encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

@@ -33,8 +33,12 @@ class MemoryStore(Protocol):
 
     # task contexts
     async def save_task(
-        self, tenant: str, record: TaskContextRecord, *,
-        expected_version: int | None = None, must_exist: bool = False,
+        self,
+        tenant: str,
+        record: TaskContextRecord,
+        *,
+        expected_version: int | None = None,
+        must_exist: bool = False,
     ) -> TaskContextRecord: ...
     async def get_task(self, tenant: str, task_id: str) -> TaskContextRecord: ...
     async def get_task_by_sub_task(self, tenant: str, sub_task_id: str) -> TaskContextRecord: ...
@@ -45,8 +49,12 @@ class MemoryStore(Protocol):
 
     # plans and plan contexts (one record: the context is the plan's full state)
     async def save_plan(
-        self, tenant: str, record: PlanContextRecord, *,
-        expected_version: int | None = None, must_exist: bool = False,
+        self,
+        tenant: str,
+        record: PlanContextRecord,
+        *,
+        expected_version: int | None = None,
+        must_exist: bool = False,
     ) -> PlanContextRecord: ...
     async def create_plan(self, tenant: str, plan: PlanCreate) -> PlanContextRecord: ...
     async def get_plan(self, tenant: str, plan_id: str) -> PlanContextRecord: ...
@@ -54,12 +62,21 @@ class MemoryStore(Protocol):
         self, tenant: str, correlation_id: str
     ) -> PlanContextRecord: ...
     async def update_plan_status(
-        self, tenant: str, plan_id: str, *,
-        status: PlanStatus | None, expected_version: int | None = None,
+        self,
+        tenant: str,
+        plan_id: str,
+        *,
+        status: PlanStatus | None,
+        expected_version: int | None = None,
     ) -> PlanContextRecord: ...
     async def list_plans(
-        self, tenant: str, *, statuses: list[PlanStatus] | None = None,
-        session_id: str | None = None, parent_plan_id: str | None = None, limit: int = 100,
+        self,
+        tenant: str,
+        *,
+        statuses: list[PlanStatus] | None = None,
+        session_id: str | None = None,
+        parent_plan_id: str | None = None,
+        limit: int = 100,
     ) -> list[PlanSummary]: ...
     async def delete_plan(self, tenant: str, plan_id: str) -> None: ...
 

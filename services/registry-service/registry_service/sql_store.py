@@ -43,7 +43,10 @@ _EVENT_COLUMNS = ("topic", "description", "payload_schema", "response_schema", "
 
 
 def _upsert(
-    conn: AsyncConnection, table: sa.Table, values: dict[str, Any], keys: Sequence[str],
+    conn: AsyncConnection,
+    table: sa.Table,
+    values: dict[str, Any],
+    keys: Sequence[str],
     update: Iterable[str],
 ) -> Any:
     # INSERT ... ON CONFLICT has the same shape on both engines, only the import differs.
@@ -94,8 +97,11 @@ def _normalized(agent: AgentDefinition) -> dict[str, Any]:
         [*agent.events_produced, *(e.event_name for c in capabilities for e in c.produced_events)]
     )
     normal = agent.model_copy(
-        update={"capabilities": capabilities, "events_consumed": consumed,
-                "events_produced": produced}
+        update={
+            "capabilities": capabilities,
+            "events_consumed": consumed,
+            "events_produced": produced,
+        }
     )
     return normal.model_dump(mode="json", exclude={"tenant_id", "last_heartbeat"})
 
@@ -459,8 +465,9 @@ class SqlRegistryStore:
             "updated_at": now,
         }
         await conn.execute(
-            _upsert(conn, m.events, values, ("tenant_id", "event_name"),
-                    (*_EVENT_COLUMNS, "updated_at"))
+            _upsert(
+                conn, m.events, values, ("tenant_id", "event_name"), (*_EVENT_COLUMNS, "updated_at")
+            )
         )
 
     async def upsert_event(self, tenant_id: str, event: EventDefinition) -> EventDefinition:

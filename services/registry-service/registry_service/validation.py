@@ -43,8 +43,12 @@ def check_schema(event_name: str, field: str, schema: dict[str, Any] | None) -> 
         raise SchemaInvalid(
             f"event {event_name!r}: {field} is not a valid JSON Schema (draft 2020-12) "
             f"at {where}: {exc.message}",
-            details={"event_name": event_name, "field": field, "schema_path": where,
-                     "error": exc.message},
+            details={
+                "event_name": event_name,
+                "field": field,
+                "schema_path": where,
+                "error": exc.message,
+            },
         ) from None
 
 
@@ -52,8 +56,7 @@ def _schema_invalid(event_name: str, field: str, where: str, error: str) -> NoRe
     raise SchemaInvalid(
         f"event {event_name!r}: {field} is not a valid JSON Schema (draft 2020-12) "
         f"at {where}: {error}",
-        details={"event_name": event_name, "field": field, "schema_path": where,
-                 "error": error},
+        details={"event_name": event_name, "field": field, "schema_path": where, "error": error},
     )
 
 
@@ -61,8 +64,7 @@ def check_event(event: EventDefinition) -> None:
     """Validate one event definition's topic, schemas and strings."""
     if not is_valid_topic(event.topic):
         raise InvalidTopic(
-            f"event {event.event_name!r}: topic {event.topic!r} must match "
-            f"{TOPIC_PATTERN.pattern}",
+            f"event {event.event_name!r}: topic {event.topic!r} must match {TOPIC_PATTERN.pattern}",
             details={"event_name": event.event_name, "topic": event.topic},
         )
     for field in SCHEMA_FIELDS:
@@ -108,8 +110,11 @@ def check_agent(agent: AgentDefinition) -> list[EventDefinition]:
     ).items():
         check_json(value, field=name, allow_nul=False)
     for i, cap in enumerate(agent.capabilities):
-        check_json(cap.model_dump(include={"task_name", "description"}),
-                   field=f"capabilities.{i}", allow_nul=False)
+        check_json(
+            cap.model_dump(include={"task_name", "description"}),
+            field=f"capabilities.{i}",
+            allow_nul=False,
+        )
     names = [cap.task_name for cap in agent.capabilities]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

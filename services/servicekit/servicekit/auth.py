@@ -88,8 +88,9 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
     user = _claim(claims, user_claim) if user_claim else settings.default_user
     if claims.get(ROLE_CLAIM) == SERVICE_ROLE:
         # A platform service acts as the tenant it names (contract C1).
-        return Identity(tenant_id=header_tenant or tenant, user_id=header_user or user,
-                        is_service=True)
+        return Identity(
+            tenant_id=header_tenant or tenant, user_id=header_user or user, is_service=True
+        )
     if header_tenant and header_tenant != tenant:
         raise PermissionDenied(
             f"X-Tenant-ID {header_tenant!r} does not match the token's tenant",
@@ -135,8 +136,12 @@ def require_service(identity: Identity, what: str) -> None:
 
 
 def issue_token(
-    settings: ServiceSettings, *, tenant_id: Any, user_id: Any,
-    ttl_seconds: float | None = DEFAULT_TOKEN_TTL_SECONDS, **claims: Any,
+    settings: ServiceSettings,
+    *,
+    tenant_id: Any,
+    user_id: Any,
+    ttl_seconds: float | None = DEFAULT_TOKEN_TTL_SECONDS,
+    **claims: Any,
 ) -> str:
     """Sign an HS256 token for ``tenant_id``/``user_id`` (dev tooling and tests).
 

@@ -180,8 +180,12 @@ def _unreadable_body(cause: BaseException | None) -> Response:
     else:
         reason = f"it could not be parsed ({type(cause).__name__})"
     message = f"invalid request: body: not readable as JSON: {reason}"
-    return error_response(422, "validation_error", message,
-                          [{"field": "body", "message": message, "type": "json_invalid"}])
+    return error_response(
+        422,
+        "validation_error",
+        message,
+        [{"field": "body", "message": message, "type": "json_invalid"}],
+    )
 
 
 async def _http_error(_: Request, exc: Exception) -> Response:

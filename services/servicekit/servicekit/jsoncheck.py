@@ -42,7 +42,10 @@ NulFree = AfterValidator(reject_nul)
 
 
 def json_problem(
-    value: Any, *, max_depth: int | None = MAX_JSON_DEPTH, allow_nul: bool = True,
+    value: Any,
+    *,
+    max_depth: int | None = MAX_JSON_DEPTH,
+    allow_nul: bool = True,
     allow_big_ints: bool = False,
 ) -> tuple[str, str] | None:
     """The first part of ``value`` that cannot be stored exactly, as ``(path, problem)``.
@@ -55,8 +58,11 @@ def json_problem(
     stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
     while stack:
         item, path = stack.pop()
-        if (max_depth is not None and len(path) >= max_depth
-                and isinstance(item, dict | list | tuple)):
+        if (
+            max_depth is not None
+            and len(path) >= max_depth
+            and isinstance(item, dict | list | tuple)
+        ):
             # This array/object opens level len(path) + 1.
             return _dotted(path), f"nests deeper than {max_depth} levels"
         if isinstance(item, str):
@@ -81,7 +87,11 @@ def json_problem(
 
 
 def check_json(
-    value: Any, *, field: str, max_depth: int | None = MAX_JSON_DEPTH, allow_nul: bool = True,
+    value: Any,
+    *,
+    field: str,
+    max_depth: int | None = MAX_JSON_DEPTH,
+    allow_nul: bool = True,
     allow_big_ints: bool = False,
 ) -> None:
     """Raise a 422 naming the field when ``value`` holds something unstorable.
@@ -89,8 +99,9 @@ def check_json(
     Raises:
         ValidationFailed: details ``[{"field", "message"}]`` with the full dotted path.
     """
-    problem = json_problem(value, max_depth=max_depth, allow_nul=allow_nul,
-                           allow_big_ints=allow_big_ints)
+    problem = json_problem(
+        value, max_depth=max_depth, allow_nul=allow_nul, allow_big_ints=allow_big_ints
+    )
     if problem is None:
         return
     where, what = problem

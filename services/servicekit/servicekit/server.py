@@ -36,9 +36,10 @@ except ImportError:  # pragma: no cover - depends on the installation
 
 
 def _response(status: bytes) -> bytes:
-    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
-            b"content-length: " + str(len(status)).encode() + b"\r\nconnection: close\r\n\r\n"
-            + status)
+    return (
+        b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        b"content-length: " + str(len(status)).encode() + b"\r\nconnection: close\r\n\r\n" + status
+    )
 
 
 TOO_LARGE = _response(b"431 Request Header Fields Too Large")
@@ -180,18 +181,26 @@ class GuardedH11Protocol(_HeadGuard, H11Protocol):
 
 def guarded_protocol(*, max_header_bytes: int, header_timeout: float) -> type[asyncio.Protocol]:
     """The HTTP protocol class (httptools when installed, else h11) with these bounds."""
-    base: type[Any] = (GuardedHttpToolsProtocol if HttpToolsProtocol is not None
-                       else GuardedH11Protocol)
-    return type(base.__name__, (base,), {
-        "max_header_bytes": max_header_bytes, "header_timeout": header_timeout,
-    })
+    base: type[Any] = (
+        GuardedHttpToolsProtocol if HttpToolsProtocol is not None else GuardedH11Protocol
+    )
+    return type(
+        base.__name__,
+        (base,),
+        {
+            "max_header_bytes": max_header_bytes,
+            "header_timeout": header_timeout,
+        },
+    )
 
 
 def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
     """``uvicorn.Config`` keyword arguments bounding request heads as ``settings`` say."""
     return {
-        "http": guarded_protocol(max_header_bytes=settings.max_header_bytes,
-                                 header_timeout=settings.header_timeout_seconds),
+        "http": guarded_protocol(
+            max_header_bytes=settings.max_header_bytes,
+            header_timeout=settings.header_timeout_seconds,
+        ),
         "h11_max_incomplete_event_size": settings.max_header_bytes,
     }
 
@@ -206,8 +215,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     options = uvicorn_options(ServiceSettings())
     uvicorn.run(
-        args.factory, factory=True, host=args.host, port=args.port, log_level=args.log_level,
-        access_log=False, loop="auto", ws="none", **options,
+        args.factory,
+        factory=True,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=False,
+        loop="auto",
+        ws="none",
+        **options,
     )
 
 

@@ -37,17 +37,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
-        engine = await open_engine(
-            database_url(settings, "tracker", settings.tracker_database_url))
+        engine = await open_engine(database_url(settings, "tracker", settings.tracker_database_url))
         http = httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None))
         identity = Identity(token=settings.api_token, role=SERVICE_ROLE)
-        bus = BusClient(base_url=settings.event_service_url, http=http, identity=identity,
-                        source="soorma-tracker", coalesce=False)
-        memory = ServiceClient(base_url=settings.memory_url, http=http, identity=identity,
-                               timeout=5.0, connect_retries=0)
+        bus = BusClient(
+            base_url=settings.event_service_url,
+            http=http,
+            identity=identity,
+            source="soorma-tracker",
+            coalesce=False,
+        )
+        memory = ServiceClient(
+            base_url=settings.memory_url,
+            http=http,
+            identity=identity,
+            timeout=5.0,
+            connect_retries=0,
+        )
         consumer = settings.tracker_consumer or default_consumer()
         projector = Projector(
-            engine=engine, bus=bus, consumer=consumer, batch=settings.tracker_batch,
+            engine=engine,
+            bus=bus,
+            consumer=consumer,
+            batch=settings.tracker_batch,
             batch_wait=settings.tracker_batch_wait_seconds,
             visibility_timeout=settings.tracker_visibility_timeout,
         )
@@ -55,11 +67,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.tracker_projector:
             tasks.append(asyncio.create_task(projector.run(), name="tracker-projector"))
         if settings.tracker_timeouts:
-            tasks.append(asyncio.create_task(run_timeouts(
-                engine, bus, owner=consumer, lease=settings.tracker_timeout_lease_seconds,
-                interval=settings.tracker_timeout_interval_seconds), name="tracker-timeouts"))
-        state = TrackerState(engine=engine, settings=settings, memory=memory,
-                             projector=projector)
+            tasks.append(
+                asyncio.create_task(
+                    run_timeouts(
+                        engine,
+                        bus,
+                        owner=consumer,
+                        lease=settings.tracker_timeout_lease_seconds,
+                        interval=settings.tracker_timeout_interval_seconds,
+                    ),
+                    name="tracker-timeouts",
+                )
+            )
+        state = TrackerState(engine=engine, settings=settings, memory=memory, projector=projector)
 
         async def ready() -> None:
             async with engine.connect() as conn:
@@ -76,5 +96,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await engine.dispose()
 
     return create_service_app(
-        name="tracker-service", settings=settings, lifespan=lifespan, routers=routers,
+        name="tracker-service",
+        settings=settings,
+        lifespan=lifespan,
+        routers=routers,
     )

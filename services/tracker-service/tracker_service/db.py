@@ -56,12 +56,14 @@ async def lock_writes(conn: AsyncConnection) -> None:
     if conn.dialect.name == "postgresql":
         # Bounded: a replica that died holding the lock (its transaction not yet ended by
         # the server) makes this batch fail and retry instead of waiting forever.
-        await conn.execute(sa.text(
-            "SELECT set_config('lock_timeout', :t, true), pg_advisory_xact_lock(:k)"),
-            {"t": LOCK_TIMEOUT, "k": WRITE_LOCK_KEY})
+        await conn.execute(
+            sa.text("SELECT set_config('lock_timeout', :t, true), pg_advisory_xact_lock(:k)"),
+            {"t": LOCK_TIMEOUT, "k": WRITE_LOCK_KEY},
+        )
     else:
-        await conn.execute(sa.text(
-            "UPDATE tracker_counters SET value = value WHERE name = 'events'"))
+        await conn.execute(
+            sa.text("UPDATE tracker_counters SET value = value WHERE name = 'events'")
+        )
 
 
 async def upsert(
@@ -84,10 +86,14 @@ async def upsert(
     else:
         excluded = stmt.excluded
         if update is True:
-            values = {c.name: excluded[c.name] for c in table.columns
-                      if c.name not in keys and c.name in rows[0]}
+            values = {
+                c.name: excluded[c.name]
+                for c in table.columns
+                if c.name not in keys and c.name in rows[0]
+            }
         else:
-            values = {name: MERGES[how](table.c[name], excluded[name])
-                      for name, how in update.items()}
+            values = {
+                name: MERGES[how](table.c[name], excluded[name]) for name, how in update.items()
+            }
         stmt = stmt.on_conflict_do_update(index_elements=list(keys), set_=values)
     await conn.execute(stmt, list(rows))

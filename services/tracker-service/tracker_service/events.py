@@ -25,10 +25,19 @@ TASK_PROGRESS = "task.progress"
 TASK_TIMEOUT = "task.timeout"
 HUMAN_INPUT = "notification.human_input"
 
-PLAN_LIFECYCLE = frozenset({
-    PLAN_STARTED, PLAN_STATE_CHANGED, PLAN_PAUSED, PLAN_RESUMED, PLAN_COMPLETED, PLAN_FAILED,
-    PLAN_CANCELLED, PLAN_WAITING, PLAN_WAIT_TIMEOUT,
-})
+PLAN_LIFECYCLE = frozenset(
+    {
+        PLAN_STARTED,
+        PLAN_STATE_CHANGED,
+        PLAN_PAUSED,
+        PLAN_RESUMED,
+        PLAN_COMPLETED,
+        PLAN_FAILED,
+        PLAN_CANCELLED,
+        PLAN_WAITING,
+        PLAN_WAIT_TIMEOUT,
+    }
+)
 # Platform event types that are never the answer to a request.
 NOT_ANSWERS = PLAN_LIFECYCLE | {TASK_PROGRESS, TASK_TIMEOUT, HUMAN_INPUT}
 ACTION_REQUESTS = "action-requests"
@@ -74,7 +83,7 @@ class Ev:
     @property
     def delegation_group(self) -> str | None:
         if self.subject and self.subject.startswith(DELEGATION_SUBJECT):
-            group = self.subject[len(DELEGATION_SUBJECT):]
+            group = self.subject[len(DELEGATION_SUBJECT) :]
             return group if 0 < len(group) <= 256 else None
         return None
 
@@ -125,11 +134,19 @@ def parse(raw: Any) -> Ev:
         if not isinstance(tenant, str) or not tenant:
             raise Malformed("event has no tenant_id")
         ev = Ev(
-            tenant=tenant, id=str(raw.id), type=str(raw.type), topic=str(raw.topic),
-            time=_time(raw.time), source=(raw.source or None),
-            plan_id=_str(raw.plan_id), correlation_id=_str(raw.correlation_id),
-            parent_event_id=_str(raw.parent_event_id), session_id=_str(raw.session_id),
-            response_event=raw.response_event or None, subject=raw.subject or None, data=data,
+            tenant=tenant,
+            id=str(raw.id),
+            type=str(raw.type),
+            topic=str(raw.topic),
+            time=_time(raw.time),
+            source=(raw.source or None),
+            plan_id=_str(raw.plan_id),
+            correlation_id=_str(raw.correlation_id),
+            parent_event_id=_str(raw.parent_event_id),
+            session_id=_str(raw.session_id),
+            response_event=raw.response_event or None,
+            subject=raw.subject or None,
+            data=data,
         )
     except Malformed:
         raise
@@ -164,7 +181,8 @@ def parse(raw: Any) -> Ev:
         _str(data.get("task_id"))
     if ev.type == TASK_PROGRESS:
         progress = data.get("progress")
-        if progress is not None and (isinstance(progress, bool)
-                                     or not isinstance(progress, int | float)):
+        if progress is not None and (
+            isinstance(progress, bool) or not isinstance(progress, int | float)
+        ):
             raise Malformed("task.progress with a non-numeric progress")
     return ev

@@ -12,12 +12,12 @@ AUDIT_KEY = "llm_audit"
 WAITING_KEY = "_waiting_for"
 
 
-async def read_plan_context(memory: Any, tenant: str, plan_id: str
-                            ) -> tuple[PlanContextView | None, str | None]:
+async def read_plan_context(
+    memory: Any, tenant: str, plan_id: str
+) -> tuple[PlanContextView | None, str | None]:
     """``(view, None)``, or ``(None, why)`` when the context cannot be read."""
     try:
-        record = await memory._send("GET", f"/v1/memory/plan-context/{plan_id}",
-                                    tenant_id=tenant)
+        record = await memory._send("GET", f"/v1/memory/plan-context/{plan_id}", tenant_id=tenant)
     except NotFound:
         return None, "the plan has no context in the memory service (finished and pruned?)"
     except SoormaError as exc:
@@ -25,12 +25,17 @@ async def read_plan_context(memory: Any, tenant: str, plan_id: str
     if not isinstance(record, dict):
         return None, "memory service answered no plan context"
     state = record.get("state") if isinstance(record.get("state"), dict) else {}
-    audit = [LlmAuditRecord.model_validate(a) for a in state.get(AUDIT_KEY) or []
-             if isinstance(a, dict)]
+    audit = [
+        LlmAuditRecord.model_validate(a) for a in state.get(AUDIT_KEY) or [] if isinstance(a, dict)
+    ]
     waiting = state.get(WAITING_KEY)
     return PlanContextView(
-        status=record.get("status"), current_state=record.get("current_state"),
-        state_machine=record.get("state_machine") or {}, results=record.get("results") or {},
-        llm_audit=audit, waiting_for=waiting if isinstance(waiting, str) else None,
-        correlation_ids=record.get("correlation_ids") or [], version=record.get("version"),
+        status=record.get("status"),
+        current_state=record.get("current_state"),
+        state_machine=record.get("state_machine") or {},
+        results=record.get("results") or {},
+        llm_audit=audit,
+        waiting_for=waiting if isinstance(waiting, str) else None,
+        correlation_ids=record.get("correlation_ids") or [],
+        version=record.get("version"),
     ), None

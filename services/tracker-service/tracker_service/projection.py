@@ -37,11 +37,23 @@ from tracker_service.timeutil import utc
 log = logging.getLogger("tracker_service.projection")
 
 MAX_STORED_DATA = 64 * 1024
-_CLASS = {"pending": 0, "running": 1, "paused": 1, "delegated": 1, "waiting": 1,
-          "completed": 2, "failed": 2, "cancelled": 2}
+_CLASS = {
+    "pending": 0,
+    "running": 1,
+    "paused": 1,
+    "delegated": 1,
+    "waiting": 1,
+    "completed": 2,
+    "failed": 2,
+    "cancelled": 2,
+}
 _PLAN_STATUS_BY_TYPE = {
-    et.PLAN_STARTED: "running", et.PLAN_PAUSED: "paused", et.PLAN_RESUMED: "running",
-    et.PLAN_COMPLETED: "completed", et.PLAN_FAILED: "failed", et.PLAN_CANCELLED: "cancelled",
+    et.PLAN_STARTED: "running",
+    et.PLAN_PAUSED: "paused",
+    et.PLAN_RESUMED: "running",
+    et.PLAN_COMPLETED: "completed",
+    et.PLAN_FAILED: "failed",
+    et.PLAN_CANCELLED: "cancelled",
 }
 _PLAN_ENDS = frozenset({et.PLAN_COMPLETED, et.PLAN_FAILED, et.PLAN_CANCELLED, et.PLAN_RESUMED})
 
@@ -58,8 +70,7 @@ class BatchResult:
     plan_keys: set[Key] = field(default_factory=set)
 
 
-def _set_status(row: dict[str, Any], status: str, at: datetime, reason: str | None = None
-                ) -> bool:
+def _set_status(row: dict[str, Any], status: str, at: datetime, reason: str | None = None) -> bool:
     """Move ``row`` to ``status`` if ``(class, at)`` is not older than the current one."""
     new = (_CLASS[status], at)
     old = (_CLASS[row["status"]], utc(row["status_time"]))
@@ -83,34 +94,78 @@ def _trim(data: Any) -> Any:
 
 def _new_plan(tenant: str, plan_id: str, at: datetime) -> dict[str, Any]:
     return {
-        "tenant_id": tenant, "plan_id": plan_id, "status": "pending", "status_rank": 0,
-        "status_time": at, "goal_event": None, "goal_event_id": None,
-        "goal_correlation_id": None, "session_id": None, "parent_plan_id": None,
-        "planner": None, "current_state": None, "state_time": None, "reason": None,
-        "result": None, "state_path": [], "created_at": at, "started_at": None,
-        "updated_at": at, "ended_at": None, "event_count": 0,
+        "tenant_id": tenant,
+        "plan_id": plan_id,
+        "status": "pending",
+        "status_rank": 0,
+        "status_time": at,
+        "goal_event": None,
+        "goal_event_id": None,
+        "goal_correlation_id": None,
+        "session_id": None,
+        "parent_plan_id": None,
+        "planner": None,
+        "current_state": None,
+        "state_time": None,
+        "reason": None,
+        "result": None,
+        "state_path": [],
+        "created_at": at,
+        "started_at": None,
+        "updated_at": at,
+        "ended_at": None,
+        "event_count": 0,
     }
 
 
 def _new_task(tenant: str, key: str, at: datetime, kind: str = "action") -> dict[str, Any]:
     return {
-        "tenant_id": tenant, "correlation_id": key, "task_id": None, "kind": kind,
-        "plan_id": None, "event_type": None, "response_event": None, "status": "pending",
-        "status_rank": 0, "status_time": at, "reason": None, "error": None,
-        "requester": None, "agent": None, "parent_event_id": None, "parent_task_id": None,
-        "delegation_group_id": None, "progress": None, "requested_at": None,
-        "responded_at": None, "answer_type": None, "answer_event_id": None, "result": None,
+        "tenant_id": tenant,
+        "correlation_id": key,
+        "task_id": None,
+        "kind": kind,
+        "plan_id": None,
+        "event_type": None,
+        "response_event": None,
+        "status": "pending",
+        "status_rank": 0,
+        "status_time": at,
+        "reason": None,
+        "error": None,
+        "requester": None,
+        "agent": None,
+        "parent_event_id": None,
+        "parent_task_id": None,
+        "delegation_group_id": None,
+        "progress": None,
+        "requested_at": None,
+        "responded_at": None,
+        "answer_type": None,
+        "answer_event_id": None,
+        "result": None,
     }
 
 
 def _new_wait(tenant: str, wait_id: str, kind: str, ev: et.Ev) -> dict[str, Any]:
     return {
-        "tenant_id": tenant, "wait_id": wait_id, "kind": kind, "plan_id": ev.plan_id,
-        "session_id": ev.session_id, "task_id": None, "sub_task_id": None,
-        "expected_event": None, "timeout_seconds": ev.timeout_seconds,
-        "deadline": ev.deadline, "status": "waiting", "created_at": ev.time,
-        "answered_at": None, "timed_out_at": None, "late_answer_at": None,
-        "timeout_event_id": None, "lease_owner": None, "lease_until": None,
+        "tenant_id": tenant,
+        "wait_id": wait_id,
+        "kind": kind,
+        "plan_id": ev.plan_id,
+        "session_id": ev.session_id,
+        "task_id": None,
+        "sub_task_id": None,
+        "expected_event": None,
+        "timeout_seconds": ev.timeout_seconds,
+        "deadline": ev.deadline,
+        "status": "waiting",
+        "created_at": ev.time,
+        "answered_at": None,
+        "timed_out_at": None,
+        "late_answer_at": None,
+        "timeout_event_id": None,
+        "lease_owner": None,
+        "lease_until": None,
     }
 
 
@@ -145,8 +200,7 @@ class _Batch:
         self.dirty_plans.add(key)
         return row
 
-    def task(self, tenant: str, key: str, at: datetime, kind: str = "action"
-             ) -> dict[str, Any]:
+    def task(self, tenant: str, key: str, at: datetime, kind: str = "action") -> dict[str, Any]:
         k = (tenant, key)
         row = self.tasks.get(k)
         if row is None:
@@ -200,20 +254,26 @@ def _by_tenant(keys: Iterable[Key]) -> dict[str, list[str]]:
     return {tenant: sorted(values) for tenant, values in grouped.items()}
 
 
-async def _select(conn: AsyncConnection, table: sa.Table, column: str, keys: Iterable[Key],
-                  ) -> list[dict[str, Any]]:
+async def _select(
+    conn: AsyncConnection,
+    table: sa.Table,
+    column: str,
+    keys: Iterable[Key],
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for tenant, values in _by_tenant(keys).items():
         for start in range(0, len(values), 500):
-            chunk = values[start:start + 500]
-            result = await conn.execute(sa.select(table).where(
-                table.c.tenant_id == tenant, table.c[column].in_(chunk)))
+            chunk = values[start : start + 500]
+            result = await conn.execute(
+                sa.select(table).where(table.c.tenant_id == tenant, table.c[column].in_(chunk))
+            )
             rows.extend(dict(r._mapping) for r in result)
     return rows
 
 
-async def _select_any(conn: AsyncConnection, table: sa.Table,
-                      wanted: dict[str, Iterable[Key]]) -> list[dict[str, Any]]:
+async def _select_any(
+    conn: AsyncConnection, table: sa.Table, wanted: dict[str, Iterable[Key]]
+) -> list[dict[str, Any]]:
     """Rows of ``table`` matching any ``column IN keys`` of ``wanted``, per tenant, in one
     statement per tenant (each statement is a round trip to the database)."""
     by_tenant: dict[str, dict[str, list[str]]] = defaultdict(dict)
@@ -226,9 +286,12 @@ async def _select_any(conn: AsyncConnection, table: sa.Table,
             for column, values in columns.items():
                 rows.extend(await _select(conn, table, column, [(tenant, v) for v in values]))
             continue
-        result = await conn.execute(sa.select(table).where(
-            table.c.tenant_id == tenant,
-            sa.or_(*(table.c[column].in_(values) for column, values in columns.items()))))
+        result = await conn.execute(
+            sa.select(table).where(
+                table.c.tenant_id == tenant,
+                sa.or_(*(table.c[column].in_(values) for column, values in columns.items())),
+            )
+        )
         rows.extend(dict(r._mapping) for r in result)
     return rows
 
@@ -260,20 +323,24 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
             goal_ids.add((e.tenant, e.parent_event_id))
         if e.type == et.PLAN_WAIT_TIMEOUT and isinstance(e.data.get("wait_id"), str):
             wait_ids.add((e.tenant, e.data["wait_id"]))
-    for row in await _select_any(conn, plans, {"plan_id": plan_keys,
-                                               "goal_event_id": request_ids}):
+    for row in await _select_any(conn, plans, {"plan_id": plan_keys, "goal_event_id": request_ids}):
         b.plans.setdefault((row["tenant_id"], row["plan_id"]), row)
     for key, row in b.plans.items():
         if row["goal_event_id"]:
             b.plans_by_goal[(row["tenant_id"], row["goal_event_id"])].append(key)
     loaded: dict[Key, dict[str, Any]] = {}
-    for row in await _select_any(conn, tasks, {"correlation_id": task_keys,
-                                               "task_id": task_ids,
-                                               "parent_event_id": request_ids}):
+    for row in await _select_any(
+        conn,
+        tasks,
+        {"correlation_id": task_keys, "task_id": task_ids, "parent_event_id": request_ids},
+    ):
         loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
     # The tasks that asked a human: an answer moves them back to running.
-    askers = {(r["tenant_id"], r["parent_task_id"]) for r in loaded.values()
-              if r["kind"] == "human_input" and r["parent_task_id"]}
+    askers = {
+        (r["tenant_id"], r["parent_task_id"])
+        for r in loaded.values()
+        if r["kind"] == "human_input" and r["parent_task_id"]
+    }
     for row in await _select(conn, tasks, "task_id", askers - task_ids):
         loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
     b.tasks = loaded
@@ -283,23 +350,34 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
         b.add_wait(row)
     b.dirty_waits.clear()
     asked = {(e.tenant, e.task_key) for e in evs if e.is_request or e.type == et.HUMAN_INPUT}
-    for row in await _select_any(conn, events, {"event_id": goal_ids,
-                                                "correlation_id": asked}):
+    for row in await _select_any(conn, events, {"event_id": goal_ids, "correlation_id": asked}):
         tenant = row["tenant_id"]
         if (tenant, row["event_id"]) in goal_ids:
             b.goal_events[(tenant, row["event_id"])] = (row["type"], row["correlation_id"])
-        if ((tenant, row["correlation_id"]) in asked and row["topic"] != et.ACTION_REQUESTS
-                and row["type"] not in et.NOT_ANSWERS):
+        if (
+            (tenant, row["correlation_id"]) in asked
+            and row["topic"] != et.ACTION_REQUESTS
+            and row["type"] not in et.NOT_ANSWERS
+        ):
             b.answers[(tenant, row["correlation_id"])].append(_stored_ev(row))
     return b
 
 
 def _stored_ev(row: dict[str, Any]) -> et.Ev:
     return et.Ev(
-        tenant=row["tenant_id"], id=row["event_id"], type=row["type"], topic=row["topic"],
-        time=utc(row["time"]), source=row["source"], plan_id=row["plan_id"],
-        correlation_id=row["correlation_id"], parent_event_id=None, session_id=None,
-        response_event=None, subject=None, data=row["data"] or {},
+        tenant=row["tenant_id"],
+        id=row["event_id"],
+        type=row["type"],
+        topic=row["topic"],
+        time=utc(row["time"]),
+        source=row["source"],
+        plan_id=row["plan_id"],
+        correlation_id=row["correlation_id"],
+        parent_event_id=None,
+        session_id=None,
+        response_event=None,
+        subject=None,
+        data=row["data"] or {},
     )
 
 
@@ -319,8 +397,9 @@ def _answers(t: dict[str, Any], e: et.Ev) -> bool:
     """
     if not t["response_event"] or e.type == t["response_event"]:
         return True
-    return (e.topic != et.SYSTEM_EVENTS
-            and (t["plan_id"] is None or e.plan_id is None or t["plan_id"] == e.plan_id))
+    return e.topic != et.SYSTEM_EVENTS and (
+        t["plan_id"] is None or e.plan_id is None or t["plan_id"] == e.plan_id
+    )
 
 
 # -- applying ------------------------------------------------------------------------------
@@ -342,14 +421,14 @@ def _apply_plan(b: _Batch, e: et.Ev) -> None:
         b.correlations[(e.tenant, e.correlation_id, e.plan_id)] = e.time
     if e.type in et.PLAN_LIFECYCLE:
         state = d.get("current_state")
-        if isinstance(state, str) and (p["state_time"] is None
-                                      or e.time >= utc(p["state_time"])):
+        if isinstance(state, str) and (p["state_time"] is None or e.time >= utc(p["state_time"])):
             p["current_state"], p["state_time"] = state, e.time
     if e.type in et.PLAN_LIFECYCLE and e.type != et.PLAN_WAIT_TIMEOUT:
         # The planner publishes its plan's lifecycle (a ChoreographyPlanner plan may
         # show only its end); plan.wait_timeout comes from the tracker itself.
-        p["planner"] = e.source if e.type == et.PLAN_STARTED and e.source \
-            else p["planner"] or e.source
+        p["planner"] = (
+            e.source if e.type == et.PLAN_STARTED and e.source else p["planner"] or e.source
+        )
     if e.type == et.PLAN_STARTED:
         p["started_at"] = e.time if p["started_at"] is None else min(utc(p["started_at"]), e.time)
         goal_event = d.get("goal_event")
@@ -364,28 +443,42 @@ def _apply_plan(b: _Batch, e: et.Ev) -> None:
     if e.type == et.PLAN_STATE_CHANGED:
         to_state = d.get("to_state")
         if isinstance(to_state, str) and all(s["event_id"] != e.id for s in p["state_path"]):
-            step = {"from_state": d.get("from_state"), "to_state": to_state,
-                    "trigger_event": d.get("trigger_event"), "at": e.time.isoformat(),
-                    "event_id": e.id}
-            p["state_path"] = sorted([*p["state_path"], step],
-                                     key=lambda s: (s["at"], s["event_id"]))
+            step = {
+                "from_state": d.get("from_state"),
+                "to_state": to_state,
+                "trigger_event": d.get("trigger_event"),
+                "at": e.time.isoformat(),
+                "event_id": e.id,
+            }
+            p["state_path"] = sorted(
+                [*p["state_path"], step], key=lambda s: (s["at"], s["event_id"])
+            )
         status = d.get("status")
         if status in _CLASS and status not in {"delegated", "waiting"}:
             _set_status(p, status, e.time)
     status = _PLAN_STATUS_BY_TYPE.get(e.type)
     if status is not None:
         reason = d.get("reason") if e.type in {et.PLAN_FAILED, et.PLAN_PAUSED} else None
-        if _set_status(p, status, e.time, str(reason) if reason is not None else None) \
-                and status in TERMINAL_PLAN_STATUSES:
+        if (
+            _set_status(p, status, e.time, str(reason) if reason is not None else None)
+            and status in TERMINAL_PLAN_STATUSES
+        ):
             p["ended_at"] = e.time
-    if (e.topic != et.ACTION_REQUESTS and d.get("plan_id") == e.plan_id and "result" in d
-            and d.get("status") == "completed"):
+    if (
+        e.topic != et.ACTION_REQUESTS
+        and d.get("plan_id") == e.plan_id
+        and "result" in d
+        and d.get("status") == "completed"
+    ):
         p["result"] = _trim(d.get("result"))
     if e.type in _PLAN_ENDS:
         for key in b.plan_waits.get((e.tenant, e.plan_id), []):
             w = b.waits[key]
-            if w["kind"] == "plan_wait" and w["status"] == "waiting" \
-                    and utc(w["created_at"]) <= e.time:
+            if (
+                w["kind"] == "plan_wait"
+                and w["status"] == "waiting"
+                and utc(w["created_at"]) <= e.time
+            ):
                 w["status"], w["answered_at"] = "answered", e.time
                 b.dirty_waits.add(key)
 
@@ -403,9 +496,17 @@ def _apply_request(b: _Batch, e: et.Ev) -> None:
     if t["answer_type"] and e.response_event and t["answer_type"] != e.response_event:
         # An event taken for the answer before the request arrived may not be it: apply
         # the stored answers again (below) against the request.
-        t.update(status="pending", status_rank=0, status_time=e.time, answer_type=None,
-                 answer_event_id=None, responded_at=None, agent=None, result=None,
-                 error=None)
+        t.update(
+            status="pending",
+            status_rank=0,
+            status_time=e.time,
+            answer_type=None,
+            answer_event_id=None,
+            responded_at=None,
+            agent=None,
+            result=None,
+            error=None,
+        )
     b.index_task(t)
     parent = b.task_by_task_id(e.tenant, e.parent_event_id)
     if parent is not None and parent is not t:
@@ -429,8 +530,12 @@ def _apply_request(b: _Batch, e: et.Ev) -> None:
 def _answer_status(e: et.Ev) -> tuple[str, str | None]:
     d = e.data
     error = d.get("error")
-    failed = (d.get("status") == "failed" or d.get("success") is False or bool(error)
-              or e.type.endswith(".failed"))
+    failed = (
+        d.get("status") == "failed"
+        or d.get("success") is False
+        or bool(error)
+        or e.type.endswith(".failed")
+    )
     return ("failed" if failed else "completed"), (str(error)[:2000] if error else None)
 
 
@@ -505,14 +610,30 @@ def _apply_human_input(b: _Batch, e: et.Ev) -> None:
     response_event = e.data.get("response_event") or e.response_event
     task_id = e.data.get("task_id") if isinstance(e.data.get("task_id"), str) else None
     t = b.task(e.tenant, sub, e.time, kind="human_input")
-    t.update(kind="human_input", task_id=sub, event_type=e.type, response_event=response_event,
-             requester=e.source, requested_at=e.time, parent_task_id=task_id,
-             parent_event_id=task_id)
+    t.update(
+        kind="human_input",
+        task_id=sub,
+        event_type=e.type,
+        response_event=response_event,
+        requester=e.source,
+        requested_at=e.time,
+        parent_task_id=task_id,
+        parent_event_id=task_id,
+    )
     t["plan_id"] = t["plan_id"] or e.plan_id
     answered_early = t["answer_type"] == response_event and t["answer_event_id"] is not None
     if t["answer_type"] and not answered_early:
-        t.update(answer_type=None, answer_event_id=None, responded_at=None, agent=None,
-                 result=None, error=None, status="pending", status_rank=0, status_time=e.time)
+        t.update(
+            answer_type=None,
+            answer_event_id=None,
+            responded_at=None,
+            agent=None,
+            result=None,
+            error=None,
+            status="pending",
+            status_rank=0,
+            status_time=e.time,
+        )
     b.index_task(t)
     if not answered_early:
         _set_status(t, "waiting", e.time)
@@ -550,8 +671,11 @@ def _apply_plan_wait(b: _Batch, e: et.Ev) -> None:
 
 def _apply_wait_timeout(b: _Batch, e: et.Ev) -> None:
     wait_id = e.data.get("wait_id")
-    candidates = ([(e.tenant, wait_id)] if isinstance(wait_id, str)
-                  else b.plan_waits.get((e.tenant, e.plan_id or ""), []))
+    candidates = (
+        [(e.tenant, wait_id)]
+        if isinstance(wait_id, str)
+        else b.plan_waits.get((e.tenant, e.plan_id or ""), [])
+    )
     for key in candidates:
         w = b.waits.get(key)
         if w is not None and w["kind"] == "plan_wait" and w["status"] == "waiting":
@@ -588,23 +712,48 @@ def _apply(b: _Batch, e: et.Ev) -> None:
 
 async def _write(conn: AsyncConnection, b: _Batch) -> None:
     if b.dirty_plans:
-        await upsert(conn, plans, ["tenant_id", "plan_id"],
-                     [b.plans[k] for k in sorted(b.dirty_plans)])
+        await upsert(
+            conn, plans, ["tenant_id", "plan_id"], [b.plans[k] for k in sorted(b.dirty_plans)]
+        )
     if b.dirty_tasks:
-        await upsert(conn, tasks, ["tenant_id", "correlation_id"],
-                     [b.tasks[k] for k in sorted(b.dirty_tasks)])
+        await upsert(
+            conn,
+            tasks,
+            ["tenant_id", "correlation_id"],
+            [b.tasks[k] for k in sorted(b.dirty_tasks)],
+        )
     if b.dirty_waits:
-        await upsert(conn, waits, ["tenant_id", "wait_id"],
-                     [b.waits[k] for k in sorted(b.dirty_waits)])
+        await upsert(
+            conn, waits, ["tenant_id", "wait_id"], [b.waits[k] for k in sorted(b.dirty_waits)]
+        )
     if b.correlations:
-        await upsert(conn, correlations, ["tenant_id", "correlation_id", "plan_id"], [
-            {"tenant_id": t, "correlation_id": c, "plan_id": p, "first_seen": at}
-            for (t, c, p), at in sorted(b.correlations.items())], update=False)
+        await upsert(
+            conn,
+            correlations,
+            ["tenant_id", "correlation_id", "plan_id"],
+            [
+                {"tenant_id": t, "correlation_id": c, "plan_id": p, "first_seen": at}
+                for (t, c, p), at in sorted(b.correlations.items())
+            ],
+            update=False,
+        )
     if b.sessions:
-        await upsert(conn, sessions, ["tenant_id", "session_id"], [
-            {"tenant_id": t, "session_id": s, "first_seen": v[0], "last_seen": v[1],
-             "event_count": v[2]} for (t, s), v in sorted(b.sessions.items())],
-            update={"first_seen": "least", "last_seen": "greatest", "event_count": "add"})
+        await upsert(
+            conn,
+            sessions,
+            ["tenant_id", "session_id"],
+            [
+                {
+                    "tenant_id": t,
+                    "session_id": s,
+                    "first_seen": v[0],
+                    "last_seen": v[1],
+                    "event_count": v[2],
+                }
+                for (t, s), v in sorted(b.sessions.items())
+            ],
+            update={"first_seen": "least", "last_seen": "greatest", "event_count": "add"},
+        )
 
 
 async def bump(conn: AsyncConnection, **amounts: int) -> None:
@@ -612,10 +761,14 @@ async def bump(conn: AsyncConnection, **amounts: int) -> None:
     changed = {name: amount for name, amount in amounts.items() if amount}
     if not changed:
         return
-    delta = sa.case(*((counters.c.name == name, amount) for name, amount in changed.items()),
-                    else_=0)
-    await conn.execute(counters.update().where(counters.c.name.in_(list(changed)))
-                       .values(value=counters.c.value + delta))
+    delta = sa.case(
+        *((counters.c.name == name, amount) for name, amount in changed.items()), else_=0
+    )
+    await conn.execute(
+        counters.update()
+        .where(counters.c.name.in_(list(changed)))
+        .values(value=counters.c.value + delta)
+    )
 
 
 async def project(conn: AsyncConnection, raw: Sequence[Any]) -> BatchResult:
@@ -645,8 +798,9 @@ async def project(conn: AsyncConnection, raw: Sequence[Any]) -> BatchResult:
         await _write(conn, batch)
         result.plan_keys = set(batch.dirty_plans)
     result.projected = len(fresh)
-    await bump(conn, events=result.projected, duplicates=result.duplicates,
-               malformed=result.malformed)
+    await bump(
+        conn, events=result.projected, duplicates=result.duplicates, malformed=result.malformed
+    )
     return result
 
 
@@ -656,13 +810,27 @@ async def _insert_events(conn: AsyncConnection, evs: list[et.Ev]) -> list[et.Ev]
     if not evs:
         return []
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(events).on_conflict_do_nothing(
-        index_elements=["tenant_id", "event_id"]).returning(events.c.tenant_id,
-                                                             events.c.event_id)
-    result = await conn.execute(stmt, [
-        {"tenant_id": e.tenant, "event_id": e.id, "plan_id": e.plan_id, "type": e.type,
-         "topic": e.topic, "time": e.time, "source": e.source,
-         "correlation_id": e.correlation_id, "data": _trim(e.data)}
-        for e in evs])
+    stmt = (
+        dialect.insert(events)
+        .on_conflict_do_nothing(index_elements=["tenant_id", "event_id"])
+        .returning(events.c.tenant_id, events.c.event_id)
+    )
+    result = await conn.execute(
+        stmt,
+        [
+            {
+                "tenant_id": e.tenant,
+                "event_id": e.id,
+                "plan_id": e.plan_id,
+                "type": e.type,
+                "topic": e.topic,
+                "time": e.time,
+                "source": e.source,
+                "correlation_id": e.correlation_id,
+                "data": _trim(e.data),
+            }
+            for e in evs
+        ],
+    )
     stored = {(tenant, event_id) for tenant, event_id in result}
     return [e for e in evs if (e.tenant, e.id) in stored]

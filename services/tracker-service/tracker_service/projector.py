@@ -29,7 +29,11 @@ log = logging.getLogger("tracker_service.projector")
 
 GROUP = "tracker"
 TAP_TOPICS = (
-    "system-events", "action-requests", "action-results", "plan-events", "task-events",
+    "system-events",
+    "action-requests",
+    "action-results",
+    "plan-events",
+    "task-events",
     "notification-events",
 )
 MAX_ACK = 1000
@@ -44,8 +48,7 @@ def default_consumer() -> str:
 
 
 # Lock wait timed out, statement cancelled, server shutting down: retry, never skip.
-_TRANSIENT_SQLSTATES = frozenset({"55P03", "57014", "57P01", "57P02", "57P03", "40001",
-                                  "40P01"})
+_TRANSIENT_SQLSTATES = frozenset({"55P03", "57014", "57P01", "57P02", "57P03", "40001", "40P01"})
 
 
 def _is_outage(exc: BaseException) -> bool:
@@ -75,8 +78,14 @@ class Projector:
     """
 
     def __init__(
-        self, *, engine: AsyncEngine, bus: BusClient, consumer: str, batch: int = 500,
-        batch_wait: float = 0.02, visibility_timeout: float = 30.0,
+        self,
+        *,
+        engine: AsyncEngine,
+        bus: BusClient,
+        consumer: str,
+        batch: int = 500,
+        batch_wait: float = 0.02,
+        visibility_timeout: float = 30.0,
         on_batch: Callable[[BatchResult], Awaitable[None] | None] | None = None,
     ) -> None:
         self.engine = engine
@@ -94,7 +103,7 @@ class Projector:
             await asyncio.gather(previous, return_exceptions=True)
         try:
             for start in range(0, len(ids), MAX_ACK):
-                await self.bus.ack(GROUP, ids[start:start + MAX_ACK], tenant_id="*")
+                await self.bus.ack(GROUP, ids[start : start + MAX_ACK], tenant_id="*")
         except Exception as exc:  # redelivered after the visibility timeout: deduped then
             log.warning("ack of %d deliveries failed: %s", len(ids), exc)
 
@@ -107,8 +116,7 @@ class Projector:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.warning("tracker projector: %s; retrying in %.0f s", exc,
-                                RETRY_SECONDS)
+                    log.warning("tracker projector: %s; retrying in %.0f s", exc, RETRY_SECONDS)
                     await asyncio.sleep(RETRY_SECONDS)
         finally:
             if self._acking is not None:  # let the last committed batch's ack go out
@@ -116,8 +124,12 @@ class Projector:
 
     async def _consume(self) -> None:
         async with self.bus.subscribe(
-            list(TAP_TOPICS), group=GROUP, consumer=self.consumer, tenant_id="*",
-            start_from="earliest", visibility_timeout=self.visibility_timeout,
+            list(TAP_TOPICS),
+            group=GROUP,
+            consumer=self.consumer,
+            tenant_id="*",
+            start_from="earliest",
+            visibility_timeout=self.visibility_timeout,
             buffer=max(64, self.batch * 2),
         ) as sub:
             # Unacked deliveries in flight: a whole batch, and the next one reading ahead.
@@ -184,8 +196,9 @@ class Projector:
         return total
 
     async def _skip(self, event: Any, exc: BaseException) -> BatchResult:
-        log.warning("skipping event %s that cannot be projected: %s",
-                    getattr(event, "id", "?"), exc)
+        log.warning(
+            "skipping event %s that cannot be projected: %s", getattr(event, "id", "?"), exc
+        )
         async with self.engine.begin() as conn:
             await bump(conn, malformed=1)
         return BatchResult(malformed=1)

@@ -48,7 +48,8 @@ def decode_cursor(cursor: str, size: int) -> list[Any]:
     except (ValueError, binascii.Error, orjson.JSONDecodeError):
         raise ValidationFailed(
             f"invalid cursor {cursor[:40]!r}: pass back the next_cursor of a previous page",
-            details={"field": "cursor"}) from None
+            details={"field": "cursor"},
+        ) from None
     return parts
 
 
@@ -67,13 +68,23 @@ def plan_summary(row: Any) -> PlanSummary:
     started, ended = utc_or_none(m["started_at"]), utc_or_none(m["ended_at"])
     duration = (ended - started).total_seconds() * 1000 if started and ended else None
     return PlanSummary(
-        plan_id=m["plan_id"], tenant_id=m["tenant_id"], status=m["status"],
-        goal_event=m["goal_event"], goal_event_id=m["goal_event_id"],
-        goal_correlation_id=m["goal_correlation_id"], session_id=m["session_id"],
-        parent_plan_id=m["parent_plan_id"], planner=m["planner"],
-        current_state=m["current_state"], reason=m["reason"],
-        created_at=utc(m["created_at"]), started_at=started, updated_at=utc(m["updated_at"]),
-        ended_at=ended, duration_ms=duration, event_count=m["event_count"],
+        plan_id=m["plan_id"],
+        tenant_id=m["tenant_id"],
+        status=m["status"],
+        goal_event=m["goal_event"],
+        goal_event_id=m["goal_event_id"],
+        goal_correlation_id=m["goal_correlation_id"],
+        session_id=m["session_id"],
+        parent_plan_id=m["parent_plan_id"],
+        planner=m["planner"],
+        current_state=m["current_state"],
+        reason=m["reason"],
+        created_at=utc(m["created_at"]),
+        started_at=started,
+        updated_at=utc(m["updated_at"]),
+        ended_at=ended,
+        duration_ms=duration,
+        event_count=m["event_count"],
     )
 
 
@@ -86,25 +97,45 @@ def task_summary(row: Any) -> TaskSummary:
     req, resp = utc_or_none(m["requested_at"]), utc_or_none(m["responded_at"])
     latency = (resp - req).total_seconds() * 1000 if req and resp else None
     return TaskSummary(
-        task_id=m["task_id"], correlation_id=m["correlation_id"], kind=m["kind"],
-        plan_id=m["plan_id"], event_type=m["event_type"], response_event=m["response_event"],
-        answer_type=m["answer_type"], status=m["status"], reason=m["reason"],
-        error=m["error"], requester=m["requester"],
-        agent=m["agent"], parent_task_id=m["parent_task_id"],
-        delegation_group_id=m["delegation_group_id"], progress=m["progress"],
-        requested_at=req, responded_at=resp, latency_ms=latency, result=m["result"],
+        task_id=m["task_id"],
+        correlation_id=m["correlation_id"],
+        kind=m["kind"],
+        plan_id=m["plan_id"],
+        event_type=m["event_type"],
+        response_event=m["response_event"],
+        answer_type=m["answer_type"],
+        status=m["status"],
+        reason=m["reason"],
+        error=m["error"],
+        requester=m["requester"],
+        agent=m["agent"],
+        parent_task_id=m["parent_task_id"],
+        delegation_group_id=m["delegation_group_id"],
+        progress=m["progress"],
+        requested_at=req,
+        responded_at=resp,
+        latency_ms=latency,
+        result=m["result"],
     )
 
 
 def wait_model(row: Any) -> Wait:
     m = row._mapping
     return Wait(
-        wait_id=m["wait_id"], kind=m["kind"], plan_id=m["plan_id"], task_id=m["task_id"],
-        sub_task_id=m["sub_task_id"], expected_event=m["expected_event"],
-        timeout_seconds=m["timeout_seconds"], deadline=utc_or_none(m["deadline"]),
-        status=m["status"], created_at=utc(m["created_at"]),
-        answered_at=utc_or_none(m["answered_at"]), timed_out_at=utc_or_none(m["timed_out_at"]),
-        timeout_event_id=m["timeout_event_id"], late_answer_at=utc_or_none(m["late_answer_at"]),
+        wait_id=m["wait_id"],
+        kind=m["kind"],
+        plan_id=m["plan_id"],
+        task_id=m["task_id"],
+        sub_task_id=m["sub_task_id"],
+        expected_event=m["expected_event"],
+        timeout_seconds=m["timeout_seconds"],
+        deadline=utc_or_none(m["deadline"]),
+        status=m["status"],
+        created_at=utc(m["created_at"]),
+        answered_at=utc_or_none(m["answered_at"]),
+        timed_out_at=utc_or_none(m["timed_out_at"]),
+        timeout_event_id=m["timeout_event_id"],
+        late_answer_at=utc_or_none(m["late_answer_at"]),
     )
 
 
@@ -112,8 +143,9 @@ def summarize(type_: str, topic: str, source: str | None, data: dict[str, Any]) 
     """One line a person can read for a timeline entry."""
     who = source or "?"
     if type_ == "plan.state_changed":
-        return (f"{data.get('from_state') or '(start)'} -> {data.get('to_state')}"
-                + (f" on {data['trigger_event']}" if data.get("trigger_event") else ""))
+        return f"{data.get('from_state') or '(start)'} -> {data.get('to_state')}" + (
+            f" on {data['trigger_event']}" if data.get("trigger_event") else ""
+        )
     if type_ in {"plan.failed", "plan.paused"} and data.get("reason"):
         return f"{type_.split('.', 1)[1]}: {data['reason']}"
     if type_.startswith("plan."):
@@ -122,8 +154,10 @@ def summarize(type_: str, topic: str, source: str | None, data: dict[str, Any]) 
         return f"{who} asks a human: {data.get('question', '')}"[:200]
     if type_ == "task.progress":
         pct = data.get("progress")
-        return f"{who}: {int(pct * 100) if isinstance(pct, int | float) else '?'}% " \
+        return (
+            f"{who}: {int(pct * 100) if isinstance(pct, int | float) else '?'}% "
             f"{data.get('message') or ''}".strip()
+        )
     if type_ == "task.timeout":
         return f"human input timed out ({data.get('reason', 'hitl_timeout')})"
     if topic == "action-requests":
@@ -136,15 +170,22 @@ def summarize(type_: str, topic: str, source: str | None, data: dict[str, Any]) 
 
 
 async def get_plan_row(conn: AsyncConnection, tenant: str, plan_id: str) -> Any:
-    row = (await conn.execute(sa.select(plans).where(
-        plans.c.tenant_id == tenant, plans.c.plan_id == plan_id))).first()
+    row = (
+        await conn.execute(
+            sa.select(plans).where(plans.c.tenant_id == tenant, plans.c.plan_id == plan_id)
+        )
+    ).first()
     if row is None:
         raise PlanNotFound(f"plan {plan_id!r} not found", details={"plan_id": plan_id})
     return row
 
 
 async def list_plans(
-    conn: AsyncConnection, tenant: str, *, limit: int, cursor: str | None = None,
+    conn: AsyncConnection,
+    tenant: str,
+    *,
+    limit: int,
+    cursor: str | None = None,
     filters: dict[str, Any] | None = None,
 ) -> tuple[list[PlanSummary], str | None]:
     """Newest first (``created_at``, then ``plan_id``, descending)."""
@@ -163,8 +204,12 @@ async def list_plans(
     if cursor:
         at, plan_id = decode_cursor(cursor, 2)
         when = _ts(at)
-        query = query.where(sa.or_(plans.c.created_at < when, sa.and_(
-            plans.c.created_at == when, plans.c.plan_id < plan_id)))
+        query = query.where(
+            sa.or_(
+                plans.c.created_at < when,
+                sa.and_(plans.c.created_at == when, plans.c.plan_id < plan_id),
+            )
+        )
     query = query.order_by(plans.c.created_at.desc(), plans.c.plan_id.desc()).limit(limit + 1)
     rows = (await conn.execute(query)).all()
     more = len(rows) > limit
@@ -179,47 +224,75 @@ async def list_plans(
 
 async def plan_by_correlation(conn: AsyncConnection, tenant: str, cid: str) -> PlanSummary:
     """The plan a goal's correlation id (or any correlation id of the plan) leads to."""
-    row = (await conn.execute(sa.select(plans).where(
-        plans.c.tenant_id == tenant, plans.c.goal_correlation_id == cid)
-        .order_by(plans.c.created_at).limit(1))).first()
+    row = (
+        await conn.execute(
+            sa.select(plans)
+            .where(plans.c.tenant_id == tenant, plans.c.goal_correlation_id == cid)
+            .order_by(plans.c.created_at)
+            .limit(1)
+        )
+    ).first()
     if row is None:
-        found = (await conn.execute(sa.select(plans).join(correlations, sa.and_(
-            correlations.c.tenant_id == plans.c.tenant_id,
-            correlations.c.plan_id == plans.c.plan_id)).where(
-            correlations.c.tenant_id == tenant, correlations.c.correlation_id == cid)
-            .order_by(plans.c.created_at).limit(1))).first()
+        found = (
+            await conn.execute(
+                sa.select(plans)
+                .join(
+                    correlations,
+                    sa.and_(
+                        correlations.c.tenant_id == plans.c.tenant_id,
+                        correlations.c.plan_id == plans.c.plan_id,
+                    ),
+                )
+                .where(correlations.c.tenant_id == tenant, correlations.c.correlation_id == cid)
+                .order_by(plans.c.created_at)
+                .limit(1)
+            )
+        ).first()
         row = found
     if row is None:
         # A goal whose plan is known by its goal event id only.
         goal = sa.select(events.c.event_id).where(
-            events.c.tenant_id == tenant, events.c.correlation_id == cid,
-            events.c.topic == "action-requests")
-        row = (await conn.execute(sa.select(plans).where(
-            plans.c.tenant_id == tenant, plans.c.goal_event_id.in_(goal))
-            .order_by(plans.c.created_at).limit(1))).first()
+            events.c.tenant_id == tenant,
+            events.c.correlation_id == cid,
+            events.c.topic == "action-requests",
+        )
+        row = (
+            await conn.execute(
+                sa.select(plans)
+                .where(plans.c.tenant_id == tenant, plans.c.goal_event_id.in_(goal))
+                .order_by(plans.c.created_at)
+                .limit(1)
+            )
+        ).first()
     if row is None:
-        raise PlanNotFound(f"no plan with correlation id {cid!r}",
-                           details={"correlation_id": cid})
+        raise PlanNotFound(f"no plan with correlation id {cid!r}", details={"correlation_id": cid})
     return plan_summary(row)
 
 
 async def sub_plan_ids(conn: AsyncConnection, tenant: str, plan_id: str) -> list[str]:
-    rows = await conn.execute(sa.select(plans.c.plan_id).where(
-        plans.c.tenant_id == tenant, plans.c.parent_plan_id == plan_id)
-        .order_by(plans.c.created_at))
+    rows = await conn.execute(
+        sa.select(plans.c.plan_id)
+        .where(plans.c.tenant_id == tenant, plans.c.parent_plan_id == plan_id)
+        .order_by(plans.c.created_at)
+    )
     return [r[0] for r in rows]
 
 
 async def plan_correlation_ids(conn: AsyncConnection, tenant: str, plan_id: str) -> list[str]:
-    rows = await conn.execute(sa.select(correlations.c.correlation_id).where(
-        correlations.c.tenant_id == tenant, correlations.c.plan_id == plan_id)
-        .order_by(correlations.c.first_seen))
+    rows = await conn.execute(
+        sa.select(correlations.c.correlation_id)
+        .where(correlations.c.tenant_id == tenant, correlations.c.plan_id == plan_id)
+        .order_by(correlations.c.first_seen)
+    )
     return [r[0] for r in rows]
 
 
 async def plan_waits(conn: AsyncConnection, tenant: str, plan_id: str) -> list[Wait]:
-    rows = await conn.execute(sa.select(waits).where(
-        waits.c.tenant_id == tenant, waits.c.plan_id == plan_id).order_by(waits.c.created_at))
+    rows = await conn.execute(
+        sa.select(waits)
+        .where(waits.c.tenant_id == tenant, waits.c.plan_id == plan_id)
+        .order_by(waits.c.created_at)
+    )
     return [wait_model(r) for r in rows]
 
 
@@ -227,29 +300,49 @@ async def plan_waits(conn: AsyncConnection, tenant: str, plan_id: str) -> list[W
 
 
 async def timeline(
-    conn: AsyncConnection, tenant: str, plan_id: str, *, limit: int, after_seq: int = 0,
+    conn: AsyncConnection,
+    tenant: str,
+    plan_id: str,
+    *,
+    limit: int,
+    after_seq: int = 0,
 ) -> tuple[list[TimelineEntry], str | None]:
     """A plan's events in the order the tracker saw them (``seq``), after ``after_seq``."""
-    rows = (await conn.execute(sa.select(events).where(
-        events.c.tenant_id == tenant, events.c.plan_id == plan_id, events.c.seq > after_seq)
-        .order_by(events.c.seq).limit(limit + 1))).all()
+    rows = (
+        await conn.execute(
+            sa.select(events)
+            .where(
+                events.c.tenant_id == tenant, events.c.plan_id == plan_id, events.c.seq > after_seq
+            )
+            .order_by(events.c.seq)
+            .limit(limit + 1)
+        )
+    ).all()
     more = len(rows) > limit
     rows = rows[:limit]
     answers = {}
     if rows:
-        found = await conn.execute(sa.select(
-            tasks.c.answer_event_id, tasks.c.requested_at, tasks.c.responded_at).where(
-            tasks.c.tenant_id == tenant,
-            tasks.c.answer_event_id.in_([r._mapping["event_id"] for r in rows])))
+        found = await conn.execute(
+            sa.select(tasks.c.answer_event_id, tasks.c.requested_at, tasks.c.responded_at).where(
+                tasks.c.tenant_id == tenant,
+                tasks.c.answer_event_id.in_([r._mapping["event_id"] for r in rows]),
+            )
+        )
         for answer_id, req, resp in found:
             if req and resp:
                 answers[answer_id] = (utc(resp) - utc(req)).total_seconds() * 1000
     entries = [
         TimelineEntry(
-            seq=m["seq"], event_id=m["event_id"], type=m["type"], topic=m["topic"],
-            time=utc(m["time"]), source=m["source"], correlation_id=m["correlation_id"],
+            seq=m["seq"],
+            event_id=m["event_id"],
+            type=m["type"],
+            topic=m["topic"],
+            time=utc(m["time"]),
+            source=m["source"],
+            correlation_id=m["correlation_id"],
             summary=summarize(m["type"], m["topic"], m["source"], m["data"] or {}),
-            duration_ms=answers.get(m["event_id"]), data=m["data"] or {},
+            duration_ms=answers.get(m["event_id"]),
+            data=m["data"] or {},
         )
         for m in (r._mapping for r in rows)
     ]
@@ -258,58 +351,88 @@ async def timeline(
 
 
 async def actions(
-    conn: AsyncConnection, tenant: str, plan_id: str, *, limit: int, cursor: str | None,
+    conn: AsyncConnection,
+    tenant: str,
+    plan_id: str,
+    *,
+    limit: int,
+    cursor: str | None,
 ) -> tuple[list[TaskSummary], str | None]:
     """The plan's requests (and human-input asks), oldest first."""
     query = sa.select(tasks).where(
-        tasks.c.tenant_id == tenant, tasks.c.plan_id == plan_id, tasks.c.task_id.is_not(None))
+        tasks.c.tenant_id == tenant, tasks.c.plan_id == plan_id, tasks.c.task_id.is_not(None)
+    )
     if cursor:
         at, key = decode_cursor(cursor, 2)
         when = _ts(at)
-        query = query.where(sa.or_(tasks.c.requested_at > when, sa.and_(
-            tasks.c.requested_at == when, tasks.c.correlation_id > key)))
-    rows = (await conn.execute(query.order_by(tasks.c.requested_at, tasks.c.correlation_id)
-                               .limit(limit + 1))).all()
+        query = query.where(
+            sa.or_(
+                tasks.c.requested_at > when,
+                sa.and_(tasks.c.requested_at == when, tasks.c.correlation_id > key),
+            )
+        )
+    rows = (
+        await conn.execute(
+            query.order_by(tasks.c.requested_at, tasks.c.correlation_id).limit(limit + 1)
+        )
+    ).all()
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = None
     if more and rows:
         last = rows[-1]._mapping
-        next_cursor = encode_cursor(utc(last["requested_at"]).isoformat(),
-                                    last["correlation_id"])
+        next_cursor = encode_cursor(utc(last["requested_at"]).isoformat(), last["correlation_id"])
     return [task_summary(r) for r in rows], next_cursor
 
 
 async def task_detail(conn: AsyncConnection, tenant: str, task_id: str) -> TaskDetail:
-    row = (await conn.execute(sa.select(tasks).where(
-        tasks.c.tenant_id == tenant, tasks.c.task_id == task_id).limit(1))).first()
+    row = (
+        await conn.execute(
+            sa.select(tasks).where(tasks.c.tenant_id == tenant, tasks.c.task_id == task_id).limit(1)
+        )
+    ).first()
     if row is None:
         raise TaskNotFound(f"task {task_id!r} not found", details={"task_id": task_id})
-    subs = await conn.execute(sa.select(tasks).where(
-        tasks.c.tenant_id == tenant, tasks.c.parent_task_id == task_id)
-        .order_by(tasks.c.requested_at))
-    wait_rows = await conn.execute(sa.select(waits).where(
-        waits.c.tenant_id == tenant, sa.or_(waits.c.task_id == task_id,
-                                            waits.c.wait_id == task_id)))
-    return TaskDetail(**task_summary(row).model_dump(),
-                      sub_tasks=[task_summary(r) for r in subs],
-                      waits=[wait_model(r) for r in wait_rows])
+    subs = await conn.execute(
+        sa.select(tasks)
+        .where(tasks.c.tenant_id == tenant, tasks.c.parent_task_id == task_id)
+        .order_by(tasks.c.requested_at)
+    )
+    wait_rows = await conn.execute(
+        sa.select(waits).where(
+            waits.c.tenant_id == tenant,
+            sa.or_(waits.c.task_id == task_id, waits.c.wait_id == task_id),
+        )
+    )
+    return TaskDetail(
+        **task_summary(row).model_dump(),
+        sub_tasks=[task_summary(r) for r in subs],
+        waits=[wait_model(r) for r in wait_rows],
+    )
 
 
 async def delegation_group(conn: AsyncConnection, tenant: str, group_id: str) -> DelegationGroup:
-    rows = (await conn.execute(sa.select(tasks).where(
-        tasks.c.tenant_id == tenant, tasks.c.delegation_group_id == group_id)
-        .order_by(tasks.c.requested_at, tasks.c.correlation_id))).all()
+    rows = (
+        await conn.execute(
+            sa.select(tasks)
+            .where(tasks.c.tenant_id == tenant, tasks.c.delegation_group_id == group_id)
+            .order_by(tasks.c.requested_at, tasks.c.correlation_id)
+        )
+    ).all()
     if not rows:
-        raise TaskNotFound(f"delegation group {group_id!r} not found",
-                           details={"group_id": group_id})
+        raise TaskNotFound(
+            f"delegation group {group_id!r} not found", details={"group_id": group_id}
+        )
     members = [task_summary(r) for r in rows]
     counts: dict[str, int] = defaultdict(int)
     for m in members:
         counts[m.status.value] += 1
     return DelegationGroup(
-        group_id=group_id, parent_task_id=members[0].parent_task_id, plan_id=members[0].plan_id,
-        sub_tasks=members, counts=dict(counts),
+        group_id=group_id,
+        parent_task_id=members[0].parent_task_id,
+        plan_id=members[0].plan_id,
+        sub_tasks=members,
+        counts=dict(counts),
         complete=all(m.responded_at is not None for m in members),
     )
 
@@ -329,33 +452,56 @@ def _stats(key: str, rows: list[tuple[str, float | None]]) -> DurationStats:
     failed = sum(1 for s, _ in rows if s == "failed")
     completed = sum(1 for s, _ in rows if s == "completed")
     finished = failed + completed
-    return DurationStats(key=key, count=len(rows), completed=completed, failed=failed,
-                         failure_rate=round(failed / finished, 4) if finished else 0.0,
-                         p50_ms=_pct(done, 0.5), p95_ms=_pct(done, 0.95))
+    return DurationStats(
+        key=key,
+        count=len(rows),
+        completed=completed,
+        failed=failed,
+        failure_rate=round(failed / finished, 4) if finished else 0.0,
+        p50_ms=_pct(done, 0.5),
+        p95_ms=_pct(done, 0.95),
+    )
 
 
 async def _counts(conn: AsyncConnection, table: sa.Table, tenant: str) -> StatusCounts:
-    rows = await conn.execute(sa.select(table.c.status, sa.func.count()).where(
-        table.c.tenant_id == tenant).group_by(table.c.status))
+    rows = await conn.execute(
+        sa.select(table.c.status, sa.func.count())
+        .where(table.c.tenant_id == tenant)
+        .group_by(table.c.status)
+    )
     by = {status: int(n) for status, n in rows}
     return StatusCounts(total=sum(by.values()), by_status=by)
 
 
 async def metrics(conn: AsyncConnection, tenant: str) -> TrackerMetrics:
-    plan_rows = (await conn.execute(sa.select(
-        plans.c.goal_event, plans.c.status, plans.c.started_at, plans.c.ended_at).where(
-        plans.c.tenant_id == tenant).order_by(plans.c.created_at.desc())
-        .limit(METRICS_WINDOW))).all()
+    plan_rows = (
+        await conn.execute(
+            sa.select(plans.c.goal_event, plans.c.status, plans.c.started_at, plans.c.ended_at)
+            .where(plans.c.tenant_id == tenant)
+            .order_by(plans.c.created_at.desc())
+            .limit(METRICS_WINDOW)
+        )
+    ).all()
     by_goal: dict[str, list[tuple[str, float | None]]] = defaultdict(list)
     for goal, status, started, ended in plan_rows:
-        duration = ((utc(ended) - utc(started)).total_seconds() * 1000
-                    if started and ended else None)
+        duration = (utc(ended) - utc(started)).total_seconds() * 1000 if started and ended else None
         by_goal[goal or "(unknown)"].append((status, duration))
-    task_rows = (await conn.execute(sa.select(
-        tasks.c.agent, tasks.c.event_type, tasks.c.status, tasks.c.requested_at,
-        tasks.c.responded_at).where(
-        tasks.c.tenant_id == tenant, tasks.c.kind == "action", tasks.c.task_id.is_not(None))
-        .order_by(tasks.c.requested_at.desc()).limit(METRICS_WINDOW))).all()
+    task_rows = (
+        await conn.execute(
+            sa.select(
+                tasks.c.agent,
+                tasks.c.event_type,
+                tasks.c.status,
+                tasks.c.requested_at,
+                tasks.c.responded_at,
+            )
+            .where(
+                tasks.c.tenant_id == tenant, tasks.c.kind == "action", tasks.c.task_id.is_not(None)
+            )
+            .order_by(tasks.c.requested_at.desc())
+            .limit(METRICS_WINDOW)
+        )
+    ).all()
     by_agent: dict[str, list[tuple[str, float | None]]] = defaultdict(list)
     by_type: dict[str, list[tuple[str, float | None]]] = defaultdict(list)
     every: list[tuple[str, float | None]] = []

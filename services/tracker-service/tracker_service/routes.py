@@ -62,17 +62,28 @@ async def list_plans(
     cursor: Cursor = None,
 ) -> Response:
     _window(since, until)
-    filters = {"status": status.value if status else None, "goal_event": goal_event,
-               "session_id": session_id, "parent_plan_id": parent_plan_id,
-               "planner": planner, "since": since, "until": until}
+    filters = {
+        "status": status.value if status else None,
+        "goal_event": goal_event,
+        "session_id": session_id,
+        "parent_plan_id": parent_plan_id,
+        "planner": planner,
+        "since": since,
+        "until": until,
+    }
     async with tracker.engine.connect() as conn:
-        page, nxt = await queries.list_plans(conn, identity.tenant_id, limit=limit,
-                                             cursor=cursor, filters=filters)
+        page, nxt = await queries.list_plans(
+            conn, identity.tenant_id, limit=limit, cursor=cursor, filters=filters
+        )
     return _json(PlanList(plans=page, next_cursor=nxt))
 
 
-@router.get("/plans/by-correlation/{correlation_id}", response_model=PlanSummary,
-            summary="The plan a goal's correlation id leads to", responses=error_responses(404))
+@router.get(
+    "/plans/by-correlation/{correlation_id}",
+    response_model=PlanSummary,
+    summary="The plan a goal's correlation id leads to",
+    responses=error_responses(404),
+)
 async def plan_by_correlation(
     correlation_id: str, identity: CurrentIdentity, tracker: Tracker
 ) -> PlanSummary:
@@ -80,10 +91,16 @@ async def plan_by_correlation(
         return await queries.plan_by_correlation(conn, identity.tenant_id, correlation_id)
 
 
-@router.get("/plans/{plan_id}", response_model=PlanDetail, summary="One plan in full",
-            responses=error_responses(404))
+@router.get(
+    "/plans/{plan_id}",
+    response_model=PlanDetail,
+    summary="One plan in full",
+    responses=error_responses(404),
+)
 async def get_plan(
-    plan_id: str, identity: CurrentIdentity, tracker: Tracker,
+    plan_id: str,
+    identity: CurrentIdentity,
+    tracker: Tracker,
     context: Annotated[bool, Query(description="Read the memory-service context")] = True,
 ) -> PlanDetail:
     tenant = identity.tenant_id
@@ -91,34 +108,51 @@ async def get_plan(
         row = await queries.get_plan_row(conn, tenant, plan_id)
         detail = PlanDetail(
             **queries.plan_summary(row).model_dump(),
-            state_path=queries.state_path(row), result=row._mapping["result"],
+            state_path=queries.state_path(row),
+            result=row._mapping["result"],
             sub_plan_ids=await queries.sub_plan_ids(conn, tenant, plan_id),
             correlation_ids=await queries.plan_correlation_ids(conn, tenant, plan_id),
             waits=await queries.plan_waits(conn, tenant, plan_id),
         )
     if context and tracker.memory is not None:
         detail.context, detail.context_error = await read_plan_context(
-            tracker.memory, tenant, plan_id)
+            tracker.memory, tenant, plan_id
+        )
     return detail
 
 
-@router.get("/plans/{plan_id}/actions", response_model=ActionList,
-            summary="The plan's requests and their answers", responses=error_responses(404))
+@router.get(
+    "/plans/{plan_id}/actions",
+    response_model=ActionList,
+    summary="The plan's requests and their answers",
+    responses=error_responses(404),
+)
 async def plan_actions(
-    plan_id: str, identity: CurrentIdentity, tracker: Tracker, limit: Limit = 100,
+    plan_id: str,
+    identity: CurrentIdentity,
+    tracker: Tracker,
+    limit: Limit = 100,
     cursor: Cursor = None,
 ) -> ActionList:
     async with tracker.engine.connect() as conn:
         await queries.get_plan_row(conn, identity.tenant_id, plan_id)
-        page, nxt = await queries.actions(conn, identity.tenant_id, plan_id, limit=limit,
-                                          cursor=cursor)
+        page, nxt = await queries.actions(
+            conn, identity.tenant_id, plan_id, limit=limit, cursor=cursor
+        )
     return ActionList(plan_id=plan_id, actions=page, next_cursor=nxt)
 
 
-@router.get("/plans/{plan_id}/timeline", response_model=Timeline,
-            summary="The plan's events, oldest first", responses=error_responses(404))
+@router.get(
+    "/plans/{plan_id}/timeline",
+    response_model=Timeline,
+    summary="The plan's events, oldest first",
+    responses=error_responses(404),
+)
 async def plan_timeline(
-    plan_id: str, identity: CurrentIdentity, tracker: Tracker, limit: Limit = 200,
+    plan_id: str,
+    identity: CurrentIdentity,
+    tracker: Tracker,
+    limit: Limit = 200,
     cursor: Cursor = None,
 ) -> Timeline:
     after = 0
@@ -128,29 +162,48 @@ async def plan_timeline(
             raise ValidationFailed("invalid cursor", details={"field": "cursor"})
     async with tracker.engine.connect() as conn:
         await queries.get_plan_row(conn, identity.tenant_id, plan_id)
-        entries, nxt = await queries.timeline(conn, identity.tenant_id, plan_id, limit=limit,
-                                              after_seq=after)
+        entries, nxt = await queries.timeline(
+            conn, identity.tenant_id, plan_id, limit=limit, after_seq=after
+        )
     return Timeline(plan_id=plan_id, entries=entries, next_cursor=nxt)
 
 
-@router.get("/plans/{plan_id}/sub-plans", response_model=PlanList,
-            summary="Plans started by this plan", responses=error_responses(404))
+@router.get(
+    "/plans/{plan_id}/sub-plans",
+    response_model=PlanList,
+    summary="Plans started by this plan",
+    responses=error_responses(404),
+)
 async def sub_plans(
-    plan_id: str, identity: CurrentIdentity, tracker: Tracker, limit: Limit = 50,
+    plan_id: str,
+    identity: CurrentIdentity,
+    tracker: Tracker,
+    limit: Limit = 50,
     cursor: Cursor = None,
 ) -> PlanList:
     async with tracker.engine.connect() as conn:
         await queries.get_plan_row(conn, identity.tenant_id, plan_id)
-        page, nxt = await queries.list_plans(conn, identity.tenant_id, limit=limit,
-                                             cursor=cursor,
-                                             filters={"parent_plan_id": plan_id})
+        page, nxt = await queries.list_plans(
+            conn,
+            identity.tenant_id,
+            limit=limit,
+            cursor=cursor,
+            filters={"parent_plan_id": plan_id},
+        )
     return PlanList(plans=page, next_cursor=nxt)
 
 
-@router.get("/plans/{plan_id}/stream", summary="Live updates of one plan (SSE)",
-            response_class=StreamingResponse, responses=error_responses(404))
+@router.get(
+    "/plans/{plan_id}/stream",
+    summary="Live updates of one plan (SSE)",
+    response_class=StreamingResponse,
+    responses=error_responses(404),
+)
 async def stream_plan(
-    plan_id: str, request: Request, identity: CurrentIdentity, tracker: Tracker,
+    plan_id: str,
+    request: Request,
+    identity: CurrentIdentity,
+    tracker: Tracker,
     heartbeat: Annotated[float, Query(gt=0, le=3600)] = 15.0,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> Response:
@@ -158,31 +211,48 @@ async def stream_plan(
     after = 0
     if last_event_id:
         if not last_event_id.isdigit():
-            raise ValidationFailed("Last-Event-ID must be an entry seq",
-                                   details={"field": "Last-Event-ID"})
+            raise ValidationFailed(
+                "Last-Event-ID must be an entry seq", details={"field": "Last-Event-ID"}
+            )
         after = int(last_event_id)
     async with tracker.engine.connect() as conn:
         await queries.get_plan_row(conn, identity.tenant_id, plan_id)
-    body = plan_stream(tracker, identity.tenant_id, plan_id, after_seq=after,
-                       heartbeat=heartbeat, disconnected=request.is_disconnected)
+    body = plan_stream(
+        tracker,
+        identity.tenant_id,
+        plan_id,
+        after_seq=after,
+        heartbeat=heartbeat,
+        disconnected=request.is_disconnected,
+    )
     return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-@router.get("/sessions/{session_id}/plans", response_model=PlanList,
-            summary="Plans of a session (newest first)")
+@router.get(
+    "/sessions/{session_id}/plans",
+    response_model=PlanList,
+    summary="Plans of a session (newest first)",
+)
 async def session_plans(
-    session_id: str, identity: CurrentIdentity, tracker: Tracker, limit: Limit = 50,
+    session_id: str,
+    identity: CurrentIdentity,
+    tracker: Tracker,
+    limit: Limit = 50,
     cursor: Cursor = None,
 ) -> PlanList:
     async with tracker.engine.connect() as conn:
-        page, nxt = await queries.list_plans(conn, identity.tenant_id, limit=limit,
-                                             cursor=cursor, filters={"session_id": session_id})
+        page, nxt = await queries.list_plans(
+            conn, identity.tenant_id, limit=limit, cursor=cursor, filters={"session_id": session_id}
+        )
     return PlanList(plans=page, next_cursor=nxt)
 
 
-@router.get("/delegation-groups/{group_id}", response_model=DelegationGroup,
-            summary="One fan-out (delegate_parallel) and its members",
-            responses=error_responses(404))
+@router.get(
+    "/delegation-groups/{group_id}",
+    response_model=DelegationGroup,
+    summary="One fan-out (delegate_parallel) and its members",
+    responses=error_responses(404),
+)
 async def delegation_group(
     group_id: str, identity: CurrentIdentity, tracker: Tracker
 ) -> DelegationGroup:
@@ -190,8 +260,12 @@ async def delegation_group(
         return await queries.delegation_group(conn, identity.tenant_id, group_id)
 
 
-@router.get("/tasks/{task_id}", response_model=TaskDetail,
-            summary="A task with its sub-tasks and waits", responses=error_responses(404))
+@router.get(
+    "/tasks/{task_id}",
+    response_model=TaskDetail,
+    summary="A task with its sub-tasks and waits",
+    responses=error_responses(404),
+)
 async def get_task(task_id: str, identity: CurrentIdentity, tracker: Tracker) -> TaskDetail:
     async with tracker.engine.connect() as conn:
         return await queries.task_detail(conn, identity.tenant_id, task_id)
@@ -201,7 +275,4 @@ async def get_task(task_id: str, identity: CurrentIdentity, tracker: Tracker) ->
 async def get_metrics(identity: CurrentIdentity, tracker: Tracker) -> Response:
     async with tracker.engine.connect() as conn:
         found = await queries.metrics(conn, identity.tenant_id)
-    return Response(orjson.dumps(found.model_dump(mode="json")),
-                    media_type="application/json")
-
-
+    return Response(orjson.dumps(found.model_dump(mode="json")), media_type="application/json")

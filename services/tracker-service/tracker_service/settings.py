@@ -35,7 +35,8 @@ class Settings(ServiceSettings):
     memory_url: str = "http://127.0.0.1:8083"
     api_token: str | None = None
     tracker_consumer: str | None = Field(
-        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
+    )
     tracker_projector: bool = True
     tracker_batch: int = Field(default=500, ge=1, le=5000)
     tracker_batch_wait_seconds: float = Field(default=0.02, ge=0)

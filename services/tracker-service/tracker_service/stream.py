@@ -26,7 +26,12 @@ def _frame(event: str, data: bytes, event_id: int | None = None) -> bytes:
 
 
 async def plan_stream(
-    tracker: TrackerState, tenant: str, plan_id: str, *, after_seq: int, heartbeat: float,
+    tracker: TrackerState,
+    tenant: str,
+    plan_id: str,
+    *,
+    after_seq: int,
+    heartbeat: float,
     disconnected: Callable[[], Awaitable[bool]],
 ) -> AsyncIterator[bytes]:
     last_seq = after_seq
@@ -36,8 +41,9 @@ async def plan_stream(
     while True:
         async with tracker.engine.connect() as conn:
             row = await queries.get_plan_row(conn, tenant, plan_id)
-            entries, more = await queries.timeline(conn, tenant, plan_id, limit=500,
-                                                   after_seq=last_seq)
+            entries, more = await queries.timeline(
+                conn, tenant, plan_id, limit=500, after_seq=last_seq
+            )
         summary = queries.plan_summary(row)
         plan = orjson.dumps(summary.model_dump(mode="json"))
         chunks = []
@@ -45,8 +51,7 @@ async def plan_stream(
             chunks.append(_frame("plan", plan))
             last_plan = plan
         for entry in entries:
-            chunks.append(_frame("entry", orjson.dumps(entry.model_dump(mode="json")),
-                                 entry.seq))
+            chunks.append(_frame("entry", orjson.dumps(entry.model_dump(mode="json")), entry.seq))
             last_seq = entry.seq
         if chunks:
             quiet = 0.0

@@ -45,32 +45,47 @@ def _event(row: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
     m = row._mapping
     deadline = utc_or_none(m["deadline"])
     if m["kind"] == "human_input":
-        data = {"task_id": m["task_id"], "sub_task_id": m["sub_task_id"],
-                "reason": "hitl_timeout",
-                "deadline": deadline.isoformat() if deadline else None,
-                "timeout_seconds": m["timeout_seconds"]}
+        data = {
+            "task_id": m["task_id"],
+            "sub_task_id": m["sub_task_id"],
+            "reason": "hitl_timeout",
+            "deadline": deadline.isoformat() if deadline else None,
+            "timeout_seconds": m["timeout_seconds"],
+        }
         return TASK_TIMEOUT, data, {"correlation_id": m["sub_task_id"]}
-    data = {"plan_id": m["plan_id"], "expected_event": m["expected_event"],
-            "timeout_seconds": m["timeout_seconds"], "reason": "wait_timeout",
-            "wait_id": m["wait_id"]}
+    data = {
+        "plan_id": m["plan_id"],
+        "expected_event": m["expected_event"],
+        "timeout_seconds": m["timeout_seconds"],
+        "reason": "wait_timeout",
+        "wait_id": m["wait_id"],
+    }
     return PLAN_WAIT_TIMEOUT, data, {"correlation_id": m["plan_id"]}
 
 
 async def claim_due(engine: AsyncEngine, owner: str, lease: float) -> list[Any]:
     """Claim the due waits nobody holds a live lease on; the claimed rows."""
     at = now()
-    due = sa.and_(waits.c.status == "waiting", waits.c.deadline <= at,
-                  sa.or_(waits.c.lease_until.is_(None), waits.c.lease_until < at))
+    due = sa.and_(
+        waits.c.status == "waiting",
+        waits.c.deadline <= at,
+        sa.or_(waits.c.lease_until.is_(None), waits.c.lease_until < at),
+    )
     async with engine.begin() as conn:
         await lock_writes(conn)
-        rows = (await conn.execute(sa.select(waits).where(due).order_by(waits.c.deadline)
-                                   .limit(CLAIM_LIMIT))).all()
+        rows = (
+            await conn.execute(
+                sa.select(waits).where(due).order_by(waits.c.deadline).limit(CLAIM_LIMIT)
+            )
+        ).all()
         claimed = []
         for row in rows:
             m = row._mapping
-            done = await conn.execute(waits.update().where(
-                waits.c.tenant_id == m["tenant_id"], waits.c.wait_id == m["wait_id"], due)
-                .values(lease_owner=owner, lease_until=at + timedelta(seconds=lease)))
+            done = await conn.execute(
+                waits.update()
+                .where(waits.c.tenant_id == m["tenant_id"], waits.c.wait_id == m["wait_id"], due)
+                .values(lease_owner=owner, lease_until=at + timedelta(seconds=lease))
+            )
             if done.rowcount == 1:
                 claimed.append(row)
     return claimed
@@ -82,19 +97,37 @@ async def fire(engine: AsyncEngine, bus: BusClient, row: Any, owner: str) -> str
     event_type, data, fields = _event(row)
     event_id = timeout_event_id(m["tenant_id"], m["wait_id"])
     await bus.publish(
-        SYSTEM_EVENTS, event_type, data, tenant_id=m["tenant_id"], event_id=event_id,
-        plan_id=m["plan_id"], session_id=m["session_id"], source=SOURCE, **fields,
+        SYSTEM_EVENTS,
+        event_type,
+        data,
+        tenant_id=m["tenant_id"],
+        event_id=event_id,
+        plan_id=m["plan_id"],
+        session_id=m["session_id"],
+        source=SOURCE,
+        **fields,
     )
     async with engine.begin() as conn:
         await lock_writes(conn)
-        done = await conn.execute(waits.update().where(
-            waits.c.tenant_id == m["tenant_id"], waits.c.wait_id == m["wait_id"],
-            waits.c.status == "waiting", waits.c.lease_owner == owner,
-        ).values(status="timed_out", timed_out_at=now(), timeout_event_id=event_id))
+        done = await conn.execute(
+            waits.update()
+            .where(
+                waits.c.tenant_id == m["tenant_id"],
+                waits.c.wait_id == m["wait_id"],
+                waits.c.status == "waiting",
+                waits.c.lease_owner == owner,
+            )
+            .values(status="timed_out", timed_out_at=now(), timeout_event_id=event_id)
+        )
         if done.rowcount:
             await bump(conn, timeouts_fired=1)
-    log.info("fired %s for %s/%s (deadline %s)", event_type, m["tenant_id"], m["wait_id"],
-             utc(m["deadline"]).isoformat())
+    log.info(
+        "fired %s for %s/%s (deadline %s)",
+        event_type,
+        m["tenant_id"],
+        m["wait_id"],
+        utc(m["deadline"]).isoformat(),
+    )
     return event_id
 
 
@@ -110,8 +143,9 @@ async def fire_due(engine: AsyncEngine, bus: BusClient, owner: str, lease: float
     return fired
 
 
-async def run_timeouts(engine: AsyncEngine, bus: BusClient, *, owner: str, lease: float,
-                       interval: float) -> None:
+async def run_timeouts(
+    engine: AsyncEngine, bus: BusClient, *, owner: str, lease: float, interval: float
+) -> None:
     """Fire due timeouts every ``interval`` seconds until cancelled (first pass at once)."""
     while True:
         try:

@@ -217,9 +217,9 @@ class MemoryEventLog(EventLog):
         if g is None or not g.pending:
             return []
         now = time.monotonic()
-        due = [
-            p for p in g.pending.values() if p.nacked or now - p.delivered_at >= min_idle
-        ][:count]
+        due = [p for p in g.pending.values() if p.nacked or now - p.delivered_at >= min_idle][
+            :count
+        ]
         claimed: list[Entry] = []
         dead = False
         for p in due:
@@ -253,8 +253,11 @@ class MemoryEventLog(EventLog):
             return [], None
         start = parse_id(after)
         own = sorted(
-            (p for p in g.pending.values()
-             if p.consumer == consumer and not p.nacked and p.entry.key > start),
+            (
+                p
+                for p in g.pending.values()
+                if p.consumer == consumer and not p.nacked and p.entry.key > start
+            ),
             key=lambda p: p.entry.key,
         )[:count]
         if not own:

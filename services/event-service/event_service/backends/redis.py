@@ -64,9 +64,7 @@ _MAX_BLOCKING_CONNECTIONS = 10_000
 
 def _entry(topic: str, raw_id: bytes, fields: dict[bytes, bytes]) -> Entry:
     stream_id = raw_id.decode()
-    return Entry(
-        topic, stream_id, parse_id(stream_id), fields[b"y"].decode(), fields[b"e"]
-    )
+    return Entry(topic, stream_id, parse_id(stream_id), fields[b"y"].decode(), fields[b"e"])
 
 
 def open_redis(settings: Settings) -> tuple[Redis, Redis]:
@@ -83,27 +81,37 @@ def open_redis(settings: Settings) -> tuple[Redis, Redis]:
     """
     if settings.redis_cluster:
         commands_cluster = RedisCluster.from_url(
-            settings.redis_url, max_connections=settings.redis_max_connections,
+            settings.redis_url,
+            max_connections=settings.redis_max_connections,
             socket_timeout=settings.redis_command_timeout,
             socket_connect_timeout=settings.redis_command_timeout,
         )
         blocking_cluster = RedisCluster.from_url(
-            settings.redis_url, max_connections=_MAX_BLOCKING_CONNECTIONS,
-            socket_timeout=None, socket_keepalive=True,
+            settings.redis_url,
+            max_connections=_MAX_BLOCKING_CONNECTIONS,
+            socket_timeout=None,
+            socket_keepalive=True,
             socket_connect_timeout=settings.redis_command_timeout,
         )
         return cast(Redis, commands_cluster), cast(Redis, blocking_cluster)
-    commands = Redis.from_pool(BlockingConnectionPool.from_url(
-        settings.redis_url, max_connections=settings.redis_max_connections,
-        timeout=settings.redis_command_timeout,
-        socket_timeout=settings.redis_command_timeout,
-        socket_connect_timeout=settings.redis_command_timeout,
-    ))
-    blocking = Redis.from_pool(ConnectionPool.from_url(
-        settings.redis_url, max_connections=_MAX_BLOCKING_CONNECTIONS,
-        socket_timeout=None, socket_keepalive=True,
-        socket_connect_timeout=settings.redis_command_timeout,
-    ))
+    commands = Redis.from_pool(
+        BlockingConnectionPool.from_url(
+            settings.redis_url,
+            max_connections=settings.redis_max_connections,
+            timeout=settings.redis_command_timeout,
+            socket_timeout=settings.redis_command_timeout,
+            socket_connect_timeout=settings.redis_command_timeout,
+        )
+    )
+    blocking = Redis.from_pool(
+        ConnectionPool.from_url(
+            settings.redis_url,
+            max_connections=_MAX_BLOCKING_CONNECTIONS,
+            socket_timeout=None,
+            socket_keepalive=True,
+            socket_connect_timeout=settings.redis_command_timeout,
+        )
+    )
     return commands, blocking
 
 
@@ -143,7 +151,8 @@ class RedisEventLog(EventLog):
             blocking_pool = self._blocking.connection_pool
             self._live = DirectCommands(pool=blocking_pool)
             self._appends = AppendCoalescer(
-                commands=DirectCommands(pool=blocking_pool), max_length=max_length,
+                commands=DirectCommands(pool=blocking_pool),
+                max_length=max_length,
                 timeout=command_timeout,
             )
 
@@ -163,11 +172,13 @@ class RedisEventLog(EventLog):
             e = events[0]
             tap_key = self._key(TAP_TENANT, e.topic) if e.topic in tap else None
             raw = await self._appends.xadd(
-                self._key(tenant, e.topic), e.payload, e.type, tap_key=tap_key)
+                self._key(tenant, e.topic), e.payload, e.type, tap_key=tap_key
+            )
             return [raw.decode()]
         items = [(self._key(tenant, e.topic), e.payload, e.type) for e in events]
-        items += [(self._key(TAP_TENANT, e.topic), e.payload, e.type)
-                  for e in events if e.topic in tap]
+        items += [
+            (self._key(TAP_TENANT, e.topic), e.payload, e.type) for e in events if e.topic in tap
+        ]
         raws = await self._appends.xadd_atomic(items)
         return [raw.decode() for raw in raws[: len(events)]]
 
@@ -180,15 +191,23 @@ class RedisEventLog(EventLog):
         """
         async with self._r.pipeline(transaction=True) as pipe:
             for e in events:
-                pipe.xadd(self._key(tenant, e.topic), {b"e": e.payload, b"y": e.type},
-                          maxlen=self._max_length, approximate=True)
+                pipe.xadd(
+                    self._key(tenant, e.topic),
+                    {b"e": e.payload, b"y": e.type},
+                    maxlen=self._max_length,
+                    approximate=True,
+                )
             raws = await pipe.execute()
         tapped = [e for e in events if e.topic in self._tap]
         if tapped:
             async with self._r.pipeline(transaction=True) as pipe:
                 for e in tapped:
-                    pipe.xadd(self._key(TAP_TENANT, e.topic), {b"e": e.payload, b"y": e.type},
-                              maxlen=self._max_length, approximate=True)
+                    pipe.xadd(
+                        self._key(TAP_TENANT, e.topic),
+                        {b"e": e.payload, b"y": e.type},
+                        maxlen=self._max_length,
+                        approximate=True,
+                    )
                 await pipe.execute()
         return [raw.decode() for raw in raws]
 
@@ -215,18 +234,30 @@ class RedisEventLog(EventLog):
     ) -> list[Entry]:
         if self._live is None:
             found = await self._blocking.xread(
-                {self._key(tenant, topic): after}, count=count,
+                {self._key(tenant, topic): after},
+                count=count,
                 block=max(1, int(block * 1000)),
             )
-            return [_entry(topic, raw_id, fields)
-                    for _, rows in xread_entries(found) for raw_id, fields in rows if fields]
+            return [
+                _entry(topic, raw_id, fields)
+                for _, rows in xread_entries(found)
+                for raw_id, fields in rows
+                if fields
+            ]
         reply = await self._live.execute(
-            "XREAD", "COUNT", count, "BLOCK", max(1, int(block * 1000)),
-            "STREAMS", self._key(tenant, topic), after,
+            "XREAD",
+            "COUNT",
+            count,
+            "BLOCK",
+            max(1, int(block * 1000)),
+            "STREAMS",
+            self._key(tenant, topic),
+            after,
         )
         return [
             _entry(topic, raw_id, fields_of(flat))
-            for _, rows in xread_entries(reply) for raw_id, flat in rows
+            for _, rows in xread_entries(reply)
+            for raw_id, flat in rows
         ]
 
     async def ensure_group(
@@ -235,7 +266,9 @@ class RedisEventLog(EventLog):
         async with self._r.pipeline(transaction=False) as pipe:
             for topic in topics:
                 pipe.xgroup_create(
-                    self._key(tenant, topic), group, id="0" if from_earliest else "$",
+                    self._key(tenant, topic),
+                    group,
+                    id="0" if from_earliest else "$",
                     mkstream=True,
                 )
             results = await pipe.execute(raise_on_error=False)
@@ -256,7 +289,10 @@ class RedisEventLog(EventLog):
         by_key = {self._key(tenant, topic): topic for topic in topics}
         try:
             found = await self._blocking.xreadgroup(
-                group, consumer, dict.fromkeys(by_key, ">"), count=count,
+                group,
+                consumer,
+                dict.fromkeys(by_key, ">"),
+                count=count,
                 block=max(1, int(block * 1000)),
             )
         except ResponseError as exc:
@@ -331,8 +367,12 @@ class RedisEventLog(EventLog):
         key = self._key(tenant, topic)
         try:
             pending = await self._r.xpending_range(
-                key, group, min="-" if after == ZERO_ID else f"({after}", max="+",
-                count=count, consumername=consumer,
+                key,
+                group,
+                min="-" if after == ZERO_ID else f"({after}",
+                max="+",
+                count=count,
+                consumername=consumer,
             )
             if not pending:
                 return [], None
@@ -369,17 +409,25 @@ class RedisEventLog(EventLog):
             return set()
         async with self._r.pipeline(transaction=False) as pipe:
             for topic, stream_id in refs:
-                pipe.xpending_range(self._key(tenant, topic), group, min=stream_id,
-                                    max=stream_id, count=1, consumername=consumer)
+                pipe.xpending_range(
+                    self._key(tenant, topic),
+                    group,
+                    min=stream_id,
+                    max=stream_id,
+                    count=1,
+                    consumername=consumer,
+                )
             results = await pipe.execute(raise_on_error=False)
-        return {ref for ref, found in zip(refs, results, strict=True)
-                if isinstance(found, list) and found}
+        return {
+            ref
+            for ref, found in zip(refs, results, strict=True)
+            if isinstance(found, list) and found
+        }
 
     async def extend(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
         renewed = 0
         for topic, ids in self._by_topic(refs).items():
-            renewed += int(await self._extend(keys=[self._key(tenant, topic)],
-                                              args=[group, *ids]))
+            renewed += int(await self._extend(keys=[self._key(tenant, topic)], args=[group, *ids]))
         return renewed
 
     async def _bury(
@@ -396,9 +444,16 @@ class RedisEventLog(EventLog):
                 why = reason or f"visibility timeout expired after {count} deliveries".encode()
                 pipe.xadd(
                     dlq,
-                    {b"e": fields[b"e"], b"y": fields[b"y"], b"r": why, b"d": str(count),
-                     b"g": group, b"t": now_ms},
-                    maxlen=self._max_length, approximate=True,
+                    {
+                        b"e": fields[b"e"],
+                        b"y": fields[b"y"],
+                        b"r": why,
+                        b"d": str(count),
+                        b"g": group,
+                        b"t": now_ms,
+                    },
+                    maxlen=self._max_length,
+                    approximate=True,
                 )
             pipe.xack(key, group, *ids)
             pipe.hdel(reasons_key, *ids)
@@ -428,8 +483,13 @@ class RedisEventLog(EventLog):
         for topic, ids in self._by_topic(refs).items():
             try:
                 claimed = await self._r.xclaim(
-                    self._key(tenant, topic), group, _NACKED_OWNER, 0, ids,
-                    idle=_NACKED_IDLE_MS, justid=True,
+                    self._key(tenant, topic),
+                    group,
+                    _NACKED_OWNER,
+                    0,
+                    ids,
+                    idle=_NACKED_IDLE_MS,
+                    justid=True,
                 )
             except ResponseError as exc:
                 if "NOGROUP" in str(exc):
@@ -477,13 +537,12 @@ class RedisEventLog(EventLog):
         fields = [rows[0][1] for rows in found]
         async with self._r.pipeline(transaction=True) as pipe:
             for f in fields:
-                pipe.xadd(key, {b"e": f[b"e"], b"y": f[b"y"]}, maxlen=self._max_length,
-                          approximate=True)
+                pipe.xadd(
+                    key, {b"e": f[b"e"], b"y": f[b"y"]}, maxlen=self._max_length, approximate=True
+                )
             pipe.xdel(dlq, *ids)
             results = await pipe.execute()
-        return [
-            _entry(topic, raw_id, f) for raw_id, f in zip(results[:-1], fields, strict=True)
-        ]
+        return [_entry(topic, raw_id, f) for raw_id, f in zip(results[:-1], fields, strict=True)]
 
     async def forget_consumer(
         self, tenant: str, topics: Sequence[str], group: str, consumer: str

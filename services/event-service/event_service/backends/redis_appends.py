@@ -56,15 +56,21 @@ class AppendCoalescer:
         A batch is one request already, so it goes out at once, not through the queue.
         """
         maxlen = self._max_length
-        packed = b"".join([MULTI, *(
-            pack_xadd(key, payload, event_type, maxlen) for key, payload, event_type in items
-        ), EXEC])
+        packed = b"".join(
+            [
+                MULTI,
+                *(
+                    pack_xadd(key, payload, event_type, maxlen)
+                    for key, payload, event_type in items
+                ),
+                EXEC,
+            ]
+        )
         try:
             async with asyncio.timeout(self._timeout):
                 replies = await self._commands.send_packed(packed, len(items) + 2)
         except TimeoutError:
-            raise RedisTimeoutError(
-                f"no answer from Redis within {self._timeout} s") from None
+            raise RedisTimeoutError(f"no answer from Redis within {self._timeout} s") from None
         for reply in (*replies, *(replies[-1] or ())):
             if isinstance(reply, Exception):
                 raise reply
@@ -89,13 +95,13 @@ class AppendCoalescer:
     ) -> None:
         maxlen = self._max_length
         commands = [
-            pack_xadd(key, payload, event_type, maxlen)
-            for key, payload, event_type, _, _ in batch
+            pack_xadd(key, payload, event_type, maxlen) for key, payload, event_type, _, _ in batch
         ]
         # Tap copies go after the callers' own entries: results[i] stays caller i's id.
         commands += [
             pack_xadd(tap_key, payload, event_type, maxlen)
-            for _, payload, event_type, tap_key, _ in batch if tap_key is not None
+            for _, payload, event_type, tap_key, _ in batch
+            if tap_key is not None
         ]
         try:
             # One timer per round trip, not per reply.
@@ -106,7 +112,8 @@ class AppendCoalescer:
                     # MULTI: readers blocked on the topic wake once for the whole
                     # batch instead of once for its first entry and again for the rest.
                     replies = await self._commands.send_packed(
-                        b"".join([MULTI, *commands, EXEC]), len(commands) + 2)
+                        b"".join([MULTI, *commands, EXEC]), len(commands) + 2
+                    )
                     results = replies[-1]
                     if isinstance(results, Exception):
                         raise results

@@ -110,6 +110,8 @@ def pack_xadd(key: str, payload: bytes, event_type: str, maxlen: bytes) -> bytes
     """
     k = key.encode()
     y = event_type.encode()
-    return b"*10\r\n$4\r\nXADD\r\n$%d\r\n%b\r\n$6\r\nMAXLEN\r\n$1\r\n~\r\n$%d\r\n%b\r\n" \
-        b"$1\r\n*\r\n$1\r\ne\r\n$%d\r\n%b\r\n$1\r\ny\r\n$%d\r\n%b\r\n" % (
-            len(k), k, len(maxlen), maxlen, len(payload), payload, len(y), y)
+    return (
+        b"*10\r\n$4\r\nXADD\r\n$%d\r\n%b\r\n$6\r\nMAXLEN\r\n$1\r\n~\r\n$%d\r\n%b\r\n"
+        b"$1\r\n*\r\n$1\r\ne\r\n$%d\r\n%b\r\n$1\r\ny\r\n$%d\r\n%b\r\n"
+        % (len(k), k, len(maxlen), maxlen, len(payload), payload, len(y), y)
+    )

@@ -26,9 +26,7 @@ from soorma_common.errors import NotFound
 DEFAULT_RETENTION_SECONDS = 86_400.0
 MAX_RETENTION_SECONDS = 30 * 86_400.0
 
-router = APIRouter(
-    prefix="/v1/memory/answers", tags=["answers"], responses=error_responses(422)
-)
+router = APIRouter(prefix="/v1/memory/answers", tags=["answers"], responses=error_responses(422))
 
 
 class AnswerWrite(BaseDTO):
@@ -61,7 +59,9 @@ def _answers(store: Any) -> SqlAnswers:
 
 
 @router.put(
-    "/{request_id}", responses=error_responses(413), response_model=RecordedAnswer,
+    "/{request_id}",
+    responses=error_responses(413),
+    response_model=RecordedAnswer,
     dependencies=[SizeChecked],
 )
 async def record_answer(
@@ -70,7 +70,9 @@ async def record_answer(
     """Record the answer to ``request_id`` unless one is recorded: the kept answer."""
     check_storable(body)
     kept = await _answers(store).record(
-        identity.tenant_id, request_id, body.answer,
+        identity.tenant_id,
+        request_id,
+        body.answer,
         retention=timedelta(seconds=body.retention_seconds),
     )
     return RecordedAnswer.model_validate(kept)

@@ -36,10 +36,16 @@ def _if_match_value(value: Any) -> Any:
 
 
 async def if_match_version(
-    if_match: Annotated[int | None, Header(
-        alias="If-Match", ge=0, le=MAX_VERSION,
-        description='The record\'s integer version (its ETag; "3" and W/"3" are accepted too)',
-    ), BeforeValidator(_if_match_value)] = None,
+    if_match: Annotated[
+        int | None,
+        Header(
+            alias="If-Match",
+            ge=0,
+            le=MAX_VERSION,
+            description='The record\'s integer version (its ETag; "3" and W/"3" are accepted too)',
+        ),
+        BeforeValidator(_if_match_value),
+    ] = None,
 ) -> int | None:
     """``If-Match: 3`` (quotes and a weak ``W/`` prefix accepted, as ETags carry them).
 
@@ -146,13 +152,17 @@ def _check_text_fields(model: BaseModel, prefix: str) -> None:
         value = getattr(model, name)
         field = f"{prefix}{name}"
         if isinstance(value, str) and NUL in value:
-            raise ValidationFailed(f"invalid request: {field}: {NUL_MESSAGE}",
-                                   details=[{"field": field, "message": NUL_MESSAGE}])
+            raise ValidationFailed(
+                f"invalid request: {field}: {NUL_MESSAGE}",
+                details=[{"field": field, "message": NUL_MESSAGE}],
+            )
         if isinstance(value, BaseModel):
             _check_text_fields(value, f"{field}.")
         elif isinstance(value, list) and any(isinstance(v, str) and NUL in v for v in value):
-            raise ValidationFailed(f"invalid request: {field}: {NUL_MESSAGE}",
-                                   details=[{"field": field, "message": NUL_MESSAGE}])
+            raise ValidationFailed(
+                f"invalid request: {field}: {NUL_MESSAGE}",
+                details=[{"field": field, "message": NUL_MESSAGE}],
+            )
         elif isinstance(value, dict) and any(isinstance(v, BaseModel) for v in value.values()):
             for key, child in value.items():
                 if NUL in key:

@@ -60,9 +60,9 @@ async def upsert_plan_context(
     """Create or replace a plan context; returns the stored record with its version."""
     _validate(body)
     wanted = expected_version(if_match, body.expected_version)
-    return with_etag(response, await store.save_plan(
-        identity.tenant_id, body, expected_version=wanted
-    ))
+    return with_etag(
+        response, await store.save_plan(identity.tenant_id, body, expected_version=wanted)
+    )
 
 
 @router.get(
@@ -74,9 +74,9 @@ async def get_plan_context_by_correlation(
     correlation_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> PlanContextRecord:
     """The plan whose ``plan_id`` or ``correlation_ids`` contains ``correlation_id``."""
-    return with_etag(response, await store.get_plan_by_correlation(
-        identity.tenant_id, correlation_id
-    ))
+    return with_etag(
+        response, await store.get_plan_by_correlation(identity.tenant_id, correlation_id)
+    )
 
 
 @router.get("/{plan_id}", responses=error_responses(404), response_model=PlanContextRecord)
@@ -101,13 +101,16 @@ async def replace_plan_context(
     response: Response,
 ) -> PlanContextRecord:
     """Replace an existing plan context (404 if it does not exist)."""
-    return with_etag(response, await replace_plan(
-        store, identity.tenant_id, plan_id, body, if_match
-    ))
+    return with_etag(
+        response, await replace_plan(store, identity.tenant_id, plan_id, body, if_match)
+    )
 
 
 async def replace_plan(
-    store: MemoryStore, tenant: str, plan_id: str, body: PlanContextReplace,
+    store: MemoryStore,
+    tenant: str,
+    plan_id: str,
+    body: PlanContextReplace,
     if_match: int | None,
 ) -> PlanContextRecord:
     """What ``PUT /plan-context/{plan_id}`` does once the request is parsed.

@@ -67,9 +67,9 @@ async def upsert_task_context(
     """Create or replace a task context; returns the stored record with its version."""
     _validate(body)
     wanted = expected_version(if_match, body.expected_version)
-    return with_etag(response, await store.save_task(
-        identity.tenant_id, body, expected_version=wanted
-    ))
+    return with_etag(
+        response, await store.save_task(identity.tenant_id, body, expected_version=wanted)
+    )
 
 
 @router.get(
@@ -81,9 +81,7 @@ async def get_task_context_by_sub_task(
     sub_task_id: RecordId, identity: CurrentIdentity, store: Store, response: Response
 ) -> TaskContextRecord:
     """The task context that owns ``sub_task_id`` (fan-in: find the parent of a result)."""
-    return with_etag(response, await store.get_task_by_sub_task(
-        identity.tenant_id, sub_task_id
-    ))
+    return with_etag(response, await store.get_task_by_sub_task(identity.tenant_id, sub_task_id))
 
 
 @router.get("/{task_id}", responses=error_responses(404), response_model=TaskContextRecord)
@@ -111,9 +109,10 @@ async def replace_task_context(
     record = with_path_id(body, field="task_id", path_id=task_id)
     _validate(record)
     wanted = expected_version(if_match, body.expected_version)
-    return with_etag(response, await store.save_task(
-        identity.tenant_id, record, expected_version=wanted, must_exist=True
-    ))
+    return with_etag(
+        response,
+        await store.save_task(identity.tenant_id, record, expected_version=wanted, must_exist=True),
+    )
 
 
 @router.delete("/{task_id}", responses=error_responses(404), status_code=204)
@@ -145,6 +144,6 @@ async def record_sub_task_result(
     and each response shows every result recorded up to and including this one.
     """
     check_storable(body)
-    return with_etag(response, await store.record_sub_task_result(
-        identity.tenant_id, task_id, sub_task_id, body
-    ))
+    return with_etag(
+        response, await store.record_sub_task_result(identity.tenant_id, task_id, sub_task_id, body)
+    )

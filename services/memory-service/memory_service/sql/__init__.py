@@ -30,8 +30,6 @@ def _json_dumps(value: object) -> str:
     return orjson.dumps(value).decode()
 
 
-
-
 async def open_sql_store(url: str) -> SqlMemoryStore:
     """Build the engine for ``url``, apply the migrations, return the store."""
     # No pre-ping: on asyncpg it is three round trips (BEGIN, ping, ROLLBACK) per checkout,
@@ -40,8 +38,14 @@ async def open_sql_store(url: str) -> SqlMemoryStore:
     # No overflow connections: under sustained concurrency above the pool size they were
     # opened and closed per request (TLS probe, startup, auth: ~40% of the CPU at 50
     # clients). Requests beyond POOL_SIZE wait for a pooled connection instead.
-    engine = make_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads,
-                         pool_pre_ping=False, pool_size=POOL_SIZE, max_overflow=0)
+    engine = make_engine(
+        url,
+        json_serializer=_json_dumps,
+        json_deserializer=orjson.loads,
+        pool_pre_ping=False,
+        pool_size=POOL_SIZE,
+        max_overflow=0,
+    )
     try:
         await migrate(engine, MIGRATIONS, version_table=VERSION_TABLE)
     except BaseException:

@@ -45,20 +45,30 @@ class SqlAnswers(SqlBase):
         now = utcnow()
         table = recorded_answers
         stmt = self.insert(table).values(
-            tenant_id=tenant, request_id=request_id, answer=answer,
-            recorded_at=now, expires_at=now + retention,
+            tenant_id=tenant,
+            request_id=request_id,
+            answer=answer,
+            recorded_at=now,
+            expires_at=now + retention,
         )
         stmt = stmt.on_conflict_do_update(
             index_elements=[table.c.tenant_id, table.c.request_id],
-            set_={"answer": stmt.excluded.answer, "recorded_at": now,
-                  "expires_at": stmt.excluded.expires_at},
+            set_={
+                "answer": stmt.excluded.answer,
+                "recorded_at": now,
+                "expires_at": stmt.excluded.expires_at,
+            },
             where=table.c.expires_at <= now,
         )
         async with self.engine.begin() as conn:
             await conn.execute(stmt)
-            row = (await conn.execute(sa.select(table).where(
-                table.c.tenant_id == tenant, table.c.request_id == request_id
-            ))).first()
+            row = (
+                await conn.execute(
+                    sa.select(table).where(
+                        table.c.tenant_id == tenant, table.c.request_id == request_id
+                    )
+                )
+            ).first()
         self._writes += 1
         if self._writes % PRUNE_EVERY == 0:
             await self.prune(now)
@@ -69,10 +79,15 @@ class SqlAnswers(SqlBase):
         """The unexpired answer recorded for ``request_id``, or ``None``."""
         table = recorded_answers
         async with self.engine.connect() as conn:
-            row = (await conn.execute(sa.select(table).where(
-                table.c.tenant_id == tenant, table.c.request_id == request_id,
-                table.c.expires_at > utcnow(),
-            ))).first()
+            row = (
+                await conn.execute(
+                    sa.select(table).where(
+                        table.c.tenant_id == tenant,
+                        table.c.request_id == request_id,
+                        table.c.expires_at > utcnow(),
+                    )
+                )
+            ).first()
         return None if row is None else _record(row)
 
     async def prune(self, now: datetime | None = None) -> int:
@@ -85,8 +100,10 @@ class SqlAnswers(SqlBase):
 
 def _record(row: Any) -> dict[str, Any]:
     return {
-        "request_id": row.request_id, "answer": row.answer,
-        "recorded_at": utc(row.recorded_at), "expires_at": utc(row.expires_at),
+        "request_id": row.request_id,
+        "answer": row.answer,
+        "recorded_at": utc(row.recorded_at),
+        "expires_at": utc(row.expires_at),
     }
 
 

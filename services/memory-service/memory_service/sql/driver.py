@@ -72,8 +72,9 @@ class DriverStatements:
             binds = []
             for name in compiled.positiontup or ():
                 type_ = compiled.binds[name].type.dialect_impl(self._dialect)
-                binds.append(_Bind(name, compiled.params.get(name),
-                                   type_.bind_processor(self._dialect)))
+                binds.append(
+                    _Bind(name, compiled.params.get(name), type_.bind_processor(self._dialect))
+                )
             found = self._cache[statement] = DriverStatement(str(compiled), tuple(binds))
         return found
 

@@ -34,11 +34,28 @@ from soorma_common.memory import (
     PlanSummary,
 )
 
-_FIELDS = ("session_id", "parent_plan_id", "goal_event", "goal_data", "response_event",
-           "current_state", "state_machine", "results", "state")
-_SUMMARY_COLUMNS = (plans.c.plan_id, plans.c.goal_event, plans.c.status, plans.c.session_id,
-                    plans.c.parent_plan_id, plans.c.response_event, plans.c.version,
-                    plans.c.created_at, plans.c.updated_at)
+_FIELDS = (
+    "session_id",
+    "parent_plan_id",
+    "goal_event",
+    "goal_data",
+    "response_event",
+    "current_state",
+    "state_machine",
+    "results",
+    "state",
+)
+_SUMMARY_COLUMNS = (
+    plans.c.plan_id,
+    plans.c.goal_event,
+    plans.c.status,
+    plans.c.session_id,
+    plans.c.parent_plan_id,
+    plans.c.response_event,
+    plans.c.version,
+    plans.c.created_at,
+    plans.c.updated_at,
+)
 
 
 def _plan_not_found(plan_id: str) -> PlanNotFound:
@@ -57,10 +74,15 @@ def _fields(record: PlanContextRecord) -> dict[str, Any]:
 
 def summary_from_row(row: Any) -> PlanSummary:
     return PlanSummary(
-        plan_id=row.plan_id, goal_event=row.goal_event, status=PlanStatus(row.status),
-        session_id=row.session_id, parent_plan_id=row.parent_plan_id,
-        response_event=row.response_event, version=row.version,
-        created_at=utc(row.created_at), updated_at=utc(row.updated_at),
+        plan_id=row.plan_id,
+        goal_event=row.goal_event,
+        status=PlanStatus(row.status),
+        session_id=row.session_id,
+        parent_plan_id=row.parent_plan_id,
+        response_event=row.response_event,
+        version=row.version,
+        created_at=utc(row.created_at),
+        updated_at=utc(row.updated_at),
     )
 
 
@@ -103,7 +125,8 @@ UPDATE_PLAN = (
     .returning(*plans.c)
 )
 UPDATE_PLAN_ANY_VERSION = (
-    sa.update(plans).where(_KEY)
+    sa.update(plans)
+    .where(_KEY)
     .values(**_BIND, version=plans.c.version + 1, updated_at=_NOW)
     .returning(*plans.c)
 )
@@ -141,14 +164,18 @@ def _by_correlation_statement() -> sa.Select[Any]:
     owner = plans.alias("owner")
     owner_updated = (
         sa.select(owner.c.updated_at)
-        .where(owner.c.tenant_id == plan_correlations.c.tenant_id,
-               owner.c.plan_id == plan_correlations.c.plan_id)
+        .where(
+            owner.c.tenant_id == plan_correlations.c.tenant_id,
+            owner.c.plan_id == plan_correlations.c.plan_id,
+        )
         .scalar_subquery()
     )
     listing = (
         sa.select(plan_correlations.c.plan_id)
-        .where(plan_correlations.c.tenant_id == _TENANT,
-               plan_correlations.c.correlation_id == correlation_id)
+        .where(
+            plan_correlations.c.tenant_id == _TENANT,
+            plan_correlations.c.correlation_id == correlation_id,
+        )
         .order_by(owner_updated.desc())
         .limit(1)
         .scalar_subquery()
@@ -188,29 +215,46 @@ class SqlPlans(SqlBase):
     @cached_property
     def _upsert_plan(self) -> Any:
         stmt = self.insert(plans).values(
-            tenant_id=_TENANT, plan_id=_PLAN_ID, **_BIND, version=1, created_at=_NOW,
+            tenant_id=_TENANT,
+            plan_id=_PLAN_ID,
+            **_BIND,
+            version=1,
+            created_at=_NOW,
             updated_at=_NOW,
         )
         return stmt.on_conflict_do_update(
             index_elements=[plans.c.tenant_id, plans.c.plan_id],
-            set_={**{name: stmt.excluded[name] for name in _WRITTEN},
-                  "version": plans.c.version + 1, "updated_at": stmt.excluded.updated_at},
+            set_={
+                **{name: stmt.excluded[name] for name in _WRITTEN},
+                "version": plans.c.version + 1,
+                "updated_at": stmt.excluded.updated_at,
+            },
         ).returning(*plans.c)
 
     @cached_property
     def _insert_new_plan(self) -> Any:
-        return self.insert(plans).values(
-            tenant_id=_TENANT, plan_id=_PLAN_ID, **_BIND, version=1, created_at=_NOW,
-            updated_at=_NOW,
-        ).on_conflict_do_nothing(
-            index_elements=[plans.c.tenant_id, plans.c.plan_id]
-        ).returning(*plans.c)
+        return (
+            self.insert(plans)
+            .values(
+                tenant_id=_TENANT,
+                plan_id=_PLAN_ID,
+                **_BIND,
+                version=1,
+                created_at=_NOW,
+                updated_at=_NOW,
+            )
+            .on_conflict_do_nothing(index_elements=[plans.c.tenant_id, plans.c.plan_id])
+            .returning(*plans.c)
+        )
 
     @cached_property
     def _add_correlations(self) -> Any:
         return self.insert(plan_correlations).on_conflict_do_nothing(
-            index_elements=[plan_correlations.c.tenant_id, plan_correlations.c.correlation_id,
-                            plan_correlations.c.plan_id]
+            index_elements=[
+                plan_correlations.c.tenant_id,
+                plan_correlations.c.correlation_id,
+                plan_correlations.c.plan_id,
+            ]
         )
 
     async def save_plan(
@@ -224,8 +268,13 @@ class SqlPlans(SqlBase):
         # Duplicates would collide in the side table's primary key; first position wins.
         correlation_ids = list(dict.fromkeys(record.correlation_ids))
         params = {f"new_{name}": getattr(record, name) for name in _FIELDS}
-        params.update(new_status=record.status.value, new_correlation_ids=correlation_ids,
-                      key_tenant=tenant, key_plan_id=record.plan_id, now=utcnow())
+        params.update(
+            new_status=record.status.value,
+            new_correlation_ids=correlation_ids,
+            key_tenant=tenant,
+            key_plan_id=record.plan_id,
+            now=utcnow(),
+        )
         async with self.writing() as tx:
             if expected_version is None and not must_exist:
                 row = await tx.fetchrow(self._upsert_plan, params)
@@ -262,14 +311,19 @@ class SqlPlans(SqlBase):
         the plan row's ``correlation_ids``.
         """
         drop = DROP_UNLISTED_CORRELATIONS_PG if self._pg else DROP_UNLISTED_CORRELATIONS
-        await tx.execute(drop, {"key_tenant": tenant, "key_plan_id": plan_id,
-                                "keep": correlation_ids})
+        await tx.execute(
+            drop, {"key_tenant": tenant, "key_plan_id": plan_id, "keep": correlation_ids}
+        )
         if correlation_ids:
             await tx.executemany(
                 self._add_correlations,
                 [
-                    {"tenant_id": tenant, "plan_id": plan_id, "correlation_id": cid,
-                     "position": position}
+                    {
+                        "tenant_id": tenant,
+                        "plan_id": plan_id,
+                        "correlation_id": cid,
+                        "position": position,
+                    }
                     for position, cid in enumerate(correlation_ids)
                 ],
             )
@@ -278,15 +332,29 @@ class SqlPlans(SqlBase):
         plan_id = plan.plan_id or str(uuid.uuid4())
         now = utcnow()
         async with self.engine.begin() as conn:
-            stmt = self.insert(plans).values(
-                tenant_id=tenant, plan_id=plan_id, session_id=plan.session_id,
-                parent_plan_id=plan.parent_plan_id, goal_event=plan.goal_event,
-                goal_data=plan.goal_data, response_event=plan.response_event,
-                status=plan.status.value, current_state=None, state_machine={}, results={},
-                state={}, correlation_ids=[], version=1, created_at=now, updated_at=now,
-            ).on_conflict_do_nothing(
-                index_elements=[plans.c.tenant_id, plans.c.plan_id]
-            ).returning(*plans.c)
+            stmt = (
+                self.insert(plans)
+                .values(
+                    tenant_id=tenant,
+                    plan_id=plan_id,
+                    session_id=plan.session_id,
+                    parent_plan_id=plan.parent_plan_id,
+                    goal_event=plan.goal_event,
+                    goal_data=plan.goal_data,
+                    response_event=plan.response_event,
+                    status=plan.status.value,
+                    current_state=None,
+                    state_machine={},
+                    results={},
+                    state={},
+                    correlation_ids=[],
+                    version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+                .on_conflict_do_nothing(index_elements=[plans.c.tenant_id, plans.c.plan_id])
+                .returning(*plans.c)
+            )
             row = (await conn.execute(stmt)).first()
             if row is None:
                 raise Conflict(
@@ -302,9 +370,7 @@ class SqlPlans(SqlBase):
             raise _plan_not_found(plan_id)
         return record_from_row(row)
 
-    async def get_plan_by_correlation(
-        self, tenant: str, correlation_id: str
-    ) -> PlanContextRecord:
+    async def get_plan_by_correlation(self, tenant: str, correlation_id: str) -> PlanContextRecord:
         row = await self.fetch_row(
             BY_CORRELATION, {"key_tenant": tenant, "correlation_id": correlation_id}
         )
@@ -324,8 +390,8 @@ class SqlPlans(SqlBase):
         expected_version: int | None = None,
     ) -> PlanContextRecord:
         key = _key(tenant, plan_id)
-        where = key if expected_version is None else sa.and_(
-            key, plans.c.version == expected_version
+        where = (
+            key if expected_version is None else sa.and_(key, plans.c.version == expected_version)
         )
         values: dict[str, Any] = {"version": plans.c.version + 1, "updated_at": utcnow()}
         if status is not None:
@@ -340,7 +406,10 @@ class SqlPlans(SqlBase):
                 if expected_version is None:
                     raise _plan_not_found(plan_id)
                 await check_version_update(
-                    conn, plans, key, expected_version=expected_version,
+                    conn,
+                    plans,
+                    key,
+                    expected_version=expected_version,
                     not_found=_plan_not_found(plan_id),
                 )
             assert row is not None

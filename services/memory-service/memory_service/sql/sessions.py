@@ -16,9 +16,7 @@ from soorma_common.memory import SessionCreate, SessionSummary
 
 
 def _session_not_found(session_id: str) -> SessionNotFound:
-    return SessionNotFound(
-        f"session {session_id!r} not found", details={"session_id": session_id}
-    )
+    return SessionNotFound(f"session {session_id!r} not found", details={"session_id": session_id})
 
 
 def _summaries(tenant: str) -> sa.Select[Any]:
@@ -34,9 +32,7 @@ def _summaries(tenant: str) -> sa.Select[Any]:
     )
     return (
         sa.select(sessions, activity.c.plan_count, activity.c.last_plan_activity)
-        .select_from(
-            sessions.outerjoin(activity, activity.c.session_id == sessions.c.session_id)
-        )
+        .select_from(sessions.outerjoin(activity, activity.c.session_id == sessions.c.session_id))
         .where(sessions.c.tenant_id == tenant)
     )
 
@@ -46,8 +42,12 @@ def _summary(row: Any) -> SessionSummary:
     if row.last_plan_activity is not None:
         last = max(last, utc(row.last_plan_activity))
     return SessionSummary(
-        session_id=row.session_id, name=row.name, metadata=row.metadata,
-        plan_count=row.plan_count or 0, created_at=utc(row.created_at), last_activity=last,
+        session_id=row.session_id,
+        name=row.name,
+        metadata=row.metadata,
+        plan_count=row.plan_count or 0,
+        created_at=utc(row.created_at),
+        last_activity=last,
     )
 
 
@@ -68,12 +68,21 @@ class SqlSessions(SqlBase):
         session_id = session.session_id or str(uuid.uuid4())
         now = utcnow()
         async with self.engine.begin() as conn:
-            stmt = self.insert(sessions).values(
-                tenant_id=tenant, session_id=session_id, name=session.name,
-                metadata=session.metadata, created_at=now, updated_at=now,
-            ).on_conflict_do_nothing(
-                index_elements=[sessions.c.tenant_id, sessions.c.session_id]
-            ).returning(sessions.c.session_id)
+            stmt = (
+                self.insert(sessions)
+                .values(
+                    tenant_id=tenant,
+                    session_id=session_id,
+                    name=session.name,
+                    metadata=session.metadata,
+                    created_at=now,
+                    updated_at=now,
+                )
+                .on_conflict_do_nothing(
+                    index_elements=[sessions.c.tenant_id, sessions.c.session_id]
+                )
+                .returning(sessions.c.session_id)
+            )
             if (await conn.execute(stmt)).first() is None:
                 raise Conflict(
                     f"session {session_id!r} already exists; omit session_id to get a new one",
@@ -86,9 +95,11 @@ class SqlSessions(SqlBase):
             return await self._read_session(conn, tenant, session_id)
 
     async def list_sessions(self, tenant: str, *, limit: int = 100) -> list[SessionSummary]:
-        query = _summaries(tenant).order_by(
-            sessions.c.created_at.desc(), sessions.c.session_id
-        ).limit(limit)
+        query = (
+            _summaries(tenant)
+            .order_by(sessions.c.created_at.desc(), sessions.c.session_id)
+            .limit(limit)
+        )
         async with self.reading() as conn:
             return [_summary(row) for row in await conn.execute(query)]
 

@@ -17,8 +17,15 @@ from soorma_common.memory import (
     TaskContextRecord,
 )
 
-_FIELDS = ("plan_id", "event_type", "correlation_id", "response_event", "response_topic",
-           "data", "state")
+_FIELDS = (
+    "plan_id",
+    "event_type",
+    "correlation_id",
+    "response_event",
+    "response_topic",
+    "data",
+    "state",
+)
 
 
 def _task_not_found(task_id: str) -> TaskNotFound:
@@ -46,8 +53,12 @@ class SqlTaskContexts(SqlBase):
         async with self.engine.begin() as conn:
             if expected_version is None and not must_exist:
                 stmt = self.insert(task_contexts).values(
-                    tenant_id=tenant, task_id=record.task_id, version=1,
-                    created_at=now, updated_at=now, **fields,
+                    tenant_id=tenant,
+                    task_id=record.task_id,
+                    version=1,
+                    created_at=now,
+                    updated_at=now,
+                    **fields,
                 )
                 stmt = stmt.on_conflict_do_update(
                     index_elements=[task_contexts.c.tenant_id, task_contexts.c.task_id],
@@ -55,12 +66,21 @@ class SqlTaskContexts(SqlBase):
                 )
                 await conn.execute(stmt)
             elif expected_version == 0:
-                stmt = self.insert(task_contexts).values(
-                    tenant_id=tenant, task_id=record.task_id, version=1,
-                    created_at=now, updated_at=now, **fields,
-                ).on_conflict_do_nothing(
-                    index_elements=[task_contexts.c.tenant_id, task_contexts.c.task_id]
-                ).returning(task_contexts.c.version)
+                stmt = (
+                    self.insert(task_contexts)
+                    .values(
+                        tenant_id=tenant,
+                        task_id=record.task_id,
+                        version=1,
+                        created_at=now,
+                        updated_at=now,
+                        **fields,
+                    )
+                    .on_conflict_do_nothing(
+                        index_elements=[task_contexts.c.tenant_id, task_contexts.c.task_id]
+                    )
+                    .returning(task_contexts.c.version)
+                )
                 if (await conn.execute(stmt)).first() is None:
                     current = (
                         await conn.execute(sa.select(task_contexts.c.version).where(key))
@@ -71,7 +91,8 @@ class SqlTaskContexts(SqlBase):
                 if expected_version is not None:
                     where = sa.and_(key, task_contexts.c.version == expected_version)
                 stmt = (
-                    sa.update(task_contexts).where(where)
+                    sa.update(task_contexts)
+                    .where(where)
                     .values(**fields, version=task_contexts.c.version + 1, updated_at=now)
                     .returning(task_contexts.c.version)
                 )
@@ -79,7 +100,10 @@ class SqlTaskContexts(SqlBase):
                     if expected_version is None:
                         raise _task_not_found(record.task_id)
                     await check_version_update(
-                        conn, task_contexts, key, expected_version=expected_version,
+                        conn,
+                        task_contexts,
+                        key,
+                        expected_version=expected_version,
                         not_found=_task_not_found(record.task_id),
                     )
             await self._replace_sub_tasks(conn, tenant, record)
@@ -112,12 +136,20 @@ class SqlTaskContexts(SqlBase):
             kept = finished.get(sub_task_id)
             if kept is not None and sub.status == SubTaskStatus.PENDING:
                 status, result, error = kept.status, kept.result, kept.error
-            rows.append({
-                "tenant_id": tenant, "task_id": record.task_id, "sub_task_id": sub_task_id,
-                "position": position, "event_type": sub.event_type,
-                "response_event": sub.response_event, "status": status,
-                "parallel_group_id": sub.parallel_group_id, "result": result, "error": error,
-            })
+            rows.append(
+                {
+                    "tenant_id": tenant,
+                    "task_id": record.task_id,
+                    "sub_task_id": sub_task_id,
+                    "position": position,
+                    "event_type": sub.event_type,
+                    "response_event": sub.response_event,
+                    "status": status,
+                    "parallel_group_id": sub.parallel_group_id,
+                    "result": result,
+                    "error": error,
+                }
+            )
         if rows:
             await conn.execute(sa.insert(sub_tasks), rows)
 
@@ -146,9 +178,13 @@ class SqlTaskContexts(SqlBase):
             updated_at=utc(row.updated_at),
             sub_tasks={
                 s.sub_task_id: SubTaskRecord(
-                    sub_task_id=s.sub_task_id, event_type=s.event_type,
-                    response_event=s.response_event, status=SubTaskStatus(s.status),
-                    parallel_group_id=s.parallel_group_id, result=s.result, error=s.error,
+                    sub_task_id=s.sub_task_id,
+                    event_type=s.event_type,
+                    response_event=s.response_event,
+                    status=SubTaskStatus(s.status),
+                    parallel_group_id=s.parallel_group_id,
+                    result=s.result,
+                    error=s.error,
                 )
                 for s in subs
             },
@@ -182,7 +218,8 @@ class SqlTaskContexts(SqlBase):
             # write lock (SQLite): concurrent results for one task queue here, and each
             # returns a context that includes every result committed before it.
             bumped = await conn.execute(
-                sa.update(task_contexts).where(_key(tenant, task_id))
+                sa.update(task_contexts)
+                .where(_key(tenant, task_id))
                 .values(version=task_contexts.c.version + 1, updated_at=utcnow())
                 .returning(task_contexts.c.version)
             )

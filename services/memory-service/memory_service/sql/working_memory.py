@@ -37,12 +37,19 @@ class SqlWorkingMemory(SqlBase):
     ) -> WorkingMemoryItem:
         now = utcnow()
         stmt = self.insert(working_memory).values(
-            tenant_id=tenant, plan_id=plan_id, key=key, value=value,
-            created_at=now, updated_at=now,
+            tenant_id=tenant,
+            plan_id=plan_id,
+            key=key,
+            value=value,
+            created_at=now,
+            updated_at=now,
         )
         stmt = stmt.on_conflict_do_update(
-            index_elements=[working_memory.c.tenant_id, working_memory.c.plan_id,
-                            working_memory.c.key],
+            index_elements=[
+                working_memory.c.tenant_id,
+                working_memory.c.plan_id,
+                working_memory.c.key,
+            ],
             set_={"value": stmt.excluded.value, "updated_at": now},
         )
         async with self.engine.begin() as conn:

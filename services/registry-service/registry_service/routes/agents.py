@@ -21,9 +21,11 @@ AgentId = Annotated[str, Path(), NulFree]
 Filter = Annotated[str | None, Query(), NulFree]
 
 
-@router.post("", responses={200: {"description": "Existing agent replaced"},
-                            **error_responses(413)},
-             status_code=status.HTTP_201_CREATED)
+@router.post(
+    "",
+    responses={200: {"description": "Existing agent replaced"}, **error_responses(413)},
+    status_code=status.HTTP_201_CREATED,
+)
 async def register_agent(
     agent: AgentDefinition, identity: CurrentIdentity, store: Store, response: Response
 ) -> AgentDefinition:
@@ -92,9 +94,11 @@ async def discover_agents(
     agents = await store.discover(identity.tenant_id, wanted, match=match)
     found = []
     for agent in agents:
-        caps = agent.capabilities if include_events else [
-            _strip_schemas(c) for c in agent.capabilities
-        ]
+        caps = (
+            agent.capabilities
+            if include_events
+            else [_strip_schemas(c) for c in agent.capabilities]
+        )
         found.append(
             DiscoveredAgent(
                 agent_id=agent.agent_id,
@@ -124,8 +128,9 @@ async def heartbeat(agent_id: AgentId, identity: CurrentIdentity, store: Store) 
     return await store.heartbeat(identity.tenant_id, agent_id)
 
 
-@router.delete("/{agent_id}", status_code=status.HTTP_204_NO_CONTENT,
-               responses=error_responses(404))
+@router.delete(
+    "/{agent_id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404)
+)
 async def deregister_agent(agent_id: AgentId, identity: CurrentIdentity, store: Store) -> None:
     """Remove the agent; events it owns pass to another live declarer or are deleted."""
     await store.delete_agent(identity.tenant_id, agent_id)
@@ -138,7 +143,5 @@ async def get_agent_card(
     """The agent as an A2A Agent Card (legacy ``soorma_common.a2a`` shape)."""
     agent = await store.get_agent(identity.tenant_id, agent_id)
     settings = request.app.state.settings
-    card = agent_card(
-        agent, gateway_url=settings.a2a_gateway_url, auth_mode=settings.auth_mode
-    )
+    card = agent_card(agent, gateway_url=settings.a2a_gateway_url, auth_mode=settings.auth_mode)
     return card.model_dump(mode="json", exclude_none=True)

@@ -81,4 +81,3 @@ async def config(request: Request) -> dict[str, str]:
     """What the pages need to know to call the API: the identity mode."""
     settings = request.app.state.settings
     return {"auth_mode": settings.auth_mode, "default_tenant": settings.default_tenant}
-

@@ -82,9 +82,7 @@ def upgrade() -> None:
     )
     op.create_index("ix_memory_plans_session", "memory_plans", ["tenant_id", "session_id"])
     op.create_index("ix_memory_plans_parent", "memory_plans", ["tenant_id", "parent_plan_id"])
-    op.create_index(
-        "ix_memory_plans_status", "memory_plans", ["tenant_id", "status", "updated_at"]
-    )
+    op.create_index("ix_memory_plans_status", "memory_plans", ["tenant_id", "status", "updated_at"])
     op.create_index("ix_memory_plans_retention", "memory_plans", ["status", "updated_at"])
 
     op.create_table(

@@ -42,8 +42,10 @@ def upgrade() -> None:
         "WHERE tenant_id = :tenant_id AND plan_id = :plan_id"
     )
     for (tenant_id, plan_id), values in ids.items():
-        conn.execute(update, {"ids": orjson.dumps(values).decode(), "tenant_id": tenant_id,
-                              "plan_id": plan_id})
+        conn.execute(
+            update,
+            {"ids": orjson.dumps(values).decode(), "tenant_id": tenant_id, "plan_id": plan_id},
+        )
 
 
 def downgrade() -> None:

@@ -29,9 +29,7 @@ def upgrade() -> None:
         sa.Column("recorded_at", TS, nullable=False),
         sa.Column("expires_at", TS, nullable=False),
     )
-    op.create_index(
-        "ix_memory_recorded_answers_expiry", "memory_recorded_answers", ["expires_at"]
-    )
+    op.create_index("ix_memory_recorded_answers_expiry", "memory_recorded_answers", ["expires_at"])
 
 
 def downgrade() -> None:

@@ -39,8 +39,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("tenant_id", "event_id", name="uq_tracker_events_id"),
     )
     op.create_index("ix_tracker_events_plan", "tracker_events", ["tenant_id", "plan_id", "seq"])
-    op.create_index("ix_tracker_events_correlation", "tracker_events",
-                    ["tenant_id", "correlation_id"])
+    op.create_index(
+        "ix_tracker_events_correlation", "tracker_events", ["tenant_id", "correlation_id"]
+    )
     op.create_table(
         "tracker_plans",
         sa.Column("tenant_id", TENANT, primary_key=True),
@@ -155,6 +156,13 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("tracker_counters", "tracker_sessions", "tracker_waits", "tracker_tasks",
-                  "tracker_correlations", "tracker_plans", "tracker_events"):
+    for table in (
+        "tracker_counters",
+        "tracker_sessions",
+        "tracker_waits",
+        "tracker_tasks",
+        "tracker_correlations",
+        "tracker_plans",
+        "tracker_events",
+    ):
         op.drop_table(table)

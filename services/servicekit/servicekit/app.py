@@ -10,17 +10,21 @@ stack of ASGI middleware built here. Outermost first:
 1. :data:`PLATFORM_MIDDLEWARES` — platform-wide middleware, each a factory
    ``(service_name, settings) -> starlette.middleware.Middleware | None`` (``None``:
    not configured for this service). Today: request id/access log
-   (:class:`RequestContextMiddleware`). **Add platform-wide middleware (metrics,
-   tracing) to this list**, in the order it should wrap the rest; every service picks
-   it up without changes of its own.
-2. ``create_service_app(middlewares=...)`` — middleware one service adds for itself,
+   (:class:`RequestContextMiddleware`). **Add platform-wide middleware (e.g. tracing)
+   to this list**, in the order it should wrap the rest; every service picks it up
+   without changes of its own.
+2. Request metrics and ``GET /metrics``
+   (:class:`servicekit.metrics.RequestMetricsMiddleware`, the app's
+   :class:`~servicekit.metrics.ServiceMetrics` is ``app.metrics``), unless
+   ``SOORMA_METRICS_ENABLED=false``.
+3. ``create_service_app(middlewares=...)`` — middleware one service adds for itself,
    then anything added later with ``app.add_middleware`` (the last added outermost among
    these, as Starlette orders them).
-3. :class:`BodySizeLimitMiddleware` — 413 before a body is parsed.
-4. The service's fast path (``create_service_app(fast_path=...)``, a :class:`FastPath`),
+4. :class:`BodySizeLimitMiddleware` — 413 before a body is parsed.
+5. The service's fast path (``create_service_app(fast_path=...)``, a :class:`FastPath`),
    innermost, right in front of FastAPI: it answers the requests it ``handles`` and hands
    the rest (and anything it does not accept as well-formed) to FastAPI.
-5. FastAPI itself (its error handlers, routing, dependencies).
+6. FastAPI itself (its error handlers, routing, dependencies).
 
 So a fast path cannot skip anything configured above it. Middleware that would sit
 inside FastAPI (Starlette's ``middleware=`` constructor list, which a fast path would
@@ -47,6 +51,7 @@ from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_response, install_error_handlers
 from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
+from servicekit.metrics import RequestMetricsMiddleware, ServiceMetrics
 from servicekit.settings import ServiceSettings
 
 ReadyCheck = Callable[[], Awaitable[Any]]
@@ -242,6 +247,7 @@ class ServiceApp(FastAPI):
         self.service_middleware: list[Middleware] = []
         self.inner_middleware: list[Middleware] = []
         self.fast_path: FastPath | None = None
+        self.metrics: ServiceMetrics | None = None
         self._service_stack: ASGIApp | None = None
 
     def add_middleware(
@@ -353,6 +359,9 @@ def create_service_app(
     for router in routers:
         app.include_router(router)
     platform = [m for m in (provide(name, settings) for provide in PLATFORM_MIDDLEWARES) if m]
+    if settings.metrics_enabled:
+        app.metrics = ServiceMetrics(name, settings)
+        platform.append(Middleware(RequestMetricsMiddleware, metrics=app.metrics))
     limit = max_body_bytes if max_body_bytes is not None else settings.max_payload_bytes * 4
     app.platform_middleware = platform
     app.service_middleware = list(middlewares)

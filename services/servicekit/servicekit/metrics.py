@@ -64,6 +64,7 @@ METRICS_PATH = "/metrics"
 # routing leaves the matched route in ``scope["route"]`` instead).
 ROUTE_TEMPLATE = "servicekit.route_template"
 UNMATCHED = "unmatched"
+_STARTED = "servicekit.metrics.started"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 # Seconds; from a cached read (~1 ms) to a long poll or a stream's whole life.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -239,15 +240,17 @@ class ServiceMetrics:
 
         sync = getattr(engine, "sync_engine", engine)
 
+        # A connection runs one statement at a time: one start time per connection (a
+        # failed statement's is simply overwritten by the next one's).
         @event.listens_for(sync, "before_cursor_execute")
         def _start(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-            conn.info.setdefault("servicekit.started", []).append(time.perf_counter())
+            conn.info[_STARTED] = time.perf_counter()
 
         @event.listens_for(sync, "after_cursor_execute")
         def _stop(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-            started = conn.info.get("servicekit.started")
-            if started:
-                self.storage_timer(_verb(statement)).observe(time.perf_counter() - started.pop())
+            started = conn.info.pop(_STARTED, None)
+            if started is not None:
+                self.storage_timer(_verb(statement)).observe(time.perf_counter() - started)
 
     # -- scraping -----------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_response, install_error_handlers
 from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
-from servicekit.metrics import RequestMetricsMiddleware, ServiceMetrics
+from servicekit.metrics import RESPONSE_STATUS, RequestMetricsMiddleware, ServiceMetrics
 from servicekit.settings import ServiceSettings
 
 ReadyCheck = Callable[[], Awaitable[Any]]
@@ -70,7 +70,8 @@ def new_request_id() -> str:
 
 
 class RequestContextMiddleware:
-    """Pure ASGI middleware: request id in/out, optional access log.
+    """Pure ASGI middleware: request id in/out, optional access log; notes the response
+    status in ``scope[RESPONSE_STATUS]``.
 
     Pure ASGI (not ``BaseHTTPMiddleware``) so streaming responses are not buffered and
     the publish path pays almost nothing.
@@ -97,7 +98,7 @@ class RequestContextMiddleware:
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status = scope[RESPONSE_STATUS] = message["status"]
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
             await send(message)
@@ -361,7 +362,11 @@ def create_service_app(
     platform = [m for m in (provide(name, settings) for provide in PLATFORM_MIDDLEWARES) if m]
     if settings.metrics_enabled:
         app.metrics = ServiceMetrics(name, settings)
-        platform.append(Middleware(RequestMetricsMiddleware, metrics=app.metrics))
+        # Inside the request context (which notes the status): no second send wrapper.
+        noted = any(m.cls is RequestContextMiddleware for m in platform)
+        platform.append(
+            Middleware(RequestMetricsMiddleware, metrics=app.metrics, status_noted=noted)
+        )
     limit = max_body_bytes if max_body_bytes is not None else settings.max_payload_bytes * 4
     app.platform_middleware = platform
     app.service_middleware = list(middlewares)

@@ -64,6 +64,9 @@ METRICS_PATH = "/metrics"
 # routing leaves the matched route in ``scope["route"]`` instead).
 ROUTE_TEMPLATE = "servicekit.route_template"
 UNMATCHED = "unmatched"
+# Where servicekit's request-context middleware notes the response status it saw go out:
+# middleware inside it read it here instead of wrapping ``send`` again.
+RESPONSE_STATUS = "servicekit.response_status"
 _STARTED = "servicekit.metrics.started"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 # Seconds; from a cached read (~1 ms) to a long poll or a stream's whole life.
@@ -340,9 +343,14 @@ class RequestMetricsMiddleware:
     not the service's (e.g. the gateway's API-key check).
     """
 
-    def __init__(self, app: ASGIApp, *, metrics: ServiceMetrics) -> None:
+    def __init__(
+        self, app: ASGIApp, *, metrics: ServiceMetrics, status_noted: bool = False
+    ) -> None:
         self.app = app
         self.metrics = metrics
+        # True when an outer middleware (servicekit's request context) records the
+        # response status in the scope: then ``send`` is not wrapped a second time.
+        self.status_noted = status_noted
         token = metrics.settings.metrics_token
         self._token = f"Bearer {token}".encode() if token else None
 
@@ -354,6 +362,17 @@ class RequestMetricsMiddleware:
             await self._serve(scope, receive, send)
             return
         started = time.perf_counter()
+        if self.status_noted:
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.metrics.observe_request(
+                    scope["method"],
+                    route_of(scope),
+                    scope.get(RESPONSE_STATUS, 500),
+                    time.perf_counter() - started,
+                )
+            return
         status = 500
 
         async def send_status(message: Message) -> None:
@@ -399,6 +418,7 @@ class RequestMetricsMiddleware:
 __all__ = [
     "LATENCY_BUCKETS",
     "METRICS_PATH",
+    "RESPONSE_STATUS",
     "ROUTE_TEMPLATE",
     "FastCounter",
     "FastHistogram",

@@ -26,7 +26,10 @@ stack of ASGI middleware built here. Outermost first:
    the rest (and anything it does not accept as well-formed) to FastAPI.
 6. FastAPI itself (its error handlers, routing, dependencies).
 
-So a fast path cannot skip anything configured above it. Middleware that would sit
+So a fast path cannot skip anything configured above it. (Anything FastAPI does itself,
+e.g. its own OpenTelemetry instrumentation when a tracer provider is configured, sees
+only the requests that reach FastAPI: platform-wide tracing belongs in
+:data:`PLATFORM_MIDDLEWARES`.) Middleware that would sit
 inside FastAPI (Starlette's ``middleware=`` constructor list, which a fast path would
 skip) makes start-up fail with a message saying where to put it instead.
 """
@@ -363,7 +366,7 @@ def create_service_app(
     if settings.metrics_enabled:
         app.metrics = ServiceMetrics(name, settings)
         # Inside the request context (which notes the status): no second send wrapper.
-        noted = any(m.cls is RequestContextMiddleware for m in platform)
+        noted = any(getattr(m, "cls", None) is RequestContextMiddleware for m in platform)
         platform.append(
             Middleware(RequestMetricsMiddleware, metrics=app.metrics, status_noted=noted)
         )

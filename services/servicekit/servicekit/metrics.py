@@ -57,7 +57,7 @@ log = logging.getLogger("servicekit.metrics")
 
 # No ``*_created`` series (a timestamp per counter child): Prometheus does not need them
 # and they double the output. Process-wide, like the library's switch.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 METRICS_PATH = "/metrics"
 # A fast path that answers a route itself puts the route's template here (FastAPI's
@@ -165,7 +165,7 @@ class FastHistogram:
 
     def collect(self) -> Iterator[Metric]:
         family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
-        bounds = [*(floatToGoString(b) for b in self.buckets), "+Inf"]
+        bounds = [*(floatToGoString(b) for b in self.buckets), "+Inf"]  # type: ignore[no-untyped-call]
         for values, series in list(self._series.items()):
             cumulative = list(accumulate(series.counts))
             family.add_metric(

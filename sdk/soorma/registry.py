@@ -5,7 +5,7 @@ register themselves through it on start (see :class:`soorma.agents.Agent`); plan
 LLM-driven agents use :meth:`RegistryClient.discover` to find who can do a job and the
 schemas needed to talk to them.
 
-Event definitions can be given at three levels (seed 001 §3.3, Q1 option C): plain names,
+Event definitions can be given at three levels: plain names,
 :class:`~soorma_common.registry.EventDefinition` (a topic and JSON Schemas), or
 :class:`~soorma_common.registry.AgentCapability` (a task with its consumed and produced
 events). :func:`build_agent_definition` turns any mix of them into one
@@ -307,7 +307,7 @@ class RegistryClient(ServiceClient):
     async def validate_envelope(self, envelope: EventEnvelope) -> None:
         """Refuse an ``action-requests`` event whose payload breaks its registered schema.
 
-        Installed as the bus's ``payload_validator`` (seed 001 Q5, option B). Other
+        Installed as the bus's ``payload_validator`` by ``from_env``. Other
         topics (business facts, results) are not validated: loose coupling.
 
         Raises:

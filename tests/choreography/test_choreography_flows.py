@@ -39,7 +39,7 @@ def make_planner(stack: Stack, name: str, goal: str) -> ChoreographyPlanner:
 
     @planner.on_goal(goal)
     async def on_goal(goal, context):
-        plan = await planner.create_plan(goal, context)
+        plan = await planner.open_plan(goal, context)
         await planner.step(plan, context, trigger=f"new goal {goal.event_type}: {goal.data}")
 
     @planner.on_transition()
@@ -161,7 +161,7 @@ async def test_unexpected_event_while_paused_leaves_the_plan_paused(
 ):
     await register_event(context, "approval.granted")
     planner = ChoreographyPlanner(name="p", reasoning_model=MODEL)
-    plan = await planner.create_plan(
+    plan = await planner.open_plan(
         context.bus.build_event(
             "action-requests",
             "order.received",

@@ -42,7 +42,7 @@ async def make_plan(planner: ChoreographyPlanner, context: PlatformContext):
         produces="web.search.completed",
         schema=SEARCH_SCHEMA,
     )
-    return await planner.create_plan(goal_event(), context)
+    return await planner.open_plan(goal_event(), context)
 
 
 async def test_valid_decision_is_returned_with_registry_defaults_filled(

@@ -61,7 +61,7 @@ def planner(**options: Any) -> ChoreographyPlanner:
 
     @agent.on_goal("define.goal")
     async def on_goal(goal: Any, context: Any) -> None:
-        plan = await agent.create_plan(goal, context)
+        plan = await agent.open_plan(goal, context)
         await agent.step(plan, context, trigger=f"new goal: {goal.data}")
 
     @agent.on_transition()

@@ -26,7 +26,7 @@ Example::
 
     @planner.on_goal("research.goal")
     async def on_goal(goal, context):
-        plan = await planner.create_plan(goal, context)
+        plan = await planner.open_plan(goal, context)
         await planner.step(plan, context, trigger=f"new goal: {goal.data}")
 
     @planner.on_transition()
@@ -46,6 +46,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from soorma._deprecation import renamed_method
 from soorma.agents.base import Agent
 from soorma.agents.planner import Planner, TransitionContext
 from soorma.ai import _execution, _steps
@@ -417,7 +418,7 @@ class ChoreographyPlanner(Planner):
 
     # -- convenience -----------------------------------------------------------------
 
-    async def create_plan(
+    async def open_plan(
         self,
         goal: Any,
         context: PlatformContext,
@@ -475,6 +476,8 @@ class ChoreographyPlanner(Planner):
         # The tracker reads the plan's planner (the event's source) and goal from it.
         await plan.announce_start()
         return plan
+
+    create_plan = renamed_method("ChoreographyPlanner", "create_plan", "open_plan")
 
     async def step(
         self,

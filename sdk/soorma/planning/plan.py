@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from soorma._concurrency import retry_on_conflict
+from soorma._deprecation import renamed_method
 from soorma.planning.cache import PlanCache
 from soorma.planning.interpolate import interpolate
 from soorma.planning.lifecycle import (
@@ -238,7 +239,7 @@ class PlanContext(PlanMachine):
             nonlocal previous, entered, moved_status, ending
             changed, previous, entered = self._apply(trigger_event, key)
             moved_status, ending = self.status, None
-            if finish and entered is not None and self.is_complete():
+            if finish and entered is not None and self.at_terminal_state():
                 ending = self._end(self._step_results())
             if not changed and self._cached:
                 # Nothing to do by a possibly stale copy: ask the service before
@@ -441,6 +442,8 @@ class PlanContext(PlanMachine):
         if entered is None:
             entered = await self.execute_next()
         return entered
+
+    is_complete = renamed_method("PlanContext", "is_complete", "at_terminal_state")
 
 
 class _Stopped(Exception):

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Self
 
 from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
+from soorma._deprecation import renamed_property
 from soorma.planning.cache import PlanCache
 from soorma.planning.machine import as_state_machine
 from soorma.planning.records import META_KEY, merge_records, plan_memory, split_state
@@ -115,11 +116,13 @@ class StoredPlan:
         return self.to_record().model_dump(mode="json")
 
     @property
-    def context(self) -> PlatformContext:
-        """The platform context the plan acts through."""
+    def platform(self) -> PlatformContext:
+        """The platform clients the plan acts through (bus, memory, ...)."""
         return self._context
 
-        # -- restoring and saving --------------------------------------------------------
+    context = renamed_property("PlanContext", "context", "platform")
+
+    # -- restoring and saving --------------------------------------------------------
 
     @classmethod
     async def restore(cls, plan_id: str, context: PlatformContext) -> Self | None:

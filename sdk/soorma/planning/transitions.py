@@ -55,8 +55,8 @@ class PlanMachine(StoredPlan):
             return transition.to_state
         return None
 
-    def is_complete(self) -> bool:
-        """Whether the plan is in a terminal state (or already finished)."""
+    def at_terminal_state(self) -> bool:
+        """Whether the plan is at a terminal state of its machine (or has already ended)."""
         if self.is_finished():
             return True
         config = self.state_machine.get(self.current_state)

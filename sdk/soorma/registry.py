@@ -20,6 +20,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from cachetools import TTLCache
+
 from soorma._http import ServiceClient
 from soorma._payload import check_payload
 from soorma_common.errors import EventDefinitionNotFound, ServiceUnavailable
@@ -37,6 +39,8 @@ logger = logging.getLogger("soorma.registry")
 # Schemas change rarely; a short cache keeps validation on publish off the hot path
 # while still seeing a re-registered schema within seconds.
 DEFAULT_SCHEMA_CACHE_SECONDS = 5.0
+# Definitions kept at most (per client, all tenants); the least recently used go first.
+_SCHEMA_CACHE_SIZE = 4096
 
 EventSpec = str | EventDefinition
 CapabilitySpec = str | AgentCapability
@@ -135,8 +139,14 @@ class RegistryClient(ServiceClient):
         self, *, schema_cache_seconds: float = DEFAULT_SCHEMA_CACHE_SECONDS, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.schema_cache_seconds = schema_cache_seconds
-        self._event_cache: dict[tuple[str, str], tuple[float, EventDefinition | None]] = {}
+        self._event_cache: TTLCache[tuple[str, str], EventDefinition | None] = TTLCache(
+            maxsize=_SCHEMA_CACHE_SIZE, ttl=schema_cache_seconds, timer=time.monotonic
+        )
+
+    @property
+    def schema_cache_seconds(self) -> float:
+        """How long a looked-up definition (or its absence) is kept."""
+        return float(self._event_cache.ttl)
 
     # -- agents ----------------------------------------------------------------------
 
@@ -279,10 +289,10 @@ class RegistryClient(ServiceClient):
         checks built on this are a safety net and must not stop the bus.
         """
         key = (self._tenant_key(), event_name)
-        now = time.monotonic()
-        hit = self._event_cache.get(key)
-        if hit is not None and now - hit[0] < self.schema_cache_seconds:
-            return hit[1]
+        try:
+            return self._event_cache[key]
+        except KeyError:
+            pass  # never looked up, or expired
         definition: EventDefinition | None = None
         try:
             result = await self.without_retries()._send("GET", f"/v1/events/{event_name}")
@@ -291,9 +301,7 @@ class RegistryClient(ServiceClient):
             pass
         except ServiceUnavailable as exc:
             logger.debug("registry unreachable, %r not validated: %s", event_name, exc)
-        if len(self._event_cache) > 4096:
-            self._event_cache.clear()
-        self._event_cache[key] = (now, definition)
+        self._event_cache[key] = definition
         return definition
 
     async def validate_envelope(self, envelope: EventEnvelope) -> None:

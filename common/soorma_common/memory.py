@@ -6,9 +6,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from soorma_common._base import BaseDTO
+from soorma_common.bookkeeping import PlanBookkeeping, TaskBookkeeping, lift_plan, lift_task
 from soorma_common.events import ACTION_RESULTS
 
 
@@ -43,7 +44,12 @@ class SubTaskRecord(BaseDTO):
 
 
 class TaskContextRecord(BaseDTO):
-    """Persisted state of a worker task, so it can complete asynchronously."""
+    """Persisted state of a worker task, so it can complete asynchronously.
+
+    ``state`` is the user's; the SDK's own bookkeeping is in ``bookkeeping`` (records
+    that kept it in ``state`` are lifted on validation, see
+    :mod:`soorma_common.bookkeeping`).
+    """
 
     task_id: str = Field(min_length=1, max_length=256)
     plan_id: str | None = None
@@ -54,9 +60,15 @@ class TaskContextRecord(BaseDTO):
     data: dict[str, Any] = Field(default_factory=dict)
     sub_tasks: dict[str, SubTaskRecord] = Field(default_factory=dict)
     state: dict[str, Any] = Field(default_factory=dict)
+    bookkeeping: TaskBookkeeping = Field(default_factory=TaskBookkeeping)
     version: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_legacy_bookkeeping(cls, data: Any) -> Any:
+        return lift_task(data)
 
 
 class SubTaskResultRequest(BaseDTO):
@@ -68,7 +80,12 @@ class SubTaskResultRequest(BaseDTO):
 
 
 class PlanContextRecord(BaseDTO):
-    """Persisted state of a planner's plan."""
+    """Persisted state of a planner's plan.
+
+    ``state`` is the user's; the SDK's own bookkeeping is in ``bookkeeping`` (records
+    that kept it in ``state`` are lifted on validation, see
+    :mod:`soorma_common.bookkeeping`).
+    """
 
     plan_id: str = Field(min_length=1, max_length=256)
     session_id: str | None = None
@@ -82,9 +99,15 @@ class PlanContextRecord(BaseDTO):
     results: dict[str, Any] = Field(default_factory=dict)
     correlation_ids: list[str] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
+    bookkeeping: PlanBookkeeping = Field(default_factory=PlanBookkeeping)
     version: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_legacy_bookkeeping(cls, data: Any) -> Any:
+        return lift_plan(data)
 
 
 class PlanCreate(BaseDTO):

@@ -29,6 +29,7 @@ from soorma._deprecation import renamed_method, renamed_property, renamed_to_met
 from soorma._propagation import current_event
 from soorma.agents._answers import AnswerLog, answer_event_id
 from soorma.event import Event
+from soorma_common.bookkeeping import TaskBookkeeping
 from soorma_common.errors import TaskNotFound, VersionConflict
 from soorma_common.events import (
     ACTION_REQUESTS,
@@ -47,9 +48,6 @@ logger = logging.getLogger("soorma.task")
 
 HUMAN_INPUT_EVENT = "notification.human_input"
 PROGRESS_EVENT = "task.progress"
-# SDK bookkeeping kept inside the stored ``state`` (the record has no other place for it);
-# hidden from ``TaskContext.state`` so handlers only see their own keys.
-_META_KEY = "__soorma__"
 
 SubTaskInfo = SubTaskRecord
 """Tracking info of one delegated sub-task (another name for ``SubTaskRecord``)."""
@@ -154,8 +152,7 @@ class TaskContext:
     @classmethod
     def from_record(cls, record: TaskContextRecord, context: PlatformContext) -> TaskContext:
         """Rebuild a task from its stored context."""
-        state = dict(record.state)
-        meta = dict(state.pop(_META_KEY, None) or {})
+        meta = record.bookkeeping.model_dump()
         return cls(
             task_id=record.task_id,
             event_type=record.event_type,
@@ -165,7 +162,7 @@ class TaskContext:
             response_event=record.response_event,
             response_topic=record.response_topic,
             sub_tasks=dict(record.sub_tasks),
-            state=state,
+            state=dict(record.state),
             session_id=meta.get("session_id"),
             tenant_id=meta.get("tenant_id"),
             user_id=meta.get("user_id"),
@@ -184,13 +181,15 @@ class TaskContext:
 
     def to_record(self) -> TaskContextRecord:
         """The context as the memory service stores it."""
-        meta = {
-            **self._meta,
-            "session_id": self.session_id,
-            "tenant_id": self.tenant_id,
-            "user_id": self.user_id,
-            "agent_id": self.agent_id,
-        }
+        bookkeeping = TaskBookkeeping.model_validate(
+            {
+                **self._meta,
+                "session_id": self.session_id,
+                "tenant_id": self.tenant_id,
+                "user_id": self.user_id,
+                "agent_id": self.agent_id,
+            }
+        )
         return TaskContextRecord(
             task_id=self.task_id,
             plan_id=self.plan_id,
@@ -200,7 +199,8 @@ class TaskContext:
             response_topic=self.response_topic,
             data=self.data,
             sub_tasks=self.sub_tasks,
-            state={**self.state, _META_KEY: meta},
+            state=dict(self.state),
+            bookkeeping=bookkeeping,
             version=self.version,
         )
 
@@ -280,7 +280,7 @@ class TaskContext:
                 details={"task_id": self.task_id},
             )
         added_here = {k: v for k, v in self.sub_tasks.items() if k not in fresh.sub_tasks}
-        self._meta = dict(fresh.state.get(_META_KEY) or {})
+        self._meta = fresh.bookkeeping.model_dump()
         self.version = fresh.version
         self.sub_tasks = {**fresh.sub_tasks, **added_here}
 

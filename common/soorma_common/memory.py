@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 from pydantic import Field, model_validator
 
 from soorma_common._base import BaseDTO
-from soorma_common.bookkeeping import PlanBookkeeping, TaskBookkeeping, lift_plan, lift_task
+from soorma_common.bookkeeping import (
+    LEGACY_PLAN_META,
+    LEGACY_TASK_META,
+    PlanBookkeeping,
+    TaskBookkeeping,
+    lift_plan,
+    lift_task,
+)
 from soorma_common.events import ACTION_RESULTS
 
 
@@ -65,10 +72,14 @@ class TaskContextRecord(BaseDTO):
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _lift_legacy_bookkeeping(cls, data: Any) -> Any:
-        return lift_task(data)
+    @model_validator(mode="after")
+    def _lift_legacy_bookkeeping(self) -> Self:
+        # After validation: checking one key keeps pydantic's JSON fast path for the rest.
+        if LEGACY_TASK_META in self.state:
+            lifted = lift_task({"state": self.state, "bookkeeping": self.bookkeeping})
+            self.state = lifted["state"]
+            self.bookkeeping = TaskBookkeeping.model_validate(lifted["bookkeeping"])
+        return self
 
 
 class SubTaskResultRequest(BaseDTO):
@@ -104,10 +115,14 @@ class PlanContextRecord(BaseDTO):
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _lift_legacy_bookkeeping(cls, data: Any) -> Any:
-        return lift_plan(data)
+    @model_validator(mode="after")
+    def _lift_legacy_bookkeeping(self) -> Self:
+        # After validation: checking one key keeps pydantic's JSON fast path for the rest.
+        if LEGACY_PLAN_META in self.state:
+            lifted = lift_plan({"state": self.state, "bookkeeping": self.bookkeeping})
+            self.state = lifted["state"]
+            self.bookkeeping = PlanBookkeeping.model_validate(lifted["bookkeeping"])
+        return self
 
 
 class PlanCreate(BaseDTO):

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
+from soorma._deprecation import renamed_method
 from soorma._names import check_event_type
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
@@ -113,7 +114,7 @@ class GoalContext:
         """A plan id derived from the goal: a redelivered goal finds its plan again."""
         return str(uuid.uuid5(_GOAL_NAMESPACE, self.goal_id))
 
-    async def create_plan(
+    async def open_plan(
         self,
         context: PlatformContext,
         state_machine: Mapping[str, StateConfig | Mapping[str, Any]],
@@ -164,6 +165,8 @@ class GoalContext:
                 # The first step was stored; its request may not have gone out.
                 await existing.resend_current_action()
             return existing
+
+    create_plan = renamed_method("GoalContext", "create_plan", "open_plan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,7 +427,7 @@ class Planner(Agent):
             machine goes straight to a terminal state).
         """
         context = context or self.context
-        plan = await goal.create_plan(
+        plan = await goal.open_plan(
             context,
             state_machine,
             initial_state=initial_state,
@@ -454,7 +457,7 @@ class Planner(Agent):
 
     @staticmethod
     async def _finish_if_terminal(plan: PlanContext) -> None:
-        if plan.is_complete() and not plan.is_finished():
+        if plan.at_terminal_state() and not plan.is_finished():
             final = {k: v for k, v in plan.results.items() if k not in ("final",)}
             await plan.finalize(final)
 

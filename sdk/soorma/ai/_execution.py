@@ -14,17 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from soorma.ai import _steps
 from soorma.ai._errors import CircuitBreakerOpen, PlannerError
-from soorma.ai._keys import (
-    ACTIONS_KEY,
-    FINISHED,
-    PENDING_KEY,
-    WAIT_TIMEOUT_KEY,
-    WAITING_FOR_INPUT,
-    WAITING_KEY,
-    add_correlation,
-    count_action,
-    status,
-)
+from soorma.ai._keys import FINISHED, WAITING_FOR_INPUT, add_correlation, book, count_action, status
 from soorma_common.decisions import (
     CompleteAction,
     DelegateAction,
@@ -50,7 +40,7 @@ def field_of(obj: Any, name: str) -> Any:
 
 async def check_breaker(plan: PlanContext, max_actions: int) -> None:
     """Fail the plan and raise once it took ``max_actions`` actions."""
-    taken = int(plan.state.get(ACTIONS_KEY, 0))
+    taken = book(plan).actions
     if taken >= max_actions:
         reason = (
             f"circuit breaker: plan {plan.plan_id} took {taken} actions, the limit is "
@@ -151,7 +141,7 @@ async def send_request(
                 return  # another handler of the same trigger recorded it first
             count_action(p)
             add_correlation(p, correlation_id)
-            p.state[PENDING_KEY] = {**(p.state.get(PENDING_KEY) or {}), correlation_id: request}
+            book(p).pending = {**book(p).pending, correlation_id: request}
             if step_key is not None and decision is not None:
                 _steps.record_step(p, step_key, decision, sent)
 
@@ -171,7 +161,7 @@ async def replay(
     decision = _steps.recorded_decision(step)
     action = decision.next_action
     if isinstance(action, PublishAction | DelegateAction):
-        pending = plan.state.get(PENDING_KEY) or {}
+        pending = book(plan).pending
         again = [e for e in step.get("events") or [] if e.get("correlation_id") in pending]
         if status(plan) not in FINISHED:
             for raw in again:
@@ -218,8 +208,8 @@ async def wait(
         raise PlannerError("WAIT needs the plan (execute_decision(..., plan=plan)) to pause")
 
     def expect(p: PlanContext) -> None:
-        p.state[WAITING_KEY] = action.expected_event
-        p.state[WAIT_TIMEOUT_KEY] = action.timeout_seconds
+        book(p).waiting_for = action.expected_event
+        book(p).wait_timeout = action.timeout_seconds
 
     await plan.update(expect)
     await plan.pause(action.reason)

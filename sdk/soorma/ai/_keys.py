@@ -1,19 +1,18 @@
-"""What a choreography plan keeps about itself, and small facts read from a plan."""
+"""A choreography plan's bookkeeping, and small facts read from a plan."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from soorma_common.bookkeeping import ChoreographyBookkeeping
+
 if TYPE_CHECKING:
     from soorma.plan_context import PlanContext
 
-# Keys the planner keeps in ``plan.state`` (persisted with the plan).
+# Where releases before the ``bookkeeping`` field kept these in ``plan.state`` (records
+# that still have them are lifted on read; see soorma_common.bookkeeping).
 ACTIONS_KEY = "choreography_actions"
-PENDING_KEY = "choreography_pending"
-OWNER_KEY = "choreography_planner"
 WAITING_KEY = "_waiting_for"
-WAIT_TIMEOUT_KEY = "_wait_timeout"
-RESUMED_BY_KEY = "_resumed_by"
 
 WAITING_FOR_INPUT = "plan.waiting_for_input"
 WAIT_TIMEOUT = "plan.wait_timeout"
@@ -26,9 +25,16 @@ def status(plan: PlanContext) -> str:
     return str(plan.status or "")
 
 
+def book(plan: PlanContext) -> ChoreographyBookkeeping:
+    """The plan's choreography bookkeeping (created empty in the local copy if absent)."""
+    if plan.bookkeeping.choreography is None:
+        plan.bookkeeping.choreography = ChoreographyBookkeeping()
+    return plan.bookkeeping.choreography
+
+
 def count_action(plan: PlanContext) -> None:
     """Count one action towards the plan's circuit breaker (local copy)."""
-    plan.state[ACTIONS_KEY] = int(plan.state.get(ACTIONS_KEY, 0)) + 1
+    book(plan).actions += 1
     if status(plan) == "pending":
         plan.status = "running"
 

@@ -13,16 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from soorma.ai import _steps
-from soorma.ai._keys import (
-    FINISHED,
-    OWNER_KEY,
-    PENDING_KEY,
-    RESUMED_BY_KEY,
-    WAIT_TIMEOUT,
-    WAIT_TIMEOUT_KEY,
-    WAITING_KEY,
-    status,
-)
+from soorma.ai._keys import FINISHED, WAIT_TIMEOUT, book, status
 from soorma_common.events import EventEnvelope
 
 if TYPE_CHECKING:
@@ -37,14 +28,12 @@ def wait_timeout_for(event: EventEnvelope, plan: PlanContext) -> bool:
     if (data.get("plan_id") or event.plan_id or event.correlation_id) != plan.plan_id:
         return False
     expected = data.get("expected_event")
-    return status(plan) == "paused" and (
-        expected is None or expected == plan.state.get(WAITING_KEY)
-    )
+    return status(plan) == "paused" and (expected is None or expected == book(plan).waiting_for)
 
 
 async def accept_event(event: EventEnvelope, plan: PlanContext, planner: str) -> bool:
     """Apply ``event`` to ``plan`` for the planner named ``planner``; ``True``: react."""
-    owner = plan.state.get(OWNER_KEY)
+    owner = book(plan).planner
     if owner is not None and owner != planner:
         return False  # another planner's plan (e.g. the parent of our sub-plan)
     current = status(plan)
@@ -56,7 +45,7 @@ async def accept_event(event: EventEnvelope, plan: PlanContext, planner: str) ->
             return True
         logger.debug("plan %s is %s; ignoring %s", plan.plan_id, current, event.type)
         return False
-    pending: dict[str, Any] = plan.state.get(PENDING_KEY) or {}
+    pending: dict[str, Any] = book(plan).pending
     request = pending.get(event.correlation_id or "")
     if request is not None and event.type == request["event_type"]:
         return False  # our own request, seen on a topic the planner listens to
@@ -71,11 +60,11 @@ async def accept_event(event: EventEnvelope, plan: PlanContext, planner: str) ->
             )
             return False
     if event.type == WAIT_TIMEOUT and not (
-        wait_timeout_for(event, plan) or plan.state.get(RESUMED_BY_KEY) == event.id
+        wait_timeout_for(event, plan) or book(plan).resumed_by == event.id
     ):
         return False  # another plan's, or late: the wait already ended
     if current == "paused":
-        expected = plan.state.get(WAITING_KEY)
+        expected = book(plan).waiting_for
         if event.type != expected and event.type != WAIT_TIMEOUT:
             logger.info(
                 "plan %s waits for %s; %s leaves it paused", plan.plan_id, expected, event.type
@@ -83,9 +72,9 @@ async def accept_event(event: EventEnvelope, plan: PlanContext, planner: str) ->
             return False
 
         def arrived(p: PlanContext) -> None:
-            p.state.pop(WAITING_KEY, None)
-            p.state.pop(WAIT_TIMEOUT_KEY, None)
-            p.state[RESUMED_BY_KEY] = event.id
+            book(p).waiting_for = None
+            book(p).wait_timeout = None
+            book(p).resumed_by = event.id
             p.results[event.type] = event.data
 
         await plan.update(arrived)
@@ -94,9 +83,9 @@ async def accept_event(event: EventEnvelope, plan: PlanContext, planner: str) ->
     if request is not None and event.type == request["response_event"]:
 
         def answered(p: PlanContext) -> None:
-            still = dict(p.state.get(PENDING_KEY) or {})
-            still.pop(event.correlation_id, None)
-            p.state[PENDING_KEY] = still
+            still = dict(book(p).pending)
+            still.pop(str(event.correlation_id), None)
+            book(p).pending = still
             p.results[request["event_type"]] = event.data
             _steps.note_answer(p, str(event.correlation_id), event.id)
 

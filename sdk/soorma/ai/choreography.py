@@ -26,7 +26,7 @@ Example::
 
     @planner.on_goal("research.goal")
     async def on_goal(goal, context):
-        plan = await planner.create_plan(goal, context)
+        plan = await planner.open_plan(goal, context)
         await planner.step(plan, context, trigger=f"new goal: {goal.data}")
 
     @planner.on_transition()
@@ -46,10 +46,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from soorma._deprecation import renamed_method
 from soorma.agents.base import Agent
 from soorma.agents.planner import Planner, TransitionContext
 from soorma.ai import _execution, _steps
-from soorma.ai._audit import AUDIT_KEY, DEFAULT_AUDIT_LIMIT, append_audit, audit_record
+from soorma.ai._audit import AUDIT_KEY, DEFAULT_AUDIT_LIMIT, audit_record
 from soorma.ai._catalog import load_catalog, without_consumer
 from soorma.ai._errors import (
     CircuitBreakerOpen,
@@ -62,10 +63,9 @@ from soorma.ai._keys import (
     ACTIONS_KEY,
     CHOREOGRAPHY_STATE,
     FINISHED,
-    OWNER_KEY,
-    PENDING_KEY,
     WAITING_FOR_INPUT,
     WAITING_KEY,
+    book,
     status,
 )
 from soorma.ai._llm import load_litellm
@@ -80,6 +80,7 @@ from soorma.ai._reasoning import (
 )
 from soorma.ai._screening import accept_event
 from soorma.plan_context import PlanContext
+from soorma_common.bookkeeping import ChoreographyBookkeeping, PlanBookkeeping
 from soorma_common.decisions import PlannerDecision
 from soorma_common.errors import VersionConflict
 from soorma_common.events import ACTION_RESULTS, EventEnvelope
@@ -353,7 +354,7 @@ class ChoreographyPlanner(Planner):
           plan, so the answer comes back as a transition of this plan.
         - COMPLETE: ``plan.finalize(result)`` (replies on the goal's ``response_event``);
           without a plan, replies to ``goal_event`` directly.
-        - WAIT: pauses the plan, records ``_waiting_for`` in its state and announces
+        - WAIT: pauses the plan, records what it waits for in its bookkeeping and announces
           ``plan.waiting_for_input`` on ``system-events``; the expected event resumes it.
         - DELEGATE: sends ``goal_event`` to the target planner with a correlation id and
           ``response_event``; its final answer returns as a transition of this plan.
@@ -417,7 +418,7 @@ class ChoreographyPlanner(Planner):
 
     # -- convenience -----------------------------------------------------------------
 
-    async def create_plan(
+    async def open_plan(
         self,
         goal: Any,
         context: PlatformContext,
@@ -463,7 +464,9 @@ class ChoreographyPlanner(Planner):
                 plan_id=plan_id,
                 parent_plan_id=parent_plan_id or field_of(goal, "parent_plan_id"),
                 session_id=field_of(goal, "session_id"),
-                state={OWNER_KEY: self.name},
+                bookkeeping=PlanBookkeeping(
+                    choreography=ChoreographyBookkeeping(planner=self.name)
+                ),
                 tenant_id=field_of(goal, "tenant_id"),
                 user_id=field_of(goal, "user_id"),
             )
@@ -475,6 +478,8 @@ class ChoreographyPlanner(Planner):
         # The tracker reads the plan's planner (the event's source) and goal from it.
         await plan.announce_start()
         return plan
+
+    create_plan = renamed_method("ChoreographyPlanner", "create_plan", "open_plan")
 
     async def step(
         self,
@@ -568,7 +573,13 @@ class ChoreographyPlanner(Planner):
     async def _keep_audit(self, plan: PlanContext | None, records: list[dict[str, Any]]) -> None:
         if plan is None or not records:
             return
-        await plan.update(lambda p: append_audit(p.state, records, self.audit_limit))
+        limit = self.audit_limit
+
+        def keep(p: PlanContext) -> None:
+            log = [*book(p).audit, *records]
+            book(p).audit = log[-limit:] if limit > 0 else []
+
+        await plan.update(keep)
 
     @staticmethod
     def _results(plan: PlanContext | None) -> dict[str, Any]:
@@ -577,17 +588,14 @@ class ChoreographyPlanner(Planner):
     def _plan_summary(self, plan: PlanContext | None) -> dict[str, Any] | None:
         if plan is None:
             return None
-        state = plan.state
         return {
             "plan_id": plan.plan_id,
             "goal_event": plan.goal_event,
             "goal_data": plan.goal_data,
             "status": status(plan),
             "results": self._results(plan),
-            "waiting_for_answers": sorted(
-                p["response_event"] for p in (state.get(PENDING_KEY) or {}).values()
-            ),
-            "actions_taken": int(state.get(ACTIONS_KEY, 0)),
+            "waiting_for_answers": sorted(p["response_event"] for p in book(plan).pending.values()),
+            "actions_taken": book(plan).actions,
             "max_actions": self.max_actions,
         }
 

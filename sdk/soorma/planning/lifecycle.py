@@ -62,7 +62,7 @@ def caller_identity(plan: PlanContext) -> dict[str, str | None]:
     token the claims decide; the recorded caller identity only covers plans driven
     from outside a handler in dev mode.
     """
-    if current_event() is not None or plan.context.bus.identity.token:
+    if current_event() is not None or plan.platform.bus.identity.token:
         return {}
     return {"tenant_id": plan.tenant_id, "user_id": plan.user_id}
 
@@ -76,7 +76,7 @@ def lifecycle_event(
         payload["goal_event"] = plan.goal_event
     if plan.parent_plan_id:
         payload["parent_plan_id"] = plan.parent_plan_id
-    return plan.context.bus.build_event(
+    return plan.platform.bus.build_event(
         SYSTEM_EVENTS,
         event_type,
         payload,
@@ -99,7 +99,7 @@ def end_events(plan: PlanContext, ending: Ending) -> list[EventEnvelope]:
     ]
     if plan.response_event:
         events.append(
-            plan.context.bus.build_event(
+            plan.platform.bus.build_event(
                 plan.response_topic,
                 plan.response_event,
                 ending.reply,
@@ -116,7 +116,7 @@ def end_events(plan: PlanContext, ending: Ending) -> list[EventEnvelope]:
 
 async def publish(plan: PlanContext, events: list[EventEnvelope]) -> None:
     """Publish ``events`` in one request (none: nothing)."""
-    bus = plan.context.bus
+    bus = plan.platform.bus
     if len(events) == 1:
         await bus.publish_event(events[0], **caller_identity(plan))
     elif events:

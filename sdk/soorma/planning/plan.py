@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from soorma._concurrency import retry_on_conflict
+from soorma._deprecation import renamed_method
 from soorma.planning.cache import PlanCache
 from soorma.planning.interpolate import interpolate
 from soorma.planning.lifecycle import (
@@ -43,6 +44,7 @@ from soorma.planning.records import initial_correlations, plan_memory
 from soorma.planning.steps import derived_id, step_key
 from soorma.planning.stored import START_STATE
 from soorma.planning.transitions import FAILED_STATE_NAMES, PlanMachine
+from soorma_common.bookkeeping import PlanBookkeeping
 from soorma_common.events import ACTION_RESULTS, EventEnvelope
 from soorma_common.memory import PlanContextRecord, PlanStatus
 from soorma_common.state import StateConfig
@@ -74,7 +76,11 @@ class PlanContext(PlanMachine):
         session_id: Conversation the plan belongs to.
         tenant_id: Tenant of the goal's caller.
         user_id: User of the goal's caller.
-        state: Free-form plan state for handlers (``pause_reason`` …).
+        state: The user's free-form plan state (the SDK never writes to it).
+        bookkeeping: The SDK's own fields (:class:`~soorma_common.bookkeeping.
+            PlanBookkeeping`): ``pause_reason``, ``failure_reason``, and a
+            ChoreographyPlanner's ``choreography`` (actions, WAIT, LLM audit trail).
+            Read it; the SDK writes it.
         correlation_ids: Correlation ids that lead back to this plan.
         version: Stored version (optimistic concurrency).
     """
@@ -97,6 +103,7 @@ class PlanContext(PlanMachine):
         user_id: str | None = None,
         initial_state: str = START_STATE,
         state: Mapping[str, Any] | None = None,
+        bookkeeping: PlanBookkeeping | None = None,
         start: bool = False,
         cache: PlanCache | None = None,
     ) -> PlanContext:
@@ -116,7 +123,8 @@ class PlanContext(PlanMachine):
             tenant_id: Tenant of the goal's caller (recorded).
             user_id: User of the goal's caller (recorded).
             initial_state: Where the plan starts (``"start"``).
-            state: Initial free-form state.
+            state: Initial free-form state (the user's).
+            bookkeeping: Initial SDK bookkeeping (e.g. a ChoreographyPlanner's owner).
             start: Also take the first step (as :meth:`execute_next` would) in the
                 same write, and publish its action: one round trip less per plan.
             cache: See :meth:`restore_by_correlation`.
@@ -142,6 +150,7 @@ class PlanContext(PlanMachine):
             results={},
             correlation_ids=initial_correlations(plan_id, correlation_id, parent_plan_id),
             state=dict(state or {}),
+            bookkeeping=bookkeeping or PlanBookkeeping(),
         )
         plan = cls(record, context, cache=cache)
         plan.state_machine = machine
@@ -238,7 +247,7 @@ class PlanContext(PlanMachine):
             nonlocal previous, entered, moved_status, ending
             changed, previous, entered = self._apply(trigger_event, key)
             moved_status, ending = self.status, None
-            if finish and entered is not None and self.is_complete():
+            if finish and entered is not None and self.at_terminal_state():
                 ending = self._end(self._step_results())
             if not changed and self._cached:
                 # Nothing to do by a possibly stale copy: ask the service before
@@ -346,9 +355,9 @@ class PlanContext(PlanMachine):
         payload = trigger.model_dump(mode="json")
 
         def keep(plan: PlanContext) -> None:
-            deferred = plan.state.setdefault("deferred_events", [])
+            deferred = plan.bookkeeping.deferred_events
             if all(e.get("id") != trigger.id for e in deferred):
-                deferred.append(payload)
+                plan.bookkeeping.deferred_events = [*deferred, payload]
 
         await self.update(keep)
 
@@ -399,9 +408,9 @@ class PlanContext(PlanMachine):
             return
 
         def paused(plan: PlanContext) -> None:
-            plan.state["resume_status"] = plan.status
+            plan.bookkeeping.resume_status = str(plan.status)
             plan.status = PlanStatus.PAUSED
-            plan.state["pause_reason"] = reason
+            plan.bookkeeping.pause_reason = reason
 
         await self.update(paused)
         await self._emit(PLAN_PAUSED, {"status": PlanStatus.PAUSED.value, "reason": reason})
@@ -420,27 +429,31 @@ class PlanContext(PlanMachine):
         data = dict(input_data or {})
 
         def resumed(plan: PlanContext) -> None:
-            plan.status = PlanStatus(plan.state.pop("resume_status", PlanStatus.RUNNING))
+            plan.status = PlanStatus(plan.bookkeeping.resume_status or PlanStatus.RUNNING)
+            plan.bookkeeping.resume_status = None
             if plan.status == PlanStatus.PAUSED:
                 plan.status = PlanStatus.RUNNING
-            plan.state.pop("pause_reason", None)
+            plan.bookkeeping.pause_reason = None
             plan.results["user_input"] = data
 
         deferred: list[dict[str, Any]] = []
 
         def take_deferred(plan: PlanContext) -> None:
-            deferred[:] = plan.state.pop("deferred_events", [])
+            deferred[:] = plan.bookkeeping.deferred_events
+            plan.bookkeeping.deferred_events = []
 
         await self.update(resumed)
         await self._emit(PLAN_RESUMED, {"status": self.status})
         entered: str | None = None
-        if self.state.get("deferred_events"):
+        if self.bookkeeping.deferred_events:
             await self.update(take_deferred)
             for payload in deferred:
                 entered = await self.execute_next(EventEnvelope.model_validate(payload)) or entered
         if entered is None:
             entered = await self.execute_next()
         return entered
+
+    is_complete = renamed_method("PlanContext", "is_complete", "at_terminal_state")
 
 
 class _Stopped(Exception):

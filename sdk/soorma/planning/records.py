@@ -1,28 +1,22 @@
-"""A plan as the memory service stores it: reading records, merging concurrent changes.
+"""A plan as the memory service stores it: merging concurrent changes into a record.
 
-Fields the memory record has no column for (the goal's correlation id and response
-topic, the caller's identity, the step ledger) are kept under ``state["_plan"]``.
+The SDK's own fields (the goal's correlation id and response topic, the caller's
+identity, the step ledger, pause and failure reasons, a ChoreographyPlanner's
+bookkeeping) are the record's ``bookkeeping``; ``state`` holds only the user's keys.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from soorma_common.bookkeeping import PlanBookkeeping
 from soorma_common.memory import PlanContextRecord
 
 if TYPE_CHECKING:
     from soorma.context import PlatformContext
     from soorma.memory import MemoryClient
 
-META_KEY = "_plan"
 _MISSING = object()
-
-
-def split_state(record: PlanContextRecord) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The record's user state and the SDK's bookkeeping kept beside it."""
-    state = dict(record.state)
-    meta = dict(state.pop(META_KEY, {}) or {})
-    return state, meta
 
 
 def initial_correlations(
@@ -65,12 +59,25 @@ def merge_records(
             if before.get(key, _MISSING) != value:
                 target[key] = value
         setattr(merged, name, target)
+    merged.bookkeeping = _merge_bookkeeping(merged.bookkeeping, base.bookkeeping, local.bookkeeping)
     added = [c for c in local.correlation_ids if c not in base.correlation_ids]
     removed = set(base.correlation_ids) - set(local.correlation_ids)
     merged.correlation_ids = [c for c in merged.correlation_ids if c not in removed] + [
         c for c in added if c not in merged.correlation_ids
     ]
     return merged
+
+
+def _merge_bookkeeping(
+    fresh: PlanBookkeeping, base: PlanBookkeeping, local: PlanBookkeeping
+) -> PlanBookkeeping:
+    """``fresh`` with the bookkeeping fields ``local`` changed relative to ``base``."""
+    changed = {
+        name: getattr(local, name)
+        for name in PlanBookkeeping.model_fields
+        if getattr(local, name) != getattr(base, name)
+    }
+    return fresh.model_copy(update=changed) if changed else fresh
 
 
 def plan_memory(context: PlatformContext) -> MemoryClient:

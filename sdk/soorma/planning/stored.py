@@ -11,10 +11,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Self
 
 from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
+from soorma._deprecation import renamed_property
 from soorma.planning.cache import PlanCache
 from soorma.planning.machine import as_state_machine
-from soorma.planning.records import META_KEY, merge_records, plan_memory, split_state
+from soorma.planning.records import merge_records, plan_memory
 from soorma.planning.steps import StepLedger
+from soorma_common.bookkeeping import PlanBookkeeping
 from soorma_common.errors import PlanNotFound
 from soorma_common.events import ACTION_RESULTS
 from soorma_common.memory import PlanContextRecord, PlanStatus
@@ -59,38 +61,46 @@ class StoredPlan:
 
     def _load(self, record: PlanContextRecord) -> None:
         self._cached = False
-        state, meta = split_state(record)
+        book = record.bookkeeping
         self.plan_id: str = record.plan_id
         self.goal_event: str = record.goal_event
         self.goal_data: dict[str, Any] = dict(record.goal_data)
         self.response_event: str | None = record.response_event
-        self.response_topic: str = meta.get("response_topic") or ACTION_RESULTS
-        self.correlation_id: str | None = meta.get("correlation_id")
+        self.response_topic: str = book.response_topic or ACTION_RESULTS
+        self.correlation_id: str | None = book.correlation_id
         self.status: str = str(record.status)
         self.state_machine: dict[str, StateConfig] = as_state_machine(record.state_machine)
         self.current_state: str = record.current_state or START_STATE
         self.results: dict[str, Any] = dict(record.results)
         self.parent_plan_id: str | None = record.parent_plan_id
         self.session_id: str | None = record.session_id
-        self.tenant_id: str | None = meta.get("tenant_id")
-        self.user_id: str | None = meta.get("user_id")
-        self.state: dict[str, Any] = state
+        self.tenant_id: str | None = book.tenant_id
+        self.user_id: str | None = book.user_id
+        self.state: dict[str, Any] = dict(record.state)
+        # The SDK's own fields; the step ledger and the identity above are kept apart.
+        self.bookkeeping: PlanBookkeeping = book.model_copy()
         self.correlation_ids: list[str] = list(record.correlation_ids)
         self.version: int = record.version
         # Outstanding requests and applied triggers (the redelivery guard).
-        self._steps = StepLedger(meta.get("pending"), meta.get("applied"))
+        self._steps = StepLedger(book.pending, book.applied)
         self._snapshot = self.to_record()
 
     def to_record(self) -> PlanContextRecord:
         """The plan as the memory service stores it."""
-        meta = {
-            "correlation_id": self.correlation_id,
-            "response_topic": self.response_topic,
-            "tenant_id": self.tenant_id,
-            "user_id": self.user_id,
-            "pending": self._steps.pending,
-            "applied": self._steps.applied,
-        }
+        book = self.bookkeeping
+        bookkeeping = book.model_copy(
+            update={
+                "correlation_id": self.correlation_id,
+                "response_topic": self.response_topic,
+                "tenant_id": self.tenant_id,
+                "user_id": self.user_id,
+                "pending": dict(self._steps.pending),
+                "applied": dict(self._steps.applied),
+                "deferred_events": list(book.deferred_events),
+                # Shallow: the SDK replaces its fields rather than changing them in place.
+                "choreography": book.choreography.model_copy() if book.choreography else None,
+            }
+        )
         return PlanContextRecord(
             plan_id=self.plan_id,
             session_id=self.session_id,
@@ -106,7 +116,8 @@ class StoredPlan:
             },
             results=self.results,
             correlation_ids=self.correlation_ids,
-            state={**self.state, META_KEY: meta},
+            state=dict(self.state),
+            bookkeeping=bookkeeping,
             version=self.version,
         )
 
@@ -115,11 +126,13 @@ class StoredPlan:
         return self.to_record().model_dump(mode="json")
 
     @property
-    def context(self) -> PlatformContext:
-        """The platform context the plan acts through."""
+    def platform(self) -> PlatformContext:
+        """The platform clients the plan acts through (bus, memory, ...)."""
         return self._context
 
-        # -- restoring and saving --------------------------------------------------------
+    context = renamed_property("PlanContext", "context", "platform")
+
+    # -- restoring and saving --------------------------------------------------------
 
     @classmethod
     async def restore(cls, plan_id: str, context: PlatformContext) -> Self | None:

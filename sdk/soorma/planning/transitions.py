@@ -55,8 +55,8 @@ class PlanMachine(StoredPlan):
             return transition.to_state
         return None
 
-    def is_complete(self) -> bool:
-        """Whether the plan is in a terminal state (or already finished)."""
+    def at_terminal_state(self) -> bool:
+        """Whether the plan is at a terminal state of its machine (or has already ended)."""
         if self.is_finished():
             return True
         config = self.state_machine.get(self.current_state)
@@ -132,7 +132,7 @@ class PlanMachine(StoredPlan):
         """The end of a finished plan, rebuilt from what it stored."""
         if self.status == PlanStatus.COMPLETED:
             return Ending.completed(self.plan_id, self.results.get("final"))
-        reason = str(self.state.get("failure_reason") or self.status)
+        reason = str(self.bookkeeping.failure_reason or self.status)
         return Ending.failed(self.plan_id, reason, str(self.status))
 
     def _step_results(self) -> dict[str, Any]:
@@ -155,5 +155,5 @@ class PlanMachine(StoredPlan):
 
     def _fail_locally(self, reason: str) -> Ending:
         self.status = PlanStatus.FAILED
-        self.state["failure_reason"] = reason
+        self.bookkeeping.failure_reason = reason
         return Ending.failed(self.plan_id, reason)

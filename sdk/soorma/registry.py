@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from soorma import _tracing
 from soorma._http import ServiceClient
 from soorma._payload import check_payload
 from soorma_common.errors import EventDefinitionNotFound, ServiceUnavailable
@@ -139,6 +140,13 @@ class RegistryClient(ServiceClient):
         self._event_cache: dict[tuple[str, str], tuple[float, EventDefinition | None]] = {}
 
     # -- agents ----------------------------------------------------------------------
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        if _tracing.ENABLED:  # a CLIENT span per call (docs/tracing.md)
+            return await _tracing.client_call(
+                "registry", self, super()._send, method, path, **kwargs
+            )
+        return await super()._send(method, path, **kwargs)
 
     async def register(self, agent: AgentDefinition) -> AgentDefinition:
         """Register (or replace) an agent; its capabilities' events are registered with it.

@@ -21,6 +21,7 @@ import signal
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
+from soorma import _tracing
 from soorma._propagation import handling
 from soorma.agents._acks import (
     DEFAULT_ACK_BATCH,
@@ -307,6 +308,7 @@ class Agent:
             return
         if not self._handlers:
             raise RuntimeError(f"agent {self.name!r} has no handlers; add one with on_event()")
+        _tracing.configure(self.name)
         if self._context is None:
             self._context = PlatformContext.from_env()
             self._context.bus.source = self.name
@@ -614,11 +616,12 @@ class Agent:
 
     async def _process(self, event: Event) -> None:
         error: BaseException | None = None
-        with handling(event):
+        with handling(event), _tracing.handler_span(event, self.name):
             for spec in self._matching(event):
                 try:
                     await self._call_while_unavailable(spec, event)
                 except Exception as exc:
+                    _tracing.handler_failed(exc)
                     logger.exception(
                         "agent %s: handler %s failed on %s (%s)",
                         self.name,

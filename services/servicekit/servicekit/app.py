@@ -20,6 +20,7 @@ from servicekit.errors import error_response, install_error_handlers
 from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
 from servicekit.settings import ServiceSettings
+from servicekit.tracing import TracingMiddleware, configure_tracing
 
 ReadyCheck = Callable[[], Awaitable[Any]]
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] | None]]
@@ -219,4 +220,6 @@ def create_service_app(
     limit = max_body_bytes if max_body_bytes is not None else settings.max_payload_bytes * 4
     app.add_middleware(BodySizeLimitMiddleware, limit=limit)
     app.add_middleware(RequestContextMiddleware, log_access=settings.access_log)
+    if configure_tracing(name):  # outermost; not added at all with tracing off
+        app.add_middleware(TracingMiddleware, service=name)
     return app

@@ -15,7 +15,8 @@ from soorma import _tracing
 class Spans:
     """The finished spans of one test, with the look-ups the assertions need."""
 
-    def __init__(self, exporter: InMemorySpanExporter) -> None:
+    def __init__(self, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+        self.provider = provider
         self.exporter = exporter
 
     def all(self) -> list[ReadableSpan]:
@@ -50,10 +51,6 @@ def spans(provider: tuple[TracerProvider, InMemorySpanExporter]) -> Iterator[Spa
     """Tracing on (to an in-memory exporter) for the test; off again afterwards."""
     _tracing.enable(provider[0])
     try:
-        yield Spans(provider[1])
+        yield Spans(*provider)
     finally:
         _tracing.disable()
-
-
-def parent_of(span: ReadableSpan) -> int | None:
-    return span.parent.span_id if span.parent is not None else None

@@ -13,6 +13,7 @@ request path pays nothing.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -80,7 +81,11 @@ class TracingMiddleware:
         ):
             try:
                 await self.app(scope, receive, send_traced)
+            except asyncio.CancelledError:
+                raise  # the client went away (e.g. closed its stream): not a failure
             except BaseException as exc:
+                # Starlette's outermost error middleware answers it with a 500.
+                status = status or 500
                 span.record_exception(exc)
                 span.set_attribute("error.type", type(exc).__name__)
                 span.set_status(Status(StatusCode.ERROR, type(exc).__name__))

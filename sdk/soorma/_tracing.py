@@ -195,10 +195,10 @@ def enable(tracer_provider: Any = None, *, record_prompts: bool = False) -> None
     from opentelemetry.context import Context
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-    from soorma import __version__
+    import soorma
 
     provider = tracer_provider or trace.get_tracer_provider()
-    _tracer = provider.get_tracer(TRACER_NAME, __version__)
+    _tracer = provider.get_tracer(TRACER_NAME, soorma.__version__)
     _trace = trace
     _propagator = TraceContextTextMapPropagator()
     _Context = Context

@@ -1,6 +1,6 @@
 """BusClient: publish to and subscribe from the event service.
 
-No topic inference (seed RF-SDK-001): :meth:`BusClient.publish` needs an explicit topic;
+No topic inference: :meth:`BusClient.publish` needs an explicit topic;
 :meth:`~BusClient.request`, :meth:`~BusClient.respond` and :meth:`~BusClient.announce`
 are the conventional shortcuts for ``action-requests``, ``action-results`` and
 ``business-facts``.
@@ -61,7 +61,7 @@ class BusClient(ServiceClient):
         max_backoff: Longest delay between stream reconnect attempts.
         payload_validator: Awaited with every envelope before it is published; raising
             refuses the publish. ``PlatformContext.from_env`` installs the registry's
-            schema check for ``action-requests`` (seed 001 Q5, option B).
+            schema check for ``action-requests`` (other topics are not checked).
         coalesce: Publishes made while another of the same identity is in flight
             leave together in one ``publish-batch`` once it returned (see
             :mod:`soorma._coalesce`); ``False`` sends each publish on its own.

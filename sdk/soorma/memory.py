@@ -1,4 +1,4 @@
-"""MemoryClient: the memory service from an agent (``context.memory``, seed RF-SDK-010).
+"""MemoryClient: the memory service from an agent (``context.memory``).
 
 Task contexts (async workers), plan contexts and plans (planners), sessions and
 plan-scoped working memory. Every call acts as the context's identity (inside a handler:

@@ -1,4 +1,4 @@
-"""TaskContext and ResultContext: the Worker's async task model (seed RF-SDK-004).
+"""TaskContext and ResultContext: the Worker's async task model.
 
 A worker's task outlives the handler that received it. Its state — the original caller's
 correlation id and response event, the delegated sub-tasks and their results — lives in
@@ -51,7 +51,7 @@ PROGRESS_EVENT = "task.progress"
 _META_KEY = "__soorma__"
 
 SubTaskInfo = SubTaskRecord
-"""Tracking info of one delegated sub-task (seed name for ``SubTaskRecord``)."""
+"""Tracking info of one delegated sub-task (another name for ``SubTaskRecord``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ STATES = {
 
 
 def answer(plan: PlanContext, event_type: str, data: dict, event_id: str | None = None) -> Event:
-    corr = next(c for c, s in plan._pending.items() if s == plan.current_state)
+    corr = next(c for c, s in plan._steps.pending.items() if s == plan.current_state)
     fields = {"type": event_type, "topic": "action-results", "data": data, "correlation_id": corr}
     if event_id:
         fields["id"] = event_id
@@ -63,7 +63,7 @@ async def test_plan_is_stored_and_restored_by_id_and_by_action_correlation(platf
     assert await plan.execute_next() == "searching"
 
     by_id = await PlanContext.restore(plan.plan_id, context)
-    corr = next(iter(by_id._pending))
+    corr = next(iter(by_id._steps.pending))
     by_corr = await PlanContext.restore_by_correlation(corr, context)
     assert by_corr.plan_id == by_id.plan_id == plan.plan_id
     assert by_corr.current_state == "searching" and by_corr.status == PlanStatus.RUNNING

@@ -37,7 +37,10 @@ def client(app) -> httpx.AsyncClient:
 
 
 async def test_a_request_with_a_traceparent_is_served_inside_the_callers_trace(spans):
-    async with client(probe_app()) as http:
+    app = probe_app()
+    # Outermost: the span covers the whole stack, request ids and fast paths included.
+    assert app.middleware_order[0].cls is TracingMiddleware
+    async with client(app) as http:
         response = await http.get(
             "/v1/things/42",
             headers={"traceparent": f"00-{TRACE}-{PARENT}-01", "tracestate": "k=v"},
@@ -76,7 +79,7 @@ async def test_a_server_error_marks_the_span_failed(spans):
 
 async def test_with_tracing_off_the_middleware_is_not_in_the_stack(provider):
     app = probe_app()
-    assert TracingMiddleware not in [m.cls for m in app.user_middleware]
+    assert TracingMiddleware not in [m.cls for m in app.middleware_order]
     async with client(app) as http:
         assert (await http.get("/v1/things/1")).status_code == 200
     assert provider[1].get_finished_spans() == ()

@@ -130,9 +130,26 @@ async def test_a_three_step_plan_is_one_connected_trace(spans):
         assert call.name.startswith("memory.") and call.name != "memory.GET"
     servers = [s for s in trace if s.kind is SpanKind.SERVER]
     memory_servers = [s for s in servers if s.attributes["soorma.service"] == "memory-service"]
-    assert memory_servers
-    for server in memory_servers:
-        assert parent(server, index) in memory_calls
+    # One server span per call, fast paths (plan-context) included.
+    assert sorted(parent(s, index).context.span_id for s in memory_servers) == sorted(
+        c.context.span_id for c in memory_calls
+    )
+    # Publishes reach the event service inside their producer span (the publish fast path
+    # is inside the middleware stack too); events published together (one publish-batch)
+    # share one request, under the first of them.
+    event_servers = [s for s in servers if s.attributes["soorma.service"] == "event-service"]
+    assert all(parent(s, index).kind is SpanKind.PRODUCER for s in event_servers)
+    sent = {parent(s, index).context.span_id for s in event_servers}
+    assert goal.context.span_id in sent
+    for span in trace:
+        published = [c for c in trace if c.parent and c.parent.span_id == span.context.span_id]
+        published = [c for c in published if c.kind is SpanKind.PRODUCER]
+        if published:
+            assert {c.context.span_id for c in published} & sent, span.name
+    assert {s.attributes["url.path"] for s in event_servers} == {
+        "/v1/events/publish",
+        "/v1/events/publish-batch",
+    }
     registry_servers = [s for s in servers if s.attributes["soorma.service"] == "registry-service"]
     assert registry_servers
     for server in registry_servers:

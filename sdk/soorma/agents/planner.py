@@ -1,4 +1,4 @@
-"""Planner: goals in, durable state machines out (layer 4, seed 000 / RF-SDK-006).
+"""Planner: goals in, durable state machines out (layer 4).
 
 ``@planner.on_goal("research.goal")`` receives a :class:`GoalContext` for each goal
 request on ``action-requests``; the handler usually creates a
@@ -45,12 +45,13 @@ logger = logging.getLogger("soorma.planner")
 GoalHandler = Callable[[Any, Any], Awaitable[Any]]
 G = TypeVar("G", bound=GoalHandler)
 
-# Seed 000/001: a hand-written on_transition() sees every event on both topics.
+# A hand-written on_transition() sees every event on both topics: answers, and requests
+# other agents send on the plan's behalf.
 DEFAULT_TRANSITION_TOPICS = (ACTION_RESULTS, ACTION_REQUESTS)
 # A plan_definition's machine moves on answers; requests (its own step requests
 # included) never answer a step, so it does not read them unless asked to.
 DEFINITION_TRANSITION_TOPICS = (ACTION_RESULTS,)
-# Published by the tracker when a plan's WAIT outlives its timeout (contract C2).
+# Published by the tracker when a plan's WAIT outlives its timeout.
 WAIT_TIMEOUT_EVENT = "plan.wait_timeout"
 _GOAL_NAMESPACE = uuid.UUID("0b8e6a4e-3d51-4b8e-a3c3-9f0f3f7d2c11")
 

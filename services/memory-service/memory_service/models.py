@@ -142,7 +142,7 @@ sessions = sa.Table(
 )
 
 # Working memory is scoped by plan id but does not require a plan row: agents key it by
-# whatever id their goal carries (seed 004 uses the goal's correlation id).
+# whatever id their goal carries (e.g. the goal's correlation id).
 working_memory = sa.Table(
     "memory_working_memory",
     metadata,

@@ -7,8 +7,9 @@ that handler's trace. Streaming responses (SSE) are not buffered; their span end
 stream does.
 
 Tracing is configured once per process from the ``OTEL_*`` variables by the SDK's helper
-(:func:`configure_tracing`); with tracing off the middleware is not added at all, so the
-request path pays nothing.
+(:func:`configure_tracing`), when a service app is built: :func:`tracing_middleware` is the
+outermost entry of ``servicekit.app.PLATFORM_MIDDLEWARES``, so the span covers the whole
+stack, fast paths included. With tracing off it adds nothing and requests pay nothing.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from servicekit.settings import ServiceSettings
 from soorma import _tracing
 
 
@@ -26,9 +29,11 @@ def configure_tracing(service_name: str) -> bool:
     return _tracing.configure(service_name)
 
 
-def tracing_enabled() -> bool:
-    """Whether spans are being emitted (decides if the middleware is added)."""
-    return _tracing.ENABLED
+def tracing_middleware(service_name: str, _settings: ServiceSettings) -> Middleware | None:
+    """The platform-middleware entry: :class:`TracingMiddleware` when tracing is on."""
+    if not configure_tracing(service_name):
+        return None
+    return Middleware(TracingMiddleware, service=service_name)
 
 
 class TracingMiddleware:
@@ -102,4 +107,4 @@ class TracingMiddleware:
                         span.set_status(Status(StatusCode.ERROR))
 
 
-__all__ = ["TracingMiddleware", "configure_tracing", "tracing_enabled"]
+__all__ = ["TracingMiddleware", "configure_tracing", "tracing_middleware"]

@@ -235,3 +235,34 @@ def test_otel_traces_exporter_turns_tracing_on_at_start(tmp_path):
     assert done.returncode == 0, done.stderr
     assert '"name": "hello"' in done.stdout
     assert '"service.name": "probe-svc"' in done.stdout
+
+
+def test_an_application_tracer_provider_is_used_without_otel_variables():
+    script = textwrap.dedent(
+        """
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from soorma import _tracing
+        from soorma.event import Event
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        assert _tracing.configure("app") is True
+        with _tracing.handler_span(Event(type="a.b", topic="business-facts"), "agent"):
+            trace.get_tracer("mine").start_span("my work").end()
+        mine, run = exporter.get_finished_spans()
+        assert (mine.name, run.name) == ("my work", "process a.b")
+        assert mine.parent.span_id == run.context.span_id
+        print("ok")
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -104,6 +104,10 @@ async def test_a_three_step_plan_is_one_connected_trace(spans):
         assert run.kind is SpanKind.CONSUMER
         assert parent(run, index) is request[0]
         assert run.attributes["messaging.consumer.group.name"] == "stepper"
+        # The delivery itself is marked by a receive span beside the run.
+        (received,) = [s for s in trace if s.name == f"receive {step}.requested"]
+        assert parent(received, index) is request[0]
+        assert received.attributes["soorma.delivery_id"]
         # ...its answer is published from inside that run...
         (done,) = [s for s in trace if s.name == f"publish {step}.completed"]
         assert parent(done, index) is run

@@ -269,8 +269,9 @@ async def publish(
     user_id: str | None,
     *,
     single: bool,
+    validate: Callable[[EventEnvelope], Awaitable[None]] | None = None,
 ) -> list[str]:
-    """Publish ``envelopes`` through ``dispatch``, one ``PRODUCER`` span each.
+    """Check (``validate``) and publish ``envelopes``, one ``PRODUCER`` span each.
 
     Each envelope leaves with its span's ``traceparent``/``tracestate``; an envelope that
     starts a chain (``trace_id`` unset or its own id) gets the span's W3C trace id as
@@ -308,6 +309,9 @@ async def publish(
         with trace.use_span(
             spans[0], end_on_exit=False, record_exception=False, set_status_on_exception=False
         ):
+            if validate is not None:  # e.g. the registry's schema check: inside the span
+                for envelope in envelopes:
+                    await validate(envelope)
             return await dispatch(dumped, tenant_id, user_id, single=single)
     except BaseException as exc:
         for span in spans:
@@ -422,9 +426,13 @@ async def client_call(
             return await send(method, path, **kwargs)
         except BaseException as exc:
             status = getattr(exc, "status_code", None)
-            if isinstance(status, int):
+            if isinstance(status, int) and status < 500:
+                # A miss or a conflict is an answer the SDK handles (None, a retry),
+                # not a failure of the call: noted, not marked.
                 span.set_attribute("http.response.status_code", status)
-            _failed(span, exc)
+                span.set_attribute("error.type", type(exc).__name__)
+            else:
+                _failed(span, exc)
             raise
 
 

@@ -233,12 +233,19 @@ class BusClient(ServiceClient):
     ) -> str:
         """Publish a prepared envelope (context inherited as in :meth:`publish`)."""
         envelope = self.inherit(envelope)
-        if self.payload_validator is not None:
-            await self.payload_validator(envelope)
         if _tracing.ENABLED:
             return (
-                await _tracing.publish(self._dispatch, [envelope], tenant_id, user_id, single=True)
+                await _tracing.publish(
+                    self._dispatch,
+                    [envelope],
+                    tenant_id,
+                    user_id,
+                    single=True,
+                    validate=self.payload_validator,
+                )
             )[0]
+        if self.payload_validator is not None:
+            await self.payload_validator(envelope)
         events = [envelope.model_dump(mode="json", exclude_none=True)]
         return (await self._dispatch(events, tenant_id, user_id, single=True))[0]
 
@@ -258,12 +265,19 @@ class BusClient(ServiceClient):
         """
         if not events:
             return []
+        if _tracing.ENABLED:
+            traced = [self.inherit(e) for e in events]
+            return await _tracing.publish(
+                self._dispatch,
+                traced,
+                tenant_id,
+                user_id,
+                single=False,
+                validate=self.payload_validator,
+            )
         if self.payload_validator is not None:
             for envelope in events:
                 await self.payload_validator(envelope)
-        if _tracing.ENABLED:
-            traced = [self.inherit(e) for e in events]
-            return await _tracing.publish(self._dispatch, traced, tenant_id, user_id, single=False)
         dumped = [self.inherit(e).model_dump(mode="json", exclude_none=True) for e in events]
         return await self._dispatch(dumped, tenant_id, user_id, single=False)
 

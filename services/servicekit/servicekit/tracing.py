@@ -74,6 +74,10 @@ class TracingMiddleware:
             attributes=attributes,
         )
         status = 0
+        # FastAPI >= 0.165 traces requests itself once a global tracer provider is set;
+        # this span already covers the whole stack (fast paths too), and FastAPI leaves
+        # a request alone whose scope carries this key: one SERVER span per request.
+        scope["fastapi.telemetry"] = None
 
         async def send_traced(message: Message) -> None:
             nonlocal status

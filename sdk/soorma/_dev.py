@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from soorma import _tracing
+
 
 @dataclass(frozen=True, slots=True)
 class DevService:
@@ -116,6 +118,7 @@ async def run_dev(services: Sequence[DevService], *, host: str, log_level: str, 
     for service in services:
         os.environ[service.url_env] = f"http://{_url_host(host)}:{service.port}"
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _tracing.configure("soorma-dev")  # one process: one service.name for all its services
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -47,6 +47,7 @@ from gateway_a2a.mapping import MESSAGE_KEY, message_record, narrow, request_pay
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import Route, RouteStore, tenant_context, tenant_of
+from gateway_a2a.taskstore import DEFER_KEY, NewTaskIdBuilder
 from soorma.event import Event as BusEvent
 from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import SYSTEM_EVENTS
@@ -72,7 +73,7 @@ class GatewayRequestHandler(DefaultRequestHandler):
         routes: RouteStore,
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, request_context_builder=NewTaskIdBuilder(), **kwargs)
         self.settings = settings
         self.catalog = catalog
         self.bridge = bridge
@@ -133,7 +134,13 @@ class GatewayRequestHandler(DefaultRequestHandler):
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
+        import time as _t
+
+        context.state["t_start"] = _t.perf_counter()
         await self._prepare(params, context)
+        if not params.message.task_id and not params.configuration.return_immediately:
+            # The client learns the task id only with the answer: write the task once.
+            context.state[DEFER_KEY] = True
         try:
             return await super().on_message_send(params, context)
         except ServiceUnavailable as exc:

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
+from a2a.server.cluster import DatabaseTaskEventStream
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabasePushNotificationConfigStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway_a2a.models import routes
 from gateway_a2a.settings import Settings
+from gateway_a2a.taskstore import GatewayTaskStore
 from servicekit.db import database_url, make_engine, migrate
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -63,7 +64,7 @@ class RouteStore:
         self.engine = engine
 
     async def insert(self, route: Route) -> None:
-        values = {**_values(route), "updated_at": datetime.now(UTC)}
+        values = {**route_values(route), "updated_at": datetime.now(UTC)}
         async with self.engine.begin() as conn:
             await conn.execute(sa.insert(routes).values(**values))
 
@@ -98,7 +99,7 @@ class RouteStore:
         return _route(row) if row else None
 
 
-def _values(route: Route) -> dict[str, Any]:
+def route_values(route: Route) -> dict[str, Any]:
     return {name: getattr(route, name) for name in Route.__slots__}
 
 
@@ -111,7 +112,7 @@ class Stores:
     """Everything the gateway keeps in SQL, on one engine."""
 
     engine: AsyncEngine
-    tasks: VersionedDatabaseTaskStore
+    tasks: GatewayTaskStore
     events: DatabaseTaskEventStream
     push_configs: DatabasePushNotificationConfigStore
     routes: RouteStore
@@ -121,6 +122,7 @@ class Stores:
             await conn.execute(sa.text("SELECT 1"))
 
     async def close(self) -> None:
+        await self.tasks.flush()
         await self.engine.dispose()
 
 
@@ -133,7 +135,7 @@ def build_stores(settings: Settings) -> Stores:
     """a2a-sdk's stores on the gateway's engine (nothing connects until first use)."""
     url = database_url(settings, "gateway", settings.gateway_database_url)
     engine = make_engine(url)
-    tasks = VersionedDatabaseTaskStore(engine, create_table=False, owner_resolver=tenant_of)
+    tasks = GatewayTaskStore(engine, tenant_of, settings.gateway_write_delay_seconds)
     events = DatabaseTaskEventStream(
         engine,
         create_table=False,

@@ -39,6 +39,8 @@ from gateway_a2a.taskstore import GatewayTaskStore
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS
 
+# A synthetic event (replicas.py): the task's replica stopped and no answer came.
+ORPHAN_EVENT = "gateway.task.orphaned"
 SKILL_KEY = "soorma_skill"
 PAYLOAD_KEY = "soorma_payload"
 ANSWER_KEY = "soorma_answer"
@@ -252,6 +254,17 @@ class BusAgentExecutor(AgentExecutor):
                 TaskState.TASK_STATE_INPUT_REQUIRED,
                 message=agent_message(question, task_id, updater.context_id, message_id),
                 metadata=details or None,
+            )
+            return True
+        if event.type == ORPHAN_EVENT:
+            await self._update_route(task_id, finished=True)
+            await updater.failed(
+                agent_message(
+                    str(data.get("reason") or "the gateway replica running this task stopped"),
+                    task_id,
+                    updater.context_id,
+                    message_id,
+                )
             )
             return True
         if event.type == TIMEOUT_EVENT:

@@ -53,6 +53,7 @@ from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import SYSTEM_EVENTS
 
 AGENT_KEY = "soorma_agent"
+_SDK_SEND = DefaultRequestHandler.on_message_send.__wrapped__
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_FAILED,
@@ -73,7 +74,7 @@ class GatewayRequestHandler(DefaultRequestHandler):
         routes: RouteStore,
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, request_context_builder=NewTaskIdBuilder(), **kwargs)
+        super().__init__(*args, request_context_builder=NewTaskIdBuilder(self._new_task), **kwargs)
         self.settings = settings
         self.catalog = catalog
         self.bridge = bridge
@@ -142,7 +143,8 @@ class GatewayRequestHandler(DefaultRequestHandler):
             # The client learns the task id only with the answer: write the task once.
             context.state[DEFER_KEY] = True
         try:
-            return await super().on_message_send(params, context)
+            # The SDK's method without its decorator: the parameters were validated above.
+            return await _SDK_SEND(self, params, context)
         except ServiceUnavailable as exc:
             raise unavailable("event service", exc) from exc
 
@@ -191,6 +193,14 @@ class GatewayRequestHandler(DefaultRequestHandler):
     ) -> None:
         await super().on_delete_task_push_notification_config(params, context)
         self._forget_push_configs(params.task_id)
+
+    def _new_task(self, task_id: str, params: SendMessageRequest) -> None:
+        """No push config read for a task created without one (the request sets it)."""
+        configs = getattr(self._push_sender, "configs", None)
+        if configs is not None and not params.configuration.HasField(
+            "task_push_notification_config"
+        ):
+            configs.none_yet(task_id)
 
     def _forget_push_configs(self, task_id: str) -> None:
         configs = getattr(self._push_sender, "configs", None)

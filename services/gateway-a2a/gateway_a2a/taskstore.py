@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -145,6 +147,7 @@ class GatewayTaskStore(VersionedTaskStore):
         write_delay_seconds: float = 0.5,
     ) -> None:
         self.engine = engine
+        self.postgres = engine.dialect.name == "postgresql"
         self.owner_resolver = owner_resolver
         self.write_delay = write_delay_seconds
         self.sdk = VersionedDatabaseTaskStore(
@@ -286,10 +289,15 @@ class GatewayTaskStore(VersionedTaskStore):
         while True:
             attempts += 1
             try:
-                async with self.engine.begin() as conn:
-                    await self._write_once(conn, write)
+                if self.postgres and write.base == 0:
+                    await self._insert_all(write)
+                else:
+                    async with self.engine.begin() as conn:
+                        await self._write_once(conn, write)
                 return
             except DBAPIError as exc:
+                if exc.connection_invalidated and attempts < MAX_ATTEMPTS:
+                    continue  # a pooled connection the server dropped: on a new one
                 if isinstance(exc, IntegrityError) or not _transient(exc):
                     if isinstance(exc, IntegrityError):
                         raise ConcurrentTaskModificationError(write.task_id) from exc
@@ -297,6 +305,30 @@ class GatewayTaskStore(VersionedTaskStore):
                 if attempts >= MAX_ATTEMPTS:
                     raise
                 await asyncio.sleep(RETRY_DELAY_S * attempts)
+
+    async def _insert_all(self, write: _Write) -> None:
+        """A first write on PostgreSQL: every row in one statement (one round trip).
+
+        The inserts of the route, version and task rows are data-modifying CTEs of the
+        events' insert; one statement is atomic without BEGIN/COMMIT round trips.
+        """
+        task = write.task
+        events = write.events if task is not None else []
+        if write.route is None and task is None:
+            return
+        params: dict[str, Any] = {}
+        if write.route is not None:
+            params.update({f"r_{k}": v for k, v in write.route.items()})
+            params["r_updated_at"] = datetime.now(UTC)
+        if task is not None:
+            params.update({f"k_{k}": v for k, v in task_row(task, write.owner).items()})
+            params["v_version"] = write.version
+        for i, (version, data) in enumerate(events):
+            params[f"e{i}_version"], params[f"e{i}_data"] = version, data
+        statement = _first_write(write.route is not None, task is not None, len(events))
+        async with self.engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.execute(statement, params)
 
     async def _write_once(self, conn: AsyncConnection, write: _Write) -> None:
         if write.route is not None:
@@ -348,6 +380,44 @@ class GatewayTaskStore(VersionedTaskStore):
             )
 
 
+@functools.cache
+def _first_write(route: bool, task: bool, events: int) -> Any:
+    """The one statement of a first write, by shape (compiled once, then cached)."""
+
+    def bind(prefix: str, table: sa.Table) -> dict[str, Any]:
+        return {c.name: sa.bindparam(f"{prefix}_{c.name}", type_=c.type) for c in table.c}
+
+    ctes: list[Any] = []
+    if route:
+        ctes.append(sa.insert(routes_table).values(bind("r", routes_table)).cte("route_row"))
+    if task:
+        ctes.append(
+            sa.insert(VERSIONS)
+            .values(
+                task_id=sa.bindparam("k_id", type_=TASKS.c.id.type),
+                owner=sa.bindparam("k_owner", type_=TASKS.c.owner.type),
+                version=sa.bindparam("v_version", type_=VERSIONS.c.version.type),
+            )
+            .cte("version_row")
+        )
+        ctes.append(sa.insert(TASKS).values(bind("k", TASKS)).cte("task_row"))
+    # One single-row insert per event (a multi-row VALUES is not cached by SQLAlchemy).
+    inserts = [
+        sa.insert(EVENTS).values(
+            task_id=sa.bindparam("k_id", type_=TASKS.c.id.type),
+            owner=sa.bindparam("k_owner", type_=TASKS.c.owner.type),
+            task_version=sa.bindparam(f"e{i}_version", type_=EVENTS.c.task_version.type),
+            event_data=sa.bindparam(f"e{i}_data", type_=EVENTS.c.event_data.type),
+        )
+        for i in range(events if task else 0)
+    ]
+    ctes += [insert.cte(f"event_row_{i}") for i, insert in enumerate(inserts[:-1])]
+    main: Any = inserts[-1] if inserts else sa.select(sa.literal(1))
+    for cte in ctes:
+        main = main.add_cte(cte)
+    return main
+
+
 def _as_int(version: TaskVersion) -> int:
     value = version._value  # the SDK's own stores read it the same way
     if not isinstance(value, int):
@@ -358,8 +428,13 @@ def _as_int(version: TaskVersion) -> int:
 class NewTaskIdBuilder(SimpleRequestContextBuilder):
     """a2a-sdk's request context builder; the id of a new task is recorded in the call state.
 
-    So :class:`GatewayTaskStore` knows that nothing is stored under that id yet.
+    So :class:`GatewayTaskStore` knows that nothing is stored under that id yet, and
+    ``on_new`` (if given) hears of the new task and its request.
     """
+
+    def __init__(self, on_new: Callable[[str, SendMessageRequest], None] | None = None) -> None:
+        super().__init__()
+        self.on_new = on_new
 
     async def build(
         self,
@@ -372,4 +447,6 @@ class NewTaskIdBuilder(SimpleRequestContextBuilder):
         if params is not None and not task_id and not params.message.task_id:
             task_id = str(uuid.uuid4())
             context.state[NEW_TASK_KEY] = task_id
+            if self.on_new is not None:
+                self.on_new(task_id, params)
         return await super().build(context, params, task_id, context_id, task)

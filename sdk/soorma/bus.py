@@ -85,6 +85,9 @@ class BusClient(ServiceClient):
         self.payload_validator = payload_validator
         self.coalesce = coalesce
         self._coalescer = PublishCoalescer(send=self._post_events)
+        # Consumer id of this client's streams, by group (None: several), sent with
+        # lease renewals so the service renews only this consumer's own deliveries.
+        self._consumers: dict[str, str | None] = {}
 
     # -- building events -------------------------------------------------------------
 
@@ -498,6 +501,10 @@ class BusClient(ServiceClient):
         )
         if tenant_id == "*":
             params["tenant"], tenant_id = "*", None
+        if group and consumer:
+            known = self._consumers.setdefault(group, consumer)
+            if known != consumer:
+                self._consumers[group] = None
         # Identity is resolved now, so a stream opened inside a handler keeps the
         # handled event's tenant across reconnects made from the background task.
         headers = self.headers(tenant_id=tenant_id)
@@ -525,18 +532,33 @@ class BusClient(ServiceClient):
         return int((result or {}).get("count", 0))
 
     async def extend(
-        self, group: str, ids: str | Sequence[str], *, tenant_id: str | None = None
+        self,
+        group: str,
+        ids: str | Sequence[str],
+        *,
+        tenant_id: str | None = None,
+        consumer: str | None = None,
     ) -> int:
         """Renew the lease (visibility timeout) of deliveries still being handled.
 
         ``tenant_id``: the tenant the stream was opened as (``"*"``: the tap).
+        ``consumer``: the consumer renewing (default: the one this client's stream of
+        ``group`` was opened with); only its own deliveries are renewed.
 
         Returns:
-            How many were renewed: deliveries already acked, nacked, dead-lettered or
-            taken over by another consumer are not.
+            How many were renewed: deliveries already acked, nacked or dead-lettered
+            are not.
+
+        Raises:
+            Conflict: some of ``ids`` are held by another consumer of the group (taken
+                over after this one's lease expired); ``details["not_owned"]`` names
+                them. The caller's own deliveries among ``ids`` were renewed.
         """
         id_list = [ids] if isinstance(ids, str) else list(ids)
         body: dict[str, Any] = {"group": group, "ids": id_list}
+        consumer = consumer or self._consumers.get(group)
+        if consumer:
+            body["consumer"] = consumer
         result = await self._send("POST", "/v1/events/extend", **_as_tenant(body, tenant_id))
         return int((result or {}).get("extended", 0))
 

@@ -313,6 +313,7 @@ class Agent:
             self._context = PlatformContext.from_env()
             self._context.bus.source = self.name
             self._owns_context = True
+        await __import__("soorma.agents._banner").agents._banner.announce(self)  # who, where
         self._running = True
         try:
             for hook in self._startup_hooks:

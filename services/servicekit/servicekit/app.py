@@ -56,6 +56,7 @@ from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
 from servicekit.metrics import RESPONSE_STATUS, RequestMetricsMiddleware, ServiceMetrics
 from servicekit.settings import ServiceSettings
+from servicekit.tracing import tracing_middleware
 
 ReadyCheck = Callable[[], Awaitable[Any]]
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] | None]]
@@ -230,7 +231,7 @@ def _request_context(_: str, settings: ServiceSettings) -> Middleware:
 # The platform-wide part of every service's stack, outermost first (see the module
 # docstring). Each entry gets the service name and settings and returns the middleware
 # to install, or None when it is not configured for that service.
-PLATFORM_MIDDLEWARES: list[MiddlewareProvider] = [_request_context]
+PLATFORM_MIDDLEWARES: list[MiddlewareProvider] = [tracing_middleware, _request_context]
 
 P = ParamSpec("P")
 

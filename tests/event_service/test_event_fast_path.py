@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from event_stack import make_settings
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from event_service import create_app
@@ -87,6 +88,15 @@ async def _same(pair: tuple[httpx.AsyncClient, httpx.AsyncClient, list[str]], pa
     return answers[0]
 
 
+def _request_counts(text: str) -> dict[tuple[str, str, str], float]:
+    return {
+        (s.labels["method"], s.labels["route"], s.labels["status"]): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "soorma_http_request_duration_seconds_count"
+    }
+
+
 def _event(**fields: Any) -> dict[str, Any]:
     return {"topic": "business-facts", "type": "order.placed", "id": "e-1", **fields}
 
@@ -117,6 +127,10 @@ async def test_publishes_answer_like_the_routes(settings: Settings) -> None:
             headers={"Content-Type": "text/plain", "X-Tenant-ID": "acme", "X-User-ID": "u1"},
         )
         assert pair[2] == [PUBLISH, BATCH, PUBLISH]
+        # Both count the requests under the same route templates and statuses.
+        counted = [_request_counts((await c.get("/metrics")).text) for c in pair[:2]]
+        assert counted[0] == counted[1]
+        assert counted[0][("POST", PUBLISH, "200")] == 2
 
 
 async def test_errors_come_out_as_the_routes_give_them(settings: Settings) -> None:

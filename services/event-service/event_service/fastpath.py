@@ -2,7 +2,7 @@
 
 Publishing is the bus's hot path. FastAPI's routing, request object and dependency
 solving cost more CPU per request than validating and appending the event, so
-``POST /v1/events/publish`` and ``/publish-batch`` are answered here, ahead of the
+``POST /v1/events/publish`` and ``/publish-batch`` are answered here, in front of the
 router, by the same functions the FastAPI routes call (``publishing.publish_one`` and
 ``publish_many``). It is the innermost layer of servicekit's middleware stack
 (``create_service_app(fast_path=...)``), so request ids, body-size limits, metrics and

@@ -139,7 +139,7 @@ def _topics(raw: str) -> list[str]:
     return [_topic(t, "topics") for t in topics]
 
 
-# Both publish routes are served by ``fastpath.PublishFastPath`` ahead of FastAPI's
+# Both publish routes are served by ``fastpath.PublishFastPath`` in front of FastAPI's
 # routing (same code below, less per-request overhead); they stay here so OpenAPI
 # documents them and any app built without the fast path still serves them.
 

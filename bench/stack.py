@@ -86,8 +86,8 @@ async def _measure(requests: int) -> dict[str, float]:
     return {"publish_us": publish_us, "scrape_us": scrape_us}
 
 
-def _run_child(src: Path | None, requests: int) -> dict[str, float]:
-    env = dict(os.environ)
+def _run_child(src: Path | None, requests: int, env_extra: dict[str, str]) -> dict[str, float]:
+    env = {**os.environ, **env_extra}
     if src is not None:
         services = src / "services"
         env["PYTHONPATH"] = f"{services / 'event-service'}:{services / 'servicekit'}"
@@ -108,19 +108,26 @@ def main() -> None:
     parser.add_argument("--baseline-src", type=Path)
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--metrics-off",
+        action="store_true",
+        help="also measure this tree with SOORMA_METRICS_ENABLED=false",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(asyncio.run(_measure(args.requests))))
         return
-    trees: list[tuple[str, Path | None]] = [("this tree", None)]
+    trees: list[tuple[str, Path | None, dict[str, str]]] = [("this tree", None, {})]
+    if args.metrics_off:
+        trees.append(("no metrics", None, {"SOORMA_METRICS_ENABLED": "false"}))
     if args.baseline_src:
-        trees.insert(0, ("baseline", args.baseline_src))
-    results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in trees}
+        trees.insert(0, ("baseline", args.baseline_src, {}))
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in trees}
     load_before = os.getloadavg()
     for _ in range(args.rounds):
-        for name, src in trees:
-            results[name].append(_run_child(src, args.requests))
+        for name, src, env in trees:
+            results[name].append(_run_child(src, args.requests, env))
     load_after = os.getloadavg()
     print(
         f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}; "

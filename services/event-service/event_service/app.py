@@ -16,6 +16,7 @@ from event_service.backends.memory import MemoryEventLog
 from event_service.fanout import BroadcastHub
 from event_service.fastpath import PublishFastPath
 from event_service.groups import GroupWaker, finish_cleanups
+from event_service.metrics import EventMetrics, StreamMetricsMiddleware
 from event_service.routes import router
 from event_service.settings import Settings
 from event_service.state import EventState
@@ -37,7 +38,7 @@ def create_app(
     settings = settings or Settings()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
         clients: list[Any] = []
         log: EventLog
         if settings.event_backend == "redis":
@@ -58,7 +59,13 @@ def create_app(
                 max_length=settings.stream_max_length, tap_topics=settings.tap_topics
             )
         hub = BroadcastHub(log=log, batch=settings.read_batch, block=settings.block_seconds)
-        state = EventState(log=log, hub=hub, waker=GroupWaker(), settings=settings)
+        state = EventState(log=log, hub=hub, waker=GroupWaker(), settings=settings, metrics=metrics)
+        if app.metrics is not None:
+
+            async def refresh() -> None:
+                await metrics.refresh(log, max_streams=settings.metrics_max_streams)
+
+            app.metrics.on_scrape(refresh)
         try:
             yield {"events": state, "ready_checks": {"event_log": log.ping}}
         finally:
@@ -67,6 +74,8 @@ def create_app(
             await log.close()
             for client in clients:
                 await client.aclose()
+            if app.metrics is not None:
+                app.metrics.clear_scrape_callbacks()
 
     if fast_path is True:
         fast_path = PublishFastPath(settings=settings)
@@ -78,6 +87,8 @@ def create_app(
         max_body_bytes=settings.max_request_bytes,
         fast_path=fast_path or None,
     )
+    metrics = EventMetrics(app.metrics)
+    app.add_middleware(StreamMetricsMiddleware, metrics=metrics)
     # Redis unreachable is the caller's cue to retry, not a bug: 503, not 500.
     app.add_exception_handler(RedisConnectionError, _backend_unavailable)
     app.add_exception_handler(RedisTimeoutError, _backend_unavailable)

@@ -27,6 +27,7 @@ from servicekit.app import BodyTooLarge
 from servicekit.asgi import RawHeaders, read_body
 from servicekit.auth import Identity, resolve_identity
 from servicekit.errors import error_response, response_for
+from servicekit.metrics import ROUTE_TEMPLATE
 from servicekit.settings import ServiceSettings
 
 log = logging.getLogger("event_service.fastpath")
@@ -57,6 +58,7 @@ class PublishFastPath:
         self, scope: Scope, receive: Receive, send: Send, *, fallback: ASGIApp
     ) -> None:
         handler = PUBLISH_PATHS[scope["path"]]
+        scope[ROUTE_TEMPLATE] = scope["path"]  # the routes' templates are these paths
         state: EventState = scope["state"]["events"]
         try:
             identity = resolve_identity(RawHeaders(scope["headers"]), self.settings)

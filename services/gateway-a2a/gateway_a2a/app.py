@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 
+from gateway_a2a import metrics as gateway_metrics
 from gateway_a2a.auth import AuthMiddleware, TenantContextBuilder
 from gateway_a2a.body import Utf8BodyGuard
 from gateway_a2a.bridge import Bridge
@@ -134,6 +135,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AuthMiddleware, settings=settings)
     # Innermost (after the size limit): a body that is not UTF-8 is a parse error.
     app.user_middleware.append(Middleware(Utf8BodyGuard))
+    gateway_metrics.register(app, stores)  # open tasks by state on /metrics
     app.state.handler = handler
     app.state.bridge = bridge
     return app

@@ -38,7 +38,7 @@ def create_app(
     settings = settings or Settings()
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         url = database_url(settings, "memory", settings.memory_database_url)
         store = await open_sql_store(url)
         pruner = None
@@ -58,7 +58,10 @@ def create_app(
         gc.collect()
         gc.freeze()
         try:
-            yield {"store": store, "ready_checks": {"database": store.ping}}
+            # Requests get the store with each call timed (storage latency metrics).
+            metrics = getattr(app, "metrics", None)
+            served = metrics.timed_store(store) if metrics is not None else store
+            yield {"store": served, "ready_checks": {"database": store.ping}}
         finally:
             if pruner is not None:
                 pruner.cancel()

@@ -36,6 +36,7 @@ from servicekit.asgi import RawHeaders, read_body
 from servicekit.auth import resolve_identity
 from servicekit.errors import error_response, response_for
 from servicekit.jsoncheck import NUL
+from servicekit.metrics import ROUTE_TEMPLATE
 from servicekit.settings import ServiceSettings
 from soorma_common.errors import SoormaError
 from soorma_common.memory import PlanContextRecord
@@ -44,6 +45,9 @@ log = logging.getLogger("memory_service.fastpath")
 
 PREFIX = "/v1/memory/plan-context/"
 BY_CORRELATION = "by-correlation/"
+# The FastAPI routes' templates: the request metrics label both paths alike.
+_PLAN_TEMPLATE = PREFIX + "{plan_id}"
+_BY_CORRELATION_TEMPLATE = PREFIX + BY_CORRELATION + "{correlation_id}"
 _to_json = PlanContextRecord.__pydantic_serializer__.to_json
 
 
@@ -122,6 +126,7 @@ class PlanContextFastPath:
                 await fallback(scope, _replay(body, receive) if body else receive, send)
                 return
             work = replace_plan(store, tenant, record_id, *parsed)
+        scope[ROUTE_TEMPLATE] = _BY_CORRELATION_TEMPLATE if by_correlation else _PLAN_TEMPLATE
         await self._respond(work, scope, receive, send)
 
     def _small_json(self, headers: RawHeaders) -> bool:

@@ -10,19 +10,26 @@ stack of ASGI middleware built here. Outermost first:
 1. :data:`PLATFORM_MIDDLEWARES` — platform-wide middleware, each a factory
    ``(service_name, settings) -> starlette.middleware.Middleware | None`` (``None``:
    not configured for this service). Today: request id/access log
-   (:class:`RequestContextMiddleware`). **Add platform-wide middleware (metrics,
-   tracing) to this list**, in the order it should wrap the rest; every service picks
-   it up without changes of its own.
-2. ``create_service_app(middlewares=...)`` — middleware one service adds for itself,
+   (:class:`RequestContextMiddleware`). **Add platform-wide middleware (e.g. tracing)
+   to this list**, in the order it should wrap the rest; every service picks it up
+   without changes of its own.
+2. Request metrics and ``GET /metrics``
+   (:class:`servicekit.metrics.RequestMetricsMiddleware`, the app's
+   :class:`~servicekit.metrics.ServiceMetrics` is ``app.metrics``), unless
+   ``SOORMA_METRICS_ENABLED=false``.
+3. ``create_service_app(middlewares=...)`` — middleware one service adds for itself,
    then anything added later with ``app.add_middleware`` (the last added outermost among
    these, as Starlette orders them).
-3. :class:`BodySizeLimitMiddleware` — 413 before a body is parsed.
-4. The service's fast path (``create_service_app(fast_path=...)``, a :class:`FastPath`),
+4. :class:`BodySizeLimitMiddleware` — 413 before a body is parsed.
+5. The service's fast path (``create_service_app(fast_path=...)``, a :class:`FastPath`),
    innermost, right in front of FastAPI: it answers the requests it ``handles`` and hands
    the rest (and anything it does not accept as well-formed) to FastAPI.
-5. FastAPI itself (its error handlers, routing, dependencies).
+6. FastAPI itself (its error handlers, routing, dependencies).
 
-So a fast path cannot skip anything configured above it. Middleware that would sit
+So a fast path cannot skip anything configured above it. (Anything FastAPI does itself,
+e.g. its own OpenTelemetry instrumentation when a tracer provider is configured, sees
+only the requests that reach FastAPI: platform-wide tracing belongs in
+:data:`PLATFORM_MIDDLEWARES`.) Middleware that would sit
 inside FastAPI (Starlette's ``middleware=`` constructor list, which a fast path would
 skip) makes start-up fail with a message saying where to put it instead.
 """
@@ -47,6 +54,7 @@ from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_response, install_error_handlers
 from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
+from servicekit.metrics import RESPONSE_STATUS, RequestMetricsMiddleware, ServiceMetrics
 from servicekit.settings import ServiceSettings
 from servicekit.tracing import tracing_middleware
 
@@ -66,7 +74,8 @@ def new_request_id() -> str:
 
 
 class RequestContextMiddleware:
-    """Pure ASGI middleware: request id in/out, optional access log.
+    """Pure ASGI middleware: request id in/out, optional access log; notes the response
+    status in ``scope[RESPONSE_STATUS]``.
 
     Pure ASGI (not ``BaseHTTPMiddleware``) so streaming responses are not buffered and
     the publish path pays almost nothing.
@@ -93,7 +102,7 @@ class RequestContextMiddleware:
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status = scope[RESPONSE_STATUS] = message["status"]
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
             await send(message)
@@ -243,6 +252,7 @@ class ServiceApp(FastAPI):
         self.service_middleware: list[Middleware] = []
         self.inner_middleware: list[Middleware] = []
         self.fast_path: FastPath | None = None
+        self.metrics: ServiceMetrics | None = None
         self._service_stack: ASGIApp | None = None
 
     def add_middleware(
@@ -354,6 +364,13 @@ def create_service_app(
     for router in routers:
         app.include_router(router)
     platform = [m for m in (provide(name, settings) for provide in PLATFORM_MIDDLEWARES) if m]
+    if settings.metrics_enabled:
+        app.metrics = ServiceMetrics(name, settings)
+        # Inside the request context (which notes the status): no second send wrapper.
+        noted = any(getattr(m, "cls", None) is RequestContextMiddleware for m in platform)
+        platform.append(
+            Middleware(RequestMetricsMiddleware, metrics=app.metrics, status_noted=noted)
+        )
     limit = max_body_bytes if max_body_bytes is not None else settings.max_payload_bytes * 4
     app.platform_middleware = platform
     app.service_middleware = list(middlewares)

@@ -54,16 +54,32 @@ _DIGITS = re.compile(rb"[0-9]{1,18}")
 
 
 class _Reader(asyncio.StreamReader):
-    """A stream reader that notices bytes arriving while its connection is idle."""
+    """A stream reader that knows whether bytes are waiting that no one has read.
 
-    # Set while the connection sits in the idle stack; ``dirty`` once data arrives then.
-    idle = False
-    dirty = False
+    Counts what the socket delivered and what the response parser took (it reads only
+    with ``readuntil`` and ``readexactly`` on a connection it may reuse).
+    """
+
+    received = 0
+    taken = 0
 
     def feed_data(self, data: Any) -> None:
-        if self.idle and data:
-            self.dirty = True
+        self.received += len(data)
         super().feed_data(data)
+
+    async def readuntil(self, separator: Any = b"\n") -> bytes:
+        data = await super().readuntil(separator)
+        self.taken += len(data)
+        return data
+
+    async def readexactly(self, n: int) -> bytes:
+        data = await super().readexactly(n)
+        self.taken += len(data)
+        return data
+
+    def unread(self) -> bool:
+        """Whether bytes arrived beyond the responses read so far."""
+        return self.received > self.taken
 
 
 class _Conn:
@@ -82,7 +98,7 @@ class _Conn:
         # read as the next request's response, so such a socket is not reused either.
         reader = self.reader
         return not (
-            reader.dirty
+            reader.unread()
             or reader.at_eof()
             or self.writer.is_closing()
             or reader.exception() is not None
@@ -180,7 +196,6 @@ class LeanTransport(httpx.AsyncBaseTransport):
         stack = self._idle.get(key)
         while stack:
             conn = stack.pop()
-            conn.reader.idle = False
             if conn.usable():
                 try:
                     return await self._exchange(conn, key, payload, request, timeouts)
@@ -266,10 +281,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
             if keep_alive and b"close" in _tokens(request.headers.get("connection", "").encode()):
                 keep_alive = False
-            if keep_alive and not self._closed:
+            if keep_alive and not self._closed and conn.usable():
                 stack = self._idle.setdefault(key, [])
                 if len(stack) < self._max_idle:
-                    conn.reader.idle = True
                     stack.append(conn)
                     pooled = True
             return httpx.Response(

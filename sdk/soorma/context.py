@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from soorma import _tracing
 from soorma._http import Identity
 from soorma._transport import make_http_client
 from soorma.ai.toolkit import EventToolkit
@@ -132,6 +133,7 @@ class PlatformContext:
             environ: Environment mapping to read instead of ``os.environ``.
         """
         settings = settings or PlatformSettings.from_env(environ)
+        _tracing.configure("soorma-client", environ=environ)
         owns_http = http is None
         client = http or make_http_client(limits=DEFAULT_HTTP_LIMITS, environ=environ)
         identity = settings.identity

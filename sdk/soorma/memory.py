@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from soorma import _tracing
 from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
 from soorma._deprecation import renamed_method
 from soorma._http import ServiceClient
@@ -80,6 +81,11 @@ class MemoryClient(ServiceClient):
     """
 
     # -- helpers ---------------------------------------------------------------------
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        if _tracing.ENABLED:  # a CLIENT span per call (docs/tracing.md)
+            return await _tracing.client_call("memory", self, super()._send, method, path, **kwargs)
+        return await super()._send(method, path, **kwargs)
 
     async def _get_or_none(self, model: type[M], path: str) -> M | None:
         """``GET`` one resource as ``model``; ``None`` when the service has no such thing."""

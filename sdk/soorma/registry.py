@@ -22,6 +22,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
+from soorma import _tracing
 from soorma._http import ServiceClient
 from soorma._payload import check_payload
 from soorma_common.errors import EventDefinitionNotFound, ServiceUnavailable
@@ -149,6 +150,13 @@ class RegistryClient(ServiceClient):
         return float(self._event_cache.ttl)
 
     # -- agents ----------------------------------------------------------------------
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        if _tracing.ENABLED:  # a CLIENT span per call (docs/tracing.md)
+            return await _tracing.client_call(
+                "registry", self, super()._send, method, path, **kwargs
+            )
+        return await super()._send(method, path, **kwargs)
 
     async def register(self, agent: AgentDefinition) -> AgentDefinition:
         """Register (or replace) an agent; its capabilities' events are registered with it.

@@ -96,3 +96,23 @@ async def test_oversized_body_is_a_protocol_error() -> None:
     async with scripted_server(big) as url, lean_client(max_body_bytes=8192) as (client, _):
         with pytest.raises(httpx.RemoteProtocolError, match="over 8192 bytes"):
             await client.get(url)
+
+
+async def test_bytes_sent_right_behind_a_response_retire_its_socket() -> None:
+    """Extra bytes in the same packet as the response (a second, unasked response) are
+    never taken as the answer to the next request."""
+    connections = 0
+
+    async def answer_twice(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await read_request(reader)
+        writer.write(ok(b'{"n":%d}' % connections) + ok(b'{"n":"smuggled"}'))
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    async with scripted_server(answer_twice) as url, lean_client() as (client, tr):
+        assert (await client.get(url)).json() == {"n": 1}
+        assert tr.idle_connections() == 0
+        assert (await client.get(url)).json() == {"n": 2}
+        assert connections == 2

@@ -26,6 +26,7 @@ import signal
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from soorma import _tracing
 from soorma._propagation import handling
 from soorma.agents._acks import DEFAULT_ACK_BATCH, DEFAULT_ACK_WINDOW, AckBatcher
 from soorma.agents._consumer_id import ConsumerIdentity, check_consumer_id
@@ -307,10 +308,12 @@ class Agent:
             return
         if not self._table.handlers:
             raise RuntimeError(f"agent {self.name!r} has no handlers; add one with on_event()")
+        _tracing.configure(self.name)
         if self._context is None:
             self._context = PlatformContext.from_env()
             self._context.bus.source = self.name
             self._owns_context = True
+        await __import__("soorma.agents._banner").agents._banner.announce(self)  # who, where
         self._running = True
         try:
             for hook in self._startup_hooks:
@@ -474,11 +477,12 @@ class Agent:
 
     async def _process(self, event: Event) -> None:
         error: BaseException | None = None
-        with handling(event):
+        with handling(event), _tracing.handler_span(event, self.name):
             for spec in self._table.matching(event):
                 try:
                     await call_while_unavailable(spec, event, self.context, agent=self.name)
                 except Exception as exc:
+                    _tracing.handler_failed(exc)
                     logger.exception(
                         "agent %s: handler %s failed on %s (%s)",
                         self.name,

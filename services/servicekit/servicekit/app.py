@@ -48,6 +48,7 @@ from servicekit.errors import error_response, install_error_handlers
 from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
 from servicekit.settings import ServiceSettings
+from servicekit.tracing import tracing_middleware
 
 ReadyCheck = Callable[[], Awaitable[Any]]
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] | None]]
@@ -221,7 +222,7 @@ def _request_context(_: str, settings: ServiceSettings) -> Middleware:
 # The platform-wide part of every service's stack, outermost first (see the module
 # docstring). Each entry gets the service name and settings and returns the middleware
 # to install, or None when it is not configured for that service.
-PLATFORM_MIDDLEWARES: list[MiddlewareProvider] = [_request_context]
+PLATFORM_MIDDLEWARES: list[MiddlewareProvider] = [tracing_middleware, _request_context]
 
 P = ParamSpec("P")
 

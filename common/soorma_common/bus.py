@@ -30,7 +30,7 @@ class PublishBatchResponse(BaseDTO):
 class AckRequest(BaseDTO):
     group: str = Field(min_length=1, max_length=128)
     ids: list[str] = Field(min_length=1, max_length=1000)
-    # "*": deliveries of a tap stream (platform services only, contract C1).
+    # "*": deliveries of a tap stream (only platform services may read or ack the tap).
     tenant: str | None = Field(default=None, max_length=128)
 
 
@@ -43,7 +43,13 @@ class AckResponse(BaseDTO):
 
 
 class ExtendRequest(AckRequest):
-    """Renew the lease of deliveries a handler is still working on."""
+    """Renew the lease of deliveries a handler is still working on.
+
+    ``consumer``: the caller's consumer id; deliveries held by another consumer (taken
+    over after this one's lease expired) are then not renewed, and the answer is 409.
+    """
+
+    consumer: str | None = Field(default=None, min_length=1, max_length=128)
 
 
 class ExtendResponse(BaseDTO):

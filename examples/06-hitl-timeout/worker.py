@@ -28,6 +28,7 @@ async def review(task, context):
         response_event=ANSWER_EVENT,
         timeout_seconds=ASK_SECONDS,
         response_topic="notification-events",
+        data={"item": task.data.get("item"), "amount": task.data.get("amount")},
     )
 
 

@@ -8,13 +8,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import logging
 import os
 import signal
 import socket
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
+
+from soorma import _tracing
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,15 +29,18 @@ class DevService:
     module: str
     port: int
     url_env: str
+    # Its database's name under ``data_dir`` and the settings field overriding it.
+    database: str | None = None
 
 
 SERVICES: tuple[DevService, ...] = (
-    DevService("registry", "registry_service", 8081, "SOORMA_REGISTRY_URL"),
+    DevService("registry", "registry_service", 8081, "SOORMA_REGISTRY_URL", "registry"),
     DevService("events", "event_service", 8082, "SOORMA_EVENT_SERVICE_URL"),
-    DevService("memory", "memory_service", 8083, "SOORMA_MEMORY_URL"),
-    DevService("tracker", "tracker_service", 8084, "SOORMA_TRACKER_URL"),
-    DevService("gateway", "gateway_a2a", 8085, "SOORMA_GATEWAY_URL"),
+    DevService("memory", "memory_service", 8083, "SOORMA_MEMORY_URL", "memory"),
+    DevService("tracker", "tracker_service", 8084, "SOORMA_TRACKER_URL", "tracker"),
+    DevService("gateway", "gateway_a2a", 8085, "SOORMA_GATEWAY_URL", "gateway"),
 )
+LOG_FORMATS = ("text", "json")
 SERVICE_NAMES = tuple(s.name for s in SERVICES)
 
 
@@ -61,7 +68,10 @@ def select_services(only: str | None, ports: Sequence[str]) -> list[DevService]:
                 f"--port expects NAME=PORT with NAME in {', '.join(SERVICE_NAMES)}, got {item!r}"
             )
         overrides[name] = int(value)
-    return [DevService(s.name, s.module, overrides.get(s.name, s.port), s.url_env) for s in chosen]
+    return [
+        DevService(s.name, s.module, overrides.get(s.name, s.port), s.url_env, s.database)
+        for s in chosen
+    ]
 
 
 def check_ports_free(host: str, services: Sequence[DevService]) -> None:
@@ -101,6 +111,8 @@ def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
         host=host,
         port=port,
         log_level=log_level,
+        # uvicorn's records go to the root handler the services set up (one format).
+        log_config=None,
         lifespan="on",
         timeout_graceful_shutdown=3,
         ws="none",
@@ -109,13 +121,32 @@ def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
     return _Server(config)
 
 
-async def run_dev(services: Sequence[DevService], *, host: str, log_level: str, out: TextIO) -> int:
-    """Start ``services`` in this process and serve until SIGINT/SIGTERM."""
+async def run_dev(
+    services: Sequence[DevService],
+    *,
+    host: str,
+    log_level: str,
+    out: TextIO,
+    log_format: str = "text",
+) -> int:
+    """Start ``services`` in this process and serve until SIGINT/SIGTERM.
+
+    ``log_format``: ``text`` (one readable line per record) or ``json`` (one object a
+    line, as the containers write); the services' and uvicorn's records alike.
+    """
+    if log_format not in LOG_FORMATS:
+        raise DevError(f"--log-format must be one of {', '.join(LOG_FORMATS)}")
     check_ports_free(host, services)
+    os.environ["SOORMA_LOG_FORMAT"] = log_format
+    # Migrations log every step at INFO; the banner says where the data lives.
+    for noisy in ("alembic",):
+        if logging.getLogger(noisy).level == logging.NOTSET:
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     # The services find each other through the same variables agents use.
     for service in services:
         os.environ[service.url_env] = f"http://{_url_host(host)}:{service.port}"
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _tracing.configure("soorma-dev")  # one process: one service.name for all its services
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -123,12 +154,15 @@ async def run_dev(services: Sequence[DevService], *, host: str, log_level: str, 
         loop.add_signal_handler(sig, stop.set)
 
     running: list[tuple[DevService, Any, asyncio.Task[Any]]] = []
+    where: dict[str, str] = {}
     try:
         # Started one by one, in dependency order (the event service before the
         # tracker and gateway that subscribe to it).
         for service in services:
             module = importlib.import_module(service.module)
-            server = _make_server(module.create_app(), host, service.port, log_level)
+            app = module.create_app()
+            where[service.name] = describe_backend(service, app.state.settings)
+            server = _make_server(app, host, service.port, log_level)
             task = asyncio.create_task(server.serve(), name=f"soorma dev {service.name}")
             running.append((service, server, task))
             while not server.started:
@@ -141,7 +175,7 @@ async def run_dev(services: Sequence[DevService], *, host: str, log_level: str, 
             if stop.is_set():
                 break
         else:
-            _print_table(services, host, out)
+            print_banner(services, host, where, out)
             await stop.wait()
             print("\nsoorma dev: stopping...", file=out, flush=True)
     finally:
@@ -160,12 +194,49 @@ async def run_dev(services: Sequence[DevService], *, host: str, log_level: str, 
     return 1 if failed else 0
 
 
-def _print_table(services: Sequence[DevService], host: str, out: TextIO) -> None:
+def _redact(url: str) -> str:
+    """``url`` without its password."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, location = rest.rpartition("@")
+    if not sep or not at or ":" not in creds:
+        return url
+    return f"{scheme}://{creds.split(':', 1)[0]}:***@{location}"
+
+
+def describe_backend(service: DevService, settings: Any) -> str:
+    """Where ``service`` keeps its data, in words (passwords left out)."""
+    if service.name == "events":
+        if getattr(settings, "event_backend", "memory") == "redis":
+            return f"Redis Streams at {_redact(settings.redis_url)}"
+        return "in process memory (lost when soorma dev stops)"
+    if service.database is None:
+        return ""
+    override = getattr(settings, f"{service.database}_database_url", None)
+    url = override or settings.database_url
+    if url:
+        return f"PostgreSQL {_redact(url)}" if "postgres" in url else _redact(url)
+    path = (Path(settings.data_dir) / f"{service.database}.db").resolve()
+    return f"SQLite {path}"
+
+
+def print_banner(
+    services: Sequence[DevService], host: str, where: dict[str, str], out: TextIO
+) -> None:
+    """What runs where, where the data lives, and what to do next."""
     url_host = _url_host(host)
-    rows = [(s.name, s.module, f"http://{url_host}:{s.port}") for s in services]
-    widths = [max(len(r[i]) for r in [("service", "package", "url"), *rows]) for i in range(3)]
-    line = "  ".join(f"{{:<{w}}}" for w in widths)
-    print(line.format("service", "package", "url"), file=out)
-    for row in rows:
-        print(line.format(*row), file=out)
-    print("soorma dev: ready (Ctrl-C to stop)", file=out, flush=True)
+    rows = [(s.name, f"http://{url_host}:{s.port}", where.get(s.name, "")) for s in services]
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    print("soorma dev: the platform is running (Ctrl-C to stop)", file=out)
+    for name, url, backend in rows:
+        print(f"  {name:<{widths[0]}}  {url:<{widths[1]}}  {backend}".rstrip(), file=out)
+    names = {s.name: s for s in services}
+    if "tracker" in names:
+        print(f"  tracker UI: http://{url_host}:{names['tracker'].port}/ui", file=out)
+    if "events" in names:
+        events = f"http://{url_host}:{names['events'].port}"
+        if events == "http://127.0.0.1:8082":
+            hint = "agents and `soorma events tail` connect here by default"
+        else:
+            hint = f"agents need SOORMA_EVENT_SERVICE_URL={events}"
+        print(f"  {hint}; watch every event: soorma events tail", file=out)
+    print("soorma dev: ready", file=out, flush=True)

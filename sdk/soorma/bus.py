@@ -1,13 +1,14 @@
 """BusClient: publish to and subscribe from the event service.
 
-No topic inference (seed RF-SDK-001): :meth:`BusClient.publish` needs an explicit topic;
+No topic inference: :meth:`BusClient.publish` needs an explicit topic;
 :meth:`~BusClient.request`, :meth:`~BusClient.respond` and :meth:`~BusClient.announce`
 are the conventional shortcuts for ``action-requests``, ``action-results`` and
 ``business-facts``.
 
 Inside a handler every publish inherits the handled event's ``trace_id`` (or its id when
 it has none), ``parent_event_id`` (its id), ``session_id`` and ``plan_id``, and acts as its
-tenant/user, unless given explicitly.
+tenant/user, unless given explicitly. Its W3C ``traceparent``/``tracestate`` come from the
+publish span when tracing is on, else from the handled event (docs/tracing.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from soorma import _tracing
 from soorma._coalesce import PublishCoalescer
 from soorma._http import ServiceClient
 from soorma._names import check_event_type, check_topic
@@ -59,7 +61,7 @@ class BusClient(ServiceClient):
         max_backoff: Longest delay between stream reconnect attempts.
         payload_validator: Awaited with every envelope before it is published; raising
             refuses the publish. ``PlatformContext.from_env`` installs the registry's
-            schema check for ``action-requests`` (seed 001 Q5, option B).
+            schema check for ``action-requests`` (other topics are not checked).
         coalesce: Publishes made while another of the same identity is in flight
             leave together in one ``publish-batch`` once it returned (see
             :mod:`soorma._coalesce`); ``False`` sends each publish on its own.
@@ -83,6 +85,9 @@ class BusClient(ServiceClient):
         self.payload_validator = payload_validator
         self.coalesce = coalesce
         self._coalescer = PublishCoalescer(send=self._post_events)
+        # Consumer id of this client's streams, by group (None: several), sent with
+        # lease renewals so the service renews only this consumer's own deliveries.
+        self._consumers: dict[str, str | None] = {}
 
     # -- building events -------------------------------------------------------------
 
@@ -163,7 +168,8 @@ class BusClient(ServiceClient):
     def inherit(self, envelope: EventEnvelope) -> EventEnvelope:
         """Fill ``envelope``'s unset context fields from the event being handled.
 
-        Outside a handler an event starts its own trace (``trace_id`` = its id).
+        Outside a handler an event starts its own trace (``trace_id`` = its id; with
+        tracing on, the publish replaces it with the span's W3C trace id).
         """
         parent = current_event()
         update: dict[str, Any] = {}
@@ -176,6 +182,10 @@ class BusClient(ServiceClient):
                 update["session_id"] = parent.session_id
             if envelope.plan_id is None and parent.plan_id is not None:
                 update["plan_id"] = parent.plan_id
+            if envelope.traceparent is None and parent.traceparent is not None:
+                # Untraced here: pass the W3C context on, so the trace is not cut.
+                update["traceparent"] = parent.traceparent
+                update["tracestate"] = parent.tracestate
         elif envelope.trace_id is None:
             update["trace_id"] = envelope.id
         return envelope.model_copy(update=update) if update else envelope
@@ -226,6 +236,17 @@ class BusClient(ServiceClient):
     ) -> str:
         """Publish a prepared envelope (context inherited as in :meth:`publish`)."""
         envelope = self.inherit(envelope)
+        if _tracing.ENABLED:
+            return (
+                await _tracing.publish(
+                    self._dispatch,
+                    [envelope],
+                    tenant_id,
+                    user_id,
+                    single=True,
+                    validate=self.payload_validator,
+                )
+            )[0]
         if self.payload_validator is not None:
             await self.payload_validator(envelope)
         events = [envelope.model_dump(mode="json", exclude_none=True)]
@@ -247,6 +268,16 @@ class BusClient(ServiceClient):
         """
         if not events:
             return []
+        if _tracing.ENABLED:
+            traced = [self.inherit(e) for e in events]
+            return await _tracing.publish(
+                self._dispatch,
+                traced,
+                tenant_id,
+                user_id,
+                single=False,
+                validate=self.payload_validator,
+            )
         if self.payload_validator is not None:
             for envelope in events:
                 await self.payload_validator(envelope)
@@ -470,6 +501,10 @@ class BusClient(ServiceClient):
         )
         if tenant_id == "*":
             params["tenant"], tenant_id = "*", None
+        if group and consumer:
+            known = self._consumers.setdefault(group, consumer)
+            if known != consumer:
+                self._consumers[group] = None
         # Identity is resolved now, so a stream opened inside a handler keeps the
         # handled event's tenant across reconnects made from the background task.
         headers = self.headers(tenant_id=tenant_id)
@@ -497,18 +532,33 @@ class BusClient(ServiceClient):
         return int((result or {}).get("count", 0))
 
     async def extend(
-        self, group: str, ids: str | Sequence[str], *, tenant_id: str | None = None
+        self,
+        group: str,
+        ids: str | Sequence[str],
+        *,
+        tenant_id: str | None = None,
+        consumer: str | None = None,
     ) -> int:
         """Renew the lease (visibility timeout) of deliveries still being handled.
 
         ``tenant_id``: the tenant the stream was opened as (``"*"``: the tap).
+        ``consumer``: the consumer renewing (default: the one this client's stream of
+        ``group`` was opened with); only its own deliveries are renewed.
 
         Returns:
-            How many were renewed: deliveries already acked, nacked, dead-lettered or
-            taken over by another consumer are not.
+            How many were renewed: deliveries already acked, nacked or dead-lettered
+            are not.
+
+        Raises:
+            Conflict: some of ``ids`` are held by another consumer of the group (taken
+                over after this one's lease expired); ``details["not_owned"]`` names
+                them. The caller's own deliveries among ``ids`` were renewed.
         """
         id_list = [ids] if isinstance(ids, str) else list(ids)
         body: dict[str, Any] = {"group": group, "ids": id_list}
+        consumer = consumer or self._consumers.get(group)
+        if consumer:
+            body["consumer"] = consumer
         result = await self._send("POST", "/v1/events/extend", **_as_tenant(body, tenant_id))
         return int((result or {}).get("extended", 0))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         help="override a service's port (repeatable), e.g. --port events=9082",
     )
     dev.add_argument("--log-level", default="warning", help="uvicorn log level")
+    dev.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="service logs: one readable line per record (text, default) or JSON objects",
+    )
 
     init = commands.add_parser("init", help="write a runnable agent skeleton folder")
     init.add_argument("name", help="agent name, e.g. order-checker")
@@ -45,10 +52,26 @@ def _parser() -> argparse.ArgumentParser:
 
     events = commands.add_parser("events", help="watch or publish events")
     events_commands = events.add_subparsers(dest="events_command", required=True, metavar="ACTION")
-    tail = events_commands.add_parser("tail", help="print events live, one line each")
-    tail.add_argument("--topic", required=True, action="append", help="topic (repeatable)")
+    tail = events_commands.add_parser(
+        "tail",
+        help="print events live, one line each",
+        description="Print the tenant's events as they are published. Without --topic: "
+        "every standard topic and every topic of an event registered in the registry.",
+    )
+    tail.add_argument(
+        "--topic", action="append", help="topic (repeatable; default: all of the tenant's)"
+    )
     tail.add_argument("--type", dest="event_type", help="event-type glob, e.g. 'order.*'")
     tail.add_argument("--count", type=int, help="exit after this many events")
+    tail.add_argument(
+        "--json", action="store_true", help="print each event as one JSON object (the envelope)"
+    )
+    tail.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the lines (auto: on a terminal, unless NO_COLOR is set)",
+    )
     tail.add_argument("--url", help="event service URL (default: SOORMA_EVENT_SERVICE_URL)")
 
     publish = events_commands.add_parser("publish", help="publish one event")
@@ -96,7 +119,13 @@ def _dev(args: argparse.Namespace) -> int:
     try:
         services = select_services(args.only, args.port)
         return asyncio.run(
-            run_dev(services, host=args.host, log_level=args.log_level, out=sys.stdout)
+            run_dev(
+                services,
+                host=args.host,
+                log_level=args.log_level,
+                log_format=args.log_format,
+                out=sys.stdout,
+            )
         )
     except DevError as exc:
         return _fail(str(exc))
@@ -130,30 +159,69 @@ def _context(url: str | None) -> Any:
     return PlatformContext.from_env(settings=settings)
 
 
-def format_event_line(event: Any) -> str:
+_FAILED = re.compile(r"fail|error|dlq|timeout|cancel", re.IGNORECASE)
+
+
+def format_event_line(event: Any, *, color: bool = False) -> str:
     """One line per event for ``soorma events tail``."""
+    from soorma._cli_style import paint
+
     data = json.dumps(event.data, separators=(",", ":"), default=str)
     if len(data) > 200:
         data = data[:197] + "..."
-    parts = [event.time.strftime("%H:%M:%S.%f")[:-3], event.topic, event.type, f"id={event.id}"]
+    parts = [
+        paint(event.time.strftime("%H:%M:%S.%f")[:-3], "dim", color),
+        paint(event.topic, "topic", color),
+        paint(event.type, "error" if _FAILED.search(event.type) else "type", color),
+        paint(f"id={event.id}", "dim", color),
+    ]
     if event.correlation_id:
-        parts.append(f"corr={event.correlation_id}")
+        parts.append(paint(f"corr={event.correlation_id}", "dim", color))
+    if event.source:
+        parts.append(paint(f"from={event.source}", "dim", color))
     parts.append(data)
     return " ".join(parts)
 
 
+async def tail_topics(context: Any) -> list[str]:
+    """Every topic of the tenant ``soorma events tail`` can know of: the standard topics
+    and the topics of events registered in the registry (when it answers)."""
+    from soorma_common.events import STANDARD_TOPICS
+
+    topics = set(STANDARD_TOPICS)
+    if context.registry is not None:
+        try:
+            events = await context.registry.without_retries().list_events()
+        except Exception:  # no registry: the standard topics are all we know
+            events = []
+        topics.update(e.topic for e in events if not e.topic.endswith(".dlq"))
+    return sorted(topics)[:MAX_TAIL_TOPICS]
+
+
+# The event service's limit on topics per stream.
+MAX_TAIL_TOPICS = 32
+
+
 async def _tail(args: argparse.Namespace) -> int:
+    from soorma._cli_style import use_color
     from soorma_common.errors import SoormaError
 
+    color = use_color(args.color, sys.stdout)
     seen = 0
     async with _context(args.url) as context:
+        topics = args.topic or await tail_topics(context)
         event_types = [args.event_type] if args.event_type else None
         try:
-            async with context.bus.subscribe(args.topic, event_types=event_types) as sub:
+            async with context.bus.subscribe(topics, event_types=event_types) as sub:
                 await sub.wait_ready()
-                print(f"tailing {', '.join(args.topic)} (Ctrl-C to stop)", file=sys.stderr)
+                which = ", ".join(topics) if args.topic else f"all topics ({', '.join(topics)})"
+                print(f"tailing {which} (Ctrl-C to stop)", file=sys.stderr, flush=True)
                 async for event in sub:
-                    print(format_event_line(event), flush=True)
+                    if args.json:
+                        line = json.dumps(event.to_dict(), separators=(",", ":"), default=str)
+                    else:
+                        line = format_event_line(event, color=color)
+                    print(line, flush=True)
                     seen += 1
                     if args.count and seen >= args.count:
                         break
@@ -187,4 +255,4 @@ async def _publish(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["format_event_line", "main"]
+__all__ = ["format_event_line", "main", "tail_topics"]

@@ -1,4 +1,4 @@
-"""TaskContext and ResultContext: the Worker's async task model (seed RF-SDK-004).
+"""TaskContext and ResultContext: the Worker's async task model.
 
 A worker's task outlives the handler that received it. Its state — the original caller's
 correlation id and response event, the delegated sub-tasks and their results — lives in
@@ -25,9 +25,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from soorma._concurrency import retry_on_conflict
+from soorma._deprecation import renamed_method, renamed_property, renamed_to_method
 from soorma._propagation import current_event
 from soorma.agents._answers import AnswerLog, answer_event_id
 from soorma.event import Event
+from soorma_common.bookkeeping import TaskBookkeeping
 from soorma_common.errors import TaskNotFound, VersionConflict
 from soorma_common.events import (
     ACTION_REQUESTS,
@@ -46,12 +48,9 @@ logger = logging.getLogger("soorma.task")
 
 HUMAN_INPUT_EVENT = "notification.human_input"
 PROGRESS_EVENT = "task.progress"
-# SDK bookkeeping kept inside the stored ``state`` (the record has no other place for it);
-# hidden from ``TaskContext.state`` so handlers only see their own keys.
-_META_KEY = "__soorma__"
 
 SubTaskInfo = SubTaskRecord
-"""Tracking info of one delegated sub-task (seed name for ``SubTaskRecord``)."""
+"""Tracking info of one delegated sub-task (another name for ``SubTaskRecord``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +152,7 @@ class TaskContext:
     @classmethod
     def from_record(cls, record: TaskContextRecord, context: PlatformContext) -> TaskContext:
         """Rebuild a task from its stored context."""
-        state = dict(record.state)
-        meta = dict(state.pop(_META_KEY, None) or {})
+        meta = record.bookkeeping.model_dump()
         return cls(
             task_id=record.task_id,
             event_type=record.event_type,
@@ -164,7 +162,7 @@ class TaskContext:
             response_event=record.response_event,
             response_topic=record.response_topic,
             sub_tasks=dict(record.sub_tasks),
-            state=state,
+            state=dict(record.state),
             session_id=meta.get("session_id"),
             tenant_id=meta.get("tenant_id"),
             user_id=meta.get("user_id"),
@@ -183,13 +181,15 @@ class TaskContext:
 
     def to_record(self) -> TaskContextRecord:
         """The context as the memory service stores it."""
-        meta = {
-            **self._meta,
-            "session_id": self.session_id,
-            "tenant_id": self.tenant_id,
-            "user_id": self.user_id,
-            "agent_id": self.agent_id,
-        }
+        bookkeeping = TaskBookkeeping.model_validate(
+            {
+                **self._meta,
+                "session_id": self.session_id,
+                "tenant_id": self.tenant_id,
+                "user_id": self.user_id,
+                "agent_id": self.agent_id,
+            }
+        )
         return TaskContextRecord(
             task_id=self.task_id,
             plan_id=self.plan_id,
@@ -199,7 +199,8 @@ class TaskContext:
             response_topic=self.response_topic,
             data=self.data,
             sub_tasks=self.sub_tasks,
-            state={**self.state, _META_KEY: meta},
+            state=dict(self.state),
+            bookkeeping=bookkeeping,
             version=self.version,
         )
 
@@ -208,16 +209,18 @@ class TaskContext:
         return self.to_record().model_dump(mode="json")
 
     @property
-    def context(self) -> PlatformContext:
-        """The platform clients this task uses."""
+    def platform(self) -> PlatformContext:
+        """The platform clients this task uses (bus, memory, ...)."""
         if self._context is None:
             raise RuntimeError("this TaskContext has no platform context")
         return self._context
 
-    @property
-    def finished(self) -> bool:
+    def is_finished(self) -> bool:
         """True once this object completed or failed the task."""
         return self._finished
+
+    context = renamed_property("TaskContext", "context", "platform")
+    finished = renamed_to_method("TaskContext", "finished", "is_finished")
 
     def _absorb(self, record: TaskContextRecord) -> None:
         # The service may know more than we do (results recorded meanwhile are kept).
@@ -240,7 +243,7 @@ class TaskContext:
         service are never overwritten by a save.
         """
         self._check_open()
-        memory = _memory(self.context)
+        memory = _memory(self.platform)
         if not self._stored:
             record = self.to_record()
             self._absorb(await memory.store_task_context(self.task_id, self.plan_id, record))
@@ -270,14 +273,14 @@ class TaskContext:
 
     async def _refresh(self) -> None:
         """Merge the stored context into this copy (``TaskNotFound`` if it is gone)."""
-        fresh = await _memory(self.context).get_task_context(self.task_id)
+        fresh = await _memory(self.platform).get_task_context(self.task_id)
         if fresh is None:
             raise TaskNotFound(
                 f"task context {self.task_id!r} no longer exists (finished?)",
                 details={"task_id": self.task_id},
             )
         added_here = {k: v for k, v in self.sub_tasks.items() if k not in fresh.sub_tasks}
-        self._meta = dict(fresh.state.get(_META_KEY) or {})
+        self._meta = fresh.bookkeeping.model_dump()
         self.version = fresh.version
         self.sub_tasks = {**fresh.sub_tasks, **added_here}
 
@@ -317,7 +320,7 @@ class TaskContext:
             response_event=response_event,
         )
         request = self._remember_sent(
-            self.context.bus.build_event(
+            self.platform.bus.build_event(
                 topic,
                 event_type,
                 data,
@@ -330,7 +333,7 @@ class TaskContext:
             )
         )
         await self.save()
-        await self.context.bus.publish_event(request)
+        await self.platform.bus.publish_event(request)
         return sub_task_id
 
     async def delegate_parallel(self, sub_tasks: Sequence[DelegationSpec]) -> str:
@@ -359,7 +362,7 @@ class TaskContext:
                 response_event=spec.response_event,
                 parallel_group_id=group_id,
             )
-        bus = self.context.bus
+        bus = self.platform.bus
         events = [
             self._remember_sent(
                 bus.build_event(
@@ -408,7 +411,7 @@ class TaskContext:
         Returns:
             How many requests were re-sent.
         """
-        bus = self.context.bus
+        bus = self.platform.bus
         pending = [
             bus.build_event(
                 str(kept.get("topic") or ACTION_REQUESTS),
@@ -482,9 +485,11 @@ class TaskContext:
             for s in members
         }
 
-    def is_complete(self) -> bool:
+    def all_sub_tasks_answered(self) -> bool:
         """True when no sub-task is still waiting for its answer."""
         return all(s.status is not SubTaskStatus.PENDING for s in self.sub_tasks.values())
+
+    is_complete = renamed_method("TaskContext", "is_complete", "all_sub_tasks_answered")
 
     # -- answering -------------------------------------------------------------------
 
@@ -536,7 +541,7 @@ class TaskContext:
             self._finished = True
             return False
         if self.response_event:
-            bus = self.context.bus
+            bus = self.platform.bus
             answer = bus.inherit(
                 bus.build_event(
                     self.response_topic,
@@ -554,7 +559,7 @@ class TaskContext:
             if answers is not None:
                 # Recorded before it is sent: the task's request, delivered again, is
                 # answered with it instead of running again.
-                answer = await answers.record(self.context, self.task_id, answer)
+                answer = await answers.record(self.platform, self.task_id, answer)
             await bus.publish_event(answer)
         else:
             logger.warning(
@@ -563,7 +568,7 @@ class TaskContext:
                 self.event_type,
             )
         if self._stored:
-            await _memory(self.context).delete_task_context(self.task_id)
+            await _memory(self.platform).delete_task_context(self.task_id)
         self._finished = True
         return True
 
@@ -576,7 +581,7 @@ class TaskContext:
         if not self._stored:
             return True
         claimant = self._claimant() or f"direct-{uuid.uuid4()}"
-        memory = _memory(self.context)
+        memory = _memory(self.platform)
 
         async def write() -> bool:
             marker = self._meta.get("finish")
@@ -626,7 +631,7 @@ class TaskContext:
             "message": message,
             **details,
         }
-        return await self.context.bus.publish(
+        return await self.platform.bus.publish(
             SYSTEM_EVENTS,
             PROGRESS_EVENT,
             data,
@@ -686,7 +691,7 @@ class TaskContext:
             "deadline": deadline.isoformat(),
         }
         ask = self._remember_sent(
-            self.context.bus.build_event(
+            self.platform.bus.build_event(
                 NOTIFICATION_EVENTS,
                 HUMAN_INPUT_EVENT,
                 body,
@@ -699,7 +704,7 @@ class TaskContext:
             )
         )
         await self.save()
-        await self.context.bus.publish_event(ask)
+        await self.platform.bus.publish_event(ask)
         return sub_task_id
 
 
@@ -747,7 +752,7 @@ class ResultContext:
 
         The result is recorded through the memory service's atomic endpoint, which
         answers with the whole context: every result recorded before this one is in it,
-        so ``aggregate_parallel_results()`` / ``is_complete()`` are reliable even when
+        so ``aggregate_parallel_results()`` / ``all_sub_tasks_answered()`` are reliable even when
         results arrive at several replicas at once.
 
         Raises:

@@ -40,7 +40,7 @@ planner = Planner(
 
 @planner.on_goal("purchase.goal")
 async def on_goal(goal, context):
-    plan = await goal.create_plan(context, STATES)
+    plan = await goal.open_plan(context, STATES)
     print(f"created {plan.plan_id}", flush=True)
     if HOLD == "after_create":
         await asyncio.sleep(600)

@@ -26,12 +26,18 @@ TOPIC = "action-requests"
 
 
 async def _extend(
-    service: Service, group: str, ids: list[str], *, tenant: str | None = None
+    service: Service,
+    group: str,
+    ids: list[str],
+    *,
+    tenant: str | None = None,
+    consumer: str | None = None,
 ) -> httpx.Response:
     headers = {"X-Tenant-ID": tenant} if tenant else {}
-    return await service.client.post(
-        "/v1/events/extend", json={"group": group, "ids": ids}, headers=headers
-    )
+    body: dict[str, Any] = {"group": group, "ids": ids}
+    if consumer:
+        body["consumer"] = consumer
+    return await service.client.post("/v1/events/extend", json=body, headers=headers)
 
 
 async def _silent(stream: SSEStream, seconds: float) -> bool:
@@ -144,6 +150,34 @@ async def test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked
         assert await service.ack("g", [token]) == 1
         # Acked: nothing left to extend.
         assert (await _extend(service, "g", [token])).json() == {"extended": 0}
+
+
+async def test_extend_renews_only_the_callers_own_deliveries(service: Service) -> None:
+    group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 600}
+    async with SSEStream(service.client, consumer="one", **group) as one:
+        await service.publish(TOPIC, "job", {"n": 1})
+        mine = (await one.next()).id or ""
+    async with SSEStream(service.client, consumer="two", **group) as two:
+        await service.publish(TOPIC, "job", {"n": 2})
+        theirs = (await two.next()).id or ""
+    # Someone else's delivery: 409 naming it and its owner; nothing renewed.
+    r = await _extend(service, "g", [mine], consumer="two")
+    assert r.status_code == 409, r.text
+    error = r.json()["error"]
+    assert error["code"] == "conflict"
+    assert "held by another consumer" in error["message"] and "'two'" in error["message"]
+    assert error["details"] == {"extended": 0, "not_owned": [{"id": mine, "consumer": "one"}]}
+    # The owner renews it; without a consumer id anyone still may (older clients).
+    r = await _extend(service, "g", [mine], consumer="one")
+    assert r.status_code == 200 and r.json() == {"extended": 1}
+    assert (await _extend(service, "g", [mine])).json() == {"extended": 1}
+    # A batch mixing both: the caller's own is renewed, the answer names the other.
+    r = await _extend(service, "g", [mine, theirs], consumer="one")
+    assert r.status_code == 409
+    assert r.json()["error"]["details"] == {
+        "extended": 1,
+        "not_owned": [{"id": theirs, "consumer": "two"}],
+    }
 
 
 async def test_extend_validates_its_body_and_skips_nacked_deliveries(service: Service) -> None:

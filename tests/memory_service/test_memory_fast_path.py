@@ -17,7 +17,7 @@ from memory_bodies import plan_body
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory_service import create_app
-from memory_service.fastpath import MemoryServiceApp, PlanContextFastPath
+from memory_service.fastpath import PlanContextFastPath
 from memory_service.settings import Settings
 from testsupport.services import in_process
 
@@ -50,10 +50,9 @@ async def _fast_and_routed(make_settings: Callable[..., Settings]) -> AsyncItera
         clients = []
         for fast_path, tenant in ((True, "fast"), (False, "routed")):
             settings = make_settings(max_payload_bytes=4096)
-            app = create_app(settings, fast_path=fast_path)
             if fast_path:
-                assert isinstance(app, MemoryServiceApp)
-                app.fast_path = spy = _CountingFastPath(settings=settings)
+                spy = _CountingFastPath(settings=settings)
+            app = create_app(settings, fast_path=spy if fast_path else False)
             clients.append(
                 await stack.enter_async_context(
                     in_process(app, base_url="http://memory", headers={"X-Tenant-ID": tenant})

@@ -23,7 +23,8 @@ SERVICES = ("registry", "events", "memory", "tracker", "gateway")
 async def test_soorma_dev_serves_all_five_services_and_stops_cleanly_on_ctrl_c(tmp_path: Path):
     ports = {name: free_port() for name in SERVICES}
     args = [f"--port={name}={port}" for name, port in ports.items()]
-    env = subprocess_env(SOORMA_DATA_DIR=str(tmp_path / ".soorma"))
+    data = tmp_path / ".soorma"
+    env = subprocess_env(SOORMA_DATA_DIR=str(data))
     proc = await Proc.start(SOORMA, "dev", *args, env=env, cwd=str(tmp_path))
     try:
         await proc.wait_for("soorma dev: ready", within=60)
@@ -37,6 +38,16 @@ async def test_soorma_dev_serves_all_five_services_and_stops_cleanly_on_ctrl_c(t
         await proc.kill()
     for port in ports.values():
         assert f"http://127.0.0.1:{port}" in proc.output
+    # The banner: backends, where the data lives, the tracker UI, how agents connect.
+    out = proc.output
+    assert f"tracker UI: http://127.0.0.1:{ports['tracker']}/ui" in out
+    assert "in process memory" in out
+    for name in ("registry", "memory", "tracker", "gateway"):
+        assert f"SQLite {(data / f'{name}.db').resolve()}" in out, out
+    assert f"SOORMA_EVENT_SERVICE_URL=http://127.0.0.1:{ports['events']}" in out
+    # Readable by default: no JSON lines, no migration step-by-step.
+    assert not [line for line in proc.lines if line.startswith("{")], out
+    assert "alembic" not in out
 
 
 async def test_soorma_dev_names_the_service_whose_port_is_taken(tmp_path: Path):

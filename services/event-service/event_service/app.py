@@ -14,7 +14,7 @@ from starlette.responses import Response
 from event_service.backends.base import EventLog
 from event_service.backends.memory import MemoryEventLog
 from event_service.fanout import BroadcastHub
-from event_service.fastpath import EventServiceApp, PublishFastPath
+from event_service.fastpath import PublishFastPath
 from event_service.groups import GroupWaker, finish_cleanups
 from event_service.routes import router
 from event_service.settings import Settings
@@ -23,8 +23,17 @@ from servicekit import create_service_app
 from servicekit.errors import error_response
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the event-service app. Nothing connects until the lifespan starts."""
+def create_app(
+    settings: Settings | None = None, *, fast_path: bool | PublishFastPath = True
+) -> FastAPI:
+    """Build the event-service app. Nothing connects until the lifespan starts.
+
+    Args:
+        settings: Service settings (from the environment when omitted).
+        fast_path: Answer the publish routes in pure ASGI (:mod:`event_service.fastpath`);
+            innermost in servicekit's middleware stack; ``False`` leaves every request to
+            FastAPI (tests compare the two); an instance is used as given.
+    """
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -59,16 +68,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for client in clients:
                 await client.aclose()
 
+    if fast_path is True:
+        fast_path = PublishFastPath(settings=settings)
     app = create_service_app(
         name="event-service",
         settings=settings,
         lifespan=lifespan,
         routers=[router],
         max_body_bytes=settings.max_request_bytes,
-        app_class=EventServiceApp,
+        fast_path=fast_path or None,
     )
-    assert isinstance(app, EventServiceApp)
-    app.fast_path = PublishFastPath(settings=settings, max_body_bytes=settings.max_request_bytes)
     # Redis unreachable is the caller's cue to retry, not a bug: 503, not 500.
     app.add_exception_handler(RedisConnectionError, _backend_unavailable)
     app.add_exception_handler(RedisTimeoutError, _backend_unavailable)

@@ -33,7 +33,7 @@ from soorma_common.bus import (
     PublishResponse,
     ReplayResponse,
 )
-from soorma_common.errors import InvalidTopic, ValidationFailed
+from soorma_common.errors import Conflict, InvalidTopic, ValidationFailed
 from soorma_common.events import TOPIC_PATTERN, EventEnvelope, is_valid_topic
 
 # Every route can answer 422 (bad input) and 503 (Redis unreachable), in the common
@@ -303,16 +303,32 @@ async def nack(req: NackBody, identity: CurrentIdentity, events: Events) -> Resp
     "/extend",
     response_model=ExtendResponse,
     summary="Renew delivery leases",
-    responses=error_responses(403),
+    responses=error_responses(403, 409),
 )
 async def extend(req: ExtendBody, identity: CurrentIdentity, events: Events) -> Response:
     """Reset the visibility timeout of deliveries still pending (a handler still running).
 
     Deliveries already acked, nacked or dead-lettered are not counted in ``extended``.
+    With ``consumer`` (the SDK always sends it), only the caller's own deliveries are
+    renewed: if any id is held by another consumer of the group the answer is 409 naming
+    them (the caller's own ones were renewed).
     """
     refs = [parse_ref(i) for i in req.ids]
     tenant = _tenant(identity, req.tenant)
-    return ORJSONResponse({"extended": await events.log.extend(tenant, req.group, refs)})
+    renewed, others = await events.log.extend(tenant, req.group, refs, req.consumer)
+    if others:
+        raise Conflict(
+            f"{len(others)} of these deliveries are held by another consumer of group "
+            f"{req.group!r}, not by {req.consumer!r} (its lease expired and they were taken "
+            "over); their leases were not renewed",
+            details={
+                "extended": renewed,
+                "not_owned": [
+                    {"id": f"{topic}={sid}", "consumer": owner} for topic, sid, owner in others
+                ],
+            },
+        )
+    return ORJSONResponse({"extended": renewed})
 
 
 @router.get("/dlq", response_model=DeadLetterList, summary="List dead letters of a topic")

@@ -59,6 +59,8 @@ task_contexts = sa.Table(
     sa.Column("response_topic", sa.Text, nullable=False),
     sa.Column("data", JSONDocument(), nullable=False),
     sa.Column("state", JSONDocument(), nullable=False),
+    # The SDK's own fields (soorma_common.bookkeeping.TaskBookkeeping): never user data.
+    sa.Column("bookkeeping", JSONDocument(), nullable=False, server_default=sa.text("'{}'")),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
@@ -108,6 +110,8 @@ plans = sa.Table(
     # The ordered list the record returns, so a plan context is one row read; the side
     # table below is the index by-correlation seeks (both written in one transaction).
     sa.Column("correlation_ids", JSONDocument(), nullable=False),
+    # The SDK's own fields (soorma_common.bookkeeping.PlanBookkeeping): never user data.
+    sa.Column("bookkeeping", JSONDocument(), nullable=False, server_default=sa.text("'{}'")),
     sa.Index("ix_memory_plans_session", "tenant_id", "session_id"),
     sa.Index("ix_memory_plans_parent", "tenant_id", "parent_plan_id"),
     sa.Index("ix_memory_plans_status", "tenant_id", "status", "updated_at"),
@@ -142,7 +146,7 @@ sessions = sa.Table(
 )
 
 # Working memory is scoped by plan id but does not require a plan row: agents key it by
-# whatever id their goal carries (seed 004 uses the goal's correlation id).
+# whatever id their goal carries (e.g. the goal's correlation id).
 working_memory = sa.Table(
     "memory_working_memory",
     metadata,

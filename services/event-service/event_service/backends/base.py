@@ -142,10 +142,18 @@ class EventLog(abc.ABC):
         """Those of ``refs`` still pending on ``consumer`` (not acked, nacked or claimed)."""
 
     @abc.abstractmethod
-    async def extend(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
+    async def extend(
+        self,
+        tenant: str,
+        group: str,
+        refs: Sequence[tuple[str, str]],
+        consumer: str | None = None,
+    ) -> tuple[int, list[tuple[str, str, str]]]:
         """Renew the lease of pending deliveries (idle time back to 0, same owner).
 
-        Nacked deliveries are not extended. Returns how many were renewed.
+        Nacked deliveries are not extended. With ``consumer``, only deliveries pending
+        on that consumer are; those pending on another are returned as
+        ``(topic, stream_id, owner)``. Returns (how many were renewed, held by others).
         """
 
     @abc.abstractmethod

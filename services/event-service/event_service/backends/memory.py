@@ -292,18 +292,29 @@ class MemoryEventLog(EventLog):
                 found.add((topic, stream_id))
         return found
 
-    async def extend(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
+    async def extend(
+        self,
+        tenant: str,
+        group: str,
+        refs: Sequence[tuple[str, str]],
+        consumer: str | None = None,
+    ) -> tuple[int, list[tuple[str, str, str]]]:
         state = self._tenant(tenant)
         now = time.monotonic()
         done = 0
+        others: list[tuple[str, str, str]] = []
         for topic, stream_id in refs:
             t = state.topics.get(topic)
             g = t.groups.get(group) if t else None
             p = g.pending.get(stream_id) if g else None
-            if p is not None and not p.nacked:
-                p.delivered_at = now
-                done += 1
-        return done
+            if p is None or p.nacked:
+                continue
+            if consumer is not None and p.consumer != consumer:
+                others.append((topic, stream_id, p.consumer))
+                continue
+            p.delivered_at = now
+            done += 1
+        return done, others
 
     def _bury(
         self, state: _Tenant, topic: str, entry: Entry, reason: str, count: int, group: str

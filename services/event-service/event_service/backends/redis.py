@@ -47,19 +47,34 @@ return dropped
 # Renew the lease of pending deliveries: XCLAIM to their current owner with min-idle 0
 # and JUSTID resets the idle time without counting a delivery. Owner lookup and claim
 # run in one script, so a delivery another consumer took over meanwhile stays with it.
+# ARGV: group, the caller's consumer id ('' = anyone's), ids. Renews the deliveries the
+# caller holds (idle back to 0, same owner); returns {renewed, id, owner, id, owner...}
+# with the ids another consumer holds (taken over after the caller's lease expired).
 _EXTEND = """
 local renewed = 0
-for i = 2, #ARGV do
+local result = {0}
+for i = 3, #ARGV do
   local ok, found = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
   if ok and #found == 1 and found[1][2] ~= '_nacked' then
-    local claimed = redis.call('XCLAIM', KEYS[1], ARGV[1], found[1][2], 0, ARGV[i], 'JUSTID')
-    renewed = renewed + #claimed
+    local owner = found[1][2]
+    if ARGV[2] ~= '' and owner ~= ARGV[2] then
+      table.insert(result, ARGV[i])
+      table.insert(result, owner)
+    else
+      local claimed = redis.call('XCLAIM', KEYS[1], ARGV[1], owner, 0, ARGV[i], 'JUSTID')
+      renewed = renewed + #claimed
+    end
   end
 end
-return renewed
+result[1] = renewed
+return result
 """
 # Blocking reads: one per broadcast topic and one per group stream in this process.
 _MAX_BLOCKING_CONNECTIONS = 10_000
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _entry(topic: str, raw_id: bytes, fields: dict[bytes, bytes]) -> Entry:
@@ -424,11 +439,23 @@ class RedisEventLog(EventLog):
             if isinstance(found, list) and found
         }
 
-    async def extend(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
+    async def extend(
+        self,
+        tenant: str,
+        group: str,
+        refs: Sequence[tuple[str, str]],
+        consumer: str | None = None,
+    ) -> tuple[int, list[tuple[str, str, str]]]:
         renewed = 0
+        others: list[tuple[str, str, str]] = []
         for topic, ids in self._by_topic(refs).items():
-            renewed += int(await self._extend(keys=[self._key(tenant, topic)], args=[group, *ids]))
-        return renewed
+            found = await self._extend(
+                keys=[self._key(tenant, topic)], args=[group, consumer or "", *ids]
+            )
+            renewed += int(found[0])
+            pairs = [_text(item) for item in found[1:]]
+            others.extend((topic, pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2))
+        return renewed, others
 
     async def _bury(
         self, tenant: str, topic: str, group: str, dead: list[tuple[bytes, dict, int]]

@@ -33,6 +33,7 @@ USE = {
     "httpx-sse": r"(from|import) httpx_sse\b",
     "sse-starlette": r"(from|import) sse_starlette\b",
     "opentelemetry-api": r"(from|import) opentelemetry\b",
+    "opentelemetry-sdk": r"(from|import) opentelemetry\.sdk\b",
     "aiosqlite": r"sqlite\+aiosqlite",
     "asyncpg": r"postgresql\+asyncpg",
 }

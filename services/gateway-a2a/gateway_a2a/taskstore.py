@@ -251,9 +251,16 @@ class GatewayTaskStore(VersionedTaskStore):
     ) -> TaskVersion:
         if prev_version != TaskVersion(pending.version):
             raise ConcurrentTaskModificationError(task.id)
+        before = (pending.version, pending.task, len(pending.events))
         pending.apply(task, event)
         if task.status.state in SETTLED:
-            await self._write_pending(pending)
+            try:
+                await self._write_pending(pending)
+            except Exception:
+                # Not applied: the caller keeps the version it had (the timer retries).
+                pending.version, pending.task = before[0], before[1]
+                del pending.events[before[2] :]
+                raise
         return TaskVersion(pending.version)
 
     async def _write_later(self, pending: _Write, attempt: int = 1) -> None:

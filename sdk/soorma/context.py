@@ -36,7 +36,9 @@ class PlatformSettings:
     by :meth:`from_env`. Two settings are read where they are used instead: a
     replica's consumer id (``SOORMA_CONSUMER_ID``, ``SOORMA_REPLICA``, see
     :mod:`soorma.agents._consumer_id`) and an LLM provider's key (``OPENAI_API_KEY``
-    ..., read by the ChoreographyPlanner when it calls the model).
+    ..., read by the ChoreographyPlanner when it calls the model). OpenTelemetry's
+    standard ``OTEL_*`` variables are read once per process when an agent starts or a
+    context is built (see ``soorma._tracing.configure`` and docs/tracing.md).
     """
 
     event_service_url: str = DEFAULT_EVENT_SERVICE_URL

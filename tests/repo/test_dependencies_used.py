@@ -32,6 +32,8 @@ USE = {
     "a2a-sdk": r"(from|import) a2a\b",
     "httpx-sse": r"(from|import) httpx_sse\b",
     "sse-starlette": r"(from|import) sse_starlette\b",
+    "opentelemetry-api": r"(from|import) opentelemetry\b",
+    "opentelemetry-sdk": r"(from|import) opentelemetry\.sdk\b",
     "aiosqlite": r"sqlite\+aiosqlite",
     "asyncpg": r"postgresql\+asyncpg",
 }

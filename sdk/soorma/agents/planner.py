@@ -1,5 +1,8 @@
 """Planner: goals in, durable state machines out (layer 4).
 
+(Slightly over 400 lines: ``GoalContext``, ``TransitionContext`` and the ``Planner``
+decorators are the public surface of one concept and document their redelivery rules.)
+
 ``@planner.on_goal("research.goal")`` receives a :class:`GoalContext` for each goal
 request on ``action-requests``; the handler usually creates a
 :class:`~soorma.plan_context.PlanContext` and calls ``execute_next()``.

@@ -9,10 +9,23 @@ An answered request is answered once: the answer is recorded in the memory servi
 (keyed by tool name and request id) before it is published, and a request that comes
 again within ``answer_retention`` seconds is answered with the recorded answer, under
 the same event id, without running the handler (see :mod:`soorma.agents._answers`).
+
+A memory-service outage does not make a request run twice: while the record cannot be
+read, the handler does not run (the agent runs the request again once the service is
+back, as for any ``ServiceUnavailable``); and an answer that cannot be recorded is held
+in the process, retried for up to ``record_wait`` seconds, and neither published nor
+acked before it is recorded. The price: while the memory service is down a tool
+answers nothing (its requests wait, leased, and are answered when it is back).
+
+This holds once the memory service is part of the platform: its URL is configured
+(``SOORMA_MEMORY_URL`` or the context's settings name another than the default), or it
+has answered this process before. A tool run with only an event service (the default
+memory URL, nothing answering there) handles requests without records, as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -21,11 +34,16 @@ from typing import Any, TypeVar
 from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog, answer_event_id
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
-from soorma.context import PlatformContext
+from soorma.context import DEFAULT_MEMORY_URL, PlatformContext
 from soorma.event import Event
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
+from soorma_common.errors import ServiceUnavailable
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, EventEnvelope
 
 logger = logging.getLogger("soorma.tool")
+
+# Seconds a finished request's answer waits for the memory service to record it.
+DEFAULT_RECORD_WAIT = 300.0
+_MAX_RETENTION = 30 * 86_400.0
 
 InvokeHandler = Callable[[Any, Any], Awaitable[Any]]
 T = TypeVar("T", bound=InvokeHandler)
@@ -98,18 +116,31 @@ class Tool(Agent):
 
     Args:
         answer_retention: Seconds an answer is kept for a repeated request (default a
-            day; at most 30 days; ``0``: off). Within it, a request id already answered
-            is answered again from the memory service without running the handler.
+            day; at most 30 days; ``0``: off, and the tool no longer needs the memory
+            service). Within it, a request id already answered is answered again from
+            the memory service without running the handler.
+        record_wait: Seconds an answer waits for an unreachable memory service to
+            record it (default 300), its request still leased; after that the request
+            is given back and, redelivered, runs again.
         **kwargs: See :class:`~soorma.agents.base.Agent`.
     """
 
     agent_type = "tool"
 
     def __init__(
-        self, *, answer_retention: float = DEFAULT_ANSWER_RETENTION, **kwargs: Any
+        self,
+        *,
+        answer_retention: float = DEFAULT_ANSWER_RETENTION,
+        record_wait: float = DEFAULT_RECORD_WAIT,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.answers = AnswerLog(self.name, answer_retention)
+        if record_wait < 0:
+            raise ValueError("record_wait must be a number of seconds (0 or more)")
+        self.record_wait = record_wait
+        self._memory_seen = False
+        self._absent_logged = False
 
     def on_invoke(self, event_type: str, *, topic: str = ACTION_REQUESTS) -> Callable[[T], T]:
         """Register ``async def handler(request, context) -> dict`` for ``event_type``.
@@ -155,7 +186,7 @@ class Tool(Agent):
                 event.type,
             )
             return
-        again = await self.answers.recorded(context, request.request_id)
+        again = await self._recorded(context, request.request_id)
         if again is not None:
             logger.info(
                 "tool %s: request %s was answered before; sending that answer",
@@ -188,10 +219,117 @@ class Tool(Agent):
             )
         )
         # Recorded before it is sent; if another delivery recorded one first, send that.
-        answer = await self.answers.record(context, request.request_id, answer)
-        # Publishing the answer may fail (service down): that raises, so the request is
-        # nacked and retried, which is what the caller wants.
+        answer = await self._record(context, request.request_id, answer)
+        # Publishing the answer may fail (service down): that raises, the request runs
+        # again here and is answered from the record.
         await context.bus.publish_event(answer)
+
+    # -- recorded answers -------------------------------------------------------------
+
+    def _records(self, context: PlatformContext) -> bool:
+        return self.answers.retention > 0 and context.memory is not None
+
+    def _key(self, request_id: str) -> str:
+        return f"{self.name}:{request_id}"  # as AnswerLog keys them
+
+    def _strict(self, context: PlatformContext) -> bool:
+        """Whether the memory service is part of this platform (an outage is waited out)."""
+        if self._memory_seen:
+            return True
+        url = str(getattr(context.memory, "base_url", "") or "").rstrip("/")
+        return url != DEFAULT_MEMORY_URL
+
+    def _absent(self, exc: Exception) -> None:
+        if not self._absent_logged:
+            self._absent_logged = True
+            logger.warning(
+                "tool %s: no memory service (%s); requests are handled without recorded "
+                "answers, so a repeated request runs again (set SOORMA_MEMORY_URL)",
+                self.name,
+                exc,
+            )
+
+    async def _recorded(self, context: PlatformContext, request_id: str) -> EventEnvelope | None:
+        """The recorded answer to ``request_id``, if any.
+
+        Raises:
+            ServiceUnavailable: the memory service cannot be reached: the request must
+                not run now (it may have been answered); the agent runs it again later.
+        """
+        if not self._records(context):
+            return None
+        assert context.memory is not None
+        strict = self._strict(context)
+        memory = context.memory if strict else context.memory.without_retries()
+        try:
+            found = await memory.recorded_answer(self._key(request_id))
+        except ServiceUnavailable as exc:
+            if strict:
+                raise
+            self._absent(exc)
+            return None
+        except Exception as exc:  # e.g. a memory service without recorded answers
+            logger.warning(
+                "tool %s: could not read recorded answers (%s); handling %s without",
+                self.name,
+                exc,
+                request_id,
+            )
+            return None
+        self._memory_seen = True
+        return _envelope(found)
+
+    async def _record(
+        self, context: PlatformContext, request_id: str, answer: EventEnvelope
+    ) -> EventEnvelope:
+        """Record ``answer`` (or get the one recorded first), waiting out an outage."""
+        if not self._records(context):
+            return answer
+        assert context.memory is not None
+        retention = min(max(self.answers.retention, 1.0), _MAX_RETENTION)
+        body = {"event": answer.model_dump(mode="json")}
+        waited, delay = 0.0, 0.25
+        while True:
+            try:
+                kept = await context.memory.record_answer(
+                    self._key(request_id), body, retention_seconds=retention
+                )
+            except ServiceUnavailable as exc:
+                if not self._strict(context):
+                    self._absent(exc)
+                    return answer
+                # Not published, not acked: the request stays leased to this replica
+                # while the answer waits here (a crash now runs the request again).
+                if waited >= self.record_wait:
+                    raise
+                if waited == 0:
+                    logger.warning(
+                        "tool %s: cannot record the answer to %s (%s); holding it until "
+                        "the memory service is back (up to %.0f s)",
+                        self.name,
+                        request_id,
+                        exc,
+                        self.record_wait,
+                    )
+                await asyncio.sleep(delay)
+                waited += delay
+                delay = min(delay * 2, 4.0)
+                continue
+            except Exception as exc:
+                logger.warning(
+                    "tool %s: could not record the answer to %s (%s); sending it unrecorded",
+                    self.name,
+                    request_id,
+                    exc,
+                )
+                return answer
+            self._memory_seen = True
+            return _envelope(kept) or answer
+
+
+def _envelope(stored: dict[str, Any] | None) -> EventEnvelope | None:
+    raw = (stored or {}).get("event")
+    return EventEnvelope.model_validate(raw) if isinstance(raw, dict) else None
 
 
 __all__ = ["InvocationContext", "Tool"]

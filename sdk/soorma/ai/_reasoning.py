@@ -37,6 +37,7 @@ from soorma_common.decisions import (
 
 if TYPE_CHECKING:
     from soorma.plan_context import PlanContext
+    from soorma_common.registry import EventDefinition
 
 
 @dataclass(slots=True)
@@ -59,7 +60,7 @@ class DecisionRequest:
     plan: PlanContext | None
     plan_id: str
     current_state: str
-    events: dict[str, Any]
+    events: dict[str, EventDefinition]
     responses: dict[str, list[str]]
     results: dict[str, Any]
     custom_context: dict[str, Any] | None

@@ -139,8 +139,14 @@ class GatewayRequestHandler(DefaultRequestHandler):
 
         context.state["t_start"] = _t.perf_counter()
         await self._prepare(params, context)
-        if not params.message.task_id and not params.configuration.return_immediately:
+        config = params.configuration
+        if (
+            not params.message.task_id
+            and not config.return_immediately
+            and not config.HasField("task_push_notification_config")
+        ):
             # The client learns the task id only with the answer: write the task once.
+            # (Not with a push config: its receiver learns the id at once.)
             context.state[DEFER_KEY] = True
         try:
             # The SDK's method without its decorator: the parameters were validated above.

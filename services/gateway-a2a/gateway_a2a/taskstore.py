@@ -251,21 +251,37 @@ class GatewayTaskStore(VersionedTaskStore):
     ) -> TaskVersion:
         if prev_version != TaskVersion(pending.version):
             raise ConcurrentTaskModificationError(task.id)
+        before = (pending.version, pending.task, len(pending.events))
         pending.apply(task, event)
         if task.status.state in SETTLED:
-            await self._write_pending(pending)
+            try:
+                await self._write_pending(pending)
+            except Exception:
+                # Not applied: the caller keeps the version it had (the timer retries).
+                pending.version, pending.task = before[0], before[1]
+                del pending.events[before[2] :]
+                raise
         return TaskVersion(pending.version)
 
-    async def _write_later(self, pending: _Write) -> None:
-        await asyncio.sleep(self.write_delay)
+    async def _write_later(self, pending: _Write, attempt: int = 1) -> None:
+        await asyncio.sleep(self.write_delay * attempt)
         async with pending.lock:
             if pending.done:
                 return
             try:
                 await self._write_pending(pending)
-            except Exception:
-                logger.exception("gateway: deferred write of task %s failed", pending.task_id)
-                self._pending.pop(pending.task_id, None)
+            except Exception as exc:
+                if attempt >= MAX_ATTEMPTS:
+                    logger.error("gateway: task %s could not be written: %s", pending.task_id, exc)
+                    self._pending.pop(pending.task_id, None)
+                    return
+                # Still pending: the task's next change writes it, or the next try does.
+                logger.warning(
+                    "gateway: deferred write of task %s failed (%s); retrying",
+                    pending.task_id,
+                    exc,
+                )
+                pending.timer = asyncio.create_task(self._write_later(pending, attempt + 1))
 
     async def _write_pending(self, pending: _Write) -> None:
         """Write what ``pending`` holds (the caller holds its lock)."""
@@ -285,6 +301,10 @@ class GatewayTaskStore(VersionedTaskStore):
                         await self._write_pending(pending)
 
     async def _write(self, write: _Write) -> None:
+        if write.route is not None and write.task is not None:
+            # A task that ended before its route was written needs no routing (and no
+            # takeover): the route is written finished, at no extra cost.
+            write.route["finished"] = write.task.status.state in TERMINAL
         attempts = 0
         while True:
             attempts += 1

@@ -1,0 +1,155 @@
+"""A Tool never runs a request twice across a memory-service outage (issue 9, chaos gap).
+
+Real services: the event service on Redis, the memory service on PostgreSQL (stopped and
+started again on the same port by the test), the tool in this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+import memory_service
+from event_service import create_app as create_event_app
+from soorma import PlatformContext, PlatformSettings, Tool
+from soorma_common.events import new_event_id
+from testsupport.server import LiveServer, free_port, serve
+from testsupport.services import memory_settings, redis_event_settings
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
+
+
+class Memory:
+    """The memory service behind a TCP relay on a fixed port: ``stop()`` makes it
+    unreachable (connections refused, open ones cut), ``start()`` reachable again."""
+
+    def __init__(self, upstream: LiveServer) -> None:
+        self.upstream = upstream
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server: asyncio.Server | None = None
+        self._open: set[asyncio.StreamWriter] = set()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(Exception):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream.port)
+        self._open |= {writer, up_writer}
+        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in self._open:
+            writer.close()
+        self._open.clear()
+        await self._server.wait_closed()
+
+
+@pytest_asyncio.fixture
+async def stack(
+    redis_url: str, redis_prefix: str, postgres_url: str, tmp_path: Any
+) -> AsyncIterator[tuple[Memory, PlatformContext]]:
+    app = memory_service.create_app(memory_settings(postgres_url, tmp_path))
+    async with (
+        serve(app) as upstream,
+        serve(create_event_app(redis_event_settings(redis_url, redis_prefix))) as ev,
+    ):
+        memory = Memory(upstream)
+        await memory.start()
+        settings = PlatformSettings(
+            event_service_url=ev.url, memory_url=memory.url, registry_url=memory.url
+        )
+        async with PlatformContext.from_env(settings=settings) as context:
+            context.registry = None  # no registry in this test
+            context.bus.payload_validator = None
+            yield memory, context
+        with contextlib.suppress(Exception):
+            await memory.stop()
+
+
+def counting_tool(
+    context: PlatformContext, runs: list[str], gate: asyncio.Event, entered: asyncio.Event
+) -> Tool:
+    tool = Tool(name="outage-tool", context=context, visibility_timeout=5)
+
+    @tool.on_invoke("outage.requested")
+    async def handle(request: Any, ctx: Any) -> dict[str, Any]:
+        runs.append(request.request_id)
+        entered.set()
+        await gate.wait()
+        return {"n": len(runs)}
+
+    return tool
+
+
+async def ask(context: PlatformContext, request_id: str) -> Any:
+    return await context.bus.call(
+        "outage.requested",
+        {},
+        response_event="outage.completed",
+        event_id=request_id,
+        correlation_id=request_id,
+        timeout=30,
+    )
+
+
+async def test_an_answer_that_cannot_be_recorded_waits_and_is_never_recomputed(stack):
+    memory, context = stack
+    runs: list[str] = []
+    gate, entered = asyncio.Event(), asyncio.Event()
+    tool = counting_tool(context, runs, gate, entered)
+    await tool.start()
+    try:
+        request_id = new_event_id()
+        first = asyncio.create_task(ask(context, request_id))
+        await asyncio.wait_for(entered.wait(), 20)
+        await memory.stop()  # the handler finishes while the memory service is down
+        gate.set()
+        await asyncio.sleep(1.5)
+        assert not first.done(), first.exception()  # held: unrecorded answers are not sent
+        await memory.start()
+        answer = await first
+        assert answer.data["result"] == {"n": 1}
+        assert runs == [request_id]
+        # Sent only once recorded: a redelivered request is answered from the record.
+        assert context.memory is not None
+        recorded = await context.memory.recorded_answer(f"outage-tool:{request_id}")
+        assert recorded is not None and recorded["event"]["id"] == answer.id
+    finally:
+        gate.set()
+        await tool.stop()
+
+
+async def test_a_request_waits_while_its_record_cannot_be_read(stack):
+    memory, context = stack
+    runs: list[str] = []
+    gate = asyncio.Event()
+    gate.set()
+    tool = counting_tool(context, runs, gate, asyncio.Event())
+    await tool.start()
+    try:
+        request_id = new_event_id()
+        await memory.stop()
+        pending = asyncio.create_task(ask(context, request_id))
+        await asyncio.sleep(1.5)
+        assert runs == []  # it may have been answered before: not run blind
+        await memory.start()
+        answer = await pending
+        assert answer.data["result"] == {"n": 1}
+        assert runs == [request_id]
+    finally:
+        await tool.stop()

@@ -148,7 +148,7 @@ def advisor_agents() -> tuple[Tool, ChoreographyPlanner]:
 
     @advisor.on_goal("advice.requested")
     async def on_goal(goal: Any, context: Any) -> None:
-        await advisor.step(await advisor.create_plan(goal, context), context, trigger="new goal")
+        await advisor.step(await advisor.open_plan(goal, context), context, trigger="new goal")
 
     @advisor.on_transition()
     async def on_transition(transition: Any, context: Any) -> None:

@@ -479,6 +479,26 @@ async def plan_counts(stack: Stack) -> dict[str, Counter[str]]:
         await client.aclose()
 
 
+async def print_consumers(stack: Stack) -> None:
+    """``XINFO GROUPS`` / ``XINFO CONSUMERS`` of every topic: who holds what, idle since
+    when (a second session with one consumer id shows as deliveries nobody handles)."""
+    import redis.asyncio as aioredis
+
+    client = aioredis.from_url(stack.redis_url, decode_responses=True)
+    try:
+        async for key in client.scan_iter(match="chaos:*:t:*", count=1000):
+            if await client.type(key) != "stream":
+                continue
+            for group in await client.xinfo_groups(key):
+                rows = await client.xinfo_consumers(key, group["name"])
+                held = [(c["name"], c["pending"], c["idle"]) for c in rows if c["pending"]]
+                if held:
+                    print(f"  {key} group {group['name']}: pending by consumer {held}")
+    finally:
+        await client.aclose()
+    print(f"  group sessions (opened/closed/superseded) are in {stack.logs}/event.log")
+
+
 def calls(goal: Goal, by_plan: dict[str, Counter[str]], model: ScriptedModel) -> tuple[int, int]:
     tools = sum(by_plan.get(goal.plan_id or "", Counter()).values())
     return tools, model.calls.get(goal.topic, 0) if goal.kind == "ch" else 0
@@ -625,6 +645,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         summary["wall_s"] = round(time.monotonic() - started, 1)
         summary["seed"] = args.seed
         print_summary(summary)
+        if summary["plans_stuck"] or summary["dlq_events"]:
+            await print_consumers(stack)
         print("CHAOS_SUMMARY " + json.dumps(summary), flush=True)
         return summary
     finally:

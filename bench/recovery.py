@@ -198,6 +198,17 @@ class Bench:
             for p in rows
         ]
 
+    async def consumers(self) -> list:
+        """``XINFO CONSUMERS`` of the group (name, pending, idle ms, inactive ms), for a report."""
+        import redis.asyncio as aioredis
+
+        r = aioredis.from_url(self.redis_url, decode_responses=True)
+        try:
+            rows = await r.xinfo_consumers(f"{self.prefix}:{{default}}:t:{TOPIC}", AGENT)
+        finally:
+            await r.aclose()
+        return [(c["name"], c["pending"], c["idle"], c.get("inactive")) for c in rows]
+
     def stderr(self) -> int | IO[bytes]:
         """Where replicas' logs go: a file per replica with ``--logs DIR``, else nowhere."""
         if self.logs is None:
@@ -284,7 +295,8 @@ async def takeover_runs(bench: Bench, context, mode: str, kills: int) -> dict[st
             }
             print(
                 f"  {mode} takeover of job {job}: NOT done within 90 s "
-                f"(pending: {await bench.pending()}, consumers {ids}, survivor said "
+                f"(pending: {await bench.pending()}, XINFO CONSUMERS {await bench.consumers()}, "
+                f"consumers {ids}, survivor said "
                 f"{[line[:2] for line in survivor.lines]})",
                 flush=True,
             )
@@ -318,7 +330,9 @@ async def drive(args: argparse.Namespace) -> None:
             "SOORMA_EVENT_BACKEND": "redis",
             "SOORMA_REDIS_URL": args.redis_url,
             "SOORMA_REDIS_PREFIX": prefix,
-            "SOORMA_LOG_LEVEL": "WARNING",
+            # INFO: group sessions log their open and close (consumer id, session
+            # number), to tell a late takeover's claimer; see --logs.
+            "SOORMA_LOG_LEVEL": "INFO" if args.logs else "WARNING",
             "SOORMA_REGISTRY_URL": "http://127.0.0.1:9",
         },
         ready_marker=b'"event-service"',

@@ -51,25 +51,20 @@ def counted(
 
 
 def sm_workers(redis: Any, key: str) -> list[Any]:
-    """examples/04's searcher, analyzer and user stand-in, counted."""
+    """examples/04's searcher, analyzer and user stand-in, their work counted.
+
+    The example answers each request once (``run_once``: the outcome is recorded before
+    it is sent); the count wraps the work itself, so a request that runs again shows.
+    """
     sys.path.insert(0, str(SM_DIR))
     import workers as ex  # examples/04/workers.py
 
     from soorma import Agent
 
     agents = []
-    for original, topic, event_type, func in (
-        (ex.searcher, "action-requests", "web.search.requested", ex.search),
-        (ex.analyzer, "action-requests", "content.analyze.requested", ex.analyze),
-        (ex.user, "action-requests", "notification.human_input", ex.clarify),
-    ):
+    for original, event_type, work in ex.WORK.values():
         agent = Agent(name=original.name, description=original.description)
-        wrapped = counted(original.name, func, redis, key)
-
-        async def handle(event: Any, context: Any, _wrapped: Any = wrapped) -> None:
-            await _wrapped(event, context)
-
-        agent.on_event(topic=topic, event_type=event_type)(handle)
+        ex.answering(agent, event_type, counted(original.name, work, redis, key))
         agents.append(agent)
     return agents
 

@@ -16,44 +16,72 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from soorma import Agent, PlatformContext
+from soorma.agents.tool import run_once
 
 searcher = Agent(name="web-searcher", description="Searches the web (simulated).")
 analyzer = Agent(name="content-analyzer", description="Summarises pages (simulated).")
 user = Agent(name="user-stand-in", description="Answers clarification questions.")
 
-
-async def reply(event, context: PlatformContext, event_type: str, data: dict) -> None:
-    """Answer a request with the event type that describes the outcome."""
-    await context.bus.respond(
-        event_type, data, correlation_id=event.correlation_id, topic=event.response_topic
-    )
+# Answer ids derive from the request: a repeated answer is recognisably the same event.
+ANSWERS = uuid.UUID("5f0b6a52-3c1e-4d8e-9a57-2b7c9e4f1d03")
+Answer = dict[str, Any]  # {"type": event type of the outcome, "data": payload}
 
 
-@searcher.on_event(topic="action-requests", event_type="web.search.requested")
-async def search(event, context):
+def answering(agent: Agent, event_type: str, work: Callable[[Any], Awaitable[Answer]]) -> None:
+    """Serve ``event_type`` with ``work``, run once per request (docs/reliability.md).
+
+    The bus delivers at least once, so a request can come again (the agent died before
+    its ack, a planner re-sent it). The outcome is recorded in the memory service under
+    the request id before it is sent (``run_once``), and sent under an id derived from
+    the request: a repeated request re-sends the recorded outcome, ``work`` does not run
+    again - also across a memory-service outage (it waits).
+    """
+
+    @agent.on_event(topic="action-requests", event_type=event_type)
+    async def handle(event: Any, context: PlatformContext) -> None:
+        answer = await run_once(context, f"{agent.name}:{event.id}", lambda: work(event))
+        await context.bus.respond(
+            answer["type"],
+            answer["data"],
+            correlation_id=event.correlation_id,
+            topic=event.response_topic,
+            event_id=str(uuid.uuid5(ANSWERS, f"{agent.name}/{event.id}")),
+        )
+
+
+async def search(event: Any) -> Answer:
+    """The outcome decides the answer's event type."""
     query, broad = event.data.get("query"), bool(event.data.get("broad"))
     if query == "broken" or (query == "flaky" and not broad):
-        await reply(event, context, "web.search.failed", {"error": "search backend timed out"})
-    elif query == "obscure" and not event.data.get("details"):
-        await reply(event, context, "web.search.no_results", {"count": 0})
-    else:
-        pages = [f"https://example.org/{query}/{i}" for i in range(3)]
-        await reply(event, context, "web.search.completed", {"pages": pages, "broad": broad})
+        return {"type": "web.search.failed", "data": {"error": "search backend timed out"}}
+    if query == "obscure" and not event.data.get("details"):
+        return {"type": "web.search.no_results", "data": {"count": 0}}
+    pages = [f"https://example.org/{query}/{i}" for i in range(3)]
+    return {"type": "web.search.completed", "data": {"pages": pages, "broad": broad}}
 
 
-@analyzer.on_event(topic="action-requests", event_type="content.analyze.requested")
-async def analyze(event, context):
+async def analyze(event: Any) -> Answer:
     pages = event.data.get("pages") or event.data.get("retry_pages") or []
     summary = f"{len(pages)} pages about {event.data.get('topic')}"
-    await reply(event, context, "content.analyze.completed", {"summary": summary})
+    return {"type": "content.analyze.completed", "data": {"summary": summary}}
 
 
-@user.on_event(topic="action-requests", event_type="notification.human_input")
-async def clarify(event, context):
-    await reply(event, context, "user.clarification.provided", {"details": "the 1970s work"})
+async def clarify(event: Any) -> Answer:
+    return {"type": "user.clarification.provided", "data": {"details": "the 1970s work"}}
 
+
+WORK = {
+    "searcher": (searcher, "web.search.requested", search),
+    "analyzer": (analyzer, "content.analyze.requested", analyze),
+    "user": (user, "notification.human_input", clarify),
+}
+for _agent, _event_type, _work in WORK.values():
+    answering(_agent, _event_type, _work)
 
 AGENTS = {"searcher": searcher, "analyzer": analyzer, "user": user}
 

@@ -9,9 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+# httpx imports its command-line tool with itself (``httpx._main``: rich, click and
+# pygments when installed, ~1 s of a loaded machine's start-up); agents never run it.
+# A ``None`` entry makes that import fail, and httpx falls back to a stub ``main``.
+# Only when httpx is not imported yet (the application may want its CLI).
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 import httpx
 

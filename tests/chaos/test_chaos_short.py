@@ -5,9 +5,10 @@ Real processes only: a private Redis (AOF on), the event, memory and registry se
 ChoreographyPlanner and tools, and the scripted model server. A no-fault pass of the
 same 100 plans is the expectation; the chaos pass kills a random process every 4-7 s
 and restarts it. Asserted: every goal answered exactly once, nothing stuck, nothing
-dead-lettered, and tool and model calls per plan as without faults except through the
-windows docs/reliability.md documents (the issue's target is "equal"; see that page's
-"Chaos run" section for what still repeats).
+dead-lettered, tool calls per plan EQUAL to the no-fault pass (every plan's count, no
+request executed twice), and model calls equal except for a ChoreographyPlanner replica
+killed while its model call was in flight (that call is paid and its answer lost with
+the process; docs/reliability.md, "Chaos run").
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from soorma.agents.base import DEFAULT_MAX_CONCURRENCY as PLANNER_CONCURRENCY
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = 100
@@ -66,20 +69,17 @@ def test_short_chaos_run_meets_every_target(postgres_server_url: str) -> None:
     assert summary["duplicate_answers"] == 0, report
     assert summary["plans_stuck"] == 0, report
     assert summary["dlq_events"] == 0, report
-    # Calls: never fewer than without faults. More only through the windows
-    # docs/reliability.md lists as "may still run twice" - a model call whose step was
-    # not recorded yet (a planner or the memory service killed), a tool or worker body
-    # whose answer could not be recorded or acked (a tool/worker replica, the memory or
-    # the event service killed). The full run prints how many plans that touched.
+    # Tools and workers: exactly the no-fault executions, plan by plan.
+    assert summary["tool_calls_per_plan"] == summary["tool_calls_per_plan_no_fault"], report
+    assert summary["repeated_executions"] == {}, report
+    differ = summary["other_calls_examples"]
+    assert all(d["chaos"][0] == d["no_fault"][0] for d in differ), report
+    # Model calls: equal, but for a planner replica killed with model calls in flight
+    # (at most its max_concurrency per kill; each shows as one more call for that plan).
     kills = summary["kills_by_process"]
-
-    def killed(*names: str) -> bool:
-        return any(k.startswith(names) for k in kills)
-
+    planner_kills = sum(n for name, n in kills.items() if name.startswith("ch-planner"))
+    if planner_kills == 0:
+        assert summary["llm_calls_per_plan"] == summary["llm_calls_per_plan_no_fault"], report
     assert summary["llm_calls_per_plan"] >= summary["llm_calls_per_plan_no_fault"], report
-    assert summary["tool_calls_per_plan"] >= summary["tool_calls_per_plan_no_fault"], report
-    if summary["llm_calls_per_plan"] > summary["llm_calls_per_plan_no_fault"]:
-        assert killed("ch-planner", "memory", "event"), report
-    if summary["tool_calls_per_plan"] > summary["tool_calls_per_plan_no_fault"]:
-        assert killed("ch-tools", "sm-workers", "memory", "event"), report
-    assert summary["plans_with_other_calls"] <= summary["kills"], report
+    assert all(d["kind"] == "ch" for d in differ), report
+    assert summary["plans_with_other_calls"] <= planner_kills * PLANNER_CONCURRENCY, report

@@ -85,6 +85,25 @@ async def test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once(
         assert await service.ack("g", [f.id or "" for f in frames]) == 3
 
 
+async def test_a_new_stream_with_a_consumer_id_supersedes_the_old_one(service: Service) -> None:
+    # A restarted agent reconnects before the service noticed its old connection was
+    # gone: the old stream must stop taking deliveries for that consumer id, or each
+    # one it takes waits out the visibility timeout (issue 9's late takeovers).
+    group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 600}
+    async with SSEStream(service.client, consumer="replica-0", **group) as old:
+        await service.publish(TOPIC, "job", {"n": 0})
+        held = (await old.next()).id
+        async with SSEStream(service.client, consumer="replica-0", **group) as new:
+            with pytest.raises(AssertionError, match="stream ended"):
+                await old.next(within=5)
+            assert (await new.next(within=5)).id == held  # resumed, as before
+            for n in range(1, 6):
+                await service.publish(TOPIC, "job", {"n": n})
+            frames = await new.messages(5, within=5)
+            assert [f.json()["data"]["n"] for f in frames] == [1, 2, 3, 4, 5]
+            assert await service.ack("g", [held or "", *(f.id or "" for f in frames)]) == 6
+
+
 async def test_resuming_counts_a_delivery_so_max_deliveries_still_dead_letters(
     service: Service,
 ) -> None:

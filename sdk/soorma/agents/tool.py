@@ -327,9 +327,62 @@ class Tool(Agent):
             return _envelope(kept) or answer
 
 
+async def run_once(
+    context: PlatformContext,
+    key: str,
+    work: Callable[[], Awaitable[dict[str, Any]]],
+    *,
+    retention: float = DEFAULT_ANSWER_RETENTION,
+    record_wait: float = DEFAULT_RECORD_WAIT,
+) -> dict[str, Any]:
+    """``work()``'s result, run once per ``key``: the result recorded under ``key`` in
+    the memory service if there is one, else ``work()``'s, recorded before it is returned.
+
+    For handlers that answer with something else than a Tool's answer (e.g. an event
+    type chosen by the outcome): use the handled event's id in ``key`` and send what
+    this returns under an event id derived from it (docs/reliability.md). A memory
+    outage is waited out, as in :class:`Tool`: the look-up raises ``ServiceUnavailable``
+    (the agent runs the handler again later; ``work`` did not run) and the result waits
+    up to ``record_wait`` seconds to be recorded before it is returned.
+
+    Args:
+        context: The handler's context (its memory client is used).
+        key: The idempotency key, e.g. ``f"{agent.name}:{event.id}"``.
+        work: The effect; returns a JSON object.
+        retention: Seconds the result is kept (1 s to 30 days).
+        record_wait: Seconds to wait for an unreachable memory service to record it.
+    """
+    memory = context.memory
+    if memory is None:
+        return await work()
+    found = await memory.recorded_answer(key)
+    if found is not None:
+        return found
+    result = await work()
+    waited, delay = 0.0, 0.25
+    while True:
+        try:
+            return await memory.record_answer(
+                key, result, retention_seconds=min(max(retention, 1.0), _MAX_RETENTION)
+            )
+        except ServiceUnavailable as exc:
+            if waited >= record_wait:
+                raise
+            if waited == 0:
+                logger.warning(
+                    "cannot record the result of %s (%s); holding it until the memory "
+                    "service is back",
+                    key,
+                    exc,
+                )
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 4.0)
+
+
 def _envelope(stored: dict[str, Any] | None) -> EventEnvelope | None:
     raw = (stored or {}).get("event")
     return EventEnvelope.model_validate(raw) if isinstance(raw, dict) else None
 
 
-__all__ = ["InvocationContext", "Tool"]
+__all__ = ["InvocationContext", "Tool", "run_once"]

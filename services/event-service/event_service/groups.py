@@ -10,6 +10,13 @@ Before either starts, the stream re-delivers what is still pending on its own co
 id: a process restarted with a stable id resumes its previous life's deliveries at
 once instead of waiting for their visibility timeout.
 
+One consumer id, one stream: a stream opened with the id of a stream still open in this
+process (a restarted agent reconnecting before its old connection was found dead)
+supersedes it. The old one stops reading and claiming at once, its response ends, and
+the new one re-delivers what the old one took, once the old one's reads have stopped.
+Otherwise the old session kept taking new deliveries for a client that is gone, each
+lost until its visibility timeout (the late takeovers of issue 9).
+
 Flow control: at most ``prefetch`` deliveries are unsettled on one stream. Acks and
 nacks made through this process free room at once; settlements made elsewhere (another
 event-service replica, or a claim by another consumer) are noticed by asking the log
@@ -54,8 +61,22 @@ class GroupWaker:
     def __init__(self) -> None:
         self._sessions: dict[tuple[str, str], set[GroupSession]] = {}
 
-    def register(self, session: GroupSession) -> None:
-        self._sessions.setdefault((session.tenant, session.group), set()).add(session)
+    def register(self, session: GroupSession) -> list[GroupSession]:
+        """Add ``session``; close and return the open sessions it supersedes (same id)."""
+        sessions = self._sessions.setdefault((session.tenant, session.group), set())
+        older = [s for s in sessions if s.consumer == session.consumer and s is not session]
+        sessions.add(session)
+        for old in older:
+            log.warning(
+                "group %s: consumer %s opened a new stream (session %d) while its session "
+                "%d was open; closing the old one",
+                session.group,
+                session.consumer,
+                session.number,
+                old.number,
+            )
+            old.supersede()
+        return older
 
     def unregister(self, session: GroupSession) -> None:
         key = (session.tenant, session.group)
@@ -78,6 +99,8 @@ class GroupWaker:
 
 class GroupSession:
     """The background work behind one group-mode SSE stream."""
+
+    _numbers = 0
 
     def __init__(
         self,
@@ -119,9 +142,22 @@ class GroupSession:
         self._waker = waker
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
+        # Set when a newer stream with this consumer id replaced this one.
+        self.superseded = False
+        self._older: list[GroupSession] = []
+        GroupSession._numbers += 1
+        self.number = GroupSession._numbers
 
     def start(self) -> None:
-        self._waker.register(self)
+        self._older = self._waker.register(self)
+        log.info(
+            "group %s: session %d opened for consumer %s (tenant %s, topics %s)",
+            self.group,
+            self.number,
+            self.consumer,
+            self.tenant,
+            ",".join(self.topics),
+        )
         self._tasks = [
             asyncio.create_task(self._read(), name=f"group-read:{self.group}"),
             asyncio.create_task(self._claim(), name=f"group-claim:{self.group}"),
@@ -137,12 +173,30 @@ class GroupSession:
         if self._closed:
             return
         self._closed = True
+        log.info(
+            "group %s: session %d of consumer %s closed (%d deliveries unsettled%s)",
+            self.group,
+            self.number,
+            self.consumer,
+            len(self.in_flight),
+            ", superseded" if self.superseded else "",
+        )
         self._waker.unregister(self)
         for task in self._tasks:
             task.cancel()
         cleanup = asyncio.get_running_loop().create_task(self._forget(list(self._tasks)))
         _cleanups.add(cleanup)  # keep a reference until it is done
         cleanup.add_done_callback(_cleanups.discard)
+
+    def supersede(self) -> None:
+        """A newer stream with this consumer id took over: stop, and end the response."""
+        self.superseded = True
+        self.close()
+        self.sub.wake.set()
+
+    async def stopped(self) -> None:
+        """Until this session's reads and claims have stopped."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def settle(self, refs: Iterable[Ref]) -> None:
         """Forget settled deliveries (acked, nacked, or filtered out by type)."""
@@ -155,6 +209,8 @@ class GroupSession:
         # A read in flight may still hand this consumer deliveries: wait for it, so
         # the pending check below sees them and the consumer is kept.
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.superseded:
+            return  # the consumer id lives on in the newer stream
         try:
             await self.log.forget_consumer(self.tenant, self.topics, self.group, self.consumer)
         except Exception as exc:  # best effort: a leftover consumer only costs memory
@@ -266,6 +322,13 @@ class GroupSession:
 
     async def _claim(self) -> None:
         try:
+            if self._older:
+                # What they took for this consumer id is re-delivered below; a read
+                # they had in flight may still add to it, so wait for them first.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.block + 1.0):
+                        await asyncio.gather(*(old.stopped() for old in self._older))
+                self._older = []
             await self._recover_own()
         finally:
             self._recovered.set()

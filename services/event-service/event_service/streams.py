@@ -162,6 +162,8 @@ async def group_stream(
             if not await _wait(sub, heartbeat):
                 yield frame(b"heartbeat", HEARTBEAT_DATA)
                 continue
+            if session.superseded:
+                return  # a newer stream with this consumer id has its deliveries
             entries, sub.buffer = sub.buffer, deque()
             session.drained.set()
             skipped = [(e.topic, e.id) for e in entries if not accept(e.type)]

@@ -10,6 +10,9 @@ writes its ``traceparent``/``tracestate`` into the envelope; the consumer's ``pr
 span takes that context as its parent, so everything a handler does (its publishes,
 memory and registry calls, LLM calls, and the services' server spans behind them) joins
 the trace of the event that caused it.
+
+(Over 400 lines: every span kind the SDK emits lives here so that the rest of the SDK
+calls one-line hooks guarded by one flag; splitting it would spread that flag check.)
 """
 
 from __future__ import annotations

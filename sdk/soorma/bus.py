@@ -9,6 +9,10 @@ Inside a handler every publish inherits the handled event's ``trace_id`` (or its
 it has none), ``parent_event_id`` (its id), ``session_id`` and ``plan_id``, and acts as its
 tenant/user, unless given explicitly. Its W3C ``traceparent``/``tracestate`` come from the
 publish span when tracing is on, else from the handled event (docs/tracing.md).
+
+(Over 400 lines: ``BusClient`` is one public surface — publish, batch, call/request/respond
+and subscribe share the envelope-building and inheritance rules above; the subscription
+and wire parts already live in :mod:`soorma.subscription` and :mod:`soorma._sse`.)
 """
 
 from __future__ import annotations

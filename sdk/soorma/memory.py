@@ -7,6 +7,9 @@ the tenant of the event being handled), so one tenant never sees another's recor
 Return values are the ``soorma_common.memory`` DTOs. Failures raise the domain error the
 service answered with (``VersionConflict``, ``PlanNotFound`` …); the ``get_*`` lookups
 return ``None`` for a missing record instead, and the ``delete_*`` calls return ``False``.
+
+(Over 400 lines: one thin, documented method per memory-service route — plans, tasks,
+sessions, working memory, recorded answers — all sharing one request/error mapping.)
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 ``PlanSummary`` is a projection of the same row. Correlation ids live in a side table
 keyed ``(tenant_id, correlation_id, plan_id)`` so by-correlation is an index seek.
+
+(Over 400 lines: the plan store's prebuilt statements and the queries that use them are
+kept together so each statement is built once and read beside its caller.)
 """
 
 from __future__ import annotations

@@ -404,7 +404,7 @@ async def test_input_required_task_checks_context_and_fails_on_timeout(
                     user_message(text="yes", task_id=task.id, context_id="another-context")
                 ),
             )
-        # The tracker's verdict when nobody answers in time (contract C2).
+        # The tracker's verdict when nobody answers in time (``task.timeout``).
         bus = (await platform.context()).bus
         await bus.publish(
             "system-events",

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.asyncio
 
 
 def research_states() -> dict[str, StateConfig]:
-    """The seed 000 research machine."""
+    """The research machine of the Planner design (research, analyze, report)."""
     return {
         "start": StateConfig(state_name="start", default_next="searching"),
         "searching": StateConfig(

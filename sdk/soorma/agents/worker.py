@@ -102,7 +102,7 @@ class Worker(Agent):
                 "SOORMA_MEMORY_URL)"
             )
         if self._has_tasks and not self.running:
-            # Any task may ask a human; the tracker's timeouts must reach it (C2).
+            # Any task may ask a human; the tracker's ``task.timeout`` must reach it.
             self._hear_timeouts()
         await super().start()
 

@@ -399,7 +399,7 @@ class TaskContext(StoredTask):
         data: Mapping[str, Any] | None = None,
         response_topic: str = NOTIFICATION_EVENTS,
     ) -> str:
-        """Ask a human (worker-level HITL, seed Q2); the answer resumes the task.
+        """Ask a human (worker-level HITL); the answer resumes the task.
 
         Registers a sub-task, saves the context, then publishes
         ``notification.human_input`` on ``notification-events`` with the sub-task id as

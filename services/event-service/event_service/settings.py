@@ -62,8 +62,8 @@ class Settings(ServiceSettings):
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     # Entries a slow SSE subscriber may have queued before it falls back to re-reading.
     subscriber_buffer: int = Field(default=10_000, ge=100)
-    # Topics copied to the platform-wide tap (pseudo-tenant ``*``, contract C1) that
-    # platform services (tracker, gateway) read with ``tenant=*``.
+    # Topics copied to the platform-wide tap (pseudo-tenant ``*``) that platform services
+    # (tracker, gateway) alone may read, with ``tenant=*``.
     # ``SOORMA_TAP_TOPICS=a,b`` (comma-separated; empty: no tap).
     tap_topics: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_TAP_TOPICS)

@@ -1,6 +1,6 @@
 """The registry store on SQLAlchemy async: one code path for SQLite and PostgreSQL.
 
-Event ownership rule (seed 001 RF-SDK-007, Q1):
+Event ownership rule:
 
 - An agent owns the events its capabilities declare. When it registers, it takes over an
   event that is new, unowned, already its own, or owned by an agent that is not live; a

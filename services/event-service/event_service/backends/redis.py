@@ -178,7 +178,7 @@ class RedisEventLog(EventLog):
         return f"{self._prefix}:{{{tenant}}}:nr:{topic}:{group}"
 
     async def append(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
-        # Tap topics are also appended to the platform-wide copy (contract C1), in the
+        # Tap topics are also appended to the platform-wide copy (pseudo-tenant ``*``), in the
         # same MULTI as the tenant's own entry.
         tap = self._tap
         if self._appends is None:

@@ -55,6 +55,9 @@ def echo_tool(context: Any) -> Any:
         name="bench-echo",
         context=context,
         max_concurrency=64,
+        # No recorded answers: B7 measures the bus and the gateway, not the memory
+        # service (none runs here; the Tool would retry it before every answer).
+        answer_retention=0,
         capabilities=[
             AgentCapability(
                 task_name="echo",

@@ -106,6 +106,10 @@ class Bridge:
             TimeoutError: the answer stream is not open after ``wait_seconds``.
         """
         del tenant  # one stream (the tap) carries every tenant's answers
+        if self._ready.is_set() and self._stream is not None and not self._stream.done():
+            # The common case, at no cost: ``wait_for`` would wrap the wait in a new
+            # task, one more turn of the event loop on every request (twice per task).
+            return
         await self.start()
         await asyncio.wait_for(self._ready.wait(), wait_seconds)
 

@@ -135,9 +135,6 @@ class GatewayRequestHandler(DefaultRequestHandler):
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
-        import time as _t
-
-        context.state["t_start"] = _t.perf_counter()
         await self._prepare(params, context)
         config = params.configuration
         if (

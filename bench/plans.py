@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/plans.py [--redis-url URL] [--database-url URL]
                                         [--seconds 10] [--streams 1,4,8,16]
-                                        [--transport lean|httpx] [--layout one|split]
+                                        [--transport lean|httpx|aiohttp] [--layout one|split]
 
 Starts the event service (Redis Streams), the memory service (PostgreSQL, a fresh
 database) and the registry (SQLite) as uvicorn subprocesses, then runs in this process a
@@ -63,11 +63,15 @@ class TimingTransport(httpx.AsyncBaseTransport):
         from soorma._transport import LeanTransport
 
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
-        self.inner: httpx.AsyncBaseTransport = (
-            LeanTransport(limits=limits)
-            if kind == "lean"
-            else httpx.AsyncHTTPTransport(limits=limits)
-        )
+        self.inner: httpx.AsyncBaseTransport
+        if kind == "lean":
+            self.inner = LeanTransport(limits=limits)
+        elif kind == "aiohttp":
+            from httpx_aiohttp import AiohttpTransport
+
+            self.inner = AiohttpTransport(limits=limits)
+        else:
+            self.inner = httpx.AsyncHTTPTransport(limits=limits)
         self.seconds: dict[int, float] = defaultdict(float)
         self.calls: dict[int, int] = defaultdict(int)
         self.by_path: dict[str, list[float]] = defaultdict(list)
@@ -422,9 +426,9 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--transport",
-        choices=("lean", "httpx"),
+        choices=("lean", "httpx", "aiohttp"),
         default="lean",
-        help="the SDK's lean keep-alive transport (default) or httpx's own",
+        help="the SDK's lean keep-alive transport (default), httpx's own, or httpx-aiohttp's",
     )
     parser.add_argument(
         "--ack-window",

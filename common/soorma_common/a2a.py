@@ -1,7 +1,10 @@
-"""The seed's early A2A shapes, kept for the gateway's legacy ``/tasks/send`` alias.
+"""Soorma's own A2A shapes (camelCase wire names), beside the protocol ``a2a-sdk`` speaks.
 
-The gateway speaks the current A2A protocol through ``a2a-sdk``; these DTOs only
-describe the legacy wire format (camelCase field names, as the seed defines them).
+Two users: the Agent Cards the registry and the gateway serve for registered agents
+(``A2AAgentCard``: unlike a2a-sdk's ``AgentSkill``, its skills carry input and output
+JSON Schemas, which is what makes a card useful to an LLM caller), and the gateway's
+legacy ``POST /tasks/send`` alias (``A2ATask`` in, ``A2ATaskResponse`` out). The current
+A2A protocol itself is served through ``a2a-sdk``.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ class PublishBatchResponse(BaseDTO):
 class AckRequest(BaseDTO):
     group: str = Field(min_length=1, max_length=128)
     ids: list[str] = Field(min_length=1, max_length=1000)
-    # "*": deliveries of a tap stream (platform services only, contract C1).
+    # "*": deliveries of a tap stream (only platform services may read or ack the tap).
     tenant: str | None = Field(default=None, max_length=128)
 
 

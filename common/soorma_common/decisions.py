@@ -1,4 +1,4 @@
-"""Planner decision DTOs (seed 002 RF-SDK-015).
+"""Planner decision DTOs: what an LLM planner may decide (publish, delegate, wait, complete).
 
 ``PlannerDecision.next_action`` is a discriminated union on ``action``.
 """

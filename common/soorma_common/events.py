@@ -35,6 +35,12 @@ STANDARD_TOPICS: Final[frozenset[str]] = frozenset(
 
 DLQ_SUFFIX: Final = ".dlq"
 TOPIC_PATTERN: Final = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+# W3C Trace Context (https://www.w3.org/TR/trace-context/): version-traceid-parentid-flags,
+# lowercase hex; a later version may append fields after the flags.
+TRACEPARENT_PATTERN: Final = re.compile(
+    r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-[0-9a-zA-Z._-]*)?$"
+)
+MAX_TRACESTATE_LENGTH: Final = 512
 
 
 def is_valid_topic(topic: str) -> bool:
@@ -45,6 +51,29 @@ def is_valid_topic(topic: str) -> bool:
 def dead_letter_topic(topic: str) -> str:
     """Name of the dead-letter topic for ``topic``."""
     return topic if topic.endswith(DLQ_SUFFIX) else topic + DLQ_SUFFIX
+
+
+def check_traceparent(value: str) -> str:
+    """Return ``value`` when it is a valid W3C ``traceparent``; raise ``ValueError`` otherwise."""
+    match = TRACEPARENT_PATTERN.fullmatch(value)
+    if (
+        match is None
+        or match.group(1) == "ff"
+        or (match.group(1) == "00" and match.group(4) is not None)
+        or match.group(2) == "0" * 32
+        or match.group(3) == "0" * 16
+    ):
+        raise ValueError(
+            f"traceparent {value[:80]!r} is not a W3C trace context: expected "
+            "'00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>' in lowercase, "
+            "with non-zero ids"
+        )
+    return value
+
+
+def trace_id_of(traceparent: str) -> str:
+    """The 32-hex trace id inside a (valid) ``traceparent``."""
+    return traceparent[3:35]
 
 
 def new_event_id() -> str:
@@ -82,9 +111,15 @@ class EventEnvelope(BaseDTO):
     session_id: str | None = None
     plan_id: str | None = None
     goal_id: str | None = None
+    # The event's causal chain: the id of the event that started it (tracing off), or
+    # the chain's W3C trace id when a tracing publisher started it (docs/tracing.md).
     trace_id: str | None = None
     parent_event_id: str | None = None
     payload_schema_name: str | None = None
+    # W3C trace context of the span that published the event (``None`` when no tracing
+    # publisher was involved); see docs/tracing.md.
+    traceparent: str | None = Field(default=None, max_length=256)
+    tracestate: str | None = Field(default=None, max_length=MAX_TRACESTATE_LENGTH)
 
     @field_validator("topic", "response_topic")
     @classmethod
@@ -95,6 +130,11 @@ class EventEnvelope(BaseDTO):
                 "'.', '_' or '-' (1-64 chars, starting with a letter or digit)"
             )
         return value
+
+    @field_validator("traceparent")
+    @classmethod
+    def _check_traceparent(cls, value: str | None) -> str | None:
+        return value if value is None else check_traceparent(value)
 
 
 __all__ = [
@@ -110,8 +150,10 @@ __all__ = [
     "TASK_EVENTS",
     "TOPIC_PATTERN",
     "EventEnvelope",
+    "check_traceparent",
     "dead_letter_topic",
     "is_valid_topic",
     "new_event_id",
+    "trace_id_of",
     "utc_now",
 ]

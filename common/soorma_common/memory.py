@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from soorma_common._base import BaseDTO
+from soorma_common.bookkeeping import (
+    LEGACY_PLAN_META,
+    LEGACY_TASK_META,
+    PlanBookkeeping,
+    TaskBookkeeping,
+    lift_plan,
+    lift_task,
+)
 from soorma_common.events import ACTION_RESULTS
 
 
@@ -43,7 +51,12 @@ class SubTaskRecord(BaseDTO):
 
 
 class TaskContextRecord(BaseDTO):
-    """Persisted state of a worker task, so it can complete asynchronously."""
+    """Persisted state of a worker task, so it can complete asynchronously.
+
+    ``state`` is the user's; the SDK's own bookkeeping is in ``bookkeeping`` (records
+    that kept it in ``state`` are lifted on validation, see
+    :mod:`soorma_common.bookkeeping`).
+    """
 
     task_id: str = Field(min_length=1, max_length=256)
     plan_id: str | None = None
@@ -54,9 +67,19 @@ class TaskContextRecord(BaseDTO):
     data: dict[str, Any] = Field(default_factory=dict)
     sub_tasks: dict[str, SubTaskRecord] = Field(default_factory=dict)
     state: dict[str, Any] = Field(default_factory=dict)
+    bookkeeping: TaskBookkeeping = Field(default_factory=TaskBookkeeping)
     version: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @model_validator(mode="after")
+    def _lift_legacy_bookkeeping(self) -> Self:
+        # After validation: checking one key keeps pydantic's JSON fast path for the rest.
+        if LEGACY_TASK_META in self.state:
+            lifted = lift_task({"state": self.state, "bookkeeping": self.bookkeeping})
+            self.state = lifted["state"]
+            self.bookkeeping = TaskBookkeeping.model_validate(lifted["bookkeeping"])
+        return self
 
 
 class SubTaskResultRequest(BaseDTO):
@@ -68,7 +91,12 @@ class SubTaskResultRequest(BaseDTO):
 
 
 class PlanContextRecord(BaseDTO):
-    """Persisted state of a planner's plan."""
+    """Persisted state of a planner's plan.
+
+    ``state`` is the user's; the SDK's own bookkeeping is in ``bookkeeping`` (records
+    that kept it in ``state`` are lifted on validation, see
+    :mod:`soorma_common.bookkeeping`).
+    """
 
     plan_id: str = Field(min_length=1, max_length=256)
     session_id: str | None = None
@@ -82,9 +110,19 @@ class PlanContextRecord(BaseDTO):
     results: dict[str, Any] = Field(default_factory=dict)
     correlation_ids: list[str] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
+    bookkeeping: PlanBookkeeping = Field(default_factory=PlanBookkeeping)
     version: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @model_validator(mode="after")
+    def _lift_legacy_bookkeeping(self) -> Self:
+        # After validation: checking one key keeps pydantic's JSON fast path for the rest.
+        if LEGACY_PLAN_META in self.state:
+            lifted = lift_plan({"state": self.state, "bookkeeping": self.bookkeeping})
+            self.state = lifted["state"]
+            self.bookkeeping = PlanBookkeeping.model_validate(lifted["bookkeeping"])
+        return self
 
 
 class PlanCreate(BaseDTO):

@@ -1,4 +1,4 @@
-"""Registry DTOs: event definitions, capabilities, agents (seed 001 §3.3, RF-SDK-007/008)."""
+"""Registry DTOs: event definitions, capabilities, agents."""
 
 from __future__ import annotations
 

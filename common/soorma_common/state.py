@@ -1,4 +1,4 @@
-"""State-machine DTOs for planners (seed 001 RF-SDK-012, seed 000)."""
+"""State-machine DTOs for planners: states, their actions and transitions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The research state machine from the Planner design (seed 000).
+"""The research state machine from the Planner design.
 
 start -> searching -> analyzing -> done
             |  web.search.failed      -> retry_search -> analyzing | failed

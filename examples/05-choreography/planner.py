@@ -58,7 +58,7 @@ def build_planner(model: str, *, offline: bool, api_base: str | None = None) -> 
 
     @planner.on_goal("doc.research.requested", description="Research a topic, answer a report.")
     async def on_goal(goal, context):
-        plan = await planner.create_plan(goal, context)
+        plan = await planner.open_plan(goal, context)
         decision = await planner.step(
             plan, context, trigger=f"new goal: {goal.data}", llm_options=llm_options(plan)
         )

@@ -18,13 +18,17 @@ from approval import GOAL_EVENT, RESPONSE_EVENT
 from soorma import PlatformContext
 
 
-async def answer_when_asked(context: PlatformContext, approve: bool, ready: asyncio.Event) -> None:
+async def answer_when_asked(
+    context: PlatformContext, item: str, approve: bool, ready: asyncio.Event
+) -> None:
     async with context.bus.subscribe(
         "notification-events", event_types=["notification.human_input"]
     ) as asks:
         await asks.wait_ready(10)
         ready.set()
         async for ask in asks:
+            if ask.data.get("item") != item:
+                continue  # somebody else's expense: not ours to answer
             await context.bus.publish(
                 ask.data["response_topic"],
                 ask.data["response_event"],
@@ -37,14 +41,15 @@ async def answer_when_asked(context: PlatformContext, approve: bool, ready: asyn
 async def main(answer: str | None) -> int:
     async with PlatformContext.from_env() as context:
         person = None
+        goal_cid = str(uuid.uuid4())
+        item = f"train ticket {goal_cid[:8]}"
         if answer is not None:
             ready = asyncio.Event()
-            person = asyncio.create_task(answer_when_asked(context, answer == "yes", ready))
+            person = asyncio.create_task(answer_when_asked(context, item, answer == "yes", ready))
             await ready.wait()
-        goal_cid = str(uuid.uuid4())
         decision = await context.bus.call(
             GOAL_EVENT,
-            {"item": "train ticket", "amount": "42 EUR"},
+            {"item": item, "amount": "42 EUR"},
             response_event=RESPONSE_EVENT,
             correlation_id=goal_cid,
             timeout=60,

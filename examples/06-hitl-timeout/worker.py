@@ -2,7 +2,7 @@
 
 - The person's answer (``expense.approval.answered`` with the sub-task id as
   ``correlation_id``) completes the task with ``{"approved": ...}``.
-- No answer in time: the tracker publishes ``task.timeout`` (contract C2) and the task
+- No answer in time: the tracker publishes ``task.timeout`` and the task
   fails with ``hitl_timeout``; a late answer then finds no task and is ignored.
 """
 
@@ -28,6 +28,7 @@ async def review(task, context):
         response_event=ANSWER_EVENT,
         timeout_seconds=ASK_SECONDS,
         response_topic="notification-events",
+        data={"item": task.data.get("item"), "amount": task.data.get("amount")},
     )
 
 

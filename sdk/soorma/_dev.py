@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from soorma import _tracing
+
 
 @dataclass(frozen=True, slots=True)
 class DevService:
@@ -144,6 +146,7 @@ async def run_dev(
     for service in services:
         os.environ[service.url_env] = f"http://{_url_host(host)}:{service.port}"
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _tracing.configure("soorma-dev")  # one process: one service.name for all its services
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

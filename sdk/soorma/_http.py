@@ -23,6 +23,7 @@ if "httpx" not in sys.modules:
 
 import httpx
 
+from soorma import _tracing
 from soorma._propagation import current_event
 from soorma_common.errors import ServiceUnavailable, error_from_payload
 
@@ -167,6 +168,8 @@ class ServiceClient:
             all_headers = self.headers(tenant_id=tenant_id, user_id=user_id)
         if headers:
             all_headers.update(headers)
+        if _tracing.ENABLED:
+            _tracing.inject_headers(all_headers)
         attempt = 0
         while True:
             try:

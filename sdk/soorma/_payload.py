@@ -1,7 +1,7 @@
 """Checking payloads against an event's registered JSON Schema (draft 2020-12).
 
 Shared by :class:`~soorma.ai.toolkit.EventToolkit` and the bus's validation on publish
-(seed 001 Q5, option B). ``jsonschema`` is imported on first use: agents that never
+(``action-requests`` events only). ``jsonschema`` is imported on first use: agents that never
 validate do not pay for it.
 """
 

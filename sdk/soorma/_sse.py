@@ -1,12 +1,11 @@
-"""A small Server-Sent Events client over httpx streaming.
+"""Server-Sent Events with reconnection, on top of httpx-sse's parser.
 
-Parses ``event``/``id``/``data`` frames, remembers the last id, reconnects with
-``Last-Event-ID`` and exponential backoff, and treats a silent connection (no bytes,
-not even a heartbeat, for ``heartbeat_timeout`` seconds) as dead.
-
-Lines end at LF, CRLF or CR only, as the SSE format defines them. (httpx's
-``aiter_lines()`` also ends lines at U+2028, U+2029, U+0085 …, which JSON carries
-unescaped inside strings: an event holding one was cut apart.)
+httpx-sse parses the ``text/event-stream`` format (lines end at LF, CRLF or CR only, as
+the format defines them: httpx's own ``aiter_lines()`` also ends lines at U+2028, U+2029,
+U+0085 …, which JSON carries unescaped inside strings). This module adds what a long-lived
+subscription needs: it remembers the last id, reconnects with ``Last-Event-ID`` and
+exponential backoff, and treats a silent connection (no bytes, not even a heartbeat, for
+``heartbeat_timeout`` seconds) as dead.
 """
 
 from __future__ import annotations
@@ -14,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import httpx
+from httpx_sse import EventSource, SSEError
 
 from soorma._http import raise_for_error
 from soorma_common.errors import SoormaError
@@ -41,94 +41,47 @@ class SSEFrame:
     id: str | None = None
 
 
-@dataclass(slots=True)
-class SSEParser:
-    """Incremental parser for the ``text/event-stream`` format (line at a time)."""
-
-    _event: str = ""
-    _data: list[str] = field(default_factory=list)
-    _id: str | None = None
-    _has_fields: bool = False
-
-    def feed(self, line: str) -> SSEFrame | None:
-        """Feed one line (without its newline); return a frame on a blank line."""
-        if line == "":
-            if not self._has_fields:
-                return None
-            frame = SSEFrame(
-                event=self._event or "message", data="\n".join(self._data), id=self._id
-            )
-            self._event, self._data, self._id, self._has_fields = "", [], None, False
-            return frame
-        if line.startswith(":"):
-            return None  # comment / keep-alive
-        name, sep, value = line.partition(":")
-        if sep and value.startswith(" "):
-            value = value[1:]
-        if name == "event":
-            self._event = value
-        elif name == "data":
-            self._data.append(value)
-        elif name == "id":
-            if "\0" not in value:
-                self._id = value
-        elif name != "retry":
-            return None
-        self._has_fields = True
-        return None
-
-
-class SSELineSplitter:
-    """Splits a byte stream into SSE lines: at LF, CRLF or CR, and nowhere else.
-
-    Splitting happens on bytes, so a multi-byte UTF-8 character is never cut; a CR at
-    the end of one chunk and an LF at the start of the next are one line end.
-    """
-
-    __slots__ = ("_rest", "_skip_lf")
-
-    def __init__(self) -> None:
-        self._rest = b""
-        self._skip_lf = False
-
-    def feed(self, chunk: bytes) -> list[str]:
-        """The complete lines ``chunk`` finishes (without their line ends)."""
-        if not chunk:
-            return []
-        if self._skip_lf:
-            self._skip_lf = False
-            if chunk[:1] == b"\n":
-                chunk = chunk[1:]
-                if not chunk:
-                    return []
-        data = self._rest + chunk if self._rest else chunk
-        if b"\r" in data:
-            self._skip_lf = data.endswith(b"\r")
-            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        *lines, self._rest = data.split(b"\n")
-        return [line.decode("utf-8", "replace") for line in lines]
-
-
 class SSEConnectionLost(Exception):
     """The stream ended or went silent; the caller may reconnect."""
 
 
+class _Watched:
+    """The response as httpx-sse reads it, with a deadline on every chunk received.
+
+    The deadline covers only the wait for the next chunk, never the consumer's handling
+    of a frame (an async generator runs in its consumer's task).
+    """
+
+    def __init__(self, response: httpx.Response, heartbeat_timeout: float) -> None:
+        self.headers = response.headers
+        self._response = response
+        self._timeout = heartbeat_timeout
+
+    async def aiter_text(self) -> AsyncIterator[str]:
+        chunks = self._response.aiter_text()
+        while True:
+            try:
+                async with asyncio.timeout(self._timeout):
+                    text = await anext(chunks)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise SSEConnectionLost(f"no data or heartbeat for {self._timeout:.0f} s") from None
+            yield text
+
+
 async def _frames(response: httpx.Response, heartbeat_timeout: float) -> AsyncIterator[SSEFrame]:
-    parser = SSEParser()
-    splitter = SSELineSplitter()
-    chunks = response.aiter_bytes()
-    while True:
-        try:
-            async with asyncio.timeout(heartbeat_timeout):
-                chunk = await anext(chunks)
-        except StopAsyncIteration:
-            raise SSEConnectionLost("stream closed by the server") from None
-        except TimeoutError:
-            raise SSEConnectionLost(f"no data or heartbeat for {heartbeat_timeout:.0f} s") from None
-        for line in splitter.feed(chunk):
-            frame = parser.feed(line)
-            if frame is not None:
-                yield frame
+    # EventSource reads only ``headers`` and ``aiter_text()`` of what it is given.
+    source = EventSource(cast(httpx.Response, _Watched(response, heartbeat_timeout)))
+    try:
+        async for sse in source.aiter_sse():
+            if sse.event == "message" and not sse.data:
+                # A blank line after a bare comment once an id was seen: nothing to deliver.
+                continue
+            yield SSEFrame(event=sse.event, data=sse.data, id=sse.id or None)
+    except SSEError as exc:  # not an event stream (e.g. a proxy's error page)
+        raise SSEConnectionLost(str(exc)) from None
+    raise SSEConnectionLost("stream closed by the server")
 
 
 async def stream_frames(

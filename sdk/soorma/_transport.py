@@ -9,15 +9,28 @@ chunked or read-to-close bodies) and a LIFO stack of idle connections per host.
 
 Anything it does not handle goes to httpx's own ``AsyncHTTPTransport``: ``https``,
 ``Accept: text/event-stream`` (SSE must stream; this transport buffers bodies) and
-request bodies that are streams rather than bytes. ``SOORMA_HTTP_TRANSPORT=httpx``
-turns it off (see :func:`make_http_client`).
+request bodies that are streams rather than bytes. Requests that ``HTTP_PROXY`` /
+``HTTPS_PROXY`` / ``ALL_PROXY`` send through a proxy (``NO_PROXY`` exempts hosts) go to
+httpx's proxy transport, decided exactly as httpx decides it (see :class:`SDKHTTPClient`).
+``SOORMA_HTTP_TRANSPORT=httpx`` turns it off (see :func:`make_http_client`).
+
+Why not a maintained client underneath: httpx-aiohttp (aiohttp's C parser behind httpx's
+API) costs ~45 % more client CPU per request than this transport and httpx's own ~150 %
+more (``bench/transport.py``, ``docs/benchmarks.md``). What keeps this parser safe: it
+accepts a strict subset of what h11 accepts and, where both accept, reads the same
+response (``tests/sdk/test_transport_differential.py`` checks that with hypothesis):
+one numeric ``Content-Length`` or exactly ``Transfer-Encoding: chunked``, never both,
+token-checked header names, bodies capped at ``max_body_bytes``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import ssl
 from collections.abc import Mapping
+from typing import Any
 
 import httpx
 
@@ -25,8 +38,48 @@ import httpx
 # written.
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 _NO_BODY_STATUS = frozenset({204, 304})
-_MAX_HEADER_BYTES = 64 * 1024
-_STREAM_LIMIT = 256 * 1024
+_STREAM_LIMIT = 64 * 1024  # also the longest response head (status line + headers)
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+_READ_SIZE = 64 * 1024
+
+# RFC 9112 grammar: status line, header field, chunk size line. Values are VCHAR or
+# obs-text words separated by spaces/tabs; control characters are refused.
+_STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([0-9]{3})(?: ([\t \x21-\x7e\x80-\xff]*))?")
+_HEADER = re.compile(
+    rb"([-!#$%&'*+.^_`|~0-9A-Za-z]+):[ \t]*"
+    rb"((?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?)[ \t]*"
+)
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:;[\t \x21-\x7e\x80-\xff]*)?[ \t]*\r\n")
+_DIGITS = re.compile(rb"[0-9]{1,18}")
+
+
+class _Reader(asyncio.StreamReader):
+    """A stream reader that knows whether bytes are waiting that no one has read.
+
+    Counts what the socket delivered and what the response parser took (it reads only
+    with ``readuntil`` and ``readexactly`` on a connection it may reuse).
+    """
+
+    received = 0
+    taken = 0
+
+    def feed_data(self, data: Any) -> None:
+        self.received += len(data)
+        super().feed_data(data)
+
+    async def readuntil(self, separator: Any = b"\n") -> bytes:
+        data = await super().readuntil(separator)
+        self.taken += len(data)
+        return data
+
+    async def readexactly(self, n: int) -> bytes:
+        data = await super().readexactly(n)
+        self.taken += len(data)
+        return data
+
+    def unread(self) -> bool:
+        """Whether bytes arrived beyond the responses read so far."""
+        return self.received > self.taken
 
 
 class _Conn:
@@ -34,7 +87,7 @@ class _Conn:
 
     __slots__ = ("reader", "writer")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: _Reader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
 
@@ -45,10 +98,10 @@ class _Conn:
         # read as the next request's response, so such a socket is not reused either.
         reader = self.reader
         return not (
-            reader.at_eof()
+            reader.unread()
+            or reader.at_eof()
             or self.writer.is_closing()
             or reader.exception() is not None
-            or getattr(reader, "_buffer", None)
         )
 
     def close(self) -> None:
@@ -71,6 +124,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
             per host.
         fallback: Transport for what this one does not handle; an
             ``httpx.AsyncHTTPTransport(limits=limits)`` is created on first use otherwise.
+        max_body_bytes: Largest response body accepted (``RemoteProtocolError`` past it),
+            whatever its framing.
     """
 
     def __init__(
@@ -78,7 +133,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
         *,
         limits: httpx.Limits | None = None,
         fallback: httpx.AsyncBaseTransport | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
+        self.max_body_bytes = max_body_bytes
         self._limits = limits or httpx.Limits(max_connections=64, max_keepalive_connections=32)
         max_idle = self._limits.max_keepalive_connections
         self._max_idle: int = 1 << 30 if max_idle is None else max_idle
@@ -173,16 +230,19 @@ class LeanTransport(httpx.AsyncBaseTransport):
     async def _connect(
         self, key: tuple[str, int], request: httpx.Request, timeouts: Mapping[str, float | None]
     ) -> _Conn:
+        loop = asyncio.get_running_loop()
+        reader = _Reader(limit=_STREAM_LIMIT, loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
         try:
             async with asyncio.timeout(timeouts.get("connect")):
-                reader, writer = await asyncio.open_connection(key[0], key[1], limit=_STREAM_LIMIT)
+                transport, _ = await loop.create_connection(lambda: protocol, key[0], key[1])
         except TimeoutError as exc:
             raise httpx.ConnectTimeout(
                 f"connecting to {key[0]}:{key[1]} timed out", request=request
             ) from exc
         except OSError as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
-        return _Conn(reader, writer)
+        return _Conn(reader, asyncio.StreamWriter(transport, protocol, reader, loop))
 
     async def _exchange(
         self,
@@ -209,13 +269,19 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 # One deadline for the whole response (httpx's is per socket read): the
                 # SDK's bodies are small, and one timer per request is cheaper.
                 async with asyncio.timeout(timeouts.get("read")):
-                    status, reason, headers, keep_alive = await self._read_head(conn, request)
-                    body, keep_alive = await self._read_body(
-                        conn, request, status, headers, keep_alive
+                    status, reason, headers, body, keep_alive = await read_response(
+                        conn.reader, request.method, self.max_body_bytes
                     )
             except TimeoutError as exc:
                 raise httpx.ReadTimeout("reading the response timed out", request=request) from exc
-            if keep_alive and not self._closed:
+            except httpx.RemoteProtocolError as exc:
+                exc.request = request
+                raise
+            except OSError as exc:
+                raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
+            if keep_alive and b"close" in _tokens(request.headers.get("connection", "").encode()):
+                keep_alive = False
+            if keep_alive and not self._closed and conn.usable():
                 stack = self._idle.setdefault(key, [])
                 if len(stack) < self._max_idle:
                     stack.append(conn)
@@ -230,97 +296,6 @@ class LeanTransport(httpx.AsyncBaseTransport):
             if not pooled:
                 conn.close()
 
-    @staticmethod
-    async def _read_head(
-        conn: _Conn, request: httpx.Request
-    ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bool]:
-        reader = conn.reader
-        while True:
-            try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except asyncio.IncompleteReadError as exc:
-                if not exc.partial:
-                    raise _StaleConnection() from exc
-                raise httpx.RemoteProtocolError(
-                    "server disconnected in the middle of the response headers",
-                    request=request,
-                ) from exc
-            except asyncio.LimitOverrunError as exc:
-                raise httpx.RemoteProtocolError(
-                    "response headers too large", request=request
-                ) from exc
-            except OSError as exc:
-                # A reset before any response byte is the same as a stale socket.
-                raise _StaleConnection() from exc
-            lines = head[:-4].split(b"\r\n")
-            status_line = lines[0].split(b" ", 2)
-            try:
-                version = status_line[0]
-                status = int(status_line[1])
-            except (IndexError, ValueError) as exc:
-                raise httpx.RemoteProtocolError(
-                    f"malformed status line {lines[0][:100]!r}", request=request
-                ) from exc
-            if 100 <= status < 200:
-                continue  # interim response (we never send Expect; be lenient)
-            reason = status_line[2] if len(status_line) > 2 else b""
-            headers: list[tuple[bytes, bytes]] = []
-            for line in lines[1:]:
-                name, sep, value = line.partition(b":")
-                if not sep:
-                    raise httpx.RemoteProtocolError(
-                        f"malformed header line {line[:100]!r}", request=request
-                    )
-                headers.append((name.strip(), value.strip()))
-            keep_alive = version == b"HTTP/1.1"
-            return status, reason, headers, keep_alive
-
-    @staticmethod
-    async def _read_body(
-        conn: _Conn,
-        request: httpx.Request,
-        status: int,
-        headers: list[tuple[bytes, bytes]],
-        keep_alive: bool,
-    ) -> tuple[bytes, bool]:
-        length: int | None = None
-        chunked = False
-        for name, value in headers:
-            lname = name.lower()
-            if lname == b"content-length":
-                try:
-                    length = int(value)
-                except ValueError as exc:
-                    raise httpx.RemoteProtocolError(
-                        f"bad Content-Length {value[:40]!r}", request=request
-                    ) from exc
-            elif lname == b"transfer-encoding":
-                chunked = b"chunked" in value.lower()
-            elif lname == b"connection":
-                token = value.lower()
-                if b"close" in token:
-                    keep_alive = False
-                elif b"keep-alive" in token:
-                    keep_alive = True
-        if b"close" in request.headers.get("connection", "").lower().encode():
-            keep_alive = False
-        reader = conn.reader
-        try:
-            if request.method == "HEAD" or status in _NO_BODY_STATUS:
-                return b"", keep_alive
-            if chunked:
-                return await _read_chunked(reader, request), keep_alive
-            if length is not None:
-                return await reader.readexactly(length), keep_alive
-            # Neither length nor chunking: the body ends when the server closes.
-            return await reader.read(), False
-        except asyncio.IncompleteReadError as exc:
-            raise httpx.RemoteProtocolError(
-                "server disconnected in the middle of the response body", request=request
-            ) from exc
-        except OSError as exc:
-            raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
-
     async def aclose(self) -> None:
         self._closed = True
         for stack in self._idle.values():
@@ -331,37 +306,176 @@ class LeanTransport(httpx.AsyncBaseTransport):
             await self._fallback.aclose()
 
 
-async def _read_chunked(reader: asyncio.StreamReader, request: httpx.Request) -> bytes:
-    parts: list[bytes] = []
+def _protocol_error(message: str) -> httpx.RemoteProtocolError:
+    return httpx.RemoteProtocolError(message)
+
+
+def _tokens(value: bytes) -> set[bytes]:
+    """The lower-cased tokens of a comma-separated header value."""
+    return {token.strip(b" \t").lower() for token in value.split(b",")}
+
+
+async def read_response(
+    reader: asyncio.StreamReader, method: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes, bool]:
+    """Read one response: ``(status, reason, headers, body, keep_alive)``.
+
+    Raises:
+        httpx.RemoteProtocolError: a malformed or oversized response, or the peer closed
+            the connection part way.
+        _StaleConnection: the peer closed (or reset) before sending a single byte.
+    """
     while True:
-        line = await reader.readuntil(b"\r\n")
         try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError as exc:
-            raise httpx.RemoteProtocolError(
-                f"bad chunk size line {line[:40]!r}", request=request
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial:
+                raise _StaleConnection() from exc
+            raise _protocol_error(
+                "server disconnected in the middle of the response headers"
             ) from exc
+        except asyncio.LimitOverrunError as exc:
+            raise _protocol_error("response headers too large") from exc
+        except OSError as exc:
+            # A reset before any response byte is the same as a stale socket.
+            raise _StaleConnection() from exc
+        lines = head[:-4].split(b"\r\n")
+        status_line = _STATUS_LINE.fullmatch(lines[0])
+        if status_line is None:
+            raise _protocol_error(f"malformed status line {lines[0][:100]!r}")
+        status = int(status_line[2])
+        headers: list[tuple[bytes, bytes]] = []
+        for line in lines[1:]:
+            field = _HEADER.fullmatch(line)
+            if field is None:
+                raise _protocol_error(f"malformed header line {line[:100]!r}")
+            headers.append((field[1], field[2]))
+        if status == 101:
+            raise _protocol_error("unexpected 101 Switching Protocols (no upgrade was asked)")
+        if status >= 200:
+            break
+        # An interim 1xx response (we never send Expect; be lenient): the answer follows.
+    length: int | None = None
+    chunked = False
+    keep_alive = status_line[1] == b"1"
+    for name, value in headers:
+        lname = name.lower()
+        if lname == b"content-length":
+            if length is not None or _DIGITS.fullmatch(value) is None:
+                raise _protocol_error(f"bad or repeated Content-Length {value[:40]!r}")
+            length = int(value)
+        elif lname == b"transfer-encoding":
+            if chunked or value.lower() != b"chunked":
+                raise _protocol_error(f"unsupported Transfer-Encoding {value[:40]!r}")
+            chunked = True
+        elif lname == b"connection" and b"close" in _tokens(value):
+            keep_alive = False
+    if chunked and length is not None:
+        # RFC 9112 §6.3: a sign of request smuggling or response splitting.
+        raise _protocol_error("response has both Content-Length and Transfer-Encoding")
+    reason = status_line[3] or b""
+    if method == "HEAD" or status in _NO_BODY_STATUS:
+        return status, reason, headers, b"", keep_alive
+    try:
+        if chunked:
+            body = await _read_chunked(reader, max_body_bytes)
+        elif length is not None:
+            if length > max_body_bytes:
+                raise _protocol_error(f"response body over {max_body_bytes} bytes")
+            body = await reader.readexactly(length)
+        else:
+            # Neither length nor chunking: the body ends when the server closes.
+            body = await _read_to_close(reader, max_body_bytes)
+            keep_alive = False
+    except asyncio.IncompleteReadError as exc:
+        raise _protocol_error("server disconnected in the middle of the response body") from exc
+    return status, reason, headers, body, keep_alive
+
+
+async def _read_to_close(reader: asyncio.StreamReader, max_body_bytes: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    while chunk := await reader.read(_READ_SIZE):
+        size += len(chunk)
+        if size > max_body_bytes:
+            raise _protocol_error(f"response body over {max_body_bytes} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+async def _read_chunked(reader: asyncio.StreamReader, max_body_bytes: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        line = await _read_line(reader)
+        match = _CHUNK_SIZE.fullmatch(line)
+        if match is None:
+            raise _protocol_error(f"bad chunk size line {line[:40]!r}")
+        size = int(match[1], 16)
         if size == 0:
-            # Trailers (ignored) end with an empty line.
-            while await reader.readuntil(b"\r\n") != b"\r\n":
-                pass
+            # Trailer fields (checked, then ignored) end with an empty line.
+            while (line := await _read_line(reader)) != b"\r\n":
+                if _HEADER.fullmatch(line[:-2]) is None:
+                    raise _protocol_error(f"malformed trailer line {line[:100]!r}")
             return b"".join(parts)
+        total += size
+        if total > max_body_bytes:
+            raise _protocol_error(f"response body over {max_body_bytes} bytes")
         parts.append(await reader.readexactly(size))
         if await reader.readexactly(2) != b"\r\n":
-            raise httpx.RemoteProtocolError("chunk not followed by CRLF", request=request)
+            raise _protocol_error("chunk not followed by CRLF")
+
+
+async def _read_line(reader: asyncio.StreamReader) -> bytes:
+    try:
+        return await reader.readuntil(b"\r\n")
+    except asyncio.LimitOverrunError as exc:
+        raise _protocol_error("chunk size or trailer line too long") from exc
 
 
 HTTP_TRANSPORT_ENV = "SOORMA_HTTP_TRANSPORT"
 
 
+_DEFAULT_LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+
+
+class SDKHTTPClient(httpx.AsyncClient):
+    """``httpx.AsyncClient`` whose default transport is :class:`LeanTransport`.
+
+    Only the default transport changes (the way httpx-aiohttp swaps in its own), so
+    everything else is httpx's: with ``trust_env`` (the default) ``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` mount httpx's proxy transports for
+    the URLs they cover, exactly as for a plain ``httpx.AsyncClient``. (Passing
+    ``transport=`` to httpx instead would silently turn environment proxies off.)
+    """
+
+    def _init_transport(
+        self,
+        verify: ssl.SSLContext | str | bool = True,
+        cert: Any = None,
+        trust_env: bool = True,
+        http1: bool = True,
+        http2: bool = False,
+        limits: httpx.Limits = _DEFAULT_LIMITS,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> httpx.AsyncBaseTransport:
+        if transport is not None:
+            return transport
+        fallback = httpx.AsyncHTTPTransport(
+            verify=verify, cert=cert, trust_env=trust_env, http1=http1, http2=http2, limits=limits
+        )
+        return LeanTransport(limits=limits, fallback=fallback)
+
+
 def make_http_client(
     *, limits: httpx.Limits, environ: Mapping[str, str] | None = None
 ) -> httpx.AsyncClient:
-    """The SDK's shared client: :class:`LeanTransport` unless the env says ``httpx``.
+    """The SDK's shared client: :class:`SDKHTTPClient` unless the env says ``httpx``.
 
     Args:
         limits: Connection limits for whichever transport is used.
         environ: Environment to read ``SOORMA_HTTP_TRANSPORT`` from (``os.environ``).
+            Proxies always come from ``os.environ``, as httpx reads them.
     """
     env = os.environ if environ is None else environ
     choice = (env.get(HTTP_TRANSPORT_ENV) or "lean").strip().lower()
@@ -369,7 +483,14 @@ def make_http_client(
         return httpx.AsyncClient(limits=limits)
     if choice != "lean":
         raise ValueError(f"{HTTP_TRANSPORT_ENV} must be 'lean' or 'httpx', not {choice!r}")
-    return httpx.AsyncClient(limits=limits, transport=LeanTransport(limits=limits))
+    return SDKHTTPClient(limits=limits)
 
 
-__all__ = ["HTTP_TRANSPORT_ENV", "LeanTransport", "make_http_client"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "HTTP_TRANSPORT_ENV",
+    "LeanTransport",
+    "SDKHTTPClient",
+    "make_http_client",
+    "read_response",
+]

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from soorma import _tracing
 from soorma._http import Identity
 from soorma._transport import make_http_client
 from soorma.ai.toolkit import EventToolkit
@@ -31,7 +32,13 @@ DEFAULT_HTTP_LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections
 class PlatformSettings:
     """Where the platform's services are and who the SDK acts as.
 
-    The only place the SDK reads the environment is :meth:`from_env`.
+    Where the services are and who the SDK acts as is read from the environment only
+    by :meth:`from_env`. Two settings are read where they are used instead: a
+    replica's consumer id (``SOORMA_CONSUMER_ID``, ``SOORMA_REPLICA``, see
+    :mod:`soorma.agents._consumer_id`) and an LLM provider's key (``OPENAI_API_KEY``
+    ..., read by the ChoreographyPlanner when it calls the model). OpenTelemetry's
+    standard ``OTEL_*`` variables are read once per process when an agent starts or a
+    context is built (see ``soorma._tracing.configure`` and docs/tracing.md).
     """
 
     event_service_url: str = DEFAULT_EVENT_SERVICE_URL
@@ -128,13 +135,15 @@ class PlatformContext:
             environ: Environment mapping to read instead of ``os.environ``.
         """
         settings = settings or PlatformSettings.from_env(environ)
+        _tracing.configure("soorma-client", environ=environ)
         owns_http = http is None
         client = http or make_http_client(limits=DEFAULT_HTTP_LIMITS, environ=environ)
         identity = settings.identity
         bus = BusClient(base_url=settings.event_service_url, http=client, identity=identity)
         memory = MemoryClient(base_url=settings.memory_url, http=client, identity=identity)
         registry = RegistryClient(base_url=settings.registry_url, http=client, identity=identity)
-        # Seed 001 Q5 option B: action requests are checked against registered schemas.
+        # Action requests are checked against their registered schemas before they are
+        # published (a caller learns of a bad payload at once); other topics are not.
         bus.payload_validator = registry.validate_envelope
         toolkit = EventToolkit(registry=registry)
         tracker = TrackerClient(base_url=settings.tracker_url, http=client, identity=identity)

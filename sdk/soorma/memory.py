@@ -1,4 +1,4 @@
-"""MemoryClient: the memory service from an agent (``context.memory``, seed RF-SDK-010).
+"""MemoryClient: the memory service from an agent (``context.memory``).
 
 Task contexts (async workers), plan contexts and plans (planners), sessions and
 plan-scoped working memory. Every call acts as the context's identity (inside a handler:
@@ -7,6 +7,9 @@ the tenant of the event being handled), so one tenant never sees another's recor
 Return values are the ``soorma_common.memory`` DTOs. Failures raise the domain error the
 service answered with (``VersionConflict``, ``PlanNotFound`` …); the ``get_*`` lookups
 return ``None`` for a missing record instead, and the ``delete_*`` calls return ``False``.
+
+(Over 400 lines: one thin, documented method per memory-service route — plans, tasks,
+sessions, working memory, recorded answers — all sharing one request/error mapping.)
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from soorma import _tracing
 from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
+from soorma._deprecation import renamed_method
 from soorma._http import ServiceClient
 from soorma_common.errors import NotFound
 from soorma_common.memory import (
@@ -80,6 +85,11 @@ class MemoryClient(ServiceClient):
 
     # -- helpers ---------------------------------------------------------------------
 
+    async def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        if _tracing.ENABLED:  # a CLIENT span per call (docs/tracing.md)
+            return await _tracing.client_call("memory", self, super()._send, method, path, **kwargs)
+        return await super()._send(method, path, **kwargs)
+
     async def _get_or_none(self, model: type[M], path: str) -> M | None:
         """``GET`` one resource as ``model``; ``None`` when the service has no such thing."""
         try:
@@ -114,7 +124,7 @@ class MemoryClient(ServiceClient):
         self,
         task_id: str,
         plan_id: str | None = None,
-        context: TaskContextRecord | Mapping[str, Any] | None = None,
+        record: TaskContextRecord | Mapping[str, Any] | None = None,
         *,
         expected_version: int | None = None,
     ) -> TaskContextRecord:
@@ -122,8 +132,8 @@ class MemoryClient(ServiceClient):
 
         Args:
             task_id: The task's id.
-            plan_id: Plan the task belongs to (overrides ``context``'s).
-            context: The record's other fields (``event_type``, ``sub_tasks``, ``state`` …).
+            plan_id: Plan the task belongs to (overrides ``record``'s).
+            record: The record's other fields (``event_type``, ``sub_tasks``, ``state`` …).
             expected_version: Write only if the stored version is still this one
                 (``0``: only if absent).
 
@@ -133,13 +143,13 @@ class MemoryClient(ServiceClient):
         Raises:
             VersionConflict: ``expected_version`` is stale.
         """
-        fields = _fields(context)
+        fields = _fields(record)
         fields["task_id"] = task_id
         if plan_id is not None:
             fields["plan_id"] = plan_id
-        record = TaskContextRecord.model_validate(fields)
+        full = TaskContextRecord.model_validate(fields)
         return await self._write_record(
-            "POST", "/v1/memory/task-context", record, TaskContextRecord, expected_version
+            "POST", "/v1/memory/task-context", full, TaskContextRecord, expected_version
         )
 
     async def replace_task_context(
@@ -237,7 +247,7 @@ class MemoryClient(ServiceClient):
         self,
         plan_id: str,
         session_id: str | None = None,
-        context: PlanContextRecord | Mapping[str, Any] | None = None,
+        record: PlanContextRecord | Mapping[str, Any] | None = None,
         *,
         expected_version: int | None = None,
     ) -> PlanContextRecord:
@@ -245,21 +255,21 @@ class MemoryClient(ServiceClient):
 
         Args:
             plan_id: The plan's id.
-            session_id: Session the plan belongs to (overrides ``context``'s).
-            context: The record's other fields (``goal_event``, ``state_machine`` …).
+            session_id: Session the plan belongs to (overrides ``record``'s).
+            record: The record's other fields (``goal_event``, ``state_machine`` …).
             expected_version: Write only if the stored version is still this one
                 (``0``: only if absent).
 
         Raises:
             VersionConflict: ``expected_version`` is stale.
         """
-        fields = _fields(context)
+        fields = _fields(record)
         fields["plan_id"] = plan_id
         if session_id is not None:
             fields["session_id"] = session_id
-        record = PlanContextRecord.model_validate(fields)
+        full = PlanContextRecord.model_validate(fields)
         return await self._write_record(
-            "POST", "/v1/memory/plan-context", record, PlanContextRecord, expected_version
+            "POST", "/v1/memory/plan-context", full, PlanContextRecord, expected_version
         )
 
     async def replace_plan_context(
@@ -331,7 +341,7 @@ class MemoryClient(ServiceClient):
 
     # -- plans -----------------------------------------------------------------------
 
-    async def create_plan(
+    async def create_plan_record(
         self,
         goal_event: str,
         goal_data: Mapping[str, Any] | None = None,
@@ -357,6 +367,8 @@ class MemoryClient(ServiceClient):
             "status": PlanStatus(status).value,
         }
         return PlanSummary.model_validate(await self._send("POST", "/v1/memory/plans", json=body))
+
+    create_plan = renamed_method("MemoryClient", "create_plan", "create_plan_record")
 
     async def list_plans(
         self,
@@ -505,9 +517,11 @@ class MemoryClient(ServiceClient):
             WorkingMemoryItem, f"/v1/working-memory/{_seg(plan_id)}/{_key(key)}"
         )
 
-    async def delete(self, key: str, plan_id: str) -> bool:
+    async def delete_item(self, key: str, plan_id: str) -> bool:
         """Delete one key; ``False`` when it did not exist."""
         return await self._delete(f"/v1/working-memory/{_seg(plan_id)}/{_key(key)}")
+
+    delete = renamed_method("MemoryClient", "delete", "delete_item")
 
     async def list_items(self, plan_id: str) -> list[WorkingMemoryItem]:
         """Every item of the plan's working memory, by key."""
@@ -524,14 +538,14 @@ class MemoryClient(ServiceClient):
         return int(data["deleted"])
 
 
-def _fields(context: Any) -> dict[str, Any]:
-    if context is None:
+def _fields(record: Any) -> dict[str, Any]:
+    if record is None:
         return {}
-    if hasattr(context, "model_dump"):
-        return dict(context.model_dump(exclude=_SERVER_FIELDS))
-    if isinstance(context, Mapping):
-        return {k: v for k, v in context.items() if k not in _SERVER_FIELDS}
-    raise TypeError(f"context must be a record or a mapping, got {type(context).__name__}")
+    if hasattr(record, "model_dump"):
+        return dict(record.model_dump(exclude=_SERVER_FIELDS))
+    if isinstance(record, Mapping):
+        return {k: v for k, v in record.items() if k not in _SERVER_FIELDS}
+    raise TypeError(f"record must be a record or a mapping, got {type(record).__name__}")
 
 
 async def _read_modify_write(

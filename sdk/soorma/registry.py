@@ -5,7 +5,7 @@ register themselves through it on start (see :class:`soorma.agents.Agent`); plan
 LLM-driven agents use :meth:`RegistryClient.discover` to find who can do a job and the
 schemas needed to talk to them.
 
-Event definitions can be given at three levels (seed 001 §3.3, Q1 option C): plain names,
+Event definitions can be given at three levels: plain names,
 :class:`~soorma_common.registry.EventDefinition` (a topic and JSON Schemas), or
 :class:`~soorma_common.registry.AgentCapability` (a task with its consumed and produced
 events). :func:`build_agent_definition` turns any mix of them into one
@@ -20,6 +20,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from cachetools import TTLCache
+
+from soorma import _tracing
 from soorma._http import ServiceClient
 from soorma._payload import check_payload
 from soorma_common.errors import EventDefinitionNotFound, ServiceUnavailable
@@ -37,6 +40,8 @@ logger = logging.getLogger("soorma.registry")
 # Schemas change rarely; a short cache keeps validation on publish off the hot path
 # while still seeing a re-registered schema within seconds.
 DEFAULT_SCHEMA_CACHE_SECONDS = 5.0
+# Definitions kept at most (per client, all tenants); the least recently used go first.
+_SCHEMA_CACHE_SIZE = 4096
 
 EventSpec = str | EventDefinition
 CapabilitySpec = str | AgentCapability
@@ -135,10 +140,23 @@ class RegistryClient(ServiceClient):
         self, *, schema_cache_seconds: float = DEFAULT_SCHEMA_CACHE_SECONDS, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.schema_cache_seconds = schema_cache_seconds
-        self._event_cache: dict[tuple[str, str], tuple[float, EventDefinition | None]] = {}
+        self._event_cache: TTLCache[tuple[str, str], EventDefinition | None] = TTLCache(
+            maxsize=_SCHEMA_CACHE_SIZE, ttl=schema_cache_seconds, timer=time.monotonic
+        )
+
+    @property
+    def schema_cache_seconds(self) -> float:
+        """How long a looked-up definition (or its absence) is kept."""
+        return float(self._event_cache.ttl)
 
     # -- agents ----------------------------------------------------------------------
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        if _tracing.ENABLED:  # a CLIENT span per call (docs/tracing.md)
+            return await _tracing.client_call(
+                "registry", self, super()._send, method, path, **kwargs
+            )
+        return await super()._send(method, path, **kwargs)
 
     async def register(self, agent: AgentDefinition) -> AgentDefinition:
         """Register (or replace) an agent; its capabilities' events are registered with it.
@@ -279,10 +297,10 @@ class RegistryClient(ServiceClient):
         checks built on this are a safety net and must not stop the bus.
         """
         key = (self._tenant_key(), event_name)
-        now = time.monotonic()
-        hit = self._event_cache.get(key)
-        if hit is not None and now - hit[0] < self.schema_cache_seconds:
-            return hit[1]
+        try:
+            return self._event_cache[key]
+        except KeyError:
+            pass  # never looked up, or expired
         definition: EventDefinition | None = None
         try:
             result = await self.without_retries()._send("GET", f"/v1/events/{event_name}")
@@ -291,15 +309,13 @@ class RegistryClient(ServiceClient):
             pass
         except ServiceUnavailable as exc:
             logger.debug("registry unreachable, %r not validated: %s", event_name, exc)
-        if len(self._event_cache) > 4096:
-            self._event_cache.clear()
-        self._event_cache[key] = (now, definition)
+        self._event_cache[key] = definition
         return definition
 
     async def validate_envelope(self, envelope: EventEnvelope) -> None:
         """Refuse an ``action-requests`` event whose payload breaks its registered schema.
 
-        Installed as the bus's ``payload_validator`` (seed 001 Q5, option B). Other
+        Installed as the bus's ``payload_validator`` by ``from_env``. Other
         topics (business facts, results) are not validated: loose coupling.
 
         Raises:

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from soorma import _tracing
 from soorma._sse import DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_BACKOFF, stream_frames
 from soorma.event import Event
 
@@ -117,6 +118,8 @@ class Subscription:
                     except ValueError:
                         logger.warning("dropping undecodable SSE frame id=%s", frame.id)
                         continue
+                    if _tracing.ENABLED:
+                        _tracing.delivered(event, frame.id)
                     await self._queue.put(event)
         except asyncio.CancelledError:
             raise

@@ -27,7 +27,7 @@ from choreo_helpers import (
 
 from soorma import PlatformContext, Tool
 from soorma.agents.base import Agent
-from soorma.ai.choreography import WAITING_KEY, ChoreographyPlanner
+from soorma.ai.choreography import ChoreographyPlanner
 from soorma_common.registry import AgentCapability, EventDefinition
 
 pytestmark = pytest.mark.asyncio
@@ -39,7 +39,7 @@ def make_planner(stack: Stack, name: str, goal: str) -> ChoreographyPlanner:
 
     @planner.on_goal(goal)
     async def on_goal(goal, context):
-        plan = await planner.create_plan(goal, context)
+        plan = await planner.open_plan(goal, context)
         await planner.step(plan, context, trigger=f"new goal {goal.event_type}: {goal.data}")
 
     @planner.on_transition()
@@ -153,7 +153,10 @@ async def test_wait_resumes_only_on_the_expected_event(
     plan = await context.memory.get_plan_context(plan_id)
     assert plan is not None and plan.status == "completed"
     assert plan.results["approval.granted"] == {"by": "manager"}
-    assert "approval.reminder" not in plan.results and WAITING_KEY not in plan.state
+    assert (
+        "approval.reminder" not in plan.results
+        and plan.bookkeeping.choreography.waiting_for is None
+    )
 
 
 async def test_unexpected_event_while_paused_leaves_the_plan_paused(
@@ -161,7 +164,7 @@ async def test_unexpected_event_while_paused_leaves_the_plan_paused(
 ):
     await register_event(context, "approval.granted")
     planner = ChoreographyPlanner(name="p", reasoning_model=MODEL)
-    plan = await planner.create_plan(
+    plan = await planner.open_plan(
         context.bus.build_event(
             "action-requests",
             "order.received",
@@ -174,7 +177,9 @@ async def test_unexpected_event_while_paused_leaves_the_plan_paused(
     llm.say(wait("approval.granted"))
     decision = await planner.reason_next_action("order", context, plan=plan)
     await planner.execute_decision(decision, context, plan=plan)
-    assert plan.status == "paused" and plan.state[WAITING_KEY] == "approval.granted"
+    assert (
+        plan.status == "paused" and plan.bookkeeping.choreography.waiting_for == "approval.granted"
+    )
 
     stray = context.bus.build_event("action-results", "payment.done", {}, correlation_id="c-1")
     assert await planner.accept_event(stray, plan) is False

@@ -60,7 +60,7 @@ async def test_goal_answer_lost_at_complete_is_announced_again(
 
     @planner.on_goal("research.goal")
     async def on_goal(goal, context):
-        plan = await planner.create_plan(goal, context)
+        plan = await planner.open_plan(goal, context)
         await planner.step(plan, context, trigger=f"new goal: {goal.data}")
 
     @planner.on_transition()

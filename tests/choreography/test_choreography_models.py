@@ -102,7 +102,7 @@ async def test_a_local_model_falls_back_to_a_hosted_one_with_its_own_endpoint_an
     await register_worker(
         context, name="searcher", consumes="web.search.requested", produces="web.search.completed"
     )
-    plan = await planner.create_plan(goal_event(), context)
+    plan = await planner.open_plan(goal_event(), context)
     endpoints.down.add("local")
     endpoints.answers.append(complete({"ok": True}))
 
@@ -163,7 +163,7 @@ async def test_the_planners_own_goal_is_not_offered_to_the_model(
     )
     await planner.start()  # registers research.goal as its capability
     try:
-        plan = await planner.create_plan(goal_event(), context)
+        plan = await planner.open_plan(goal_event(), context)
         endpoints.answers.append(publish("research.goal", {"topic": "owls again"}))
         with pytest.raises(DecisionInvalid, match=r"research\.goal"):
             await planner.reason_next_action("go", context, plan=plan)

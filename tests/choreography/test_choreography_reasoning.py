@@ -16,7 +16,7 @@ from choreo_helpers import (
 
 from soorma import PlatformContext
 from soorma.ai._errors import CircuitBreakerOpen, DecisionInvalid, LLMNotConfigured
-from soorma.ai.choreography import AUDIT_KEY, ChoreographyPlanner, DecisionRequest
+from soorma.ai.choreography import ChoreographyPlanner, DecisionRequest
 from soorma_common.decisions import CompleteAction, PublishAction, WaitAction
 from soorma_common.events import EventEnvelope
 
@@ -42,7 +42,7 @@ async def make_plan(planner: ChoreographyPlanner, context: PlatformContext):
         produces="web.search.completed",
         schema=SEARCH_SCHEMA,
     )
-    return await planner.create_plan(goal_event(), context)
+    return await planner.open_plan(goal_event(), context)
 
 
 async def test_valid_decision_is_returned_with_registry_defaults_filled(
@@ -106,7 +106,7 @@ async def test_hallucinated_event_is_rejected_and_repaired(
     assert decision.next_action.event_type == "web.search.requested"
     repair_prompt = llm.calls[1]["messages"][-1]["content"]
     assert "'web.crawl.requested' does not exist" in repair_prompt
-    audit = plan.state[AUDIT_KEY]
+    audit = plan.bookkeeping.choreography.audit
     assert [(r["attempt"], r["valid"]) for r in audit] == [("first", False), ("repair", True)]
 
 
@@ -156,7 +156,11 @@ async def test_exhausted_repairs_move_on_to_the_fallback_model(
 
     assert decision.next_action.data == {"query": "from the backup"}
     assert [c["model"] for c in llm.calls] == ["planner", "planner", "backup"]
-    assert [r["attempt"] for r in plan.state[AUDIT_KEY]] == ["first", "repair", "fallback_model"]
+    assert [r["attempt"] for r in plan.bookkeeping.choreography.audit] == [
+        "first",
+        "repair",
+        "fallback_model",
+    ]
 
 
 async def test_fallback_planner_decides_when_every_model_fails(
@@ -180,7 +184,7 @@ async def test_fallback_planner_decides_when_every_model_fails(
     assert isinstance(decision.next_action, WaitAction)
     assert "web.search.requested" in seen[0].events
     assert any("nope" in e for e in seen[0].errors)
-    assert plan.state[AUDIT_KEY][-1]["attempt"] == "fallback_planner"
+    assert plan.bookkeeping.choreography.audit[-1]["attempt"] == "fallback_planner"
 
 
 async def test_everything_exhausted_fails_the_plan_with_the_reason(
@@ -197,8 +201,8 @@ async def test_everything_exhausted_fails_the_plan_with_the_reason(
 
     stored = await context.memory.get_plan_context(plan.plan_id)
     assert stored is not None and stored.status == "failed"
-    assert "nope.again" in stored.state["failure_reason"]
-    assert len(stored.state[AUDIT_KEY]) == 3
+    assert "nope.again" in stored.bookkeeping.failure_reason
+    assert len(stored.bookkeeping.choreography.audit) == 3
 
 
 async def test_audit_records_are_complete_and_redacted(context: PlatformContext, llm: ScriptedLLM):
@@ -216,7 +220,7 @@ async def test_audit_records_are_complete_and_redacted(context: PlatformContext,
 
     stored = await context.memory.get_plan_context(plan.plan_id)
     assert stored is not None
-    (record,) = stored.state[AUDIT_KEY]
+    (record,) = stored.bookkeeping.choreography.audit
     assert record["model"] == MODEL and record["attempt"] == "first" and record["valid"]
     assert record["tokens"] == {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
     assert record["latency_ms"] >= 0 and record["raw_output"] and record["prompt"]
@@ -278,7 +282,7 @@ async def test_circuit_breaker_holds_across_a_restart(context: PlatformContext, 
     assert llm.calls and len(llm.calls) == 2  # the breaker tripped before asking the model
     stored = await context.memory.get_plan_context(plan.plan_id)
     assert stored is not None and stored.status == "failed"
-    assert "circuit breaker" in stored.state["failure_reason"]
+    assert "circuit breaker" in stored.bookkeeping.failure_reason
 
 
 async def test_wait_for_an_unregistered_event_is_rejected(

@@ -47,12 +47,12 @@ async def test_step_without_a_registry_fails_the_plan_instead_of_leaving_it_runn
         correlation_id="goal-1",
         response_event="research.done",
     )
-    plan = await planner.create_plan(goal, context)
+    plan = await planner.open_plan(goal, context)
     blind = PlatformContext(bus=context.bus, memory=context.memory, registry=None)
 
     assert await planner.step(plan, blind, trigger="new goal") is None
 
     stored = await context.memory.get_plan_context(plan.plan_id)
     assert stored is not None and stored.status == "failed"
-    assert "needs context.registry" in stored.state["failure_reason"]
+    assert "needs context.registry" in stored.bookkeeping.failure_reason
     assert llm.calls == []  # nothing to decide with: the model was never asked

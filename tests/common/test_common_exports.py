@@ -22,6 +22,8 @@ EXPECTED = {
     "is_valid_topic",
     "new_event_id",
     "utc_now",
+    "check_traceparent",
+    "trace_id_of",
     # bus
     "PublishRequest",
     "PublishResponse",

@@ -71,7 +71,7 @@ planner = ChoreographyPlanner(
 
 @planner.on_goal("research.goal")
 async def on_goal(goal, context):
-    plan = await planner.create_plan(goal, context)
+    plan = await planner.open_plan(goal, context)
     await planner.step(plan, context, trigger=f"new goal: {goal.data}")
     print(f"stepped goal {goal.goal_id}", flush=True)
     if HOLD == "after_goal":

@@ -1,7 +1,7 @@
 """The hand-written Planner pattern of docs/planner.md, run as its own process.
 
 ``CRASH_HOLD=after_create`` makes the goal handler stop (print, then sleep) right after
-``create_plan`` stored the plan, so the test can SIGKILL the process there;
+``open_plan`` stored the plan, so the test can SIGKILL the process there;
 ``after_step`` stops it after ``execute_next()`` published the first request.
 """
 
@@ -40,7 +40,7 @@ planner = Planner(
 
 @planner.on_goal("purchase.goal")
 async def on_goal(goal, context):
-    plan = await goal.create_plan(context, STATES)
+    plan = await goal.open_plan(context, STATES)
     print(f"created {plan.plan_id}", flush=True)
     if HOLD == "after_create":
         await asyncio.sleep(600)

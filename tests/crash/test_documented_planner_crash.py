@@ -1,6 +1,6 @@
 """docs/planner.md's hand-written pattern survives a SIGKILL between its two lines.
 
-``plan = await goal.create_plan(context, STATES); await plan.execute_next()``: killed
+``plan = await goal.open_plan(context, STATES); await plan.execute_next()``: killed
 right after the plan was stored, the redelivered goal must get the existing plan (not
 ``VersionConflict``), take the first step, and the goal must be answered once.
 """

@@ -1,4 +1,4 @@
-"""Fast recovery and flow control of consumer groups (contract C4).
+"""Fast recovery and flow control of consumer groups (lease extension, prefetch, consumer resume).
 
 - a stream opened with the consumer id of a dead one resumes its pending deliveries
   at once (no waiting for the visibility timeout);

@@ -113,7 +113,7 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
         assert plan.results["final"]["report"] == "\n".join(client.lines[:-2])
         # Four decisions in order, each one model call that passed validation at once;
         # each tool was fed the previous tool's answer.
-        audit = plan.state["llm_audit"]
+        audit = plan.bookkeeping.choreography.audit
         assert [(r["attempt"], r["model"], r["valid"]) for r in audit] == [
             ("first", "gpt-4o-mini", True)
         ] * 4
@@ -121,7 +121,7 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
         assert [d.get("event_type", d["action"]) for d in decisions] == [*steps, "complete"]
         assert decisions[1]["data"]["sources"] == sources
         assert decisions[2]["data"]["analysis"] == plan.results["doc.analyze.requested"]["result"]
-        assert plan.state["choreography_actions"] == 4
+        assert plan.bookkeeping.choreography.actions == 4
 
         for proc in (planner, workers):
             assert await proc.stop(signal.SIGINT) == 0, proc.output
@@ -161,11 +161,11 @@ async def test_offline_plan_fails_with_the_reason_when_no_tool_is_registered(
         async with PlatformContext.from_env(settings=settings) as context:
             plan = await context.memory.get_plan_context(plan_id)
         assert plan is not None and plan.status == "failed"
-        assert [(r["attempt"], r["valid"]) for r in plan.state["llm_audit"]] == [
+        assert [(r["attempt"], r["valid"]) for r in plan.bookkeeping.choreography.audit] == [
             ("first", False),
             ("repair", False),
         ]
-        assert "choreography_actions" not in plan.state  # nothing was published
+        assert plan.bookkeeping.choreography.actions == 0  # nothing was published
         assert await planner.stop(signal.SIGINT) == 0, planner.output
     finally:
         await planner.kill()

@@ -149,7 +149,9 @@ async def test_05_choreography_planner_runs_fetch_analyze_report_on_scripted_dec
     assert "- In choreography no central conductor exists" in report
     steps = ["doc.fetch.requested", "doc.analyze.requested", "doc.report.requested"]
     assert plan is not None and set(plan.results) == {*steps, "final"}
-    assert [(r["attempt"], r["valid"]) for r in plan.state["llm_audit"]] == [("first", True)] * 4
+    assert [(r["attempt"], r["valid"]) for r in plan.bookkeeping.choreography.audit] == [
+        ("first", True)
+    ] * 4
     assert [c.trigger.split(" ")[0] for c in llm.calls] == [
         "new",
         "doc.fetch.completed",

@@ -1,4 +1,5 @@
-"""The whole platform in ``jwt`` mode: the gateway acts as a platform service (contract C1).
+"""The whole platform in ``jwt`` mode: the gateway acts as a platform service
+(claim ``soorma_role=service``).
 
 It publishes each task as the caller's tenant and reads every tenant's answers from the
 tap with its service token; each tenant's own agents (with their own tenant tokens) answer

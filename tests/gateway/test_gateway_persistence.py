@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from a2a.types.a2a_pb2 import GetTaskRequest, SubscribeToTaskRequest, TaskState
+from a2a.types.a2a_pb2 import GetTaskRequest, ListTasksRequest, SubscribeToTaskRequest, TaskState
 from conftest import HEADERS_A, Platform
 from gateway_helpers import a2a_client, collect, final_task, send_request, user_message
 from google.protobuf.json_format import MessageToDict
@@ -112,3 +112,61 @@ async def test_two_replicas_share_streams_and_input(db_platform: Platform):
         assert MessageToDict(final.artifacts[0].parts[0].data)["verdict"] == "declined"
     finally:
         await replica_b.stop()
+
+
+async def test_a_blocking_send_is_written_once_settled_or_after_the_delay(db_platform: Platform):
+    """A blocking send's task is kept in memory until it settles (then written once) or
+    until ``gateway_write_delay_seconds`` passed: another replica sees it then."""
+    p = db_platform
+    assert p.gateway is not None
+    await p.gateway.stop()
+    p.gateway = await p.start_gateway(gateway_write_delay_seconds=0.3)
+    replica_b = await p.start_gateway(gateway_replica_id="replica-b")
+    try:
+        async with (
+            a2a_client(p.url, streaming=False, headers=HEADERS_A) as on_a,
+            a2a_client(replica_b.url, streaming=False, headers=HEADERS_A) as on_b,
+        ):
+            quick = final_task(
+                await collect(
+                    on_a,
+                    send_request(
+                        user_message(data={"text": "once"}, skill="echo", context_id="w-quick")
+                    ),
+                )
+            )
+            seen = await on_b.get_task(GetTaskRequest(id=quick.id))
+            assert seen.status.state == S.TASK_STATE_COMPLETED
+            assert [m.message_id for m in seen.history] == ["m-1"]
+            assert MessageToDict(seen.artifacts[0].parts[0].data)["echo"] == "once"
+
+            slow = asyncio.create_task(
+                collect(
+                    on_a,
+                    send_request(
+                        user_message(
+                            data={"doc": "w-slow", "mode": "slow"},
+                            skill="review",
+                            context_id="w-slow",
+                        )
+                    ),
+                )
+            )
+            async with asyncio.timeout(10):  # written 0.3 s after it began, still running
+                while True:
+                    listed = await on_b.list_tasks(ListTasksRequest(context_id="w-slow"))
+                    if listed.tasks:
+                        break
+                    await asyncio.sleep(0.05)
+            assert listed.tasks[0].status.state in (
+                S.TASK_STATE_SUBMITTED,
+                S.TASK_STATE_WORKING,
+            )
+            p.control.release("w-slow")
+            done = final_task(await slow)
+            assert done.status.state == S.TASK_STATE_COMPLETED
+            again = await on_b.get_task(GetTaskRequest(id=done.id))
+            assert again.status.state == S.TASK_STATE_COMPLETED
+    finally:
+        await replica_b.stop()
+        p.control.release("w-slow")

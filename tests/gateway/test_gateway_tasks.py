@@ -344,6 +344,45 @@ async def test_an_agent_may_answer_with_a_direct_message(
     assert [p.text for p in events[0].message.parts] == ["Hello, Ada!"]
 
 
+async def test_a_skill_declares_message_replies_in_its_schema(platform: Platform):
+    """A plain SDK Tool, no subclass: ``"x-a2a-reply": "message"`` in one skill's payload
+    schema makes that skill answer with a direct message; its other skill keeps tasks."""
+    tool = Tool(
+        name="greeter",
+        context=await platform.context(),
+        capabilities=[
+            capability(
+                "greet-message",
+                "greet.message.requested",
+                {"type": "object", "x-a2a-reply": "message"},
+            ),
+            capability("greet-task", "greet.task.requested", {"type": "object"}),
+        ],
+    )
+
+    @tool.on_invoke("greet.message.requested")
+    @tool.on_invoke("greet.task.requested")
+    async def greet(request, ctx):
+        return f"Hello, {request.data['text']}!"
+
+    await tool.start()
+    try:
+        async with a2a_client(platform.url, streaming=False, headers=HEADERS_A) as client:
+            as_message = await collect(
+                client, send_request(user_message(text="Ada", skill="greet-message"))
+            )
+            as_task = await collect(
+                client, send_request(user_message(text="Bob", skill="greet-task"))
+            )
+    finally:
+        await tool.stop()
+    assert len(as_message) == 1 and as_message[0].HasField("message")
+    assert [p.text for p in as_message[0].message.parts] == ["Hello, Ada!"]
+    task = final_task(as_task)
+    assert task.status.state == S.TASK_STATE_COMPLETED
+    assert [p.text for a in task.artifacts for p in a.parts] == ["Hello, Bob!"]
+
+
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_input_required_task_checks_context_and_fails_on_timeout(
     platform: Platform, binding: str
@@ -365,7 +404,7 @@ async def test_input_required_task_checks_context_and_fails_on_timeout(
                     user_message(text="yes", task_id=task.id, context_id="another-context")
                 ),
             )
-        # The tracker's verdict when nobody answers in time (contract C2).
+        # The tracker's verdict when nobody answers in time (``task.timeout``).
         bus = (await platform.context()).bus
         await bus.publish(
             "system-events",

@@ -100,13 +100,13 @@ async def test_update_plan_context_retries_after_a_concurrent_write(
 
 
 async def test_create_get_update_delete_plan(memory: MemoryClient):
-    plan = await memory.create_plan(
+    plan = await memory.create_plan_record(
         "research.goal", {"topic": "AI"}, "research.done", session_id="s1"
     )
     assert isinstance(plan, PlanSummary)
     assert plan.status is PlanStatus.PENDING and plan.plan_id
     with pytest.raises(Conflict):
-        await memory.create_plan("research.goal", plan_id=plan.plan_id)
+        await memory.create_plan_record("research.goal", plan_id=plan.plan_id)
     got = await memory.get_plan(plan.plan_id)
     assert got is not None and got.response_event == "research.done"
     running = await memory.update_plan(plan.plan_id, status="running")
@@ -121,9 +121,11 @@ async def test_create_get_update_delete_plan(memory: MemoryClient):
 
 
 async def test_list_plans_filters_by_status_session_parent_and_limit(memory: MemoryClient):
-    root = await memory.create_plan("g", session_id="s1", plan_id="root", status="running")
-    await memory.create_plan("g", session_id="s1", parent_plan_id=root.plan_id, plan_id="child")
-    await memory.create_plan("g", session_id="s2", plan_id="other", status="completed")
+    root = await memory.create_plan_record("g", session_id="s1", plan_id="root", status="running")
+    await memory.create_plan_record(
+        "g", session_id="s1", parent_plan_id=root.plan_id, plan_id="child"
+    )
+    await memory.create_plan_record("g", session_id="s2", plan_id="other", status="completed")
     assert {p.plan_id for p in await memory.list_plans()} == {"root", "child", "other"}
     assert [p.plan_id for p in await memory.list_plans(status="completed")] == ["other"]
     both = await memory.list_plans(status=["running", PlanStatus.PENDING])
@@ -136,7 +138,7 @@ async def test_list_plans_filters_by_status_session_parent_and_limit(memory: Mem
 async def test_sessions_create_list_get_delete(memory: MemoryClient):
     session = await memory.create_session("budget chat", {"channel": "web"})
     assert isinstance(session, SessionSummary) and session.plan_count == 0
-    await memory.create_plan("g", session_id=session.session_id, plan_id="in-session")
+    await memory.create_plan_record("g", session_id=session.session_id, plan_id="in-session")
     fetched = await memory.get_session(session.session_id)
     assert fetched is not None
     assert fetched.name == "budget chat" and fetched.metadata == {"channel": "web"}

@@ -45,7 +45,7 @@ async def test_tenant_b_cannot_see_or_touch_tenant_a_memory(make_memory):
     assert await b.delete_task_context("t1") is False
     assert await b.delete_plan("p1") is False
     assert await b.delete_session("s1") is False
-    assert await b.delete("key", "p1") is False
+    assert await b.delete_item("key", "p1") is False
     assert await b.clear("p1") == 0
 
     task = await a.get_task_context("t1")

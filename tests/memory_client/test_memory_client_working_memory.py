@@ -35,7 +35,7 @@ async def test_keys_with_slashes_colons_and_spaces_round_trip(memory: MemoryClie
     await memory.store(key, "v", "plan 1")
     assert await memory.retrieve(key, "plan 1") == "v"
     assert await memory.list_keys("plan 1") == [key]
-    assert await memory.delete(key, "plan 1") is True
+    assert await memory.delete_item(key, "plan 1") is True
 
 
 async def test_an_id_with_a_slash_is_refused_before_sending(memory: MemoryClient):
@@ -49,8 +49,8 @@ async def test_delete_list_and_clear(memory: MemoryClient):
     await memory.store("other", 1, "plan-2")
     assert await memory.list_keys("plan-1") == ["a", "b", "c"]
     assert [i.value for i in await memory.list_items("plan-1")] == ["A", "B", "C"]
-    assert await memory.delete("b", "plan-1") is True
-    assert await memory.delete("b", "plan-1") is False
+    assert await memory.delete_item("b", "plan-1") is True
+    assert await memory.delete_item("b", "plan-1") is False
     assert await memory.clear("plan-1") == 2
     assert await memory.list_keys("plan-1") == []
     assert await memory.list_keys("plan-2") == ["other"]

@@ -14,10 +14,11 @@ from typing import Any
 import httpx
 import pytest
 from memory_bodies import plan_body
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory_service import create_app
-from memory_service.fastpath import MemoryServiceApp, PlanContextFastPath
+from memory_service.fastpath import PlanContextFastPath
 from memory_service.settings import Settings
 from testsupport.services import in_process
 
@@ -50,16 +51,24 @@ async def _fast_and_routed(make_settings: Callable[..., Settings]) -> AsyncItera
         clients = []
         for fast_path, tenant in ((True, "fast"), (False, "routed")):
             settings = make_settings(max_payload_bytes=4096)
-            app = create_app(settings, fast_path=fast_path)
             if fast_path:
-                assert isinstance(app, MemoryServiceApp)
-                app.fast_path = spy = _CountingFastPath(settings=settings)
+                spy = _CountingFastPath(settings=settings)
+            app = create_app(settings, fast_path=spy if fast_path else False)
             clients.append(
                 await stack.enter_async_context(
                     in_process(app, base_url="http://memory", headers={"X-Tenant-ID": tenant})
                 )
             )
         yield clients[0], clients[1], spy.handed_over
+
+
+def _request_counts(text: str) -> dict[tuple[str, str, str], float]:
+    return {
+        (s.labels["method"], s.labels["route"], s.labels["status"]): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "soorma_http_request_duration_seconds_count"
+    }
 
 
 def _comparable(response: httpx.Response) -> tuple[int, str | None, Any]:
@@ -113,6 +122,10 @@ async def test_hot_routes_answer_like_the_routes(make_settings: Callable[..., Se
             await _same(pair, "GET", "/v1/memory/plan-context/by-correlation/c2")
         ).status_code == 404
         assert pair[2] == []  # every one of these was answered by the fast path
+        # Both count them under the same route templates and statuses.
+        counted = [_request_counts((await c.get("/metrics")).text) for c in pair[:2]]
+        assert counted[0] == counted[1]
+        assert counted[0][("GET", "/v1/memory/plan-context/{plan_id}", "200")] == 1
 
 
 async def test_errors_come_out_as_the_routes_give_them(

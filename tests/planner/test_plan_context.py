@@ -37,7 +37,7 @@ STATES = {
 
 
 def answer(plan: PlanContext, event_type: str, data: dict, event_id: str | None = None) -> Event:
-    corr = next(c for c, s in plan._pending.items() if s == plan.current_state)
+    corr = next(c for c, s in plan._steps.pending.items() if s == plan.current_state)
     fields = {"type": event_type, "topic": "action-results", "data": data, "correlation_id": corr}
     if event_id:
         fields["id"] = event_id
@@ -63,7 +63,7 @@ async def test_plan_is_stored_and_restored_by_id_and_by_action_correlation(platf
     assert await plan.execute_next() == "searching"
 
     by_id = await PlanContext.restore(plan.plan_id, context)
-    corr = next(iter(by_id._pending))
+    corr = next(iter(by_id._steps.pending))
     by_corr = await PlanContext.restore_by_correlation(corr, context)
     assert by_corr.plan_id == by_id.plan_id == plan.plan_id
     assert by_corr.current_state == "searching" and by_corr.status == PlanStatus.RUNNING
@@ -206,3 +206,38 @@ async def test_default_next_in_a_handler_is_one_step_per_handled_event(platform)
         await wait_for(lambda: len(sent) == 2)
     assert sent[0].id == sent[1].id
     assert (await PlanContext.restore(plan.plan_id, context)).current_state == "searching"
+
+
+async def test_the_sdk_keeps_its_bookkeeping_out_of_the_users_state(platform):
+    context = platform.context()
+    plan = await new_plan(context, state={"mine": 1})
+    assert await plan.execute_next() == "searching"
+    await plan.pause("approval")
+    await plan.execute_next(answer(plan, "web.search.completed", {}))  # deferred
+    await plan.resume({"ok": True})
+    stored = await context.memory.get_plan_context(plan.plan_id)
+    assert stored is not None and stored.current_state == "done"
+    assert stored.state == {"mine": 1}
+    assert stored.bookkeeping.correlation_id == "goal-1"
+    assert stored.bookkeeping.applied and stored.bookkeeping.pause_reason is None
+
+
+async def test_a_plan_stored_in_the_old_shape_continues_where_it_was(platform):
+    # An SDK before the bookkeeping field kept it under state["_plan"]: the plan still
+    # finds its pending request, and the step it took is recognised when redelivered.
+    context = platform.context()
+    plan = await new_plan(context, state={"mine": 1})
+    assert await plan.execute_next() == "searching"
+    old = plan.to_dict()
+    book = old.pop("bookkeeping")
+    old["state"] = {**old["state"], "_plan": book}
+    await context.memory._send("PUT", f"/v1/memory/plan-context/{plan.plan_id}", json=old)
+
+    restored = await PlanContext.restore(plan.plan_id, context)
+    assert restored is not None and restored.state == {"mine": 1}
+    assert restored.correlation_id == "goal-1" and restored._steps.pending
+    reply = answer(restored, "web.search.completed", {"hits": 3}, event_id="answer-1")
+    assert await restored.execute_next(reply) == "done"
+    again = await PlanContext.restore(plan.plan_id, context)
+    assert again is not None and await again.execute_next(reply) is None
+    assert again.results["searching"] == {"hits": 3}

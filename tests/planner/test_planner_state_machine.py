@@ -17,7 +17,7 @@ pytestmark = pytest.mark.asyncio
 
 
 def research_states() -> dict[str, StateConfig]:
-    """The seed 000 research machine."""
+    """The research machine of the Planner design (research, analyze, report)."""
     return {
         "start": StateConfig(state_name="start", default_next="searching"),
         "searching": StateConfig(
@@ -281,7 +281,7 @@ async def test_pause_holds_the_plan_until_an_external_event_resumes_it(platform)
             while await status() != PlanStatus.PAUSED:  # noqa: ASYNC110 - polls memory
                 await asyncio.sleep(0.05)
         plan = await PlanContext.restore(plan_id, client)
-        assert plan.state["pause_reason"] == "budget_approval_required"
+        assert plan.bookkeeping.pause_reason == "budget_approval_required"
         assert orders == []
 
         await client.bus.announce("budget.approved", {"amount": 90}, correlation_id=plan_id)
@@ -291,7 +291,7 @@ async def test_pause_holds_the_plan_until_an_external_event_resumes_it(platform)
     assert orders == [{"amount": 90}]
     plan = await PlanContext.restore(plan_id, client)
     assert plan.results["user_input"] == {"amount": 90}
-    assert "pause_reason" not in plan.state
+    assert plan.bookkeeping.pause_reason is None
 
 
 async def test_sub_plan_finishing_resumes_its_parent(platform):

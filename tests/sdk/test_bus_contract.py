@@ -1,4 +1,7 @@
-"""BusClient contracts that hold before anything reaches the network (seed RF-SDK-001/002)."""
+"""BusClient contracts that hold before anything reaches the network.
+
+Explicit topics, envelope inheritance inside handlers.
+"""
 
 from collections.abc import AsyncIterator
 

@@ -90,6 +90,6 @@ async def test_agent_starts_and_works_while_registry_dies_mid_request(
             # The heartbeat loop (every ttl/3 s) keeps trying instead of dying.
             tried = dying_registry.requests
             await eventually(lambda: dying_registry.requests >= tried + 2)
-            assert agent._registry_task is not None and not agent._registry_task.done()
+            assert agent._presence.task is not None and not agent._presence.task.done()
         finally:
             await agent.stop()

@@ -61,7 +61,7 @@ def planner(**options: Any) -> ChoreographyPlanner:
 
     @agent.on_goal("define.goal")
     async def on_goal(goal: Any, context: Any) -> None:
-        plan = await agent.create_plan(goal, context)
+        plan = await agent.open_plan(goal, context)
         await agent.step(plan, context, trigger=f"new goal: {goal.data}")
 
     @agent.on_transition()
@@ -105,7 +105,7 @@ async def test_a_scripted_list_drives_the_plan_through_the_real_validation():
     assert second.plan_id == plan.plan_id
     assert second.results["word.lookup.requested"]["result"] == {"definition": "owl: a word"}
     # The planner audited both calls as valid first attempts on the scripted model.
-    audit = plan.state["llm_audit"]
+    audit = plan.bookkeeping.choreography.audit
     assert [(r["attempt"], r["model"], r["valid"]) for r in audit] == [
         ("first", llm.model, True)
     ] * 2
@@ -154,7 +154,7 @@ async def test_an_invalid_answer_is_repaired_with_the_next_scripted_answer():
     assert answer.data["status"] == "completed"
     assert [c.repair for c in llm.calls] == [False, True, False]
     assert "'word' is a required property" in llm.calls[1].messages[-1]["content"]
-    assert [(r["attempt"], r["valid"]) for r in plan.state["llm_audit"]] == [
+    assert [(r["attempt"], r["valid"]) for r in plan.bookkeeping.choreography.audit] == [
         ("first", False),
         ("repair", True),
         ("first", True),

@@ -46,7 +46,7 @@ async def test_plan_detail_carries_the_memory_context_of_its_own_tenant(stack: S
             "goal_event": "g",
             "current_state": "start",
             "state_machine": machine,
-            "state": {"llm_audit": [audit]},
+            "bookkeeping": {"choreography": {"audit": [audit]}},
         },
     )
     assert r.status_code in (200, 201), r.text

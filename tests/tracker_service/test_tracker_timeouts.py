@@ -1,5 +1,5 @@
-"""Durable timeouts (contract C2): fired once, at the deadline, across replicas and restarts;
-an answer in time cancels; a late answer is recorded, not acted on."""
+"""Durable timeouts (``task.timeout``, ``plan.wait_timeout``): fired once, at the deadline,
+across replicas and restarts; an answer in time cancels; a late answer is recorded, not acted on."""
 
 from __future__ import annotations
 

@@ -441,7 +441,7 @@ async def start_orchestrator(stack: Stack) -> None:
 
     @planner.on_goal("report.goal")
     async def on_goal(goal: Any, context: PlatformContext) -> None:
-        plan = await planner.create_plan(goal, context)
+        plan = await planner.open_plan(goal, context)
         await planner.step(plan, context, trigger=f"new goal {goal.event_type}: {goal.data}")
 
     @planner.on_transition()

@@ -151,7 +151,9 @@ async def test_a_failed_sub_task_result_is_recorded_as_failed(context: PlatformC
         task = await result.restore_task()
         sub = task.sub_tasks[result.correlation_id]
         seen.append((result.success, result.error))
-        await task.complete({"sub_status": sub.status, "is_complete": task.is_complete()})
+        await task.complete(
+            {"sub_status": sub.status, "is_complete": task.all_sub_tasks_answered()}
+        )
 
     tool = Tool(name="flaky", context=context)
 

@@ -9,26 +9,28 @@ Recovery: each replica has a stable consumer id (see :mod:`soorma.agents._consum
 so a restarted replica gets back at once what its previous life held; while a handler
 runs, the agent renews the lease of its delivery every third of ``visibility_timeout``,
 so a short timeout only redelivers events whose replica actually died.
+
+This module holds the class users meet (constructor, decorators, lifecycle, per-event
+dispatch); it is near 500 lines because the class docstring documents each of the
+twenty constructor arguments. The parts live beside it: registration and heartbeats
+(``_registration``), consumption (``_intake``), lease renewal (``_leases``), handler
+matching and restart-tolerant calls (``_dispatch``), batched acks (``_acks``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import signal
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from soorma import _tracing
 from soorma._propagation import handling
-from soorma.agents._acks import (
-    DEFAULT_ACK_BATCH,
-    DEFAULT_ACK_WINDOW,
-    MAX_IDS_PER_REQUEST,
-    AckBatcher,
-)
+from soorma.agents._acks import DEFAULT_ACK_BATCH, DEFAULT_ACK_WINDOW, AckBatcher
 from soorma.agents._consumer_id import ConsumerIdentity, check_consumer_id
+from soorma.agents._dispatch import DispatchTable, call_while_unavailable
 from soorma.agents._handlers import (
     EventHandler,
     HandlerSpec,
@@ -38,17 +40,17 @@ from soorma.agents._handlers import (
     make_spec,
     placeholder,
 )
+from soorma.agents._intake import Intake
+from soorma.agents._leases import LeaseRenewer
 from soorma.agents._lru import RecentIds
+from soorma.agents._registration import RegistryPresence
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.subscription import Subscription
-from soorma_common.errors import (
-    AgentNotFound,
-    ServiceUnavailable,
-    SoormaError,
-    ValidationFailed,
-)
 from soorma_common.registry import DEFAULT_AGENT_TTL_SECONDS, AgentCapability, EventDefinition
+
+if TYPE_CHECKING:
+    from soorma_common.registry import AgentDefinition
 
 logger = logging.getLogger("soorma.agent")
 
@@ -58,12 +60,7 @@ DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 # Short, because running handlers renew their lease every third of it: only the events
 # of a replica that died wait this long (when it does not come back).
 DEFAULT_VISIBILITY_TIMEOUT = 10.0
-# The service's own default, for a lease interval when visibility_timeout=None.
-SERVICE_VISIBILITY_TIMEOUT = 30.0
 MAX_PREFETCH = 1000
-# How long a handler failing with ServiceUnavailable is run again before it is nacked.
-UNAVAILABLE_RETRY_SECONDS = 60.0
-DISPATCH_CACHE_SIZE = 4096
 
 H = TypeVar("H", bound=EventHandler)
 K = TypeVar("K", bound=LifecycleHook)
@@ -166,8 +163,12 @@ class Agent:
         self.events_produced = list(events_produced)
         self.agent_id = agent_id or name
         self.ttl_seconds = ttl_seconds
-        self._registry_task: asyncio.Task[None] | None = None
-        self._registered = False
+        self._presence = RegistryPresence(
+            name=name,
+            agent_id=self.agent_id,
+            ttl_seconds=ttl_seconds,
+            definition=self.agent_definition,
+        )
         self.max_concurrency = max_concurrency
         self.group = group or name
         self._consumer_arg = consumer_id
@@ -183,20 +184,22 @@ class Agent:
         self._acks: AckBatcher | None = None
         self._context = context
         self._owns_context = False
-        self._handlers: list[HandlerSpec] = []
-        # (topic, event type) -> matching handlers; event types are few, globbing is not free.
-        self._dispatch: dict[tuple[str, str], list[HandlerSpec]] = {}
+        self._table = DispatchTable()
         self._startup_hooks: list[LifecycleHook] = []
         self._shutdown_hooks: list[LifecycleHook] = []
         self._completed = RecentIds(dedupe_capacity)
-        self._in_flight: dict[str, asyncio.Task[None]] = {}
-        # Delivery ids received and not yet handled: their leases are renewed.
-        self._held: set[str] = set()
-        self._lease_task: asyncio.Task[None] | None = None
-        self._window: asyncio.Semaphore | None = None
+        self._leases = LeaseRenewer(
+            name=name, group=self.group, visibility_timeout=visibility_timeout
+        )
+        self._intake = Intake(
+            name=name,
+            completed=self._completed,
+            leases=self._leases,
+            process=self._process,
+            settle_done=self._settle_done,
+        )
         self._subscription: Subscription | None = None
         self._consumer: asyncio.Task[None] | None = None
-        self._slots: asyncio.Semaphore | None = None
         self._running = False
         self._stopping = False
 
@@ -248,15 +251,14 @@ class Agent:
         """Record a handler (subclasses register their wrappers through this)."""
         if self._running:
             raise RuntimeError("handlers must be registered before the agent starts")
-        self._handlers.append(spec)
-        self._dispatch.clear()
+        self._table.add(spec)
 
     # -- introspection ---------------------------------------------------------------
 
     @property
     def handlers(self) -> tuple[HandlerSpec, ...]:
         """The registered handlers, in registration order."""
-        return tuple(self._handlers)
+        return tuple(self._table.handlers)
 
     @property
     def context(self) -> PlatformContext:
@@ -288,13 +290,12 @@ class Agent:
     @property
     def topics(self) -> list[str]:
         """Topics of the agent's single stream."""
-        return sorted({spec.topic for spec in self._handlers})
+        return self._table.topics
 
     @property
     def event_type_filters(self) -> list[str] | None:
         """Event-type patterns sent to the service (``None``: no filter)."""
-        patterns = {spec.event_type for spec in self._handlers}
-        return None if "*" in patterns else sorted(patterns)
+        return self._table.event_type_filters
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -305,8 +306,9 @@ class Agent:
         """
         if self._running:
             return
-        if not self._handlers:
+        if not self._table.handlers:
             raise RuntimeError(f"agent {self.name!r} has no handlers; add one with on_event()")
+        _tracing.configure(self.name)
         if self._context is None:
             self._context = PlatformContext.from_env()
             self._context.bus.source = self.name
@@ -316,10 +318,8 @@ class Agent:
         try:
             for hook in self._startup_hooks:
                 await hook()
-            await self._register()
+            await self._presence.start(self.context.registry)
             bus = self.context.bus
-            self._slots = asyncio.Semaphore(self.max_concurrency)
-            self._window = asyncio.Semaphore(self.prefetch)
             self._identity = ConsumerIdentity(self.group, self._consumer_arg)
             self._consumer_resolved = self._identity.consumer_id
             window = self.ack_window
@@ -345,10 +345,13 @@ class Agent:
                 prefetch=self.prefetch,
             )
             await self._subscription.wait_ready()
-            self._lease_task = asyncio.create_task(
-                self._renew_leases(), name=f"agent {self.name} leases"
+            self._leases.start(bus)
+            self._consumer = asyncio.create_task(
+                self._intake.consume(
+                    self._subscription, prefetch=self.prefetch, concurrency=self.max_concurrency
+                ),
+                name=f"agent {self.name}",
             )
-            self._consumer = asyncio.create_task(self._consume(), name=f"agent {self.name}")
         except BaseException:
             await self._teardown()
             raise
@@ -377,7 +380,7 @@ class Agent:
             self._consumer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._consumer
-        pending = list(self._in_flight.values())
+        pending = list(self._intake.in_flight.values())
         if pending:
             _, late = await asyncio.wait(pending, timeout=self.shutdown_timeout)
             for task in late:
@@ -390,17 +393,13 @@ class Agent:
 
     async def _teardown(self) -> None:
         try:
-            lease_task, self._lease_task = self._lease_task, None
-            if lease_task is not None:
-                lease_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await lease_task
+            await self._leases.stop()
             acks, self._acks = self._acks, None
             if acks is not None:
                 # Before the context closes: settle what the finished handlers did.
                 await acks.close()
             with contextlib.suppress(Exception):
-                await self._deregister()
+                await self._presence.stop()
             for hook in self._shutdown_hooks:
                 try:
                     await hook()
@@ -458,7 +457,7 @@ class Agent:
 
     # -- registry --------------------------------------------------------------------
 
-    def agent_definition(self) -> Any:
+    def agent_definition(self) -> tuple[AgentDefinition, list[EventDefinition]]:
         """The :class:`AgentDefinition` this agent registers, and its standalone events."""
         from soorma.registry import build_agent_definition
 
@@ -474,152 +473,16 @@ class Agent:
             ttl_seconds=self.ttl_seconds,
         )
 
-    async def _register_once(self) -> bool:
-        registry = self.context.registry.without_retries()
-        definition, standalone = self.agent_definition()
-        try:
-            for event in standalone:
-                await registry.register_event(event)
-            await registry.register(definition)
-        except ValidationFailed:
-            raise  # an invalid schema or topic in the agent's own events: a bug to fix
-        except SoormaError as exc:
-            # The registry only serves discovery: an agent keeps working without it and
-            # the heartbeat loop registers it once the registry is reachable.
-            logger.warning("agent %s: registration failed (%s); will retry", self.name, exc)
-            return False
-        return True
-
-    async def _register(self) -> None:
-        """Register with the registry and start heartbeating (no-op without a registry).
-
-        Schema errors in the agent's own events fail the start: they are bugs to fix,
-        not outages to wait out.
-        """
-        if self.context.registry is None:
-            return
-        self.agent_definition()  # malformed capabilities/events fail the start here
-        self._registered = await self._register_once()
-        self._registry_task = asyncio.create_task(
-            self._heartbeat_loop(), name=f"agent {self.name} heartbeat"
-        )
-
-    async def _heartbeat_loop(self) -> None:
-        registry = self.context.registry.without_retries()
-        interval = max(self.ttl_seconds / 3, 0.05)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                if not self._registered:
-                    self._registered = await self._register_once()
-                    continue
-                try:
-                    await registry.heartbeat(self.agent_id)
-                except AgentNotFound:
-                    # Expired (e.g. paused past the TTL) or purged: announce again.
-                    self._registered = await self._register_once()
-            except SoormaError as exc:
-                logger.warning("agent %s: heartbeat failed: %s", self.name, exc)
-
-    async def _deregister(self) -> None:
-        """Stop heartbeating and deregister (no-op without a registry)."""
-        task, self._registry_task = self._registry_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        if self._context is None or self._context.registry is None or not self._registered:
-            return
-        self._registered = False
-        with contextlib.suppress(SoormaError):
-            await self._context.registry.without_retries().deregister(self.agent_id)
-
     # -- dispatch --------------------------------------------------------------------
-
-    async def _consume(self) -> None:
-        assert self._subscription is not None and self._window is not None
-        async for event in self._subscription:
-            if event.id in self._completed:
-                # A redelivery of work already done (e.g. our ack was lost): settle it.
-                logger.debug("agent %s: skipping completed event %s", self.name, event.id)
-                self._settle(event, error=None)
-                continue
-            if event.id in self._in_flight:
-                # Redelivered while still running here; the running one will settle it.
-                continue
-            # The service holds us to ``prefetch`` unsettled deliveries; this only
-            # matters against a service that does not.
-            await self._window.acquire()
-            # Leased from now on, also while waiting for a handler slot.
-            if event.delivery_id is not None:
-                self._held.add(event.delivery_id)
-            task = asyncio.create_task(self._run(event), name=f"{self.name} {event.type}")
-            self._in_flight[event.id] = task
-            task.add_done_callback(functools.partial(self._released, event.id, event.delivery_id))
-
-    def _released(self, event_id: str, delivery_id: str | None, _task: object) -> None:
-        self._release(event_id, delivery_id)
-
-    async def _run(self, event: Event) -> None:
-        assert self._slots is not None
-        async with self._slots:
-            await self._process(event)
-
-    def _release(self, event_id: str, delivery_id: str | None) -> None:
-        self._in_flight.pop(event_id, None)
-        if delivery_id is not None:
-            self._held.discard(delivery_id)
-        if self._window is not None:
-            self._window.release()
-
-    async def _renew_leases(self) -> None:
-        """Every third of the visibility timeout, renew the held deliveries' leases.
-
-        A handler running longer than ``visibility_timeout`` is thus not redelivered to
-        another replica; if this process dies, renewals stop and its events expire.
-        """
-        timeout = self.visibility_timeout or SERVICE_VISIBILITY_TIMEOUT
-        interval = max(timeout / 3, 0.05)
-        bus = self.context.bus
-        while True:
-            await asyncio.sleep(interval)
-            held = list(self._held)
-            for start in range(0, len(held), MAX_IDS_PER_REQUEST):
-                chunk = held[start : start + MAX_IDS_PER_REQUEST]
-                try:
-                    await bus.extend(self.group, chunk)
-                except Exception as exc:
-                    logger.warning(
-                        "agent %s: could not renew the lease of %d deliveries: %s",
-                        self.name,
-                        len(chunk),
-                        exc,
-                    )
-
-    def _matching(self, event: Event) -> list[HandlerSpec]:
-        """Handlers for the event's (topic, type), each function once, cached.
-
-        A function registered under overlapping patterns runs once per event.
-        """
-        key = (event.topic, event.type)
-        found = self._dispatch.get(key)
-        if found is None:
-            found, seen = [], set()
-            for spec in self._handlers:
-                if spec.matches(event.topic, event.type) and id(spec.func) not in seen:
-                    seen.add(id(spec.func))
-                    found.append(spec)
-            if len(self._dispatch) < DISPATCH_CACHE_SIZE:
-                self._dispatch[key] = found
-        return found
 
     async def _process(self, event: Event) -> None:
         error: BaseException | None = None
-        with handling(event):
-            for spec in self._matching(event):
+        with handling(event), _tracing.handler_span(event, self.name):
+            for spec in self._table.matching(event):
                 try:
-                    await self._call_while_unavailable(spec, event)
+                    await call_while_unavailable(spec, event, self.context, agent=self.name)
                 except Exception as exc:
+                    _tracing.handler_failed(exc)
                     logger.exception(
                         "agent %s: handler %s failed on %s (%s)",
                         self.name,
@@ -634,35 +497,9 @@ class Agent:
             self._completed.add(event.id)
         self._settle(event, error=error)
 
-    async def _call_while_unavailable(self, spec: HandlerSpec, event: Event) -> None:
-        """Run the handler; while a platform service is unavailable, run it again.
-
-        A service down for a restart (``ServiceUnavailable``: refused, or lost
-        mid-request) is waited out here, with backoff, for up to
-        ``UNAVAILABLE_RETRY_SECONDS``: a nack would redeliver at once and spend the
-        event's ``max_deliveries`` within seconds, dead-lettering work that only had to
-        wait. The lease is renewed meanwhile (the delivery is still held).
-        """
-        waited, delay = 0.0, 0.5
-        while True:
-            try:
-                await spec.func(event, self.context)
-                return
-            except ServiceUnavailable as exc:
-                if waited >= UNAVAILABLE_RETRY_SECONDS:
-                    raise
-                logger.warning(
-                    "agent %s: %s on %s (%s): %s; running it again in %.1f s",
-                    self.name,
-                    spec.name,
-                    event.type,
-                    event.id,
-                    exc,
-                    delay,
-                )
-                await asyncio.sleep(delay)
-                waited += delay
-                delay = min(delay * 2, 8.0)
+    def _settle_done(self, event: Event) -> None:
+        """Ack a redelivery of an event already completed here (e.g. our ack was lost)."""
+        self._settle(event, error=None)
 
     def _settle(self, event: Event, *, error: BaseException | None) -> None:
         """Queue the delivery's ack (or nack); the batcher sends it shortly."""

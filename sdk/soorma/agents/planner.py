@@ -1,4 +1,7 @@
-"""Planner: goals in, durable state machines out (layer 4, seed 000 / RF-SDK-006).
+"""Planner: goals in, durable state machines out (layer 4).
+
+(Slightly over 400 lines: ``GoalContext``, ``TransitionContext`` and the ``Planner``
+decorators are the public surface of one concept and document their redelivery rules.)
 
 ``@planner.on_goal("research.goal")`` receives a :class:`GoalContext` for each goal
 request on ``action-requests``; the handler usually creates a
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
+from soorma._deprecation import renamed_method
 from soorma._names import check_event_type
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
@@ -45,12 +49,13 @@ logger = logging.getLogger("soorma.planner")
 GoalHandler = Callable[[Any, Any], Awaitable[Any]]
 G = TypeVar("G", bound=GoalHandler)
 
-# Seed 000/001: a hand-written on_transition() sees every event on both topics.
+# A hand-written on_transition() sees every event on both topics: answers, and requests
+# other agents send on the plan's behalf.
 DEFAULT_TRANSITION_TOPICS = (ACTION_RESULTS, ACTION_REQUESTS)
 # A plan_definition's machine moves on answers; requests (its own step requests
 # included) never answer a step, so it does not read them unless asked to.
 DEFINITION_TRANSITION_TOPICS = (ACTION_RESULTS,)
-# Published by the tracker when a plan's WAIT outlives its timeout (contract C2).
+# Published by the tracker when a plan's WAIT outlives its timeout.
 WAIT_TIMEOUT_EVENT = "plan.wait_timeout"
 _GOAL_NAMESPACE = uuid.UUID("0b8e6a4e-3d51-4b8e-a3c3-9f0f3f7d2c11")
 
@@ -112,7 +117,7 @@ class GoalContext:
         """A plan id derived from the goal: a redelivered goal finds its plan again."""
         return str(uuid.uuid5(_GOAL_NAMESPACE, self.goal_id))
 
-    async def create_plan(
+    async def open_plan(
         self,
         context: PlatformContext,
         state_machine: Mapping[str, StateConfig | Mapping[str, Any]],
@@ -163,6 +168,8 @@ class GoalContext:
                 # The first step was stored; its request may not have gone out.
                 await existing.resend_current_action()
             return existing
+
+    create_plan = renamed_method("GoalContext", "create_plan", "open_plan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,7 +430,7 @@ class Planner(Agent):
             machine goes straight to a terminal state).
         """
         context = context or self.context
-        plan = await goal.create_plan(
+        plan = await goal.open_plan(
             context,
             state_machine,
             initial_state=initial_state,
@@ -453,7 +460,7 @@ class Planner(Agent):
 
     @staticmethod
     async def _finish_if_terminal(plan: PlanContext) -> None:
-        if plan.is_complete() and not plan.is_finished():
+        if plan.at_terminal_state() and not plan.is_finished():
             final = {k: v for k, v in plan.results.items() if k not in ("final",)}
             await plan.finalize(final)
 

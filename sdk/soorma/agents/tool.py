@@ -1,4 +1,4 @@
-"""Tool: synchronous request/response agents (layer 2, seed RF-SDK-005).
+"""Tool: synchronous request/response agents (layer 2).
 
 A tool listens on ``action-requests``; its handler returns a result and the SDK
 publishes ``{"request_id", "success": true, "result": ...}`` (or ``success: false`` with

@@ -1,4 +1,4 @@
-"""Worker: asynchronous task agents (layer 3, seed RF-SDK-004).
+"""Worker: asynchronous task agents (layer 3).
 
 A worker's ``on_task`` handler does not return the answer. It saves its task, delegates
 sub-tasks (``task.delegate()``, ``task.delegate_parallel()``) or asks a human
@@ -12,8 +12,9 @@ crash, or re-sent by a planner): if its answer is recorded (see
 human, the requests still unanswered are re-sent under their original ids.
 
 A worker that asked a human (``task.request_human_input``) hears the tracker's
-``task.timeout`` for its own sub-tasks (contract C2): the ``@worker.on_timeout()``
-handler runs, or, without one, the task fails with ``reason: "hitl_timeout"``.
+``task.timeout`` for its own sub-tasks (published when the deadline passes): the
+``@worker.on_timeout()`` handler runs, or, without one, the task fails with
+``reason: "hitl_timeout"``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ W = TypeVar("W", bound=WorkerHandler)
 TimeoutHandler = Callable[[Any, Any, Any], Awaitable[Any]]
 TH = TypeVar("TH", bound=TimeoutHandler)
 
-# Published by the tracker when a human did not answer in time (contract C2).
+# Published by the tracker when a human did not answer in time.
 TASK_TIMEOUT = "task.timeout"
 HITL_TIMEOUT = "hitl_timeout"
 
@@ -101,7 +102,7 @@ class Worker(Agent):
                 "SOORMA_MEMORY_URL)"
             )
         if self._has_tasks and not self.running:
-            # Any task may ask a human; the tracker's timeouts must reach it (C2).
+            # Any task may ask a human; the tracker's ``task.timeout`` must reach it.
             self._hear_timeouts()
         await super().start()
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from soorma import _tracing
 from soorma.ai._errors import LLMNotConfigured
 
 # Provider prefixes -> the environment variable that holds their key. Checked before a
@@ -141,19 +142,22 @@ async def complete(
         kwargs["api_base"] = api_base
     if response_format is not None:
         kwargs["response_format"] = dict(response_format)
-    started = time.perf_counter()
-    response = await litellm.acompletion(
-        model=model, messages=[dict(m) for m in messages], temperature=temperature, **kwargs
-    )
-    latency_ms = (time.perf_counter() - started) * 1000.0
-    content = response.choices[0].message.content or ""
-    usage = getattr(response, "usage", None)
-    tokens: dict[str, int] = {}
-    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        value = getattr(usage, name, None) if usage is not None else None
-        if isinstance(value, int):
-            tokens[name] = value
-    return Completion(model=model, content=content, latency_ms=latency_ms, tokens=tokens)
+    with _tracing.llm_span(model, messages, temperature) as span:
+        started = time.perf_counter()
+        response = await litellm.acompletion(
+            model=model, messages=[dict(m) for m in messages], temperature=temperature, **kwargs
+        )
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        content = response.choices[0].message.content or ""
+        usage = getattr(response, "usage", None)
+        tokens: dict[str, int] = {}
+        for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            value = getattr(usage, name, None) if usage is not None else None
+            if isinstance(value, int):
+                tokens[name] = value
+        answer = Completion(model=model, content=content, latency_ms=latency_ms, tokens=tokens)
+        _tracing.llm_answer(span, answer, getattr(response, "model", None))
+    return answer
 
 
 __all__ = ["Completion", "check_credentials", "complete", "key_env_var", "load_litellm"]

@@ -11,13 +11,15 @@ ids, so consumers can drop the copy; the model is not asked again.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from soorma._propagation import current_event
+from soorma.ai._keys import book
 from soorma_common.decisions import PlannerDecision
 
-STEPS_KEY = "choreography_steps"
-ANSWERED_KEY = "choreography_answered"
+if TYPE_CHECKING:
+    from soorma.plan_context import PlanContext
+
 # Steps remembered per plan (oldest dropped first); a plan takes at most max_actions.
 STEP_MEMORY = 200
 _NAMESPACE = uuid.UUID("d7f4b1a2-6c1e-4a8e-9d35-2f0c8e1b7a44")
@@ -36,27 +38,26 @@ def derived_id(plan_id: str, key: str, part: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{plan_id}/{key}/{part}"))
 
 
-def recorded_step(plan: Any, key: str | None) -> dict[str, Any] | None:
+def recorded_step(plan: PlanContext, key: str | None) -> dict[str, Any] | None:
     """The step recorded for ``key`` in ``plan``, if any."""
     if key is None:
         return None
-    steps = plan.state.get(STEPS_KEY) or {}
-    found = steps.get(key)
+    found = book(plan).steps.get(key)
     return found if isinstance(found, dict) else None
 
 
 def record_step(
-    plan: Any, key: str, decision: PlannerDecision, events: list[dict[str, Any]]
+    plan: PlanContext, key: str, decision: PlannerDecision, events: list[dict[str, Any]]
 ) -> None:
     """Record (in the local copy) that ``key``'s step took ``decision`` and sends ``events``.
 
     Pure: called inside ``plan.update``, which re-runs it after a conflicting write.
     """
-    steps = dict(plan.state.get(STEPS_KEY) or {})
+    steps = dict(book(plan).steps)
     steps[key] = {"decision": decision.model_dump(mode="json"), "events": events}
     while len(steps) > STEP_MEMORY:
         steps.pop(next(iter(steps)))
-    plan.state[STEPS_KEY] = steps
+    book(plan).steps = steps
 
 
 def recorded_decision(step: dict[str, Any]) -> PlannerDecision:
@@ -64,24 +65,20 @@ def recorded_decision(step: dict[str, Any]) -> PlannerDecision:
     return PlannerDecision.model_validate(step["decision"])
 
 
-def note_answer(plan: Any, correlation_id: str, answer_id: str) -> None:
+def note_answer(plan: PlanContext, correlation_id: str, answer_id: str) -> None:
     """Remember which event answered a request (later, different answers are dropped)."""
-    answered = dict(plan.state.get(ANSWERED_KEY) or {})
-    answered[correlation_id] = answer_id
-    plan.state[ANSWERED_KEY] = answered
+    book(plan).answered = {**book(plan).answered, correlation_id: answer_id}
 
 
-def answered_by(plan: Any, correlation_id: str | None) -> str | None:
+def answered_by(plan: PlanContext, correlation_id: str | None) -> str | None:
     """The id of the event that answered the request ``correlation_id``, if any."""
     if not correlation_id:
         return None
-    value = (plan.state.get(ANSWERED_KEY) or {}).get(correlation_id)
+    value = book(plan).answered.get(correlation_id)
     return None if value is None else str(value)
 
 
 __all__ = [
-    "ANSWERED_KEY",
-    "STEPS_KEY",
     "answered_by",
     "derived_id",
     "note_answer",

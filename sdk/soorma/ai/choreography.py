@@ -1,4 +1,4 @@
-"""ChoreographyPlanner: a Planner whose next step is chosen by an LLM (seed 002, seed 003).
+"""ChoreographyPlanner: a Planner whose next step is chosen by an LLM.
 
 The model never acts directly. For each decision the planner
 
@@ -14,13 +14,19 @@ and records every LLM call (prompt, raw output, model, latency, tokens, validati
 attempt kind) with the plan, secrets redacted. A circuit breaker stored *in the plan* (so it
 survives restarts and is shared by replicas) fails a plan after ``max_actions`` actions.
 
+The parts live in :mod:`soorma.ai`'s private modules: prompt building (``_prompt``),
+the model calls and repairs (``_reasoning``, ``_llm``), decision validation
+(``_validation``), execution (``_execution``), event screening (``_screening``) and
+step recording (``_steps``). This module is the planner's public surface, over 400
+lines because its methods document the decision and crash-safety contracts.
+
 Example::
 
     planner = ChoreographyPlanner(name="research-advisor", reasoning_model="gpt-4o")
 
     @planner.on_goal("research.goal")
     async def on_goal(goal, context):
-        plan = await planner.create_plan(goal, context)
+        plan = await planner.open_plan(goal, context)
         await planner.step(plan, context, trigger=f"new goal: {goal.data}")
 
     @planner.on_transition()
@@ -38,42 +44,50 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from soorma._deprecation import renamed_method
 from soorma.agents.base import Agent
-from soorma.agents.planner import Planner
-from soorma.ai import _steps
-from soorma.ai._audit import (
-    ATTEMPT_FALLBACK_MODEL,
-    ATTEMPT_FALLBACK_PLANNER,
-    ATTEMPT_FIRST,
-    ATTEMPT_REPAIR,
-    AUDIT_KEY,
-    DEFAULT_AUDIT_LIMIT,
-    append_audit,
-    audit_record,
-)
-from soorma.ai._catalog import EventCatalog, load_catalog, without_consumer
+from soorma.agents.planner import Planner, TransitionContext
+from soorma.ai import _execution, _steps
+from soorma.ai._audit import AUDIT_KEY, DEFAULT_AUDIT_LIMIT, audit_record
+from soorma.ai._catalog import load_catalog, without_consumer
 from soorma.ai._errors import (
     CircuitBreakerOpen,
     DecisionInvalid,
     LLMNotConfigured,
     PlannerError,
 )
-from soorma.ai._llm import complete, load_litellm
-from soorma.ai._models import ModelEntry, model_settings
-from soorma.ai._prompt import STRATEGIES, build_messages, repair_messages, response_format
-from soorma.ai._validation import parse_decision, validate_decision
-from soorma_common.decisions import (
-    CompleteAction,
-    DelegateAction,
-    PlannerAction,
-    PlannerDecision,
-    PublishAction,
-    WaitAction,
+from soorma.ai._execution import field_of
+from soorma.ai._keys import (
+    ACTIONS_KEY,
+    CHOREOGRAPHY_STATE,
+    FINISHED,
+    WAITING_FOR_INPUT,
+    WAITING_KEY,
+    book,
+    status,
 )
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS, EventEnvelope
+from soorma.ai._llm import load_litellm
+from soorma.ai._models import ModelEntry, model_settings
+from soorma.ai._prompt import STRATEGIES, build_messages
+from soorma.ai._reasoning import (
+    Attempts,
+    DecisionRequest,
+    FallbackPlanner,
+    ask_fallback,
+    ask_models,
+)
+from soorma.ai._screening import accept_event
+from soorma.plan_context import PlanContext
+from soorma_common.bookkeeping import ChoreographyBookkeeping, PlanBookkeeping
+from soorma_common.decisions import PlannerDecision
+from soorma_common.errors import VersionConflict
+from soorma_common.events import ACTION_RESULTS, EventEnvelope
+from soorma_common.state import StateConfig
+
+if TYPE_CHECKING:
+    from soorma.context import PlatformContext
 
 logger = logging.getLogger("soorma.choreography")
 
@@ -82,68 +96,15 @@ DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_ACTIONS = 20
 DEFAULT_REPAIR_RETRIES = 1
 
-# Keys the planner keeps in ``plan.state`` (persisted with the plan).
-ACTIONS_KEY = "choreography_actions"
-PENDING_KEY = "choreography_pending"
-OWNER_KEY = "choreography_planner"
-WAITING_KEY = "_waiting_for"
-WAIT_TIMEOUT_KEY = "_wait_timeout"
-RESUMED_BY_KEY = "_resumed_by"
-WAITING_FOR_INPUT = "plan.waiting_for_input"
-WAIT_TIMEOUT = "plan.wait_timeout"
-
-CHOREOGRAPHY_STATE = "choreography"
-_FINISHED = {"completed", "failed", "cancelled"}
 _PLAN_NAMESPACE = uuid.UUID("0b7a3e52-3f0d-4f55-a6d2-64c1d3a0f0c7")
 
 
-@dataclass(slots=True)
-class DecisionRequest:
-    """What a deterministic ``fallback_planner`` gets when the models failed.
-
-    Attributes:
-        trigger: What prompted the decision.
-        plan: The plan (``None`` when reasoning without one).
-        plan_id: The plan's id (or the id the decision is made for).
-        current_state: The plan's current state.
-        events: The actionable events (name -> registered definition).
-        responses: For each actionable event, the events answering it.
-        results: The plan's results so far.
-        custom_context: The caller's runtime context.
-        errors: Why the model attempts failed, oldest first.
-    """
-
-    trigger: str
-    plan: Any
-    plan_id: str
-    current_state: str
-    events: dict[str, Any]
-    responses: dict[str, list[str]]
-    results: dict[str, Any]
-    custom_context: dict[str, Any] | None
-    errors: list[str] = field(default_factory=list)
-
-
-FallbackResult = PlannerDecision | PlannerAction | Mapping[str, Any] | None
-FallbackPlanner = Callable[[DecisionRequest], FallbackResult | Awaitable[FallbackResult]]
-TransitionHandler = Callable[[Any, Any], Awaitable[None]]
+TransitionHandler = Callable[[TransitionContext, "PlatformContext"], Awaitable[None]]
 T = TypeVar("T", bound=TransitionHandler)
 
 
-def _status(plan: Any) -> str:
-    return str(getattr(plan, "status", "") or "")
-
-
-def _value(obj: Any, name: str) -> Any:
-    if obj is None:
-        return None
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
 class ChoreographyPlanner(Planner):
-    """A Planner that lets an LLM choose the next event (seed 002 RF-SDK-016).
+    """A Planner that lets an LLM choose the next event.
 
     Args:
         name: Planner (agent) name.
@@ -216,7 +177,8 @@ class ChoreographyPlanner(Planner):
             description=description or f"Autonomous planner using {reasoning_model}",
             **agent_options,
         )
-        # WAIT pauses plans; the tracker's plan.wait_timeout resumes them (contract C2).
+        # WAIT pauses plans; the tracker publishes plan.wait_timeout when a WAIT outlives
+        # its timeout, and that event resumes them.
         self.listens_for_wait_timeout = True
         self.reasoning_model = reasoning_model
         self.api_key = api_key
@@ -280,11 +242,11 @@ class ChoreographyPlanner(Planner):
     async def reason_next_action(
         self,
         trigger: str,
-        context: Any,
+        context: PlatformContext,
         plan_id: str | None = None,
         custom_context: Mapping[str, Any] | None = None,
         *,
-        plan: Any = None,
+        plan: PlanContext | None = None,
         llm_options: Mapping[str, Any] | None = None,
     ) -> PlannerDecision:
         """Ask the model for the plan's next action and validate it.
@@ -311,11 +273,11 @@ class ChoreographyPlanner(Planner):
                 (the plan is failed with the reason).
         """
         if plan is None and plan_id is not None:
-            plan = await self._restore(plan_id, context)
+            plan = await PlanContext.restore(plan_id, context)
         if plan is not None:
             await self._check_breaker(plan)
         the_plan_id = plan.plan_id if plan is not None else (plan_id or "")
-        current_state = (getattr(plan, "current_state", None) if plan is not None else None) or ""
+        current_state = (plan.current_state if plan is not None else None) or ""
         # Its own goals are not offered: the planner must not send itself its goal.
         catalog = without_consumer(await load_catalog(context), self.name, self._goal_events)
         messages = build_messages(
@@ -326,68 +288,38 @@ class ChoreographyPlanner(Planner):
             plan_summary=self._plan_summary(plan),
             custom_context=custom_context,
         )
-        options = {**self.llm_kwargs, **(llm_options or {})}
-        records: list[dict[str, Any]] = []
-        failures: list[str] = []
-        config_errors: list[LLMNotConfigured] = []
-
-        for index, spec in enumerate(self.models):
-            model = spec.model
-            attempt_messages = messages
-            for repair in range(self.repair_retries + 1):
-                kind = (
-                    ATTEMPT_REPAIR
-                    if repair
-                    else (ATTEMPT_FIRST if index == 0 else ATTEMPT_FALLBACK_MODEL)
-                )
-                try:
-                    answer = await complete(
-                        model=model,
-                        messages=attempt_messages,
-                        response_format=response_format(),
-                        api_key=spec.key(),
-                        api_base=spec.api_base,
-                        temperature=self.temperature,
-                        options={**options, **spec.options},
-                    )
-                except LLMNotConfigured as exc:
-                    config_errors.append(exc)
-                    failures.append(f"{model}: {exc.message}")
-                    records.append(
-                        self._record(kind, model, attempt_messages, None, None, None, [exc.message])
-                    )
-                    break
-                except Exception as exc:  # provider/network errors: try the next model
-                    error = f"{type(exc).__name__}: {exc}"
-                    failures.append(f"{model}: {error}")
-                    records.append(
-                        self._record(kind, model, attempt_messages, None, None, None, [error])
-                    )
-                    break
-                decision, errors = parse_decision(
-                    answer.content, plan_id=the_plan_id, current_state=current_state
-                )
-                if decision is not None:
-                    decision, errors = validate_decision(decision, catalog)
-                records.append(
-                    self._record(
-                        kind,
-                        model,
-                        attempt_messages,
-                        answer.content,
-                        answer.latency_ms,
-                        answer.tokens,
-                        errors,
-                    )
-                )
-                if decision is not None and not errors:
-                    await self._keep_audit(plan, records)
-                    return decision
-                failures.append(f"{model} ({kind}): " + "; ".join(errors))
-                attempt_messages = repair_messages(attempt_messages, answer.content, errors)
-
-        decision = await self._fallback(
-            trigger, plan, the_plan_id, current_state, catalog, custom_context, failures, records
+        attempts = Attempts()
+        decision = await ask_models(
+            models=self.models,
+            repair_retries=self.repair_retries,
+            temperature=self.temperature,
+            options={**self.llm_kwargs, **(llm_options or {})},
+            messages=messages,
+            catalog=catalog,
+            plan_id=the_plan_id,
+            current_state=current_state,
+            record=self._record,
+            attempts=attempts,
+        )
+        if decision is None and self.fallback_planner is not None:
+            request = DecisionRequest(
+                trigger=trigger,
+                plan=plan,
+                plan_id=the_plan_id,
+                current_state=current_state,
+                events=dict(catalog.actionable),
+                responses=dict(catalog.responses),
+                results=self._results(plan),
+                custom_context=dict(custom_context or {}) or None,
+                errors=list(attempts.failures),
+            )
+            decision = await ask_fallback(
+                self.fallback_planner, request, catalog, self._record, attempts
+            )
+        records, failures, config_errors = (
+            attempts.records,
+            attempts.failures,
+            attempts.config_errors,
         )
         if decision is not None:
             await self._keep_audit(plan, records)
@@ -404,67 +336,14 @@ class ChoreographyPlanner(Planner):
             await plan.fail(reason)
         raise DecisionInvalid(reason, details={"attempts": failures, "plan_id": the_plan_id})
 
-    async def _fallback(
-        self,
-        trigger: str,
-        plan: Any,
-        plan_id: str,
-        current_state: str,
-        catalog: EventCatalog,
-        custom_context: Mapping[str, Any] | None,
-        failures: list[str],
-        records: list[dict[str, Any]],
-    ) -> PlannerDecision | None:
-        if self.fallback_planner is None:
-            return None
-        request = DecisionRequest(
-            trigger=trigger,
-            plan=plan,
-            plan_id=plan_id,
-            current_state=current_state,
-            events=dict(catalog.actionable),
-            responses=dict(catalog.responses),
-            results=self._results(plan),
-            custom_context=dict(custom_context or {}) or None,
-            errors=list(failures),
-        )
-        try:
-            produced = self.fallback_planner(request)
-            if inspect.isawaitable(produced):
-                produced = await produced
-        except Exception as exc:
-            error = f"fallback planner raised {type(exc).__name__}: {exc}"
-            failures.append(error)
-            records.append(
-                self._record(ATTEMPT_FALLBACK_PLANNER, None, None, None, None, None, [error])
-            )
-            return None
-        if produced is None:
-            failures.append("fallback planner had no decision")
-            records.append(
-                self._record(
-                    ATTEMPT_FALLBACK_PLANNER, None, None, None, None, None, ["no decision"]
-                )
-            )
-            return None
-        decision, errors = _as_decision(produced, plan_id, current_state)
-        if decision is not None:
-            decision, errors = validate_decision(decision, catalog)
-        raw = decision.model_dump_json() if decision is not None else repr(produced)
-        records.append(self._record(ATTEMPT_FALLBACK_PLANNER, None, None, raw, None, None, errors))
-        if errors:
-            failures.append("fallback planner: " + "; ".join(errors))
-            return None
-        return decision
-
     # -- execution -------------------------------------------------------------------
 
     async def execute_decision(
         self,
         decision: PlannerDecision,
-        context: Any,
+        context: PlatformContext,
         goal_event: Any = None,
-        plan: Any = None,
+        plan: PlanContext | None = None,
         *,
         step_key: str | None = None,
     ) -> str | None:
@@ -475,7 +354,7 @@ class ChoreographyPlanner(Planner):
           plan, so the answer comes back as a transition of this plan.
         - COMPLETE: ``plan.finalize(result)`` (replies on the goal's ``response_event``);
           without a plan, replies to ``goal_event`` directly.
-        - WAIT: pauses the plan, records ``_waiting_for`` in its state and announces
+        - WAIT: pauses the plan, records what it waits for in its bookkeeping and announces
           ``plan.waiting_for_input`` on ``system-events``; the expected event resumes it.
         - DELEGATE: sends ``goal_event`` to the target planner with a correlation id and
           ``response_event``; its final answer returns as a transition of this plan.
@@ -499,174 +378,9 @@ class ChoreographyPlanner(Planner):
             CircuitBreakerOpen: the plan already took ``max_actions`` actions.
             PlannerError: WAIT without a plan, COMPLETE with nothing to answer.
         """
-        action = decision.next_action
-        if plan is None:
-            step_key = None
-        else:
+        if plan is not None:
             await self._check_breaker(plan)
-        if isinstance(action, PublishAction | DelegateAction):
-            return await self._send_request(action, context, plan, decision, step_key)
-        if plan is not None:
-            taken: list[dict[str, Any]] = []
-
-            def count(p: Any) -> None:
-                taken[:] = [s for s in [_steps.recorded_step(p, step_key)] if s is not None]
-                if taken:
-                    return  # another handler of the same trigger recorded it first
-                _count_action(p)
-                if step_key is not None:
-                    _steps.record_step(p, step_key, decision, [])
-
-            await plan.update(count)
-            if taken:
-                await self._replay(taken[0], context, plan, step_key)
-                return None
-        if isinstance(action, CompleteAction):
-            await self._complete(action, context, goal_event, plan)
-        elif isinstance(action, WaitAction):
-            await self._wait(action, context, plan, step_key)
-        return None
-
-    async def _send_request(
-        self,
-        action: PublishAction | DelegateAction,
-        context: Any,
-        plan: Any,
-        decision: PlannerDecision | None = None,
-        step_key: str | None = None,
-    ) -> str:
-        if isinstance(action, PublishAction):
-            event_type, data, topic = action.event_type, action.data, action.topic
-        else:
-            event_type, data, topic = action.goal_event, action.goal_data, ACTION_REQUESTS
-        if not action.response_event:
-            raise PlannerError(
-                f"{event_type!r} has no response_event: validate the decision with "
-                "reason_next_action() or set response_event"
-            )
-        keyed = plan is not None and step_key is not None
-        correlation_id = (
-            _steps.derived_id(plan.plan_id, str(step_key), "request")
-            if keyed
-            else str(uuid.uuid4())
-        )
-        extra: dict[str, Any] = {}
-        if plan is not None:
-            extra = {"plan_id": plan.plan_id, "session_id": getattr(plan, "session_id", None)}
-        bus = context.bus
-        envelope = bus.inherit(
-            bus.build_event(
-                topic,
-                event_type,
-                data,
-                correlation_id=correlation_id,
-                response_event=action.response_event,
-                response_topic=ACTION_RESULTS if topic == ACTION_REQUESTS else None,
-                # A keyed step's request is its own id: sent again, it is the same event.
-                event_id=correlation_id if keyed else None,
-                **extra,
-            )
-        )
-        if plan is not None:
-            request = {
-                "event_type": event_type,
-                "response_event": action.response_event,
-                "kind": action.action.value,
-            }
-            sent = [envelope.model_dump(mode="json", exclude_none=True)]
-            taken: list[dict[str, Any]] = []
-
-            def register(p: Any) -> None:
-                taken[:] = [s for s in [_steps.recorded_step(p, step_key)] if s is not None]
-                if taken:
-                    return  # another handler of the same trigger recorded it first
-                _count_action(p)
-                _add_correlation(p, correlation_id)
-                p.state[PENDING_KEY] = {**(p.state.get(PENDING_KEY) or {}), correlation_id: request}
-                if step_key is not None and decision is not None:
-                    _steps.record_step(p, step_key, decision, sent)
-
-            # Registered and stored BEFORE publishing: a fast answer must find its plan,
-            # and a redelivered trigger finds the step instead of deciding again.
-            # update() re-runs the change after a conflicting write, so concurrent
-            # handlers never lose a count or a pending request.
-            await plan.update(register)
-            if taken:
-                await self._replay(taken[0], context, plan, step_key)
-                return correlation_id
-        await bus.publish_event(envelope)
-        return correlation_id
-
-    async def _replay(
-        self, step: dict[str, Any], context: Any, plan: Any, step_key: str | None
-    ) -> None:
-        """Carry out a recorded step again without deciding: re-send its requests that
-        are still unanswered (same event ids), end or pause the plan as it decided."""
-        decision = _steps.recorded_decision(step)
-        action = decision.next_action
-        if isinstance(action, PublishAction | DelegateAction):
-            pending = plan.state.get(PENDING_KEY) or {}
-            again = [e for e in step.get("events") or [] if e.get("correlation_id") in pending]
-            if _status(plan) not in _FINISHED:
-                for raw in again:
-                    await context.bus.publish_event(EventEnvelope.model_validate(raw))
-        elif isinstance(action, CompleteAction):
-            if _status(plan) in _FINISHED:
-                await plan.announce_end_again()
-            else:
-                await plan.finalize(action.result)
-        elif isinstance(action, WaitAction) and _status(plan) == "paused":
-            await self._wait(action, context, plan, step_key)
-
-    async def _complete(
-        self, action: CompleteAction, context: Any, goal_event: Any, plan: Any
-    ) -> None:
-        if plan is not None:
-            await plan.finalize(action.result)
-            return
-        response_event = _value(goal_event, "response_event")
-        correlation_id = _value(goal_event, "correlation_id")
-        if not response_event or not correlation_id:
-            raise PlannerError(
-                "COMPLETE needs the plan, or a goal_event with response_event and "
-                "correlation_id to answer"
-            )
-        await context.bus.respond(
-            response_event,
-            action.result,
-            correlation_id=correlation_id,
-            topic=_value(goal_event, "response_topic") or ACTION_RESULTS,
-        )
-
-    async def _wait(
-        self, action: WaitAction, context: Any, plan: Any, step_key: str | None = None
-    ) -> None:
-        if plan is None:
-            raise PlannerError("WAIT needs the plan (execute_decision(..., plan=plan)) to pause")
-
-        def expect(p: Any) -> None:
-            p.state[WAITING_KEY] = action.expected_event
-            p.state[WAIT_TIMEOUT_KEY] = action.timeout_seconds
-
-        await plan.update(expect)
-        await plan.pause(action.reason)
-        # The plan id always leads back to the plan (by-correlation), whatever the goal's
-        # own correlation id was: whoever answers the wait must use it.
-        correlation_id = plan.plan_id
-        await context.bus.publish(
-            SYSTEM_EVENTS,
-            WAITING_FOR_INPUT,
-            {
-                "plan_id": plan.plan_id,
-                "correlation_id": correlation_id,
-                "reason": action.reason,
-                "expected_event": action.expected_event,
-                "timeout_seconds": action.timeout_seconds,
-            },
-            correlation_id=correlation_id,
-            plan_id=plan.plan_id,
-            event_id=_steps.derived_id(plan.plan_id, step_key, "wait") if step_key else None,
-        )
+        return await _execution.execute(decision, context, goal_event, plan, step_key)
 
     # -- transitions -----------------------------------------------------------------
 
@@ -683,7 +397,7 @@ class ChoreographyPlanner(Planner):
         register = super().on_transition(*args, **kwargs)
 
         def decorator(func: T) -> T:
-            async def screened(transition: Any, context: Any) -> None:
+            async def screened(transition: TransitionContext, context: PlatformContext) -> None:
                 if await self.accept_event(transition.event, transition.plan):
                     await func(transition, context)
 
@@ -694,84 +408,24 @@ class ChoreographyPlanner(Planner):
 
         return decorator
 
-    async def accept_event(self, event: Any, plan: Any) -> bool:
+    async def accept_event(self, event: EventEnvelope, plan: PlanContext) -> bool:
         """Apply an incoming event to ``plan``; ``True`` when the plan should react.
 
         Called for you by :meth:`on_transition` handlers. Records answers, resumes a
         WAIT on its expected event and keeps a paused plan paused otherwise.
         """
-        owner = plan.state.get(OWNER_KEY)
-        if owner is not None and owner != self.name:
-            return False  # another planner's plan (e.g. the parent of our sub-plan)
-        status = _status(plan)
-        if status in _FINISHED:
-            if _steps.recorded_step(plan, event.id) is not None:
-                # The trigger of the step that ended the plan, delivered again: its
-                # first handling may have died (or lost the event service) between
-                # storing the end and announcing it. step() re-announces it.
-                return True
-            logger.debug("plan %s is %s; ignoring %s", plan.plan_id, status, event.type)
-            return False
-        pending: dict[str, Any] = plan.state.get(PENDING_KEY) or {}
-        request = pending.get(event.correlation_id or "")
-        if request is not None and event.type == request["event_type"]:
-            return False  # our own request, seen on a topic the planner listens to
-        if request is None:
-            answer_id = _steps.answered_by(plan, event.correlation_id)
-            if answer_id is not None and answer_id != event.id:
-                logger.info(
-                    "plan %s: a second answer to %s (%s) is dropped",
-                    plan.plan_id,
-                    event.correlation_id,
-                    event.type,
-                )
-                return False
-        if event.type == WAIT_TIMEOUT and not (
-            _wait_timeout_for(event, plan) or plan.state.get(RESUMED_BY_KEY) == event.id
-        ):
-            return False  # another plan's, or late: the wait already ended
-        if status == "paused":
-            expected = plan.state.get(WAITING_KEY)
-            if event.type != expected and event.type != WAIT_TIMEOUT:
-                logger.info(
-                    "plan %s waits for %s; %s leaves it paused",
-                    plan.plan_id,
-                    expected,
-                    event.type,
-                )
-                return False
-
-            def arrived(p: Any) -> None:
-                p.state.pop(WAITING_KEY, None)
-                p.state.pop(WAIT_TIMEOUT_KEY, None)
-                p.state[RESUMED_BY_KEY] = event.id
-                p.results[event.type] = event.data
-
-            await plan.update(arrived)
-            await plan.resume(event.data)
-            return True
-        if request is not None and event.type == request["response_event"]:
-
-            def answered(p: Any) -> None:
-                still = dict(p.state.get(PENDING_KEY) or {})
-                still.pop(event.correlation_id, None)
-                p.state[PENDING_KEY] = still
-                p.results[request["event_type"]] = event.data
-                _steps.note_answer(p, str(event.correlation_id), event.id)
-
-            await plan.update(answered)
-        return True
+        return await accept_event(event, plan, self.name)
 
     # -- convenience -----------------------------------------------------------------
 
-    async def create_plan(
+    async def open_plan(
         self,
         goal: Any,
-        context: Any,
+        context: PlatformContext,
         *,
         plan_id: str | None = None,
         parent_plan_id: str | None = None,
-    ) -> Any:
+    ) -> PlanContext:
         """Create (or, for a redelivered goal, restore) the plan for ``goal``.
 
         A choreography plan has a single open state: the model, not a state machine,
@@ -784,12 +438,8 @@ class ChoreographyPlanner(Planner):
             plan_id: Explicit plan id.
             parent_plan_id: The delegating plan, for a sub-plan.
         """
-        from soorma.plan_context import PlanContext
-        from soorma_common.errors import VersionConflict
-        from soorma_common.state import StateConfig
-
-        event = _value(goal, "event") or goal
-        event_id = _value(event, "id")
+        event = field_of(goal, "event") or goal
+        event_id = field_of(event, "id")
         if plan_id is None:
             plan_id = (
                 str(uuid.uuid5(_PLAN_NAMESPACE, f"{self.name}/{event_id}"))
@@ -799,8 +449,8 @@ class ChoreographyPlanner(Planner):
         try:
             plan = await PlanContext.create(
                 context,
-                goal_event=_value(goal, "event_type") or _value(event, "type") or "",
-                goal_data=_value(goal, "data") or {},
+                goal_event=field_of(goal, "event_type") or field_of(event, "type") or "",
+                goal_data=field_of(goal, "data") or {},
                 state_machine={
                     CHOREOGRAPHY_STATE: StateConfig(
                         state_name=CHOREOGRAPHY_STATE,
@@ -808,15 +458,17 @@ class ChoreographyPlanner(Planner):
                     )
                 },
                 initial_state=CHOREOGRAPHY_STATE,
-                response_event=_value(goal, "response_event"),
-                response_topic=_value(goal, "response_topic") or ACTION_RESULTS,
-                correlation_id=_value(goal, "correlation_id"),
+                response_event=field_of(goal, "response_event"),
+                response_topic=field_of(goal, "response_topic") or ACTION_RESULTS,
+                correlation_id=field_of(goal, "correlation_id"),
                 plan_id=plan_id,
-                parent_plan_id=parent_plan_id or _value(goal, "parent_plan_id"),
-                session_id=_value(goal, "session_id"),
-                state={OWNER_KEY: self.name},
-                tenant_id=_value(goal, "tenant_id"),
-                user_id=_value(goal, "user_id"),
+                parent_plan_id=parent_plan_id or field_of(goal, "parent_plan_id"),
+                session_id=field_of(goal, "session_id"),
+                bookkeeping=PlanBookkeeping(
+                    choreography=ChoreographyBookkeeping(planner=self.name)
+                ),
+                tenant_id=field_of(goal, "tenant_id"),
+                user_id=field_of(goal, "user_id"),
             )
         except VersionConflict:
             existing = await PlanContext.restore(plan_id, context)
@@ -827,10 +479,12 @@ class ChoreographyPlanner(Planner):
         await plan.announce_start()
         return plan
 
+    create_plan = renamed_method("ChoreographyPlanner", "create_plan", "open_plan")
+
     async def step(
         self,
-        plan: Any,
-        context: Any,
+        plan: PlanContext,
+        context: PlatformContext,
         *,
         trigger: str,
         custom_context: Mapping[str, Any] | None = None,
@@ -859,9 +513,9 @@ class ChoreographyPlanner(Planner):
         key = _steps.step_key(trigger_id)
         recorded = _steps.recorded_step(plan, key)
         if recorded is not None:
-            await self._replay(recorded, context, plan, key)
+            await _execution.replay(recorded, context, plan, key)
             return _steps.recorded_decision(recorded)
-        if _status(plan) in _FINISHED:
+        if status(plan) in FINISHED:
             return None
         try:
             decision = await self.reason_next_action(
@@ -889,21 +543,8 @@ class ChoreographyPlanner(Planner):
 
     # -- plumbing --------------------------------------------------------------------
 
-    async def _check_breaker(self, plan: Any) -> None:
-        taken = int(plan.state.get(ACTIONS_KEY, 0))
-        if taken >= self.max_actions:
-            reason = (
-                f"circuit breaker: plan {plan.plan_id} took {taken} actions, the limit is "
-                f"max_actions={self.max_actions}"
-            )
-            if _status(plan) not in _FINISHED:
-                await plan.fail(reason)
-            raise CircuitBreakerOpen(reason, details={"plan_id": plan.plan_id, "actions": taken})
-
-    async def _restore(self, plan_id: str, context: Any) -> Any:
-        from soorma.plan_context import PlanContext
-
-        return await PlanContext.restore(plan_id, context)
+    async def _check_breaker(self, plan: PlanContext) -> None:
+        await _execution.check_breaker(plan, self.max_actions)
 
     def _record(
         self,
@@ -929,29 +570,32 @@ class ChoreographyPlanner(Planner):
         self.audit_log.append(record)
         return record
 
-    async def _keep_audit(self, plan: Any, records: list[dict[str, Any]]) -> None:
+    async def _keep_audit(self, plan: PlanContext | None, records: list[dict[str, Any]]) -> None:
         if plan is None or not records:
             return
-        await plan.update(lambda p: append_audit(p.state, records, self.audit_limit))
+        limit = self.audit_limit
+
+        def keep(p: PlanContext) -> None:
+            log = [*book(p).audit, *records]
+            book(p).audit = log[-limit:] if limit > 0 else []
+
+        await plan.update(keep)
 
     @staticmethod
-    def _results(plan: Any) -> dict[str, Any]:
-        return dict(getattr(plan, "results", None) or {}) if plan is not None else {}
+    def _results(plan: PlanContext | None) -> dict[str, Any]:
+        return dict(plan.results) if plan is not None else {}
 
-    def _plan_summary(self, plan: Any) -> dict[str, Any] | None:
+    def _plan_summary(self, plan: PlanContext | None) -> dict[str, Any] | None:
         if plan is None:
             return None
-        state = plan.state
         return {
             "plan_id": plan.plan_id,
-            "goal_event": getattr(plan, "goal_event", None),
-            "goal_data": getattr(plan, "goal_data", None),
-            "status": _status(plan),
+            "goal_event": plan.goal_event,
+            "goal_data": plan.goal_data,
+            "status": status(plan),
             "results": self._results(plan),
-            "waiting_for_answers": sorted(
-                p["response_event"] for p in (state.get(PENDING_KEY) or {}).values()
-            ),
-            "actions_taken": int(state.get(ACTIONS_KEY, 0)),
+            "waiting_for_answers": sorted(p["response_event"] for p in book(plan).pending.values()),
+            "actions_taken": book(plan).actions,
             "max_actions": self.max_actions,
         }
 
@@ -964,52 +608,6 @@ _AGENT_OPTIONS = frozenset(
     for name in inspect.signature(cls.__init__).parameters
     if name not in {"self", "kwargs", "name", "description"}
 )
-
-
-def _wait_timeout_for(event: Any, plan: Any) -> bool:
-    """Whether a ``plan.wait_timeout`` event ends this plan's current WAIT."""
-    data = event.data if isinstance(event.data, Mapping) else {}
-    if (data.get("plan_id") or event.plan_id or event.correlation_id) != plan.plan_id:
-        return False
-    expected = data.get("expected_event")
-    return _status(plan) == "paused" and (
-        expected is None or expected == plan.state.get(WAITING_KEY)
-    )
-
-
-def _count_action(plan: Any) -> None:
-    plan.state[ACTIONS_KEY] = int(plan.state.get(ACTIONS_KEY, 0)) + 1
-    if _status(plan) == "pending":
-        plan.status = "running"
-
-
-def _add_correlation(plan: Any, correlation_id: str) -> None:
-    ids = getattr(plan, "correlation_ids", None)
-    if ids is None:
-        plan.correlation_ids = [correlation_id]
-    elif correlation_id not in ids:
-        ids.append(correlation_id)
-
-
-def _as_decision(
-    produced: Any, plan_id: str, current_state: str
-) -> tuple[PlannerDecision | None, list[str]]:
-    if isinstance(produced, PlannerDecision):
-        return produced.model_copy(update={"plan_id": plan_id, "current_state": current_state}), []
-    if isinstance(produced, PublishAction | CompleteAction | WaitAction | DelegateAction):
-        return PlannerDecision(
-            plan_id=plan_id,
-            current_state=current_state,
-            next_action=produced,
-            reasoning="deterministic fallback planner",
-        ), []
-    if isinstance(produced, Mapping):
-        import json
-
-        return parse_decision(
-            json.dumps(dict(produced), default=str), plan_id=plan_id, current_state=current_state
-        )
-    return None, [f"fallback planner returned {type(produced).__name__}, not a decision"]
 
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 ``context.toolkit`` lists registered events and the events live agents consume, formats
 them compactly for a prompt, and checks a proposed payload against the event's registered
-JSON Schema before anything is published (seed 001 §3.3: "fail fast on schema mismatch").
+JSON Schema before anything is published (a mismatch fails before it reaches anyone).
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ The services are the real ones (their routes, validation, consumer groups, plan 
 on embedded backends: an in-memory event log and SQLite files in a temporary directory.
 The SDK reaches them through an in-process ASGI transport (no ports, no network) that
 streams responses, so agents consume their SSE event streams exactly as in production.
+
+(Over 400 lines: ``PlatformHarness`` is the one object test authors use; its helpers —
+start, call, wait, look-ups, scripted LLM — document themselves here, while the ASGI
+transport, recorder and LLM script live in their own modules.)
 """
 
 from __future__ import annotations

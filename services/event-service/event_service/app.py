@@ -14,8 +14,9 @@ from starlette.responses import Response
 from event_service.backends.base import EventLog
 from event_service.backends.memory import MemoryEventLog
 from event_service.fanout import BroadcastHub
-from event_service.fastpath import EventServiceApp, PublishFastPath
+from event_service.fastpath import PublishFastPath
 from event_service.groups import GroupWaker, finish_cleanups
+from event_service.metrics import EventMetrics, StreamMetricsMiddleware
 from event_service.routes import router
 from event_service.settings import Settings
 from event_service.state import EventState
@@ -23,12 +24,21 @@ from servicekit import create_service_app
 from servicekit.errors import error_response
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the event-service app. Nothing connects until the lifespan starts."""
+def create_app(
+    settings: Settings | None = None, *, fast_path: bool | PublishFastPath = True
+) -> FastAPI:
+    """Build the event-service app. Nothing connects until the lifespan starts.
+
+    Args:
+        settings: Service settings (from the environment when omitted).
+        fast_path: Answer the publish routes in pure ASGI (:mod:`event_service.fastpath`);
+            innermost in servicekit's middleware stack; ``False`` leaves every request to
+            FastAPI (tests compare the two); an instance is used as given.
+    """
     settings = settings or Settings()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
         clients: list[Any] = []
         log: EventLog
         if settings.event_backend == "redis":
@@ -49,7 +59,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 max_length=settings.stream_max_length, tap_topics=settings.tap_topics
             )
         hub = BroadcastHub(log=log, batch=settings.read_batch, block=settings.block_seconds)
-        state = EventState(log=log, hub=hub, waker=GroupWaker(), settings=settings)
+        state = EventState(log=log, hub=hub, waker=GroupWaker(), settings=settings, metrics=metrics)
+        if app.metrics is not None:
+
+            async def refresh() -> None:
+                await metrics.refresh(log, max_streams=settings.metrics_max_streams)
+
+            app.metrics.on_scrape(refresh)
         try:
             yield {"events": state, "ready_checks": {"event_log": log.ping}}
         finally:
@@ -58,17 +74,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await log.close()
             for client in clients:
                 await client.aclose()
+            if app.metrics is not None:
+                app.metrics.clear_scrape_callbacks()
 
+    if fast_path is True:
+        fast_path = PublishFastPath(settings=settings)
     app = create_service_app(
         name="event-service",
         settings=settings,
         lifespan=lifespan,
         routers=[router],
         max_body_bytes=settings.max_request_bytes,
-        app_class=EventServiceApp,
+        fast_path=fast_path or None,
     )
-    assert isinstance(app, EventServiceApp)
-    app.fast_path = PublishFastPath(settings=settings, max_body_bytes=settings.max_request_bytes)
+    metrics = EventMetrics(app.metrics)
+    app.add_middleware(StreamMetricsMiddleware, metrics=metrics)
     # Redis unreachable is the caller's cue to retry, not a bug: 503, not 500.
     app.add_exception_handler(RedisConnectionError, _backend_unavailable)
     app.add_exception_handler(RedisTimeoutError, _backend_unavailable)

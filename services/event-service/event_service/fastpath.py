@@ -2,11 +2,14 @@
 
 Publishing is the bus's hot path. FastAPI's routing, request object and dependency
 solving cost more CPU per request than validating and appending the event, so
-``POST /v1/events/publish`` and ``/publish-batch`` are answered here, ahead of the
+``POST /v1/events/publish`` and ``/publish-batch`` are answered here, in front of the
 router, by the same functions the FastAPI routes call (``publishing.publish_one`` and
-``publish_many``). It keeps the request-id and body-size middleware; errors are
-rendered exactly as the app's exception handlers would. Anything else (other paths,
-other methods) goes to FastAPI unchanged.
+``publish_many``). It is the innermost layer of servicekit's middleware stack
+(``create_service_app(fast_path=...)``), so request ids, body-size limits, metrics and
+anything else in that stack wrap it as they wrap FastAPI; errors are rendered exactly as
+the app's exception handlers would (``tests/event_service/test_event_fast_path.py``
+sends every request both ways). Anything else (other paths, other methods) goes to
+FastAPI unchanged.
 """
 
 from __future__ import annotations
@@ -14,17 +17,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from fastapi import FastAPI
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from event_service.publishing import publish_many, publish_one
 from event_service.state import EventState
-from servicekit.app import BodySizeLimitMiddleware, BodyTooLarge, RequestContextMiddleware
+from servicekit.app import BodyTooLarge
 from servicekit.asgi import RawHeaders, read_body
 from servicekit.auth import Identity, resolve_identity
 from servicekit.errors import error_response, response_for
+from servicekit.metrics import ROUTE_TEMPLATE
 from servicekit.settings import ServiceSettings
 
 log = logging.getLogger("event_service.fastpath")
@@ -39,15 +42,11 @@ _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
 class PublishFastPath:
-    """Answers the publish routes with the platform's request-id and body-size middleware
-    (the same classes the app stack uses) but none of FastAPI's layers."""
+    """Answers the publish routes inside servicekit's middleware stack but without any of
+    FastAPI's layers (a :class:`servicekit.app.FastPath`)."""
 
-    def __init__(self, *, settings: ServiceSettings, max_body_bytes: int) -> None:
+    def __init__(self, *, settings: ServiceSettings) -> None:
         self.settings = settings
-        self._app = RequestContextMiddleware(
-            BodySizeLimitMiddleware(self._publish, limit=max_body_bytes),
-            log_access=settings.access_log,
-        )
 
     @staticmethod
     def handles(scope: Scope) -> bool:
@@ -55,11 +54,11 @@ class PublishFastPath:
             scope["type"] == "http" and scope["path"] in PUBLISH_PATHS and scope["method"] == "POST"
         )
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._app(scope, receive, send)
-
-    async def _publish(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(
+        self, scope: Scope, receive: Receive, send: Send, *, fallback: ASGIApp
+    ) -> None:
         handler = PUBLISH_PATHS[scope["path"]]
+        scope[ROUTE_TEMPLATE] = scope["path"]  # the routes' templates are these paths
         state: EventState = scope["state"]["events"]
         try:
             identity = resolve_identity(RawHeaders(scope["headers"]), self.settings)
@@ -85,20 +84,3 @@ class PublishFastPath:
             await send({"type": "http.response.body", "body": answer})
             return
         await response(scope, receive, send)
-
-
-class EventServiceApp(FastAPI):
-    """The event service's FastAPI app: publishes skip the middleware stack and routing.
-
-    ``fast_path`` is set by ``create_app``; every other request (and the publish routes'
-    OpenAPI documentation) is FastAPI's as usual.
-    """
-
-    fast_path: PublishFastPath | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        fast = self.fast_path
-        if fast is not None and fast.handles(scope):
-            await fast(scope, receive, send)
-            return
-        await super().__call__(scope, receive, send)

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from event_service.backends.base import Entry, EventLog
 from event_service.fanout import Subscriber
 from event_service.ids import ZERO_ID
+from event_service.metrics import EventMetrics
 
 log = logging.getLogger("event_service.groups")
 
@@ -116,6 +117,7 @@ class GroupSession:
         batch: int,
         block: float,
         claim_interval: float,
+        metrics: EventMetrics | None = None,
     ) -> None:
         self.log = log
         self.tenant = tenant
@@ -128,6 +130,7 @@ class GroupSession:
         self.batch = batch
         self.block = block
         self.claim_interval = min(claim_interval, visibility_timeout / 2)
+        self.metrics = metrics
         self.sub = Subscriber(limit=1 << 62)  # bounded by back-pressure below instead
         self.drained = asyncio.Event()
         self.nacked = asyncio.Event()
@@ -258,8 +261,10 @@ class GroupSession:
             except TimeoutError:
                 await self._reconcile()
 
-    def _deliver(self, entries: Sequence[Entry]) -> None:
+    def _deliver(self, entries: Sequence[Entry], *, again: bool = False) -> None:
         if entries:
+            if again and self.metrics is not None:
+                self.metrics.redelivered(self.tenant, len(entries))
             self.in_flight.update((e.topic, e.id) for e in entries)
             self.sub.push(entries)
 
@@ -313,7 +318,7 @@ class GroupSession:
                     break  # they still expire and are claimed like any other
                 finally:
                     self._reserved -= room
-                self._deliver(entries)
+                self._deliver(entries, again=True)
 
     async def _claim(self) -> None:
         try:
@@ -353,4 +358,4 @@ class GroupSession:
                     continue
                 finally:
                     self._reserved -= room
-                self._deliver(entries)
+                self._deliver(entries, again=True)

@@ -86,6 +86,7 @@ async def publish_one(state: EventState, identity: Identity, body: bytes) -> byt
     request = parse_body(PublishRequest, body)
     new = to_new_event(request.event, identity, max_data_bytes=state.settings.max_payload_bytes)
     stream_ids = await state.log.append(identity.tenant_id, [new])
+    state.metrics.published(identity.tenant_id, (new,))
     return orjson.dumps({"event_id": request.event.id, "stream_id": stream_ids[0]})
 
 
@@ -98,6 +99,7 @@ async def publish_many(state: EventState, identity: Identity, body: bytes) -> by
         for i, e in enumerate(request.events)
     ]
     stream_ids = await state.log.append(identity.tenant_id, new)
+    state.metrics.published(identity.tenant_id, new)
     return orjson.dumps(
         {
             "results": [

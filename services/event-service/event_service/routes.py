@@ -139,7 +139,7 @@ def _topics(raw: str) -> list[str]:
     return [_topic(t, "topics") for t in topics]
 
 
-# Both publish routes are served by ``fastpath.PublishFastPath`` ahead of FastAPI's
+# Both publish routes are served by ``fastpath.PublishFastPath`` in front of FastAPI's
 # routing (same code below, less per-request overhead); they stay here so OpenAPI
 # documents them and any app built without the fast path still serves them.
 
@@ -263,6 +263,7 @@ async def stream(
             batch=settings.read_batch,
             block=settings.block_seconds,
             claim_interval=settings.claim_interval_seconds,
+            metrics=events.metrics,
         )
         body = group_stream(session=session, accept=accept, heartbeat=beat)
         return GroupStreamResponse(body, session=session, headers=SSE_HEADERS)
@@ -279,6 +280,7 @@ async def ack(req: AckBody, identity: CurrentIdentity, events: Events) -> Respon
     refs = [parse_ref(i) for i in req.ids]
     tenant = _tenant(identity, req.tenant)
     count = await events.log.ack(tenant, req.group, refs)
+    events.metrics.acked(tenant, count)
     events.waker.settled(tenant, req.group, refs)
     return ORJSONResponse({"count": count})
 
@@ -293,6 +295,7 @@ async def nack(req: NackBody, identity: CurrentIdentity, events: Events) -> Resp
     refs = [parse_ref(i) for i in req.ids]
     tenant = _tenant(identity, req.tenant)
     count = await events.log.nack(tenant, req.group, refs, req.reason)
+    events.metrics.nacked(tenant, count)
     events.waker.settled(tenant, req.group, refs)
     if count:
         events.waker.wake(tenant, req.group)

@@ -56,12 +56,14 @@ class Settings(ServiceSettings):
     # (``prefetch``): few enough that a handler working one event at a time finishes
     # them well inside the visibility timeout (32 events in 30 s: ~1 s each).
     default_prefetch: int = Field(default=32, ge=1, le=1000)
+    # Scrape-time metrics look at no more than this many topic logs (event_service.metrics).
+    metrics_max_streams: int = Field(default=1000, ge=1)
     # Whole-request limit; single events are held to ``max_payload_bytes`` of ``data``.
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     # Entries a slow SSE subscriber may have queued before it falls back to re-reading.
     subscriber_buffer: int = Field(default=10_000, ge=100)
-    # Topics copied to the platform-wide tap (pseudo-tenant ``*``, contract C1) that
-    # platform services (tracker, gateway) read with ``tenant=*``.
+    # Topics copied to the platform-wide tap (pseudo-tenant ``*``) that platform services
+    # (tracker, gateway) alone may read, with ``tenant=*``.
     # ``SOORMA_TAP_TOPICS=a,b`` (comma-separated; empty: no tap).
     tap_topics: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_TAP_TOPICS)

@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from event_service.backends.base import EventLog
 from event_service.fanout import BroadcastHub
 from event_service.groups import GroupWaker
+from event_service.metrics import EventMetrics
 from event_service.settings import Settings
 
 
@@ -19,6 +20,7 @@ class EventState:
     hub: BroadcastHub
     waker: GroupWaker
     settings: Settings
+    metrics: EventMetrics
 
 
 async def get_events(request: Request) -> EventState:

@@ -114,6 +114,11 @@ async def broadcast_stream(
 class GroupStreamResponse(StreamingResponse):
     """The SSE response of a group stream; ends its session however the response ends.
 
+    Both stream kinds are Starlette ``StreamingResponse``s of pre-encoded frames rather
+    than sse-starlette's ``EventSourceResponse``: that one (a task group of four tasks, a
+    lock and a cancel scope per chunk) measured +33 % server memory per connection and
+    +18 % server CPU per delivery on B5 (``docs/benchmarks.md``).
+
     The generator's own ``finally`` is not enough: when the client disconnects while the
     response is sending a chunk, the generator is left suspended at its ``yield`` and is
     only closed once garbage-collected. Meanwhile the session would keep reading and

@@ -1,5 +1,16 @@
 """A2A protocol gateway for external clients."""
 
+import os
+
+from soorma._tracing import exporter_names
+
+# a2a-sdk wraps every handler call in an OpenTelemetry span. With the platform's tracing
+# off (no OTEL_* exporter, docs/tracing.md) those spans go nowhere and cost CPU per
+# request, so they are off unless OTEL_INSTRUMENTATION_A2A_SDK_ENABLED says otherwise
+# (read when a2a-sdk is imported: before the imports below). With tracing on they stay.
+if not exporter_names(os.environ):
+    os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+
 from gateway_a2a.app import create_app
 
 __all__ = ["create_app"]

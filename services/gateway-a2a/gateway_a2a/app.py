@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 
+from gateway_a2a import metrics as gateway_metrics
 from gateway_a2a.auth import AuthMiddleware, TenantContextBuilder
 from gateway_a2a.body import Utf8BodyGuard
 from gateway_a2a.bridge import Bridge
@@ -27,6 +28,7 @@ from gateway_a2a.executor import BusAgentExecutor
 from gateway_a2a.handler import GatewayRequestHandler
 from gateway_a2a.legacy import LegacyEndpoint
 from gateway_a2a.push import RetryingPushSender
+from gateway_a2a.replicas import ReplicaWatch
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import build_stores, migrate_stores
@@ -57,7 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     placeholder: AgentCard = build_card(settings, [PLACEHOLDER_SKILL])
     push_sender = RetryingPushSender(push_http, stores.push_configs, settings)
     handler = GatewayRequestHandler(
-        agent_executor=BusAgentExecutor(settings, bridge, stores.routes),
+        agent_executor=BusAgentExecutor(settings, bridge, stores.routes, stores.tasks),
         task_store=stores.tasks,
         agent_card=placeholder,
         push_config_store=stores.push_configs if settings.gateway_push_enabled else None,
@@ -73,15 +75,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         routes=stores.routes,
     )
     bridge.on_orphan = handler.resume
+    watch = ReplicaWatch(settings, stores.engine, bridge, handler.resume)
     contexts = TenantContextBuilder()
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
         await migrate_stores(stores)
         await bridge.start()
+        await watch.start()
         try:
             yield {"ready_checks": {"database": stores.ping}}
         finally:
+            await watch.close()
             await handler.aclose()
             await bridge.close()
             await push_sender.drain()
@@ -130,6 +135,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AuthMiddleware, settings=settings)
     # Innermost (after the size limit): a body that is not UTF-8 is a parse error.
     app.user_middleware.append(Middleware(Utf8BodyGuard))
+    gateway_metrics.register(app, stores)  # open tasks by state on /metrics
     app.state.handler = handler
     app.state.bridge = bridge
     return app

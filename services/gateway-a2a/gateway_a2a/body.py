@@ -5,10 +5,17 @@ a2a-sdk's HTTP+JSON routes hand the raw body to protobuf's JSON parser, which ra
 answers that with a bare 500. This innermost middleware reads an HTTP+JSON POST body
 (already capped by servicekit's size limit) and, when it is not UTF-8, answers as a2a-sdk
 answers any other unparsable body: ``400 INVALID_ARGUMENT`` (``build_rest_error_payload``).
-Other bodies are replayed unchanged. (JSON-RPC answers ``-32700`` itself.)
+Other bodies are replayed unchanged.
+
+On the JSON-RPC endpoints a2a-sdk reads the body with ``json.loads``, which picks the
+encoding from the first bytes (UTF-8, or UTF-16/32 when they hold zero bytes) and answers
+a body it cannot decode with ``-32603`` (internal error). The guard answers those with
+JSON-RPC's parse error, ``-32700``, as a2a-sdk answers any other unparsable body.
 """
 
 from __future__ import annotations
+
+import json
 
 from a2a.utils.error_handlers import build_rest_error_payload
 from google.protobuf.json_format import ParseError
@@ -42,10 +49,10 @@ class Utf8BodyGuard:
             scope["type"] != "http"
             or scope.get("method") != "POST"
             or scope.get("path") in UNGUARDED
-            or _is_jsonrpc(str(scope.get("path", "")))
         ):
             await self.app(scope, receive, send)
             return
+        jsonrpc = _is_jsonrpc(str(scope.get("path", "")))
         chunks: list[bytes] = []
         more = True
         while more:
@@ -57,11 +64,21 @@ class Utf8BodyGuard:
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
         try:
-            body.decode("utf-8")
+            body.decode(json.detect_encoding(body) if jsonrpc else "utf-8", "surrogatepass")
         except UnicodeDecodeError as exc:
-            response = JSONResponse(
-                build_rest_error_payload(ParseError(f"the body is not UTF-8 JSON: {exc}")),
-                status_code=400,
+            response = (
+                JSONResponse(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {"code": -32700, "message": f"the body is not JSON text: {exc}"},
+                    }
+                )
+                if jsonrpc
+                else JSONResponse(
+                    build_rest_error_payload(ParseError(f"the body is not UTF-8 JSON: {exc}")),
+                    status_code=400,
+                )
             )
             await response(scope, receive, send)
             return

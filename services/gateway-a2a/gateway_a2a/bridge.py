@@ -40,6 +40,8 @@ TIMEOUT_EVENT = "task.timeout"
 READY_TIMEOUT_SECONDS = 15.0
 TAP = "*"
 MAX_ACKS = 500
+# Acks wait this long to leave together (a redelivered answer is routed idempotently).
+ACK_DELAY_SECONDS = 0.05
 NOT_OURS_CAPACITY = 10_000
 SERVICE_ROLE = "service"
 
@@ -76,6 +78,8 @@ class Bridge:
         self._ack_wake = asyncio.Event()
         self._closing = False
         self._not_ours: OrderedDict[str, None] = OrderedDict()
+        # The last settling answer of each task another replica runs.
+        self._seen: OrderedDict[str, Event] = OrderedDict()
 
     @property
     def bus(self) -> BusClient:
@@ -135,6 +139,7 @@ class Bridge:
         """Ack what was routed, in one request per turn (those arriving meanwhile wait)."""
         while True:
             await self._ack_wake.wait()
+            await asyncio.sleep(ACK_DELAY_SECONDS)
             self._ack_wake.clear()
             while self._acks:
                 ids, self._acks = self._acks[:MAX_ACKS], self._acks[MAX_ACKS:]
@@ -173,7 +178,14 @@ class Bridge:
             if len(self._not_ours) > NOT_OURS_CAPACITY:
                 self._not_ours.popitem(last=False)
             return
-        if route.finished or route.replica != self.replica:
+        if route.finished:
+            return
+        if route.replica != self.replica:
+            if event.type != PROGRESS_EVENT:
+                # Kept in case this replica takes the task over (replicas.py).
+                self._seen[task_id] = event
+                if len(self._seen) > NOT_OURS_CAPACITY:
+                    self._seen.popitem(last=False)
             return
         if event.tenant_id and event.tenant_id != route.tenant_id:
             return
@@ -185,6 +197,14 @@ class Bridge:
         queue: asyncio.Queue[Event] = asyncio.Queue()
         self.waiters[task_id] = queue
         return queue
+
+    def waiting(self, task_id: str) -> bool:
+        """An executor on this replica waits for ``task_id``'s events."""
+        return task_id in self.waiters
+
+    def seen_answer(self, task_id: str) -> Event | None:
+        """The last answer seen for ``task_id`` while another replica ran it."""
+        return self._seen.pop(task_id, None)
 
     def stop_waiting(self, task_id: str) -> None:
         self.waiters.pop(task_id, None)

@@ -34,10 +34,13 @@ from gateway_a2a.mapping import (
 )
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import Skill
-from gateway_a2a.store import TENANT_KEY, USER_KEY, Route, RouteStore
+from gateway_a2a.store import TENANT_KEY, USER_KEY, Route, RouteStore, route_values
+from gateway_a2a.taskstore import GatewayTaskStore
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS
 
+# A synthetic event (replicas.py): the task's replica stopped and no answer came.
+ORPHAN_EVENT = "gateway.task.orphaned"
 SKILL_KEY = "soorma_skill"
 PAYLOAD_KEY = "soorma_payload"
 ANSWER_KEY = "soorma_answer"
@@ -53,10 +56,13 @@ def _now_status(state: TaskState) -> TaskStatus:
 class BusAgentExecutor(AgentExecutor):
     """Bridges A2A tasks to the event bus (see the module docstring)."""
 
-    def __init__(self, settings: Settings, bridge: Bridge, routes: RouteStore) -> None:
+    def __init__(
+        self, settings: Settings, bridge: Bridge, routes: RouteStore, tasks: GatewayTaskStore
+    ) -> None:
         self.settings = settings
         self.bridge = bridge
         self.routes = routes
+        self.tasks = tasks
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         state = context.call_context.state
@@ -100,17 +106,18 @@ class BusAgentExecutor(AgentExecutor):
                 history=[message] if message is not None else [],
             )
         )
-        await self.routes.insert(
-            Route(
-                task_id=task_id,
-                tenant_id=tenant,
-                user_id=user,
-                context_id=context_id,
-                skill=skill.id,
-                request_event=skill.event,
-                replica=self.bridge.replica,
-            )
+        route = Route(
+            task_id=task_id,
+            tenant_id=tenant,
+            user_id=user,
+            context_id=context_id,
+            skill=skill.id,
+            request_event=skill.event,
+            replica=self.bridge.replica,
         )
+        # A blocking send's route is written with its task (GatewayTaskStore).
+        if not self.tasks.defer_route(context.call_context, task_id, route_values(route)):
+            await self.routes.insert(route)
         queue = self.bridge.wait_for(task_id)
         try:
             await self.bridge.ensure(tenant)
@@ -233,7 +240,7 @@ class BusAgentExecutor(AgentExecutor):
             )
             return False
         if event.type == HUMAN_INPUT_EVENT:
-            await self.routes.update(
+            await self._update_route(
                 task_id,
                 awaiting_event=data.get("response_event") or event.response_event,
                 awaiting_topic=data.get("response_topic") or NOTIFICATION_EVENTS,
@@ -249,8 +256,19 @@ class BusAgentExecutor(AgentExecutor):
                 metadata=details or None,
             )
             return True
+        if event.type == ORPHAN_EVENT:
+            await self._update_route(task_id, finished=True)
+            await updater.failed(
+                agent_message(
+                    str(data.get("reason") or "the gateway replica running this task stopped"),
+                    task_id,
+                    updater.context_id,
+                    message_id,
+                )
+            )
+            return True
         if event.type == TIMEOUT_EVENT:
-            await self.routes.update(task_id, finished=True)
+            await self._update_route(task_id, finished=True)
             await updater.failed(
                 agent_message(
                     f"no input before the deadline ({data.get('reason') or 'timeout'})",
@@ -281,6 +299,10 @@ class BusAgentExecutor(AgentExecutor):
                 else updater.failed(reason)
             )
         return True
+
+    async def _update_route(self, task_id: str, **values: Any) -> None:
+        if not await self.tasks.update_route(task_id, values):
+            await self.routes.update(task_id, **values)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id = str(context.task_id)

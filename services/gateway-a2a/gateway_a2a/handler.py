@@ -47,11 +47,13 @@ from gateway_a2a.mapping import MESSAGE_KEY, message_record, narrow, request_pay
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import Route, RouteStore, tenant_context, tenant_of
+from gateway_a2a.taskstore import DEFER_KEY, NewTaskIdBuilder
 from soorma.event import Event as BusEvent
 from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import SYSTEM_EVENTS
 
 AGENT_KEY = "soorma_agent"
+_SDK_SEND = DefaultRequestHandler.on_message_send.__wrapped__
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_FAILED,
@@ -72,7 +74,7 @@ class GatewayRequestHandler(DefaultRequestHandler):
         routes: RouteStore,
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, request_context_builder=NewTaskIdBuilder(self._new_task), **kwargs)
         self.settings = settings
         self.catalog = catalog
         self.bridge = bridge
@@ -133,9 +135,22 @@ class GatewayRequestHandler(DefaultRequestHandler):
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
+        import time as _t
+
+        context.state["t_start"] = _t.perf_counter()
         await self._prepare(params, context)
+        config = params.configuration
+        if (
+            not params.message.task_id
+            and not config.return_immediately
+            and not config.HasField("task_push_notification_config")
+        ):
+            # The client learns the task id only with the answer: write the task once.
+            # (Not with a push config: its receiver learns the id at once.)
+            context.state[DEFER_KEY] = True
         try:
-            return await super().on_message_send(params, context)
+            # The SDK's method without its decorator: the parameters were validated above.
+            return await _SDK_SEND(self, params, context)
         except ServiceUnavailable as exc:
             raise unavailable("event service", exc) from exc
 
@@ -184,6 +199,14 @@ class GatewayRequestHandler(DefaultRequestHandler):
     ) -> None:
         await super().on_delete_task_push_notification_config(params, context)
         self._forget_push_configs(params.task_id)
+
+    def _new_task(self, task_id: str, params: SendMessageRequest) -> None:
+        """No push config read for a task created without one (the request sets it)."""
+        configs = getattr(self._push_sender, "configs", None)
+        if configs is not None and not params.configuration.HasField(
+            "task_push_notification_config"
+        ):
+            configs.none_yet(task_id)
 
     def _forget_push_configs(self, task_id: str) -> None:
         configs = getattr(self._push_sender, "configs", None)

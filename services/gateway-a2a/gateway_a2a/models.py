@@ -42,6 +42,16 @@ routes = sa.Table(
     sa.Column("awaiting_correlation", sa.String(128), nullable=True),
     sa.Column("finished", sa.Boolean, nullable=False, default=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    # Set when a live replica took the task over from one that stopped (0002).
+    sa.Column("taken_over_at", sa.DateTime(timezone=True), nullable=True),
 )
 sa.Index("ix_gateway_routes_awaiting", routes.c.awaiting_correlation)
 sa.Index("ix_gateway_routes_open", routes.c.finished, routes.c.tenant_id)
+
+# Each replica's heartbeat: a replica silent for the lease has stopped (0002).
+replicas = sa.Table(
+    "gateway_replicas",
+    metadata,
+    sa.Column("replica_id", sa.String(256), primary_key=True),
+    sa.Column("seen_at", sa.DateTime(timezone=True), nullable=False),
+)

@@ -69,6 +69,10 @@ class DispatchConfigCache:
     def forget(self, task_id: str) -> None:
         self._cache.pop(task_id, None)
 
+    def none_yet(self, task_id: str) -> None:
+        """A task just created without a push config has none (for ``ttl``, as any read)."""
+        self._cache[task_id] = (time.monotonic(), [])
+
 
 class RetryingPushSender(BasePushNotificationSender):
     """Deliver each notification with retries and exponential backoff."""

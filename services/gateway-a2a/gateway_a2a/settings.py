@@ -66,6 +66,15 @@ class Settings(ServiceSettings):
     gateway_poll_interval_seconds: float = Field(default=0.2, gt=0)
     # How long a send waits for the answer stream before the event service counts as down.
     gateway_bus_ready_timeout_seconds: float = Field(default=5.0, gt=0)
+    # A blocking send's task is written once when it ends or asks for input, or after
+    # this many seconds (0: write every change at once, as a2a-sdk's store does).
+    gateway_write_delay_seconds: float = Field(default=0.5, ge=0)
+    # Takeover: each replica writes a heartbeat this often; a replica silent for the
+    # lease has stopped, and a live one takes its unfinished tasks over. A taken-over
+    # task whose answer is not known to the taker fails after the grace period.
+    gateway_heartbeat_seconds: float = Field(default=5.0, gt=0)
+    gateway_replica_lease_seconds: float = Field(default=30.0, gt=0)
+    gateway_takeover_grace_seconds: float = Field(default=60.0, ge=0)
     gateway_max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
 
     @field_validator("gateway_api_keys")

@@ -16,6 +16,11 @@ from soorma.registry import RegistryClient
 # Agent metadata key: "message" makes the gateway answer with a direct A2A message
 # (no task) for this agent's skills.
 REPLY_MODE_KEY = "a2a_reply"
+# The same for one skill: an annotation keyword in its consumed event's payload schema
+# (JSON Schema validators ignore unknown keywords; SDK agents declare it with no SDK
+# change: EventDefinition(payload_schema={..., "x-a2a-reply": "message"})).
+SCHEMA_REPLY_KEY = "x-a2a-reply"
+REPLY_MESSAGE = "message"
 SKILL_KEYS = ("skill", "skillId", "skill_id")
 
 
@@ -78,7 +83,7 @@ class SkillCatalog:
         agents = await registry.list_agents()
         seen: dict[str, Skill] = {}
         for agent in sorted(agents, key=lambda a: (a.name, a.agent_id)):
-            reply_message = agent.metadata.get(REPLY_MODE_KEY) == "message"
+            agent_replies = agent.metadata.get(REPLY_MODE_KEY) == REPLY_MESSAGE
             for cap in agent.capabilities:
                 if cap.task_name in seen:
                     continue
@@ -95,7 +100,8 @@ class SkillCatalog:
                     topic=event.topic,
                     schema=schema,
                     tags=(agent.name, event.event_name),
-                    reply_message=reply_message,
+                    reply_message=agent_replies
+                    or (isinstance(schema, dict) and schema.get(SCHEMA_REPLY_KEY) == REPLY_MESSAGE),
                 )
         return list(seen.values())
 

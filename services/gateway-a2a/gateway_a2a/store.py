@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
+from a2a.server.cluster import DatabaseTaskEventStream
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabasePushNotificationConfigStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway_a2a.models import routes
 from gateway_a2a.settings import Settings
-from servicekit.db import database_url, make_engine, migrate
+from gateway_a2a.taskstore import GatewayTaskStore
+from servicekit.db import database_url, is_sqlite, make_engine, migrate
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 VERSION_TABLE = "gateway_alembic_version"
+# A pooled connection unused for longer is pinged before use (a busy one is not).
+IDLE_PING_SECONDS = 5.0
 TENANT_KEY = "soorma_tenant"
 USER_KEY = "soorma_user"
 
@@ -54,6 +58,7 @@ class Route:
     awaiting_topic: str | None = None
     awaiting_correlation: str | None = None
     finished: bool = False
+    taken_over_at: datetime | None = None
 
 
 class RouteStore:
@@ -63,7 +68,7 @@ class RouteStore:
         self.engine = engine
 
     async def insert(self, route: Route) -> None:
-        values = {**_values(route), "updated_at": datetime.now(UTC)}
+        values = {**route_values(route), "updated_at": datetime.now(UTC)}
         async with self.engine.begin() as conn:
             await conn.execute(sa.insert(routes).values(**values))
 
@@ -82,7 +87,7 @@ class RouteStore:
                 .mappings()
                 .first()
             )
-        return _route(row) if row else None
+        return row_route(row) if row else None
 
     async def by_awaiting(self, correlation_id: str) -> Route | None:
         async with self.engine.connect() as conn:
@@ -95,14 +100,14 @@ class RouteStore:
                 .mappings()
                 .first()
             )
-        return _route(row) if row else None
+        return row_route(row) if row else None
 
 
-def _values(route: Route) -> dict[str, Any]:
+def route_values(route: Route) -> dict[str, Any]:
     return {name: getattr(route, name) for name in Route.__slots__}
 
 
-def _route(row: Any) -> Route:
+def row_route(row: Any) -> Route:
     return Route(**{name: row[name] for name in Route.__slots__})
 
 
@@ -111,7 +116,7 @@ class Stores:
     """Everything the gateway keeps in SQL, on one engine."""
 
     engine: AsyncEngine
-    tasks: VersionedDatabaseTaskStore
+    tasks: GatewayTaskStore
     events: DatabaseTaskEventStream
     push_configs: DatabasePushNotificationConfigStore
     routes: RouteStore
@@ -121,7 +126,29 @@ class Stores:
             await conn.execute(sa.text("SELECT 1"))
 
     async def close(self) -> None:
+        await self.tasks.flush()
         await self.engine.dispose()
+
+
+def ping_idle_connections(engine: AsyncEngine) -> None:
+    """Ping a pooled connection before use when it was idle for ``IDLE_PING_SECONDS``.
+
+    A failed ping discards the connection and the pool opens another (SQLAlchemy's
+    pessimistic disconnect handling, for idle connections only).
+    """
+
+    @sa.event.listens_for(engine.sync_engine, "checkin")
+    def _checked_in(_dbapi: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @sa.event.listens_for(engine.sync_engine, "checkout")
+    def _checked_out(dbapi: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is not None and time.monotonic() - since > IDLE_PING_SECONDS:
+            try:
+                dbapi.ping()
+            except Exception as exc:
+                raise sa.exc.DisconnectionError(str(exc)) from exc
 
 
 async def migrate_stores(stores: Stores) -> None:
@@ -132,8 +159,14 @@ async def migrate_stores(stores: Stores) -> None:
 def build_stores(settings: Settings) -> Stores:
     """a2a-sdk's stores on the gateway's engine (nothing connects until first use)."""
     url = database_url(settings, "gateway", settings.gateway_database_url)
-    engine = make_engine(url)
-    tasks = VersionedDatabaseTaskStore(engine, create_table=False, owner_resolver=tenant_of)
+    if is_sqlite(url):
+        engine = make_engine(url)
+    else:
+        # A ping per checkout is one more round trip per statement under load: ping
+        # only connections that sat idle (a restarted server closed those).
+        engine = make_engine(url, pool_pre_ping=False)
+        ping_idle_connections(engine)
+    tasks = GatewayTaskStore(engine, tenant_of, settings.gateway_write_delay_seconds)
     events = DatabaseTaskEventStream(
         engine,
         create_table=False,

@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from memory_service.fastpath import MemoryServiceApp, PlanContextFastPath
+from memory_service.fastpath import PlanContextFastPath
 from memory_service.retention import run_pruner
 from memory_service.routes import ROUTERS
 from memory_service.settings import Settings
@@ -20,7 +20,9 @@ from servicekit import create_service_app
 from servicekit.db import database_url
 
 
-def create_app(settings: Settings | None = None, *, fast_path: bool = True) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, fast_path: bool | PlanContextFastPath = True
+) -> FastAPI:
     """Build the memory-service app. Nothing connects until the lifespan starts.
 
     The lifespan opens the SQL store (applying migrations), starts the retention pruner
@@ -29,13 +31,14 @@ def create_app(settings: Settings | None = None, *, fast_path: bool = True) -> F
     Args:
         settings: Service settings (from the environment when omitted).
         fast_path: Answer the plan-context hot routes in pure ASGI
-            (:mod:`memory_service.fastpath`); ``False`` leaves every request to FastAPI
-            (tests compare the two).
+            (:mod:`memory_service.fastpath`), innermost in servicekit's middleware stack;
+            ``False`` leaves every request to FastAPI (tests compare the two); an
+            instance is used as given.
     """
     settings = settings or Settings()
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         url = database_url(settings, "memory", settings.memory_database_url)
         store = await open_sql_store(url)
         pruner = None
@@ -55,7 +58,10 @@ def create_app(settings: Settings | None = None, *, fast_path: bool = True) -> F
         gc.collect()
         gc.freeze()
         try:
-            yield {"store": store, "ready_checks": {"database": store.ping}}
+            # Requests get the store with each call timed (storage latency metrics).
+            metrics = getattr(app, "metrics", None)
+            served = metrics.timed_store(store) if metrics is not None else store
+            yield {"store": served, "ready_checks": {"database": store.ping}}
         finally:
             if pruner is not None:
                 pruner.cancel()
@@ -63,14 +69,12 @@ def create_app(settings: Settings | None = None, *, fast_path: bool = True) -> F
                     await pruner
             await store.close()
 
-    app = create_service_app(
+    if fast_path is True:
+        fast_path = PlanContextFastPath(settings=settings)
+    return create_service_app(
         name="memory-service",
         settings=settings,
         lifespan=lifespan,
         routers=ROUTERS,
-        app_class=MemoryServiceApp,
+        fast_path=fast_path or None,
     )
-    assert isinstance(app, MemoryServiceApp)
-    if fast_path:
-        app.fast_path = PlanContextFastPath(settings=settings)
-    return app

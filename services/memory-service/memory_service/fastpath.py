@@ -10,8 +10,10 @@ correlation id, so these three routes carry the service's load (benchmark B4):
 FastAPI's middleware stack, routing, dependency solving and response-model re-validation
 cost more CPU per request than the store's work, so well-formed requests to these routes
 are answered here, ahead of all of it, through the same store calls (and, for ``PUT``,
-the same ``routes.plan_context.replace_plan``) the routes use, with servicekit's
-request-id middleware. Anything this path does not accept as well-formed (odd ids,
+the same ``routes.plan_context.replace_plan``) the routes use. The fast path is the
+innermost layer of servicekit's middleware stack (``create_service_app(fast_path=...)``),
+so request ids, body limits, metrics and anything else in that stack wrap it as they
+wrap FastAPI. Anything this path does not accept as well-formed (odd ids,
 identity problems, unparsable or invalid bodies, other content types, bodies over the
 record limit or without a length) is handed to the full FastAPI app unchanged (the body
 replayed), so those errors come from the routes themselves. Errors of the store and of
@@ -23,18 +25,18 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable
 
-from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_service.routes.deps import MAX_ID_LENGTH, parse_if_match
 from memory_service.routes.plan_context import PlanContextReplace, replace_plan
 from memory_service.store import MemoryStore
-from servicekit.app import RequestContextMiddleware
 from servicekit.asgi import RawHeaders, read_body
 from servicekit.auth import resolve_identity
 from servicekit.errors import error_response, response_for
 from servicekit.jsoncheck import NUL
+from servicekit.metrics import ROUTE_TEMPLATE
 from servicekit.settings import ServiceSettings
 from soorma_common.errors import SoormaError
 from soorma_common.memory import PlanContextRecord
@@ -42,9 +44,10 @@ from soorma_common.memory import PlanContextRecord
 log = logging.getLogger("memory_service.fastpath")
 
 PREFIX = "/v1/memory/plan-context/"
-# Scope key carrying the parsed request's pending store call to the responder.
-_WORK = "memory_service.fastpath.work"
 BY_CORRELATION = "by-correlation/"
+# The FastAPI routes' templates: the request metrics label both paths alike.
+_PLAN_TEMPLATE = PREFIX + "{plan_id}"
+_BY_CORRELATION_TEMPLATE = PREFIX + BY_CORRELATION + "{correlation_id}"
 _to_json = PlanContextRecord.__pydantic_serializer__.to_json
 
 
@@ -75,15 +78,12 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 class PlanContextFastPath:
-    """Answers the plan-context hot routes with the platform's request-id middleware (the
-    class the app stack uses) but none of FastAPI's layers; hands the rest to ``fallback``.
+    """Answers the plan-context hot routes inside servicekit's middleware stack but without
+    FastAPI's layers; hands the rest to ``fallback`` (a :class:`servicekit.app.FastPath`).
     """
 
     def __init__(self, *, settings: ServiceSettings) -> None:
         self.settings = settings
-        self._respond_with_id = RequestContextMiddleware(
-            self._respond, log_access=settings.access_log
-        )
 
     @staticmethod
     def handles(scope: Scope) -> bool:
@@ -126,8 +126,8 @@ class PlanContextFastPath:
                 await fallback(scope, _replay(body, receive) if body else receive, send)
                 return
             work = replace_plan(store, tenant, record_id, *parsed)
-        scope[_WORK] = work
-        await self._respond_with_id(scope, receive, send)
+        scope[ROUTE_TEMPLATE] = _BY_CORRELATION_TEMPLATE if by_correlation else _PLAN_TEMPLATE
+        await self._respond(work, scope, receive, send)
 
     def _small_json(self, headers: RawHeaders) -> bool:
         """A JSON body declared within the record limit (else FastAPI answers, e.g. 413)."""
@@ -140,9 +140,11 @@ class PlanContextFastPath:
         )
 
     @staticmethod
-    async def _respond(scope: Scope, receive: Receive, send: Send) -> None:
+    async def _respond(
+        work: Awaitable[PlanContextRecord], scope: Scope, receive: Receive, send: Send
+    ) -> None:
         try:
-            record: PlanContextRecord = await scope.pop(_WORK)
+            record = await work
         except SoormaError as exc:
             response = response_for(exc)
             assert response is not None
@@ -179,20 +181,3 @@ def _parse_put(headers: RawHeaders, body: bytes) -> tuple[PlanContextReplace, in
         return PlanContextReplace.model_validate(json.loads(body)), if_match
     except (ValueError, RecursionError, SoormaError):  # ValidationError is a ValueError
         return None
-
-
-class MemoryServiceApp(FastAPI):
-    """The memory service's FastAPI app: plan-context hot routes skip FastAPI's layers.
-
-    ``fast_path`` is set by ``create_app``; every other request (and these routes'
-    OpenAPI documentation and error answers) is FastAPI's as usual.
-    """
-
-    fast_path: PlanContextFastPath | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        fast = self.fast_path
-        if fast is not None and fast.handles(scope):
-            await fast(scope, receive, send, fallback=super().__call__)
-            return
-        await super().__call__(scope, receive, send)

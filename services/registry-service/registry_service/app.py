@@ -38,13 +38,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
 
     @contextlib.asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         store = await open_store(settings)
         sweeper = asyncio.create_task(
             purge_forever(store, interval_seconds=settings.registry_purge_interval_seconds)
         )
         try:
-            yield {"store": store, "ready_checks": {"database": store.ping}}
+            # Requests get the store with each call timed (storage latency metrics).
+            metrics = getattr(app, "metrics", None)
+            served = metrics.timed_store(store) if metrics is not None else store
+            yield {"store": served, "ready_checks": {"database": store.ping}}
         finally:
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,4 +1,4 @@
-"""A2A Agent Card for a registered agent (seed 001 RF-SDK-008).
+"""A2A Agent Card for a registered agent.
 
 Uses the legacy ``soorma_common.a2a`` shapes: the a2a-sdk 1.x ``AgentSkill`` (protobuf)
 has no input/output schema fields, and the schemas are what makes a card useful to an

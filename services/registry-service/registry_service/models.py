@@ -1,4 +1,10 @@
-"""Tables of the registry (private to the service; the schema ships as Alembic migrations).
+"""Tables of the registry as SQLModel models (private to the service; the schema ships as
+Alembic migrations, and ``tests/registry_service/test_registry_schema_matches_migrations.py``
+keeps the two in step).
+
+The store runs SQLAlchemy Core statements on each model's table (``Agent.__table__``,
+exported below as ``agents`` …): the rows are read into the API's own pydantic types, so
+no ORM session or model instance sits on the request path.
 
 Times are stored as epoch seconds (floats) so that expiry arithmetic
 (``now + ttl_seconds``) and comparisons are the same plain SQL on SQLite and PostgreSQL.
@@ -8,77 +14,107 @@ or side-table row.
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from typing import Any
 
-metadata = sa.MetaData()
+import sqlalchemy as sa
+from sqlalchemy.orm import registry
+from sqlmodel import Field, SQLModel
 
 TENANT_LEN = 128
 ID_LEN = 256
 
-agents = sa.Table(
-    "registry_agents",
-    metadata,
-    sa.Column("tenant_id", sa.String(TENANT_LEN), primary_key=True),
-    sa.Column("agent_id", sa.String(ID_LEN), primary_key=True),
-    sa.Column("name", sa.String(ID_LEN), nullable=False),
-    # The AgentDefinition as registered (capabilities, plain event names, metadata...).
-    # Side tables below index its capability and event names for the list filters.
-    sa.Column("definition", sa.JSON, nullable=False),
-    sa.Column("ttl_seconds", sa.Integer, nullable=False),
-    # Random per registration, set on insert only: RETURNING it tells whether an upsert
-    # created the row, without a racy read beforehand.
-    sa.Column("registration_id", sa.String(32), nullable=False),
-    sa.Column("registered_at", sa.Float, nullable=False),
-    sa.Column("last_heartbeat", sa.Float, nullable=False),
-    sa.Column("expires_at", sa.Float, nullable=False),
-    sa.Index("ix_registry_agents_name", "tenant_id", "name"),
-    sa.Index("ix_registry_agents_expires_at", "expires_at"),
-)
 
-agent_capabilities = sa.Table(
-    "registry_agent_capabilities",
-    metadata,
-    sa.Column("tenant_id", sa.String(TENANT_LEN), primary_key=True),
-    sa.Column("agent_id", sa.String(ID_LEN), primary_key=True),
-    sa.Column("task_name", sa.String(ID_LEN), primary_key=True),
-    sa.ForeignKeyConstraint(
+class RegistryTable(SQLModel, registry=registry()):
+    """Base of the registry's tables: their own metadata, apart from other services'."""
+
+
+metadata = RegistryTable.metadata
+
+
+def _agent_fk() -> sa.ForeignKeyConstraint:
+    """Rows that belong to an agent go when the agent does."""
+    return sa.ForeignKeyConstraint(
         ["tenant_id", "agent_id"],
         ["registry_agents.tenant_id", "registry_agents.agent_id"],
         ondelete="CASCADE",
-    ),
-    sa.Index("ix_registry_agent_capabilities_task", "tenant_id", "task_name"),
-)
+    )
+
+
+class Agent(RegistryTable, table=True):
+    __tablename__ = "registry_agents"
+    __table_args__ = (
+        sa.Index("ix_registry_agents_name", "tenant_id", "name"),
+        sa.Index("ix_registry_agents_expires_at", "expires_at"),
+    )
+
+    tenant_id: str = Field(primary_key=True, max_length=TENANT_LEN)
+    agent_id: str = Field(primary_key=True, max_length=ID_LEN)
+    name: str = Field(max_length=ID_LEN)
+    # The AgentDefinition as registered (capabilities, plain event names, metadata...).
+    # Side tables below index its capability and event names for the list filters.
+    definition: dict[str, Any] = Field(sa_type=sa.JSON)
+    ttl_seconds: int
+    # Random per registration, set on insert only: RETURNING it tells whether an upsert
+    # created the row, without a racy read beforehand.
+    registration_id: str = Field(max_length=32)
+    registered_at: float
+    last_heartbeat: float
+    expires_at: float
+
+
+class AgentCapability(RegistryTable, table=True):
+    __tablename__ = "registry_agent_capabilities"
+    __table_args__ = (
+        _agent_fk(),
+        sa.Index("ix_registry_agent_capabilities_task", "tenant_id", "task_name"),
+    )
+
+    tenant_id: str = Field(primary_key=True, max_length=TENANT_LEN)
+    agent_id: str = Field(primary_key=True, max_length=ID_LEN)
+    task_name: str = Field(primary_key=True, max_length=ID_LEN)
+
 
 CONSUMED = "consumed"
 PRODUCED = "produced"
 
-agent_events = sa.Table(
-    "registry_agent_events",
-    metadata,
-    sa.Column("tenant_id", sa.String(TENANT_LEN), primary_key=True),
-    sa.Column("agent_id", sa.String(ID_LEN), primary_key=True),
-    sa.Column("direction", sa.String(16), primary_key=True),
-    sa.Column("event_name", sa.String(ID_LEN), primary_key=True),
-    sa.ForeignKeyConstraint(
-        ["tenant_id", "agent_id"],
-        ["registry_agents.tenant_id", "registry_agents.agent_id"],
-        ondelete="CASCADE",
-    ),
-    sa.Index("ix_registry_agent_events_name", "tenant_id", "event_name", "direction"),
-)
 
-events = sa.Table(
-    "registry_events",
-    metadata,
-    sa.Column("tenant_id", sa.String(TENANT_LEN), primary_key=True),
-    sa.Column("event_name", sa.String(ID_LEN), primary_key=True),
-    sa.Column("topic", sa.String(64), nullable=False),
-    sa.Column("description", sa.Text, nullable=False),
-    sa.Column("payload_schema", sa.JSON(none_as_null=True), nullable=True),
-    sa.Column("response_schema", sa.JSON(none_as_null=True), nullable=True),
-    sa.Column("owner_agent_id", sa.String(ID_LEN), nullable=True),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("updated_at", sa.Float, nullable=False),
-    sa.Index("ix_registry_events_topic", "tenant_id", "topic"),
-    sa.Index("ix_registry_events_owner", "tenant_id", "owner_agent_id"),
-)
+class AgentEvent(RegistryTable, table=True):
+    """An event an agent consumes or produces (``direction``), for discovery by event."""
+
+    __tablename__ = "registry_agent_events"
+    __table_args__ = (
+        _agent_fk(),
+        sa.Index("ix_registry_agent_events_name", "tenant_id", "event_name", "direction"),
+    )
+
+    tenant_id: str = Field(primary_key=True, max_length=TENANT_LEN)
+    agent_id: str = Field(primary_key=True, max_length=ID_LEN)
+    direction: str = Field(primary_key=True, max_length=16)
+    event_name: str = Field(primary_key=True, max_length=ID_LEN)
+
+
+class Event(RegistryTable, table=True):
+    """A registered event definition (per tenant)."""
+
+    __tablename__ = "registry_events"
+    __table_args__ = (
+        sa.Index("ix_registry_events_topic", "tenant_id", "topic"),
+        sa.Index("ix_registry_events_owner", "tenant_id", "owner_agent_id"),
+    )
+
+    tenant_id: str = Field(primary_key=True, max_length=TENANT_LEN)
+    event_name: str = Field(primary_key=True, max_length=ID_LEN)
+    topic: str = Field(max_length=64)
+    description: str = Field(sa_type=sa.Text)
+    payload_schema: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON(none_as_null=True))
+    response_schema: dict[str, Any] | None = Field(default=None, sa_type=sa.JSON(none_as_null=True))
+    owner_agent_id: str | None = Field(default=None, max_length=ID_LEN)
+    created_at: float
+    updated_at: float
+
+
+# The tables, for the store's Core statements.
+agents: sa.Table = Agent.__table__  # type: ignore[assignment]
+agent_capabilities: sa.Table = AgentCapability.__table__  # type: ignore[assignment]
+agent_events: sa.Table = AgentEvent.__table__  # type: ignore[assignment]
+events: sa.Table = Event.__table__  # type: ignore[assignment]

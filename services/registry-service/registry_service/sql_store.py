@@ -1,6 +1,6 @@
 """The registry store on SQLAlchemy async: one code path for SQLite and PostgreSQL.
 
-Event ownership rule (seed 001 RF-SDK-007, Q1):
+Event ownership rule:
 
 - An agent owns the events its capabilities declare. When it registers, it takes over an
   event that is new, unowned, already its own, or owned by an agent that is not live; a
@@ -17,6 +17,9 @@ event upsert) is serialized per tenant, so two of them never decide on stale rea
 hand an event to an agent that is being deleted at the same moment). On PostgreSQL that
 is a transaction-scoped advisory lock per tenant; SQLite has a single writer, and each of
 these transactions starts with a write so it holds that lock before it reads anything.
+
+(Over 400 lines: agents, their capability index and event definitions change in the same
+transactions under the lock described above, so their statements live together.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,38 @@
-"""App-factory helpers: one place that wires errors, health, readiness and request ids."""
+"""App-factory helpers: one place that wires errors, health, readiness, request ids and
+the ordered middleware stack every request goes through.
+
+The middleware stack
+--------------------
+Every HTTP request a service answers, including the pure-ASGI fast paths that answer a
+hot route ahead of FastAPI (event publish, memory plan-context), runs through ONE ordered
+stack of ASGI middleware built here. Outermost first:
+
+1. :data:`PLATFORM_MIDDLEWARES` — platform-wide middleware, each a factory
+   ``(service_name, settings) -> starlette.middleware.Middleware | None`` (``None``:
+   not configured for this service). Today: request id/access log
+   (:class:`RequestContextMiddleware`). **Add platform-wide middleware (e.g. tracing)
+   to this list**, in the order it should wrap the rest; every service picks it up
+   without changes of its own.
+2. Request metrics and ``GET /metrics``
+   (:class:`servicekit.metrics.RequestMetricsMiddleware`, the app's
+   :class:`~servicekit.metrics.ServiceMetrics` is ``app.metrics``), unless
+   ``SOORMA_METRICS_ENABLED=false``.
+3. ``create_service_app(middlewares=...)`` — middleware one service adds for itself,
+   then anything added later with ``app.add_middleware`` (the last added outermost among
+   these, as Starlette orders them).
+4. :class:`BodySizeLimitMiddleware` — 413 before a body is parsed.
+5. The service's fast path (``create_service_app(fast_path=...)``, a :class:`FastPath`),
+   innermost, right in front of FastAPI: it answers the requests it ``handles`` and hands
+   the rest (and anything it does not accept as well-formed) to FastAPI.
+6. FastAPI itself (its error handlers, routing, dependencies).
+
+So a fast path cannot skip anything configured above it. (Anything FastAPI does itself,
+e.g. its own OpenTelemetry instrumentation when a tracer provider is configured, sees
+only the requests that reach FastAPI: platform-wide tracing belongs in
+:data:`PLATFORM_MIDDLEWARES`.) Middleware that would sit
+inside FastAPI (Starlette's ``middleware=`` constructor list, which a fast path would
+skip) makes start-up fail with a message saying where to put it instead.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +42,11 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, ParamSpec, Protocol
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from starlette.middleware import Middleware, _MiddlewareFactory
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -19,7 +54,9 @@ from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_response, install_error_handlers
 from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
+from servicekit.metrics import RESPONSE_STATUS, RequestMetricsMiddleware, ServiceMetrics
 from servicekit.settings import ServiceSettings
+from servicekit.tracing import tracing_middleware
 
 ReadyCheck = Callable[[], Awaitable[Any]]
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] | None]]
@@ -37,7 +74,8 @@ def new_request_id() -> str:
 
 
 class RequestContextMiddleware:
-    """Pure ASGI middleware: request id in/out, optional access log.
+    """Pure ASGI middleware: request id in/out, optional access log; notes the response
+    status in ``scope[RESPONSE_STATUS]``.
 
     Pure ASGI (not ``BaseHTTPMiddleware``) so streaming responses are not buffered and
     the publish path pays almost nothing.
@@ -64,7 +102,7 @@ class RequestContextMiddleware:
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status = scope[RESPONSE_STATUS] = message["status"]
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
             await send(message)
@@ -151,6 +189,111 @@ def _add_api_docs(app: FastAPI, name: str) -> None:
         return get_redoc_html(openapi_url="/openapi.json", title=f"{name} - API")
 
 
+class FastPath(Protocol):
+    """A pure-ASGI handler for a service's hot routes, innermost in the middleware stack.
+
+    ``handles(scope)`` picks the requests it answers (cheap: method and path); the call
+    answers one of them or hands it to ``fallback`` (FastAPI) unchanged. It must answer
+    exactly as the FastAPI route would, errors included (each service has a differential
+    test sending every request both ways).
+    """
+
+    def handles(self, scope: Scope) -> bool: ...
+
+    async def __call__(
+        self, scope: Scope, receive: Receive, send: Send, *, fallback: ASGIApp
+    ) -> None: ...
+
+
+class _FastPathSwitch:
+    """Innermost layer of the service stack: the fast path's requests, else FastAPI."""
+
+    __slots__ = ("app", "fast_path")
+
+    def __init__(self, app: ASGIApp, *, fast_path: FastPath) -> None:
+        self.app = app
+        self.fast_path = fast_path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.fast_path.handles(scope):
+            await self.fast_path(scope, receive, send, fallback=self.app)
+        else:
+            await self.app(scope, receive, send)
+
+
+MiddlewareProvider = Callable[[str, ServiceSettings], Middleware | None]
+
+
+def _request_context(_: str, settings: ServiceSettings) -> Middleware:
+    return Middleware(RequestContextMiddleware, log_access=settings.access_log)
+
+
+# The platform-wide part of every service's stack, outermost first (see the module
+# docstring). Each entry gets the service name and settings and returns the middleware
+# to install, or None when it is not configured for that service.
+PLATFORM_MIDDLEWARES: list[MiddlewareProvider] = [tracing_middleware, _request_context]
+
+P = ParamSpec("P")
+
+
+class ServiceApp(FastAPI):
+    """A FastAPI app whose requests first run through servicekit's middleware stack.
+
+    Built by :func:`create_service_app`; the stack (see the module docstring) is built
+    at start-up (or on the first request when no lifespan runs). ``add_middleware``
+    puts middleware into that stack, so it wraps the fast path too.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The stack in three parts, each outermost first: platform-wide, the service's
+        # own (``middlewares=`` and ``add_middleware``), and the innermost (body limit).
+        self.platform_middleware: list[Middleware] = []
+        self.service_middleware: list[Middleware] = []
+        self.inner_middleware: list[Middleware] = []
+        self.fast_path: FastPath | None = None
+        self.metrics: ServiceMetrics | None = None
+        self._service_stack: ASGIApp | None = None
+
+    def add_middleware(
+        self, middleware_class: _MiddlewareFactory[P], *args: P.args, **kwargs: P.kwargs
+    ) -> None:
+        """Add middleware to the service's part of the stack (it wraps the fast path)."""
+        if self._service_stack is not None:
+            raise RuntimeError("Cannot add middleware after an application has started")
+        self.service_middleware.insert(0, Middleware(middleware_class, *args, **kwargs))
+
+    @property
+    def middleware_order(self) -> list[Middleware]:
+        """The whole stack around FastAPI, outermost first (the fast path is inside it)."""
+        return [*self.platform_middleware, *self.service_middleware, *self.inner_middleware]
+
+    def build_service_stack(self) -> ASGIApp:
+        """The ordered stack around FastAPI (idempotent; raises on a skipped middleware)."""
+        if self._service_stack is not None:
+            return self._service_stack
+        if self.user_middleware and self.fast_path is not None:
+            names = ", ".join(getattr(m.cls, "__name__", repr(m.cls)) for m in self.user_middleware)
+            raise RuntimeError(
+                f"{self.title}: middleware inside FastAPI ({names}) would be skipped by the "
+                "fast path; add it with app.add_middleware or create_service_app(middlewares=...)"
+            )
+        app: ASGIApp = super().__call__
+        if self.fast_path is not None:
+            app = _FastPathSwitch(app, fast_path=self.fast_path)
+        for cls, args, kwargs in reversed(self.middleware_order):
+            app = cls(app, *args, **kwargs)
+        self._service_stack = app
+        return app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await super().__call__(scope, receive, send)
+            return
+        stack = self._service_stack or self.build_service_stack()
+        await stack(scope, receive, send)
+
+
 def create_service_app(
     *,
     name: str,
@@ -159,19 +302,23 @@ def create_service_app(
     routers: Sequence[APIRouter] = (),
     version: str = "0.1.0",
     max_body_bytes: int | None = None,
-    app_class: type[FastAPI] = FastAPI,
-) -> FastAPI:
+    fast_path: FastPath | None = None,
+    middlewares: Sequence[Middleware] = (),
+) -> ServiceApp:
     """Build a service's FastAPI app with the platform's common behaviour.
 
     ``lifespan`` may yield a mapping; it becomes the request state. A
     ``"ready_checks"`` entry (``{name: async callable}``) feeds ``GET /ready``.
-    ``app_class`` lets a service use a ``FastAPI`` subclass (e.g. one answering a hot
-    route before the middleware stack).
+    ``fast_path`` answers hot routes innermost in the middleware stack, in front of
+    FastAPI; ``middlewares`` (outermost first) are this service's own additions, inside
+    the platform-wide :data:`PLATFORM_MIDDLEWARES` (see the module docstring).
     """
     configure_logging(name, settings.log_level)
 
     @asynccontextmanager
     async def _lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        assert isinstance(app, ServiceApp)
+        app.build_service_stack()  # a misplaced middleware fails start-up, not a request
         if lifespan is None:
             yield {"ready_checks": {}}
             return
@@ -180,7 +327,7 @@ def create_service_app(
             merged.setdefault("ready_checks", {})
             yield merged
 
-    app = app_class(
+    app = ServiceApp(
         title=name,
         version=version,
         lifespan=_lifespan,
@@ -216,7 +363,17 @@ def create_service_app(
 
     for router in routers:
         app.include_router(router)
+    platform = [m for m in (provide(name, settings) for provide in PLATFORM_MIDDLEWARES) if m]
+    if settings.metrics_enabled:
+        app.metrics = ServiceMetrics(name, settings)
+        # Inside the request context (which notes the status): no second send wrapper.
+        noted = any(getattr(m, "cls", None) is RequestContextMiddleware for m in platform)
+        platform.append(
+            Middleware(RequestMetricsMiddleware, metrics=app.metrics, status_noted=noted)
+        )
     limit = max_body_bytes if max_body_bytes is not None else settings.max_payload_bytes * 4
-    app.add_middleware(BodySizeLimitMiddleware, limit=limit)
-    app.add_middleware(RequestContextMiddleware, log_access=settings.access_log)
+    app.platform_middleware = platform
+    app.service_middleware = list(middlewares)
+    app.inner_middleware = [Middleware(BodySizeLimitMiddleware, limit=limit)]
+    app.fast_path = fast_path
     return app

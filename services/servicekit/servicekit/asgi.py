@@ -1,4 +1,5 @@
-"""Small pieces for pure-ASGI fast paths that answer ahead of FastAPI's stack."""
+"""Small pieces for pure-ASGI fast paths (answering hot routes in front of FastAPI's
+routing, innermost in servicekit's middleware stack)."""
 
 from __future__ import annotations
 

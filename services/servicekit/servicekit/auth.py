@@ -87,7 +87,7 @@ def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
     user_claim = "user_id" if "user_id" in claims else "sub" if "sub" in claims else None
     user = _claim(claims, user_claim) if user_claim else settings.default_user
     if claims.get(ROLE_CLAIM) == SERVICE_ROLE:
-        # A platform service acts as the tenant it names (contract C1).
+        # A platform service (role ``service``) acts as the tenant it names in X-Tenant-ID.
         return Identity(
             tenant_id=header_tenant or tenant, user_id=header_user or user, is_service=True
         )
@@ -126,7 +126,7 @@ CurrentIdentity = Annotated[Identity, Depends(get_identity)]
 
 
 def require_service(identity: Identity, what: str) -> None:
-    """Raise ``PermissionDenied`` unless the caller is a platform service (contract C1)."""
+    """Raise ``PermissionDenied`` unless the caller is a platform service (role ``service``)."""
     if not identity.is_service:
         raise PermissionDenied(
             f"{what} is for platform services only: send 'X-Soorma-Role: service' (dev "

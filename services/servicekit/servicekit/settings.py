@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -37,3 +37,24 @@ class ServiceSettings(BaseSettings):
     # A connection must send a complete request head this soon after it opens (or after
     # it starts its next request), else it is answered 408 and closed.
     header_timeout_seconds: float = Field(default=10.0, gt=0)
+
+    # Prometheus metrics on GET /metrics (servicekit.metrics; docs/operations.md).
+    metrics_enabled: bool = True
+    # When set, /metrics needs "Authorization: Bearer <token>"; unset, it is open on the
+    # service port (it then carries no per-tenant data).
+    metrics_token: str | None = None
+    # Label the event service's counters by tenant (unbounded: one series per tenant);
+    # needs metrics_token.
+    metrics_tenant_label: bool = False
+    # Gauges read from storage (DLQ size, lag, pending, tasks by state) are refreshed at
+    # most this often, however often Prometheus scrapes.
+    metrics_cache_seconds: float = Field(default=5.0, ge=0)
+
+    @model_validator(mode="after")
+    def _tenant_metrics_need_a_token(self) -> ServiceSettings:
+        if self.metrics_tenant_label and not self.metrics_token:
+            raise ValueError(
+                "SOORMA_METRICS_TENANT_LABEL=true needs SOORMA_METRICS_TOKEN: per-tenant "
+                "metrics must not be readable by anyone who can reach the port"
+            )
+        return self

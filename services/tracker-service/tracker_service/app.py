@@ -36,8 +36,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routers: list[APIRouter] = [router, ui_router]
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         engine = await open_engine(database_url(settings, "tracker", settings.tracker_database_url))
+        metrics = getattr(app, "metrics", None)
+        if metrics is not None:
+            metrics.time_engine(engine)  # storage latency by SQL verb
         http = httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None))
         identity = Identity(token=settings.api_token, role=SERVICE_ROLE)
         bus = BusClient(

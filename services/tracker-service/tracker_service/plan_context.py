@@ -1,5 +1,6 @@
 """The parts of a plan only its memory-service context has: state machine, current state,
-results and a ChoreographyPlanner's LLM audit trail (read acting as the plan's tenant)."""
+results and a ChoreographyPlanner's LLM audit trail and WAIT (from the record's
+``bookkeeping``; read acting as the plan's tenant)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from soorma_common.errors import NotFound, SoormaError
 from soorma_common.tracker import LlmAuditRecord, PlanContextView
 
+# Where a memory service older than the record's ``bookkeeping`` field kept them.
 AUDIT_KEY = "llm_audit"
 WAITING_KEY = "_waiting_for"
 
@@ -25,10 +27,11 @@ async def read_plan_context(
     if not isinstance(record, dict):
         return None, "memory service answered no plan context"
     state = record.get("state") if isinstance(record.get("state"), dict) else {}
-    audit = [
-        LlmAuditRecord.model_validate(a) for a in state.get(AUDIT_KEY) or [] if isinstance(a, dict)
-    ]
-    waiting = state.get(WAITING_KEY)
+    book = record.get("bookkeeping") if isinstance(record.get("bookkeeping"), dict) else {}
+    choreography = book.get("choreography") if isinstance(book.get("choreography"), dict) else {}
+    raw_audit = choreography.get("audit") or state.get(AUDIT_KEY) or []
+    audit = [LlmAuditRecord.model_validate(a) for a in raw_audit if isinstance(a, dict)]
+    waiting = choreography.get("waiting_for") or state.get(WAITING_KEY)
     return PlanContextView(
         status=record.get("status"),
         current_state=record.get("current_state"),

@@ -13,6 +13,9 @@ sub-plan before its parent links up when the parent arrives.
 Batches of several replicas are serialized (a transaction-scoped advisory lock on
 PostgreSQL; SQLite's single writer lock, taken at the start), so a read-modify-write never
 loses another replica's update.
+
+(Over 400 lines: a batch is loaded, applied and written in one transaction; the apply
+side is one small function per platform event kind, dispatched by ``_apply``.)
 """
 
 from __future__ import annotations

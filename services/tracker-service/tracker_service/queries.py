@@ -1,4 +1,8 @@
-"""Read side: the tracker's rows as the API's models, always within one tenant."""
+"""Read side: the tracker's rows as the API's models, always within one tenant.
+
+(Over 400 lines: one query function per `/v1/tracker` route, sharing the tenant filter,
+cursor pagination and row-to-model mapping defined at the top.)
+"""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ from typing import Annotated
 import orjson
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel
-from starlette.responses import Response, StreamingResponse
+from sse_starlette import EventSourceResponse
+from starlette.responses import Response
 
 from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_responses
@@ -196,7 +197,7 @@ async def sub_plans(
 @router.get(
     "/plans/{plan_id}/stream",
     summary="Live updates of one plan (SSE)",
-    response_class=StreamingResponse,
+    response_class=EventSourceResponse,
     responses=error_responses(404),
 )
 async def stream_plan(
@@ -225,7 +226,8 @@ async def stream_plan(
         heartbeat=heartbeat,
         disconnected=request.is_disconnected,
     )
-    return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
+    # ping=0: the stream sends its own ``heartbeat`` frames (clients time out on them).
+    return EventSourceResponse(body, headers=SSE_HEADERS, ping=0)
 
 
 @router.get(

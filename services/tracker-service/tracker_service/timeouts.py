@@ -1,5 +1,5 @@
-"""Durable timeouts (contract C2): deadlines live in ``tracker_waits``; every replica looks
-for due ones and fires each exactly once.
+"""Durable timeouts (``task.timeout``, ``plan.wait_timeout``): deadlines live in
+``tracker_waits``; every replica looks for due ones and fires each exactly once.
 
 A replica *claims* a due wait with a conditional ``UPDATE`` (status still ``waiting``, no
 live lease) under the tracker's write lock, publishes the timeout event with an id derived

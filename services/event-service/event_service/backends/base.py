@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from event_service.ids import StreamKey
@@ -44,6 +44,26 @@ class NewEvent:
     topic: str
     type: str
     payload: bytes
+
+
+@dataclass(slots=True)
+class LogStats:
+    """Operational figures summed over every tenant (for metrics; no tenant in them).
+
+    ``dead_letters`` maps a live topic ``T`` to the entries of ``T.dlq``; ``groups`` maps
+    a group name to its ``(lag, pending)`` summed over its topics (lag: entries not yet
+    delivered to the group; pending: delivered, not yet acked). ``streams`` is how many
+    topic logs were looked at; ``complete`` is False when ``max_streams`` cut it short.
+    """
+
+    dead_letters: dict[str, int] = field(default_factory=dict)
+    groups: dict[str, tuple[int, int]] = field(default_factory=dict)
+    streams: int = 0
+    complete: bool = True
+
+    def add_group(self, group: str, lag: int, pending: int) -> None:
+        old_lag, old_pending = self.groups.get(group, (0, 0))
+        self.groups[group] = (old_lag + lag, old_pending + pending)
 
 
 class EventLog(abc.ABC):
@@ -188,6 +208,12 @@ class EventLog(abc.ABC):
         default does nothing: a backend without a consumer registry has nothing to drop.
         """
         return None
+
+    async def stats(self, *, max_streams: int) -> LogStats:
+        """Dead letters and group lag/pending over all tenants, looking at no more than
+        ``max_streams`` topic logs (read-only; for the scrape-time metrics). The default
+        knows nothing."""
+        return LogStats(complete=False)
 
     @abc.abstractmethod
     async def ping(self) -> None:

@@ -9,11 +9,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
+from event_service.backends.base import DeadEntry, Entry, EventLog, LogStats, NewEvent
 from event_service.ids import StreamKey, format_id, parse_id
 from event_service.settings import TAP_TENANT
 from soorma_common.errors import EventNotFound
-from soorma_common.events import dead_letter_topic
+from soorma_common.events import DLQ_SUFFIX, dead_letter_topic
 
 _GROUP_SLICE = 50
 
@@ -383,6 +383,23 @@ class MemoryEventLog(EventLog):
             dlq.dead.pop(stream_id, None)
         state.notify()
         return replayed
+
+    async def stats(self, *, max_streams: int) -> LogStats:
+        out = LogStats()
+        for state in list(self._tenants.values()):
+            for name, t in list(state.topics.items()):
+                if out.streams >= max_streams:
+                    out.complete = False
+                    return out
+                out.streams += 1
+                if name.endswith(DLQ_SUFFIX):
+                    live = name[: -len(DLQ_SUFFIX)]
+                    out.dead_letters[live] = out.dead_letters.get(live, 0) + len(t.dead)
+                    continue
+                for group_name, g in t.groups.items():
+                    lag = len(t.entries) - t.after(g.last)
+                    out.add_group(group_name, lag, len(g.pending))
+        return out
 
     async def ping(self) -> None:
         return None

@@ -19,13 +19,13 @@ from typing import Any, cast
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis, RedisCluster
 from redis.exceptions import ResponseError
 
-from event_service.backends.base import DeadEntry, Entry, EventLog, NewEvent
+from event_service.backends.base import DeadEntry, Entry, EventLog, LogStats, NewEvent
 from event_service.backends.redis_appends import AppendCoalescer
 from event_service.backends.redis_direct import DirectCommands, fields_of, xread_entries
 from event_service.ids import ZERO_ID, parse_id
 from event_service.settings import TAP_TENANT, Settings
 from soorma_common.errors import EventNotFound
-from soorma_common.events import dead_letter_topic
+from soorma_common.events import DLQ_SUFFIX, dead_letter_topic
 
 # Idle time given to a nacked delivery so the next claim pass takes it regardless of
 # the stream's visibility timeout (which is capped well below this).
@@ -178,7 +178,7 @@ class RedisEventLog(EventLog):
         return f"{self._prefix}:{{{tenant}}}:nr:{topic}:{group}"
 
     async def append(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
-        # Tap topics are also appended to the platform-wide copy (contract C1), in the
+        # Tap topics are also appended to the platform-wide copy (pseudo-tenant ``*``), in the
         # same MULTI as the tenant's own entry.
         tap = self._tap
         if self._appends is None:
@@ -579,6 +579,43 @@ class RedisEventLog(EventLog):
         keys = [self._key(tenant, topic) for topic in topics]
         await self._forget(keys=keys, args=[group, consumer])
 
+    async def stats(self, *, max_streams: int) -> LogStats:
+        """SCAN for topic logs (at most ``max_streams``), then one pipeline of ``XLEN``
+        (dead-letter topics) or ``XINFO GROUPS`` (live topics) per 100 of them."""
+        out = LogStats()
+        marker = ":t:"
+        keys: list[str] = []
+        pattern = f"{_glob_escape(self._prefix)}:*{marker}*"
+        async for raw in self._r.scan_iter(match=pattern, count=500, _type="stream"):
+            if len(keys) >= max_streams:
+                out.complete = False
+                break
+            keys.append(raw.decode() if isinstance(raw, bytes) else raw)
+        out.streams = len(keys)
+        for start in range(0, len(keys), 100):
+            chunk = keys[start : start + 100]
+            async with self._r.pipeline(transaction=False) as pipe:
+                for key in chunk:
+                    if key.endswith(DLQ_SUFFIX):
+                        pipe.xlen(key)
+                    else:
+                        pipe.xinfo_groups(key)
+                results = await pipe.execute(raise_on_error=False)
+            for key, result in zip(chunk, results, strict=True):
+                if isinstance(result, Exception):
+                    continue  # deleted between SCAN and now
+                topic = key.rsplit(marker, 1)[1]
+                if key.endswith(DLQ_SUFFIX):
+                    live = topic[: -len(DLQ_SUFFIX)]
+                    out.dead_letters[live] = out.dead_letters.get(live, 0) + int(result)
+                    continue
+                for info in result:
+                    name = info["name"]
+                    name = name.decode() if isinstance(name, bytes) else str(name)
+                    lag = info.get("lag")
+                    out.add_group(name, int(lag or 0), int(info.get("pending") or 0))
+        return out
+
     async def ping(self) -> None:
         await self._r.ping()
 
@@ -588,3 +625,8 @@ class RedisEventLog(EventLog):
             await self._appends.close()
         if self._live is not None:
             await self._live.close()
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally inside a Redis glob pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)

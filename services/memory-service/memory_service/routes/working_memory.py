@@ -1,6 +1,6 @@
 """``/v1/working-memory/{plan_id}``: plan-scoped key/value memory.
 
-Large data belongs here, not in events: an event carries the key (seed 004).
+Large data belongs here, not in events: an event carries the key.
 """
 
 from __future__ import annotations

@@ -18,6 +18,12 @@ from memory_service.sql.driver import (
     StatementRunner,
 )
 from soorma_common.errors import VersionConflict
+from soorma_common.memory import PlanContextRecord, TaskContextRecord
+
+
+def stored_bookkeeping(record: PlanContextRecord | TaskContextRecord) -> dict[str, Any]:
+    """A record's SDK bookkeeping as its column stores it (JSON, defaults left out)."""
+    return record.bookkeeping.model_dump(mode="json", exclude_defaults=True)
 
 
 def utcnow() -> datetime:

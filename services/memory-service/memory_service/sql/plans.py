@@ -2,6 +2,9 @@
 
 ``PlanSummary`` is a projection of the same row. Correlation ids live in a side table
 keyed ``(tenant_id, correlation_id, plan_id)`` so by-correlation is an index seek.
+
+(Over 400 lines: the plan store's prebuilt statements and the queries that use them are
+kept together so each statement is built once and read beside its caller.)
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from memory_service.sql.base import (
     SqlBase,
     check_version_update,
     conflict_on_create,
+    stored_bookkeeping,
     utc,
     utcnow,
     version_conflict,
@@ -44,6 +48,7 @@ _FIELDS = (
     "state_machine",
     "results",
     "state",
+    "bookkeeping",
 )
 _SUMMARY_COLUMNS = (
     plans.c.plan_id,
@@ -69,6 +74,7 @@ def _key(tenant: str, plan_id: str) -> sa.ColumnElement[bool]:
 def _fields(record: PlanContextRecord) -> dict[str, Any]:
     values: dict[str, Any] = {name: getattr(record, name) for name in _FIELDS}
     values["status"] = record.status.value
+    values["bookkeeping"] = stored_bookkeeping(record)
     return values
 
 
@@ -101,6 +107,7 @@ def record_from_row(row: Mapping[str, Any]) -> PlanContextRecord:
         results=row["results"],
         correlation_ids=row["correlation_ids"],
         state=row["state"],
+        bookkeeping=row["bookkeeping"],
         version=row["version"],
         created_at=utc(row["created_at"]),
         updated_at=utc(row["updated_at"]),
@@ -268,6 +275,7 @@ class SqlPlans(SqlBase):
         # Duplicates would collide in the side table's primary key; first position wins.
         correlation_ids = list(dict.fromkeys(record.correlation_ids))
         params = {f"new_{name}": getattr(record, name) for name in _FIELDS}
+        params["new_bookkeeping"] = stored_bookkeeping(record)
         params.update(
             new_status=record.status.value,
             new_correlation_ids=correlation_ids,

@@ -8,7 +8,14 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_service.models import sub_tasks, task_contexts
-from memory_service.sql.base import SqlBase, check_version_update, conflict_on_create, utc, utcnow
+from memory_service.sql.base import (
+    SqlBase,
+    check_version_update,
+    conflict_on_create,
+    stored_bookkeeping,
+    utc,
+    utcnow,
+)
 from soorma_common.errors import TaskNotFound
 from soorma_common.memory import (
     SubTaskRecord,
@@ -25,6 +32,7 @@ _FIELDS = (
     "response_topic",
     "data",
     "state",
+    "bookkeeping",
 )
 
 
@@ -49,6 +57,7 @@ class SqlTaskContexts(SqlBase):
     ) -> TaskContextRecord:
         now = utcnow()
         fields: dict[str, Any] = {name: getattr(record, name) for name in _FIELDS}
+        fields["bookkeeping"] = stored_bookkeeping(record)
         key = _key(tenant, record.task_id)
         async with self.engine.begin() as conn:
             if expected_version is None and not must_exist:
@@ -173,6 +182,7 @@ class SqlTaskContexts(SqlBase):
             response_topic=row.response_topic,
             data=row.data,
             state=row.state,
+            bookkeeping=row.bookkeeping,
             version=row.version,
             created_at=utc(row.created_at),
             updated_at=utc(row.updated_at),

@@ -1,0 +1,1 @@
+"""The Worker's task model; import it from :mod:`soorma.task`."""

@@ -1,0 +1,269 @@
+"""A worker task held in memory and written back with versioned writes.
+
+:class:`StoredTask` is the persistence half of :class:`~soorma.tasking.context.TaskContext`:
+building one from its request or its record, saving it (merging what the service knows,
+e.g. results recorded meanwhile), and claiming it for the one replica that finishes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Self
+
+from soorma._concurrency import retry_on_conflict
+from soorma._deprecation import renamed_property, renamed_to_method
+from soorma._propagation import current_event
+from soorma.agents._answers import AnswerLog
+from soorma.event import Event
+from soorma_common.bookkeeping import TaskBookkeeping
+from soorma_common.errors import TaskNotFound, VersionConflict
+from soorma_common.events import (
+    ACTION_RESULTS,
+)
+from soorma_common.memory import SubTaskRecord, TaskContextRecord
+
+if TYPE_CHECKING:
+    from soorma.context import PlatformContext
+    from soorma.memory import MemoryClient
+
+logger = logging.getLogger("soorma.task")
+
+
+def task_memory(context: PlatformContext) -> MemoryClient:
+    """The memory client tasks are stored with (``RuntimeError`` without one)."""
+    memory = context.memory
+    if memory is None:
+        raise RuntimeError(
+            "this needs context.memory (the memory service); build the context with "
+            "PlatformContext.from_env() and set SOORMA_MEMORY_URL"
+        )
+    return memory
+
+
+@dataclass(eq=False)
+class StoredTask:
+    """A task record as attributes; documented on :class:`~soorma.tasking.context.TaskContext`."""
+
+    task_id: str
+    event_type: str
+    plan_id: str | None
+    data: dict[str, Any]
+    correlation_id: str | None
+    response_event: str | None
+    response_topic: str = ACTION_RESULTS
+    sub_tasks: dict[str, SubTaskRecord] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    session_id: str | None = None
+    tenant_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    version: int = 0
+    _context: PlatformContext | None = field(default=None, repr=False)
+    _meta: dict[str, Any] = field(default_factory=dict, repr=False)
+    _stored: bool = field(default=False, repr=False)
+    _finished: bool = field(default=False, repr=False)
+    _answers: AnswerLog | None = field(default=None, repr=False)
+
+    # -- building --------------------------------------------------------------------
+
+    @classmethod
+    def from_event(
+        cls, event: Event, context: PlatformContext, *, agent_id: str | None = None
+    ) -> Self:
+        """The task a request event asks for (not yet saved)."""
+        return cls(
+            task_id=event.id,
+            event_type=event.type,
+            plan_id=event.plan_id,
+            data=dict(event.data),
+            correlation_id=event.correlation_id or event.id,
+            response_event=event.response_event,
+            response_topic=event.response_topic or ACTION_RESULTS,
+            session_id=event.session_id,
+            tenant_id=event.tenant_id,
+            user_id=event.user_id,
+            agent_id=agent_id,
+            _context=context,
+        )
+
+    @classmethod
+    def from_record(cls, record: TaskContextRecord, context: PlatformContext) -> Self:
+        """Rebuild a task from its stored context."""
+        meta = record.bookkeeping.model_dump()
+        return cls(
+            task_id=record.task_id,
+            event_type=record.event_type,
+            plan_id=record.plan_id,
+            data=dict(record.data),
+            correlation_id=record.correlation_id,
+            response_event=record.response_event,
+            response_topic=record.response_topic,
+            sub_tasks=dict(record.sub_tasks),
+            state=dict(record.state),
+            session_id=meta.get("session_id"),
+            tenant_id=meta.get("tenant_id"),
+            user_id=meta.get("user_id"),
+            agent_id=meta.get("agent_id"),
+            version=record.version,
+            _context=context,
+            _meta=meta,
+            _stored=True,
+        )
+
+    @classmethod
+    async def restore(cls, task_id: str, context: PlatformContext) -> Self | None:
+        """Load a saved task by id (``None`` when it does not exist, e.g. completed)."""
+        record = await task_memory(context).get_task_context(task_id)
+        return None if record is None else cls.from_record(record, context)
+
+    def to_record(self) -> TaskContextRecord:
+        """The context as the memory service stores it."""
+        bookkeeping = TaskBookkeeping.model_validate(
+            {
+                **self._meta,
+                "session_id": self.session_id,
+                "tenant_id": self.tenant_id,
+                "user_id": self.user_id,
+                "agent_id": self.agent_id,
+            }
+        )
+        return TaskContextRecord(
+            task_id=self.task_id,
+            plan_id=self.plan_id,
+            event_type=self.event_type,
+            correlation_id=self.correlation_id,
+            response_event=self.response_event,
+            response_topic=self.response_topic,
+            data=self.data,
+            sub_tasks=self.sub_tasks,
+            state=dict(self.state),
+            bookkeeping=bookkeeping,
+            version=self.version,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored record as a JSON-ready dict."""
+        return self.to_record().model_dump(mode="json")
+
+    @property
+    def platform(self) -> PlatformContext:
+        """The platform clients this task uses (bus, memory, ...)."""
+        if self._context is None:
+            raise RuntimeError("this TaskContext has no platform context")
+        return self._context
+
+    def is_finished(self) -> bool:
+        """True once this object completed or failed the task."""
+        return self._finished
+
+    context = renamed_property("TaskContext", "context", "platform")
+    finished = renamed_to_method("TaskContext", "finished", "is_finished")
+
+    def _absorb(self, record: TaskContextRecord) -> None:
+        # The service may know more than we do (results recorded meanwhile are kept).
+        self.version = record.version
+        self.sub_tasks = dict(record.sub_tasks)
+        self._stored = True
+
+    def _check_open(self) -> None:
+        if self._finished:
+            raise RuntimeError(f"task {self.task_id} is already finished")
+
+    # -- persistence -----------------------------------------------------------------
+
+    async def save(self) -> None:
+        """Persist the context so the task can be resumed by any replica.
+
+        The first save creates the context; later saves replace it (and fail with
+        ``TaskNotFound`` if it no longer exists, e.g. another replica completed it).
+        ``state`` and ``data`` are last-writer-wins; sub-task results recorded by the
+        service are never overwritten by a save.
+        """
+        self._check_open()
+        memory = task_memory(self.platform)
+        if not self._stored:
+            record = self.to_record()
+            self._absorb(await memory.store_task_context(self.task_id, self.plan_id, record))
+            return
+
+        async def write() -> None:
+            self._absorb(
+                await memory.replace_task_context(self.to_record(), expected_version=self.version)
+            )
+
+        async def reread() -> None:
+            # Someone wrote meanwhile (a result, a claim): take their sub-tasks and
+            # bookkeeping, keep our state and data, and try again.
+            await self._refresh()
+            if self._claimed_elsewhere():
+                raise TaskNotFound(
+                    f"task {self.task_id} is being finished by another claimant",
+                    details={"task_id": self.task_id},
+                )
+
+        try:
+            await retry_on_conflict(write, reread)
+        except VersionConflict as exc:
+            raise VersionConflict(
+                f"could not save task {self.task_id}: too many concurrent writes"
+            ) from exc
+
+    async def _refresh(self) -> None:
+        """Merge the stored context into this copy (``TaskNotFound`` if it is gone)."""
+        fresh = await task_memory(self.platform).get_task_context(self.task_id)
+        if fresh is None:
+            raise TaskNotFound(
+                f"task context {self.task_id!r} no longer exists (finished?)",
+                details={"task_id": self.task_id},
+            )
+        added_here = {k: v for k, v in self.sub_tasks.items() if k not in fresh.sub_tasks}
+        self._meta = fresh.bookkeeping.model_dump()
+        self.version = fresh.version
+        self.sub_tasks = {**fresh.sub_tasks, **added_here}
+
+    @staticmethod
+    def _claimant() -> str | None:
+        handled = current_event()
+        return handled.id if handled is not None else None
+
+    def _claimed_elsewhere(self) -> bool:
+        marker = self._meta.get("finish")
+        return marker is not None and marker.get("by") != self._claimant()
+
+    async def _claim(self) -> bool:
+        """Mark the stored context as finishing with a versioned write; True if ours.
+
+        The claimant is the event being handled, so a redelivery of the very event whose
+        handler claimed the task (and then crashed before answering) may finish it.
+        """
+        if not self._stored:
+            return True
+        claimant = self._claimant() or f"direct-{uuid.uuid4()}"
+        memory = task_memory(self.platform)
+
+        async def write() -> bool:
+            marker = self._meta.get("finish")
+            if marker is not None:
+                return bool(marker.get("by") == claimant)
+            self._meta["finish"] = {"by": claimant, "at": datetime.now(UTC).isoformat()}
+            try:
+                stored = await memory.replace_task_context(
+                    self.to_record(), expected_version=self.version
+                )
+            except VersionConflict:
+                self._meta.pop("finish", None)
+                raise
+            self._absorb(stored)
+            return True
+
+        try:
+            return await retry_on_conflict(write, self._refresh)
+        except TaskNotFound:
+            return False
+        except VersionConflict as exc:
+            raise VersionConflict(
+                f"could not claim task {self.task_id}: too many concurrent writes"
+            ) from exc

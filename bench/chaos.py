@@ -360,6 +360,7 @@ class Driver:
         self.stack, self.args = stack, args
         self.goals: dict[str, Goal] = {}  # by goal event id (= its correlation id)
         self.kills: list[tuple[float, str]] = []
+        self.killed_pids: set[int] = set()
         self.context: Any = None
         self.collector: Any = None
 
@@ -443,6 +444,8 @@ class Driver:
                 return
             await asyncio.sleep(delay)
             proc = self.stack.targets[name]
+            if proc.proc is not None:
+                self.killed_pids.add(proc.proc.pid)
             # A process still starting from its last kill is killed again: that is a crash too.
             await asyncio.get_running_loop().run_in_executor(None, proc.kill)
             self.kills.append((time.monotonic(), name))
@@ -460,7 +463,7 @@ async def dlq_count(url: str) -> dict[str, int]:
     return counts
 
 
-async def plan_counts(stack: Stack) -> dict[str, Counter[str]]:
+async def plan_counts(stack: Stack, killed_pids: set[int]) -> dict[str, Counter[str]]:
     import redis.asyncio as aioredis
 
     client = aioredis.from_url(stack.redis_url, decode_responses=True)
@@ -469,11 +472,19 @@ async def plan_counts(stack: Stack) -> dict[str, Counter[str]]:
         for fld, value in (await client.hgetall(f"{stack.key}:plan")).items():
             plan_id, _, agent = fld.rpartition("|")
             by_plan[plan_id][agent] += int(value)
-        repeats = Counter()
+        repeats, cut = Counter(), Counter()
         for fld, value in (await client.hgetall(f"{stack.key}:exec")).items():
             if int(value) > 1:
-                repeats[fld.split("|", 1)[0]] += int(value) - 1
+                agent = fld.split("|", 1)[0]
+                # Which processes ran it: a run whose process was SIGKILLed before
+                # recording its answer is cut short, not repeated (see below).
+                pids = [int(p) for p in await client.lrange(f"{stack.key}:pids:{fld}", 0, -1)]
+                if all(pid in killed_pids for pid in pids[:-1]):
+                    cut[agent] += int(value) - 1
+                else:
+                    repeats[agent] += int(value) - 1
         by_plan["__repeats__"] = repeats
+        by_plan["__cut__"] = cut
         return by_plan
     finally:
         await client.aclose()
@@ -541,7 +552,16 @@ def report(
         "llm_calls_per_plan_no_fault": round(sum(c[1] for c in base_calls) / n, 3),
         "plans_with_other_calls": len(differ),
         "other_calls_examples": differ[:10],
+        # Runs of one request again after a process other than a SIGKILLed one ran it
+        # (an outage, a redelivery, a re-sent request): the target is none.
         "repeated_executions": dict(by_plan.get("__repeats__", {})),
+        # Runs again because the process running it was SIGKILLed before it could
+        # record the answer (the body's own crash window, docs/reliability.md).
+        "rerun_after_own_kill": dict(by_plan.get("__cut__", {})),
+        "tool_calls_per_plan_without_own_kills": round(
+            (sum(c[0] for c in run_calls) - sum(by_plan.get("__cut__", Counter()).values())) / n,
+            3,
+        ),
         "plans_stuck": len(run) - len(answered),
         "stuck_examples": [
             {"plan": g.index, "kind": g.kind, "branch": g.branch, "goal_event_id": g.event_id}
@@ -596,6 +616,11 @@ def print_summary(s: dict[str, Any]) -> None:
     for example in s["other_calls_examples"]:
         print(f"    {example}")
     print(f"repeated executions of one request: {s['repeated_executions'] or 0}")
+    print(
+        f"re-run after its own process was killed mid-request: "
+        f"{s['rerun_after_own_kill'] or 0} (tool calls per plan without them: "
+        f"{s['tool_calls_per_plan_without_own_kills']})"
+    )
     print(f"plans stuck:           {s['plans_stuck']}")
     print(f"events in any DLQ:     {s['dlq_events']} {s['dlq_by_topic'] or ''}")
     slow = s["slowest_plan"]
@@ -639,7 +664,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             )
             # Every killed process must be up again before the DLQ and counters are read.
             await asyncio.gather(*(p.wait_ready() for p in stack.targets.values()))
-        by_plan = await plan_counts(stack)
+        by_plan = await plan_counts(stack, driver.killed_pids)
         dlq = await dlq_count(stack.urls["event"])
         summary = report(driver, stack, baseline, chaos, by_plan, dlq)
         summary["wall_s"] = round(time.monotonic() - started, 1)

@@ -6,7 +6,8 @@ The agents are the examples' own definitions, imported from ``examples/04`` (res
 state machine: its planner and its three answering agents) and ``examples/05`` (the
 ChoreographyPlanner and its three tools). Workers and tools are re-registered around a
 counter: every execution of a handler body adds 1 to ``CHAOS_KEY:exec`` (field
-``<agent>|<request id>``) and to ``CHAOS_KEY:plan`` (field ``<plan id>|<agent>``) in
+``<agent>|<request id>``, with the process id appended to ``CHAOS_KEY:pids:<field>``)
+and to ``CHAOS_KEY:plan`` (field ``<plan id>|<agent>``) in
 the run's Redis (``CHAOS_REDIS_URL``), *before* the example's code runs - so a repeated
 execution is seen even when the process dies right after it.
 
@@ -43,6 +44,7 @@ def counted(
         event_id = getattr(event, "request_id", None) or event.id
         async with redis.pipeline(transaction=True) as pipe:
             pipe.hincrby(f"{key}:exec", f"{agent}|{event_id}", 1)
+            pipe.rpush(f"{key}:pids:{agent}|{event_id}", os.getpid())
             pipe.hincrby(f"{key}:plan", f"{event.plan_id}|{agent}", 1)
             await pipe.execute()
         return await func(*args)

@@ -5,10 +5,11 @@ Real processes only: a private Redis (AOF on), the event, memory and registry se
 ChoreographyPlanner and tools, and the scripted model server. A no-fault pass of the
 same 100 plans is the expectation; the chaos pass kills a random process every 4-7 s
 and restarts it. Asserted: every goal answered exactly once, nothing stuck, nothing
-dead-lettered, tool calls per plan EQUAL to the no-fault pass (every plan's count, no
-request executed twice), and model calls equal except for a ChoreographyPlanner replica
-killed while its model call was in flight (that call is paid and its answer lost with
-the process; docs/reliability.md, "Chaos run").
+dead-lettered, no request executed twice, tool calls per plan EQUAL to the no-fault
+pass once the runs cut short by a SIGKILL of their own process are set apart (they
+never finished; the bench tells them by process id), and model calls equal except for a
+ChoreographyPlanner replica killed while its model call was in flight (that call is
+paid and its answer lost with the process; docs/reliability.md, "Chaos run").
 """
 
 from __future__ import annotations
@@ -69,17 +70,23 @@ def test_short_chaos_run_meets_every_target(postgres_server_url: str) -> None:
     assert summary["duplicate_answers"] == 0, report
     assert summary["plans_stuck"] == 0, report
     assert summary["dlq_events"] == 0, report
-    # Tools and workers: exactly the no-fault executions, plan by plan.
-    assert summary["tool_calls_per_plan"] == summary["tool_calls_per_plan_no_fault"], report
+    # Tools and workers: exactly the no-fault executions. The one exception is a body
+    # whose own process was SIGKILLed while it ran (before its answer was recorded):
+    # that run was cut short and must run again; the bench reports those apart, by pid.
     assert summary["repeated_executions"] == {}, report
-    differ = summary["other_calls_examples"]
-    assert all(d["chaos"][0] == d["no_fault"][0] for d in differ), report
+    assert (
+        summary["tool_calls_per_plan_without_own_kills"] == summary["tool_calls_per_plan_no_fault"]
+    ), report
     # Model calls: equal, but for a planner replica killed with model calls in flight
-    # (at most its max_concurrency per kill; each shows as one more call for that plan).
+    # (at most its max_concurrency per kill; each shows as one more call for that plan),
+    # or a memory service killed between a model call and the step's record (the step
+    # is run again and asks again: docs/reliability.md, "Chaos run").
     kills = summary["kills_by_process"]
-    planner_kills = sum(n for name, n in kills.items() if name.startswith("ch-planner"))
+    planner_kills = sum(
+        n for name, n in kills.items() if name.startswith("ch-planner") or name == "memory"
+    )
     if planner_kills == 0:
         assert summary["llm_calls_per_plan"] == summary["llm_calls_per_plan_no_fault"], report
     assert summary["llm_calls_per_plan"] >= summary["llm_calls_per_plan_no_fault"], report
-    assert all(d["kind"] == "ch" for d in differ), report
-    assert summary["plans_with_other_calls"] <= planner_kills * PLANNER_CONCURRENCY, report
+    cut = sum(summary["rerun_after_own_kill"].values())
+    assert summary["plans_with_other_calls"] <= planner_kills * PLANNER_CONCURRENCY + cut, report

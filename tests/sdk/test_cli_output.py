@@ -14,7 +14,9 @@ import httpx
 import pytest
 from sdk_helpers import Proc, make_context, subprocess_env
 
-from testsupport.server import LiveServer, free_port
+import memory_service
+from testsupport.server import LiveServer, free_port, serve
+from testsupport.services import memory_settings
 
 pytestmark = pytest.mark.asyncio
 
@@ -55,6 +57,13 @@ async def test_soorma_dev_logs_one_readable_line_per_record_or_json(
 async def test_an_agent_says_who_it_is_and_does_not_log_each_http_request(
     tmp_path: Path, event_service: LiveServer
 ):
+    settings = memory_settings(f"sqlite+aiosqlite:///{tmp_path}/m.db", tmp_path)
+    app = memory_service.create_app(settings)
+    async with serve(app) as memory:
+        await _agent_at_info(tmp_path, event_service, memory.url)
+
+
+async def _agent_at_info(tmp_path: Path, event_service: LiveServer, memory_url: str) -> None:
     init = await Proc.start(
         SOORMA, "init", "echo-tool", "--type", "tool", env=subprocess_env(), cwd=str(tmp_path)
     )
@@ -63,7 +72,7 @@ async def test_an_agent_says_who_it_is_and_does_not_log_each_http_request(
     env = subprocess_env(
         SOORMA_EVENT_SERVICE_URL=event_service.url,
         SOORMA_REGISTRY_URL=NOWHERE,
-        SOORMA_MEMORY_URL=NOWHERE,
+        SOORMA_MEMORY_URL=memory_url,
     )
     tool = await Proc.start(sys.executable, str(tmp_path / "echo-tool" / "agent.py"), env=env)
     try:

@@ -17,10 +17,10 @@ in the process, retried for up to ``record_wait`` seconds, and neither published
 acked before it is recorded. The price: while the memory service is down a tool
 answers nothing (its requests wait, leased, and are answered when it is back).
 
-This holds once the memory service is part of the platform: its URL is configured
-(``SOORMA_MEMORY_URL`` or the context's settings name another than the default), or it
-has answered this process before. A tool run with only an event service (the default
-memory URL, nothing answering there) handles requests without records, as before.
+This holds once the memory service has answered this process (a look-up at start, or
+any call since). A tool run without a memory service (nothing answering at its URL)
+handles requests without records, as before, and says so once; so does a tool started
+while the memory service is down, until it answers.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog, answer_event_id
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
-from soorma.context import DEFAULT_MEMORY_URL, PlatformContext
+from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, EventEnvelope
@@ -141,6 +141,19 @@ class Tool(Agent):
         self.record_wait = record_wait
         self._memory_seen = False
         self._absent_logged = False
+        self.on_startup(self._look_for_memory)
+
+    async def _look_for_memory(self) -> None:
+        """At start: whether the memory service answers (then an outage is waited out)."""
+        memory = self.context.memory
+        if memory is None or self.answers.retention <= 0:
+            return
+        try:
+            await memory.without_retries().recorded_answer(self._key("start-up look-up"))
+        except Exception as exc:
+            self._absent(exc)
+            return
+        self._memory_seen = True
 
     def on_invoke(self, event_type: str, *, topic: str = ACTION_REQUESTS) -> Callable[[T], T]:
         """Register ``async def handler(request, context) -> dict`` for ``event_type``.
@@ -234,10 +247,7 @@ class Tool(Agent):
 
     def _strict(self, context: PlatformContext) -> bool:
         """Whether the memory service is part of this platform (an outage is waited out)."""
-        if self._memory_seen:
-            return True
-        url = str(getattr(context.memory, "base_url", "") or "").rstrip("/")
-        return url != DEFAULT_MEMORY_URL
+        return self._memory_seen
 
     def _absent(self, exc: Exception) -> None:
         if not self._absent_logged:

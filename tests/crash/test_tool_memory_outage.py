@@ -153,3 +153,33 @@ async def test_a_request_waits_while_its_record_cannot_be_read(stack):
         assert runs == [request_id]
     finally:
         await tool.stop()
+
+
+async def test_without_a_memory_service_answers_are_not_held_by_connection_retries(
+    redis_url: str, redis_prefix: str
+):
+    """A platform without a memory service: each request's look-up and record are one
+    connection attempt each, never the client's retry schedule (which held every answer
+    ~1.4 s; stretched to a minute here, so a retry would miss the call's deadline)."""
+    nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens: connections refused
+    async with serve(create_event_app(redis_event_settings(redis_url, redis_prefix))) as ev:
+        settings = PlatformSettings(
+            event_service_url=ev.url, memory_url=nowhere, registry_url=nowhere
+        )
+        async with PlatformContext.from_env(settings=settings) as context:
+            context.registry = None
+            context.bus.payload_validator = None
+            assert context.memory is not None
+            context.memory.retry_backoff = 60.0
+            runs: list[str] = []
+            gate = asyncio.Event()
+            gate.set()
+            tool = counting_tool(context, runs, gate, asyncio.Event())
+            await tool.start()
+            try:
+                answer = await context.bus.call(
+                    "outage.requested", {}, response_event="outage.completed", timeout=10
+                )
+                assert answer.data["result"] == {"n": 1}
+            finally:
+                await tool.stop()

@@ -300,8 +300,12 @@ class Tool(Agent):
         body = {"event": answer.model_dump(mode="json")}
         waited, delay = 0.0, 0.25
         while True:
+            # Without a memory service seen, one attempt: the client's own connection retries
+            # would hold every answer ~1.4 s on a platform that runs no memory service.
+            strict = self._strict(context)
+            memory = context.memory if strict else context.memory.without_retries()
             try:
-                kept = await context.memory.record_answer(
+                kept = await memory.record_answer(
                     self._key(request_id), body, retention_seconds=retention
                 )
             except ServiceUnavailable as exc:

@@ -107,6 +107,8 @@ async def test_an_agent_without_a_platform_says_so_in_one_line(tmp_path: Path):
     tool = await Proc.start(sys.executable, str(tmp_path / "lonely" / "agent.py"), env=env)
     try:
         line = await tool.wait_for("no event service at")
+        # Ctrl-C while it waits for the platform ends it (it used to be swallowed).
+        assert await tool.stop(signal.SIGINT, within=15) == 0, tool.output
     finally:
         await tool.kill()
     assert f"agent lonely: no event service at {NOWHERE}; is the platform running?" in line

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from soorma import _tracing
 from soorma._propagation import handling
 from soorma.agents._acks import DEFAULT_ACK_BATCH, DEFAULT_ACK_WINDOW, AckBatcher
+from soorma.agents._banner import announce
 from soorma.agents._consumer_id import ConsumerIdentity, check_consumer_id
 from soorma.agents._dispatch import DispatchTable, call_while_unavailable
 from soorma.agents._handlers import (
@@ -313,7 +314,7 @@ class Agent:
             self._context = PlatformContext.from_env()
             self._context.bus.source = self.name
             self._owns_context = True
-        await __import__("soorma.agents._banner").agents._banner.announce(self)  # who, where
+        await announce(self)  # who it is, what it listens to, where it connects
         self._running = True
         try:
             for hook in self._startup_hooks:
@@ -433,17 +434,25 @@ class Agent:
                 loop.add_signal_handler(sig, stop_requested.set)
                 installed.append(sig)
         failure: BaseException | None = None
+        waiter = asyncio.create_task(stop_requested.wait())
         try:
-            await self.start()
+            # A signal while start() still waits for the platform ends the wait too.
+            starting = asyncio.create_task(self.start())
+            await asyncio.wait({starting, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if not starting.done():
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await starting
+                return
+            starting.result()
             assert self._consumer is not None
-            waiter = asyncio.create_task(stop_requested.wait())
             done, _ = await asyncio.wait(
                 {waiter, self._consumer}, return_when=asyncio.FIRST_COMPLETED
             )
-            waiter.cancel()
             if self._consumer in done and not self._consumer.cancelled():
                 failure = self._consumer.exception()
         finally:
+            waiter.cancel()
             await self.stop()
             for sig in installed:
                 loop.remove_signal_handler(sig)

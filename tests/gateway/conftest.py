@@ -156,6 +156,15 @@ async def db_platform(db_url: str, sqlite_url: str, tmp_path: Any) -> AsyncItera
 
 
 @pytest_asyncio.fixture
+async def pg_platform(postgres_url: str, sqlite_url: str, tmp_path: Any) -> AsyncIterator[Platform]:
+    """As ``db_platform``, with the gateway on PostgreSQL only (for tests that start a
+    process per replica: slow, so run once, on the database replicas share in production)."""
+    app = create_event_app(event_settings(block_seconds=0.5))
+    async with _platform(app, sqlite_url, postgres_url, tmp_path) as p:
+        yield p
+
+
+@pytest_asyncio.fixture
 async def redis_platform(
     redis_url: str, redis_prefix: str, postgres_url: str, sqlite_url: str, tmp_path: Any
 ) -> AsyncIterator[Platform]:

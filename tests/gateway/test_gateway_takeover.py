@@ -90,10 +90,9 @@ async def wait_state(client, task_id: str, state: int, within: float = 20.0):
             await asyncio.sleep(0.1)
 
 
-async def test_tasks_of_a_killed_replica_are_taken_over(db_platform: Platform):
-    p = db_platform
-    if not p.database.startswith("postgresql") and os.environ.get("SOORMA_TEST_DATABASE_URL"):
-        pytest.skip("a process per replica is slow to start: run once, on PostgreSQL")
+@pytest.mark.postgres
+async def test_tasks_of_a_killed_replica_are_taken_over(pg_platform: Platform):
+    p = pg_platform
     assert p.gateway is not None
     await p.gateway.stop()  # replica A again, with the short heartbeat/lease/grace
     p.gateway = await p.start_gateway(**FAST)

@@ -2,7 +2,7 @@
 
 import os
 
-from soorma._tracing import exporter_names
+from soorma.tracing import exporter_names
 
 # a2a-sdk wraps every handler call in an OpenTelemetry span. With the platform's tracing
 # off (no OTEL_* exporter, docs/tracing.md) those spans go nowhere and cost CPU per

@@ -21,12 +21,12 @@ from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from servicekit.settings import ServiceSettings
-from soorma import _tracing
+from soorma import tracing as sdk_tracing
 
 
 def configure_tracing(service_name: str) -> bool:
     """Turn tracing on for this process when ``OTEL_*`` asks for it; whether it is on."""
-    return _tracing.configure(service_name)
+    return sdk_tracing.configure(service_name)
 
 
 def tracing_middleware(service_name: str, _settings: ServiceSettings) -> Middleware | None:
@@ -49,7 +49,7 @@ class TracingMiddleware:
         self.service = service
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _tracing.ENABLED:
+        if scope["type"] != "http" or not sdk_tracing.enabled():
             await self.app(scope, receive, send)
             return
         from opentelemetry import trace
@@ -67,9 +67,9 @@ class TracingMiddleware:
             "url.path": scope.get("path", ""),
             "soorma.service": self.service,
         }
-        span = _tracing.tracer().start_span(
+        span = sdk_tracing.tracer().start_span(
             method,
-            context=_tracing.extract(traceparent, tracestate),
+            context=sdk_tracing.extract(traceparent, tracestate),
             kind=trace.SpanKind.SERVER,
             attributes=attributes,
         )

@@ -6,30 +6,51 @@ request id. When the same request arrives again within the retention window (the
 redelivered it, or a planner re-sent it after a crash) the recorded envelope is
 published again, under its original event id, and the handler does not run.
 
-The memory service is optional here: without one (or while it is unreachable) requests
-are simply handled, as before; the failure is logged and the memory service is not
-asked again for :data:`RETRY_AFTER` seconds.
+A memory-service outage does not make a request run twice. Once the memory service has
+answered this process (a look-up at start, or any call since), it is part of the
+platform, and :class:`AnswerLog` is strict:
+
+- :meth:`AnswerLog.recorded` raises ``ServiceUnavailable`` while the record cannot be
+  read: the request must not run now (it may have been answered); the agent runs it
+  again once the service is back (``call_while_unavailable``, then a nack).
+- :meth:`AnswerLog.record` (and :meth:`AnswerLog.hold` for a Worker's delegation) holds
+  what must be recorded in the process and retries for up to ``record_wait`` seconds;
+  nothing is published (nor acked) before it is recorded. After ``record_wait`` the
+  ``ServiceUnavailable`` is raised: the request is given back and may run again.
+
+An agent that never saw the memory service (nothing answers at its URL) makes one
+connection attempt per look-up and record, handles requests without records, as
+before, and says so once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import EventEnvelope
 
 if TYPE_CHECKING:
     from soorma.context import PlatformContext
+    from soorma.memory import MemoryClient
 
 logger = logging.getLogger("soorma.agent")
 
 # Default window: answers are kept a day (``Tool(answer_retention=...)``).
 DEFAULT_ANSWER_RETENTION = 86_400.0
-# Seconds the memory service is left alone after a failed call.
-RETRY_AFTER = 30.0
+# Seconds a finished request's answer waits for the memory service to record it.
+DEFAULT_RECORD_WAIT = 300.0
+# The memory service keeps an answer at most this long.
+MAX_RETENTION = 30 * 86_400.0
+# First and longest pause between attempts to record while the service is down.
+_FIRST_DELAY, _MAX_DELAY = 0.25, 4.0
 _NAMESPACE = uuid.UUID("2c9d0a8e-7b41-4f0e-8c55-6a1e3d9b2f70")
+
+T = TypeVar("T")
 
 
 def answer_event_id(agent: str, request_id: str) -> str:
@@ -37,76 +58,201 @@ def answer_event_id(agent: str, request_id: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{agent}/{request_id}"))
 
 
+async def hold_until_written(
+    write: Callable[[], Awaitable[T]], *, wait: float, what: str, who: str = "agent"
+) -> T:
+    """``write()``'s result; while it raises ``ServiceUnavailable``, try again (backoff)
+    for up to ``wait`` seconds, then raise it.
+
+    The caller holds what it is writing meanwhile (not published, its request not
+    acked): a crash now runs the request again, which is safe as nothing was sent.
+    """
+    waited, delay = 0.0, _FIRST_DELAY
+    while True:
+        try:
+            return await write()
+        except ServiceUnavailable as exc:
+            if waited >= wait:
+                raise
+            if waited == 0:
+                logger.warning(
+                    "%s: cannot record %s (%s); holding it until the memory service "
+                    "is back (up to %.0f s)",
+                    who,
+                    what,
+                    exc,
+                    wait,
+                )
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, _MAX_DELAY)
+
+
 class AnswerLog:
-    """Recorded answers of one agent.
+    """Recorded answers of one agent, and whether the memory service is part of its
+    platform (then an outage is waited out; see the module doc).
 
     Args:
         agent: The agent's name (answers are kept per agent and request id).
         retention: Seconds an answer is kept; ``0`` turns recording off.
+        record_wait: Seconds a record waits for an unreachable memory service.
+        kind: How logs name the agent (``"tool"``, ``"worker"``).
     """
 
-    def __init__(self, agent: str, retention: float = DEFAULT_ANSWER_RETENTION) -> None:
+    def __init__(
+        self,
+        agent: str,
+        retention: float = DEFAULT_ANSWER_RETENTION,
+        *,
+        record_wait: float = DEFAULT_RECORD_WAIT,
+        kind: str = "agent",
+    ) -> None:
         if retention < 0:
             raise ValueError("answer_retention must be 0 (off) or a number of seconds")
+        if record_wait < 0:
+            raise ValueError("record_wait must be a number of seconds (0 or more)")
         self.agent = agent
         self.retention = retention
-        self._down_until = 0.0
+        self.record_wait = record_wait
+        self.kind = kind
+        self.memory_seen = False
+        self._absent_logged = False
 
-    def _key(self, request_id: str) -> str:
+    @property
+    def who(self) -> str:
+        """The agent as logs name it, e.g. ``tool calculator``."""
+        return f"{self.kind} {self.agent}"
+
+    def key(self, request_id: str) -> str:
+        """The memory service's key of the answer to ``request_id``."""
         return f"{self.agent}:{request_id}"
 
-    def _usable(self, context: PlatformContext) -> bool:
-        return (
-            self.retention > 0
-            and context.memory is not None
-            and time.monotonic() >= self._down_until
-        )
+    def records(self, context: PlatformContext) -> bool:
+        """Whether answers are recorded (retention on, and a memory client)."""
+        return self.retention > 0 and context.memory is not None
 
-    def _failed(self, what: str, exc: Exception) -> None:
-        self._down_until = time.monotonic() + RETRY_AFTER
-        logger.warning(
-            "agent %s: could not %s recorded answers in the memory service (%s); "
-            "requests are handled without them for %.0f s",
-            self.agent,
-            what,
-            exc,
-            RETRY_AFTER,
-        )
+    def seen(self) -> None:
+        """The memory service answered: from now on an outage is waited out."""
+        self.memory_seen = True
 
-    async def recorded(self, context: PlatformContext, request_id: str) -> EventEnvelope | None:
-        """The answer recorded for ``request_id``, if any (and the service is reachable)."""
-        if not self._usable(context):
-            return None
+    def _memory(self, context: PlatformContext) -> MemoryClient:
+        memory = context.memory
+        assert memory is not None
+        # Without a memory service seen, one attempt: the client's connection retries
+        # would hold every request ~1.4 s on a platform that runs no memory service.
+        return memory if self.memory_seen else memory.without_retries()
+
+    def _absent(self, exc: Exception) -> None:
+        if not self._absent_logged:
+            self._absent_logged = True
+            logger.warning(
+                "%s: no memory service (%s); requests are handled without recorded "
+                "answers, so a repeated request runs again (set SOORMA_MEMORY_URL)",
+                self.who,
+                exc,
+            )
+
+    async def look_for_memory(self, context: PlatformContext) -> None:
+        """At start: whether the memory service answers (then an outage is waited out)."""
+        if not self.records(context):
+            return
         assert context.memory is not None
         try:
-            found = await context.memory.without_retries().recorded_answer(self._key(request_id))
+            await context.memory.without_retries().recorded_answer(self.key("start-up look-up"))
         except Exception as exc:
-            self._failed("read", exc)
+            self._absent(exc)
+            return
+        self.seen()
+
+    async def recorded(self, context: PlatformContext, request_id: str) -> EventEnvelope | None:
+        """The recorded answer to ``request_id``, if any.
+
+        Raises:
+            ServiceUnavailable: the memory service, seen before, cannot be reached: the
+                request must not run now (it may have been answered); the agent runs
+                it again later.
+        """
+        if not self.records(context):
             return None
-        return None if found is None else _envelope(found)
+        try:
+            found = await self._memory(context).recorded_answer(self.key(request_id))
+        except ServiceUnavailable as exc:
+            if self.memory_seen:
+                raise
+            self._absent(exc)
+            return None
+        except Exception as exc:  # e.g. a memory service without recorded answers
+            logger.warning(
+                "%s: could not read recorded answers (%s); handling %s without",
+                self.who,
+                exc,
+                request_id,
+            )
+            return None
+        self.seen()
+        return _envelope(found)
 
     async def record(
         self, context: PlatformContext, request_id: str, answer: EventEnvelope
     ) -> EventEnvelope:
-        """Record ``answer`` unless an answer is recorded already; the one to send."""
-        if not self._usable(context):
+        """Record ``answer`` before it is sent; the one to send (if another delivery
+        recorded one first, that one). An outage is waited out for ``record_wait``.
+
+        Raises:
+            ServiceUnavailable: still unreachable after ``record_wait`` seconds (the
+                answer is not sent; the request is given back and may run again).
+        """
+        if not self.records(context):
             return answer
-        assert context.memory is not None
-        try:
-            kept = await context.memory.record_answer(
-                self._key(request_id),
-                {"event": answer.model_dump(mode="json")},
-                retention_seconds=min(max(self.retention, 1.0), 30 * 86_400.0),
-            )
-        except Exception as exc:
-            self._failed("write", exc)
+        retention = min(max(self.retention, 1.0), MAX_RETENTION)
+        body = {"event": answer.model_dump(mode="json")}
+
+        async def write() -> dict[str, Any] | None:
+            memory = self._memory(context)
+            try:
+                return await memory.record_answer(
+                    self.key(request_id), body, retention_seconds=retention
+                )
+            except ServiceUnavailable as exc:
+                if self.memory_seen:
+                    raise  # held and retried
+                self._absent(exc)
+                return None
+            except Exception as exc:
+                logger.warning(
+                    "%s: could not record the answer to %s (%s); sending it unrecorded",
+                    self.who,
+                    request_id,
+                    exc,
+                )
+                return None
+
+        kept = await hold_until_written(
+            write, wait=self.record_wait, what=f"the answer to {request_id}", who=self.who
+        )
+        if kept is None:
             return answer
+        self.seen()
         return _envelope(kept) or answer
 
+    async def hold(self, what: str, write: Callable[[], Awaitable[T]]) -> T:
+        """``write()`` (a record that must precede a send, e.g. a Worker's delegation),
+        waited out for ``record_wait`` seconds while the memory service, seen before,
+        is down; without it seen, one try (its error is raised)."""
+        if not self.memory_seen:
+            return await write()
+        return await hold_until_written(write, wait=self.record_wait, what=what, who=self.who)
 
-def _envelope(stored: dict[str, Any]) -> EventEnvelope | None:
-    raw = stored.get("event")
+
+def _envelope(stored: dict[str, Any] | None) -> EventEnvelope | None:
+    raw = (stored or {}).get("event")
     return EventEnvelope.model_validate(raw) if isinstance(raw, dict) else None
 
 
-__all__ = ["DEFAULT_ANSWER_RETENTION", "AnswerLog", "answer_event_id"]
+__all__ = [
+    "DEFAULT_ANSWER_RETENTION",
+    "DEFAULT_RECORD_WAIT",
+    "AnswerLog",
+    "answer_event_id",
+    "hold_until_written",
+]

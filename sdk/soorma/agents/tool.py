@@ -25,25 +25,26 @@ while the memory service is down, until it answers.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog, answer_event_id
+from soorma.agents._answers import (
+    DEFAULT_ANSWER_RETENTION,
+    DEFAULT_RECORD_WAIT,
+    MAX_RETENTION,
+    AnswerLog,
+    answer_event_id,
+    hold_until_written,
+)
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
-from soorma_common.errors import ServiceUnavailable
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, EventEnvelope
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
 
 logger = logging.getLogger("soorma.tool")
-
-# Seconds a finished request's answer waits for the memory service to record it.
-DEFAULT_RECORD_WAIT = 300.0
-_MAX_RETENTION = 30 * 86_400.0
 
 InvokeHandler = Callable[[Any, Any], Awaitable[Any]]
 T = TypeVar("T", bound=InvokeHandler)
@@ -135,25 +136,18 @@ class Tool(Agent):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.answers = AnswerLog(self.name, answer_retention)
-        if record_wait < 0:
-            raise ValueError("record_wait must be a number of seconds (0 or more)")
-        self.record_wait = record_wait
-        self._memory_seen = False
-        self._absent_logged = False
+        self.answers = AnswerLog(
+            self.name, answer_retention, record_wait=record_wait, kind=self.agent_type
+        )
         self.on_startup(self._look_for_memory)
 
+    @property
+    def record_wait(self) -> float:
+        """Seconds an answer waits for an unreachable memory service to record it."""
+        return self.answers.record_wait
+
     async def _look_for_memory(self) -> None:
-        """At start: whether the memory service answers (then an outage is waited out)."""
-        memory = self.context.memory
-        if memory is None or self.answers.retention <= 0:
-            return
-        try:
-            await memory.without_retries().recorded_answer(self._key("start-up look-up"))
-        except Exception as exc:
-            self._absent(exc)
-            return
-        self._memory_seen = True
+        await self.answers.look_for_memory(self.context)
 
     def on_invoke(self, event_type: str, *, topic: str = ACTION_REQUESTS) -> Callable[[T], T]:
         """Register ``async def handler(request, context) -> dict`` for ``event_type``.
@@ -199,7 +193,7 @@ class Tool(Agent):
                 event.type,
             )
             return
-        again = await self._recorded(context, request.request_id)
+        again = await self.answers.recorded(context, request.request_id)
         if again is not None:
             logger.info(
                 "tool %s: request %s was answered before; sending that answer",
@@ -232,113 +226,10 @@ class Tool(Agent):
             )
         )
         # Recorded before it is sent; if another delivery recorded one first, send that.
-        answer = await self._record(context, request.request_id, answer)
+        answer = await self.answers.record(context, request.request_id, answer)
         # Publishing the answer may fail (service down): that raises, the request runs
         # again here and is answered from the record.
         await context.bus.publish_event(answer)
-
-    # -- recorded answers -------------------------------------------------------------
-
-    def _records(self, context: PlatformContext) -> bool:
-        return self.answers.retention > 0 and context.memory is not None
-
-    def _key(self, request_id: str) -> str:
-        return f"{self.name}:{request_id}"  # as AnswerLog keys them
-
-    def _strict(self, context: PlatformContext) -> bool:
-        """Whether the memory service is part of this platform (an outage is waited out)."""
-        return self._memory_seen
-
-    def _absent(self, exc: Exception) -> None:
-        if not self._absent_logged:
-            self._absent_logged = True
-            logger.warning(
-                "tool %s: no memory service (%s); requests are handled without recorded "
-                "answers, so a repeated request runs again (set SOORMA_MEMORY_URL)",
-                self.name,
-                exc,
-            )
-
-    async def _recorded(self, context: PlatformContext, request_id: str) -> EventEnvelope | None:
-        """The recorded answer to ``request_id``, if any.
-
-        Raises:
-            ServiceUnavailable: the memory service cannot be reached: the request must
-                not run now (it may have been answered); the agent runs it again later.
-        """
-        if not self._records(context):
-            return None
-        assert context.memory is not None
-        strict = self._strict(context)
-        memory = context.memory if strict else context.memory.without_retries()
-        try:
-            found = await memory.recorded_answer(self._key(request_id))
-        except ServiceUnavailable as exc:
-            if strict:
-                raise
-            self._absent(exc)
-            return None
-        except Exception as exc:  # e.g. a memory service without recorded answers
-            logger.warning(
-                "tool %s: could not read recorded answers (%s); handling %s without",
-                self.name,
-                exc,
-                request_id,
-            )
-            return None
-        self._memory_seen = True
-        return _envelope(found)
-
-    async def _record(
-        self, context: PlatformContext, request_id: str, answer: EventEnvelope
-    ) -> EventEnvelope:
-        """Record ``answer`` (or get the one recorded first), waiting out an outage."""
-        if not self._records(context):
-            return answer
-        assert context.memory is not None
-        retention = min(max(self.answers.retention, 1.0), _MAX_RETENTION)
-        body = {"event": answer.model_dump(mode="json")}
-        waited, delay = 0.0, 0.25
-        while True:
-            # Without a memory service seen, one attempt: the client's own connection retries
-            # would hold every answer ~1.4 s on a platform that runs no memory service.
-            strict = self._strict(context)
-            memory = context.memory if strict else context.memory.without_retries()
-            try:
-                kept = await memory.record_answer(
-                    self._key(request_id), body, retention_seconds=retention
-                )
-            except ServiceUnavailable as exc:
-                if not self._strict(context):
-                    self._absent(exc)
-                    return answer
-                # Not published, not acked: the request stays leased to this replica
-                # while the answer waits here (a crash now runs the request again).
-                if waited >= self.record_wait:
-                    raise
-                if waited == 0:
-                    logger.warning(
-                        "tool %s: cannot record the answer to %s (%s); holding it until "
-                        "the memory service is back (up to %.0f s)",
-                        self.name,
-                        request_id,
-                        exc,
-                        self.record_wait,
-                    )
-                await asyncio.sleep(delay)
-                waited += delay
-                delay = min(delay * 2, 4.0)
-                continue
-            except Exception as exc:
-                logger.warning(
-                    "tool %s: could not record the answer to %s (%s); sending it unrecorded",
-                    self.name,
-                    request_id,
-                    exc,
-                )
-                return answer
-            self._memory_seen = True
-            return _envelope(kept) or answer
 
 
 async def run_once(
@@ -373,30 +264,13 @@ async def run_once(
     if found is not None:
         return found
     result = await work()
-    waited, delay = 0.0, 0.25
-    while True:
-        try:
-            return await memory.record_answer(
-                key, result, retention_seconds=min(max(retention, 1.0), _MAX_RETENTION)
-            )
-        except ServiceUnavailable as exc:
-            if waited >= record_wait:
-                raise
-            if waited == 0:
-                logger.warning(
-                    "cannot record the result of %s (%s); holding it until the memory "
-                    "service is back",
-                    key,
-                    exc,
-                )
-            await asyncio.sleep(delay)
-            waited += delay
-            delay = min(delay * 2, 4.0)
 
+    async def write() -> dict[str, Any]:
+        return await memory.record_answer(
+            key, result, retention_seconds=min(max(retention, 1.0), MAX_RETENTION)
+        )
 
-def _envelope(stored: dict[str, Any] | None) -> EventEnvelope | None:
-    raw = (stored or {}).get("event")
-    return EventEnvelope.model_validate(raw) if isinstance(raw, dict) else None
+    return await hold_until_written(write, wait=record_wait, what=f"the result of {key}")
 
 
 __all__ = ["InvocationContext", "Tool", "run_once"]

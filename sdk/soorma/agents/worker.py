@@ -11,6 +11,13 @@ crash, or re-sent by a planner): if its answer is recorded (see
 :mod:`soorma.agents._answers`) that answer is sent again; if it delegated or asked a
 human, the requests still unanswered are re-sent under their original ids.
 
+A memory-service outage does not make a task run twice (as for a :class:`Tool`; the
+rule lives in :class:`~soorma.agents._answers.AnswerLog`): while a task's record cannot
+be read, its handler does not run (the request waits and runs once the service is
+back); a finished task's answer, and the context a delegation saves before its
+requests go out, are held in the process and retried for up to ``record_wait``
+seconds, neither published nor acked before they are recorded.
+
 A worker that asked a human (``task.request_human_input``) hears the tracker's
 ``task.timeout`` for its own sub-tasks (published when the deadline passes): the
 ``@worker.on_timeout()`` handler runs, or, without one, the task fails with
@@ -23,7 +30,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog
+from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, DEFAULT_RECORD_WAIT, AnswerLog
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
@@ -79,19 +86,38 @@ class Worker(Agent):
     Args:
         answer_retention: Seconds a task's answer is kept for a repeated request
             (default a day; ``0``: off); see the module doc.
+        record_wait: Seconds a finished task's answer (or a delegation's saved
+            context) waits for an unreachable memory service to record it (default
+            300), its request still leased; after that the request is given back and,
+            redelivered, runs again.
         **kwargs: See :class:`~soorma.agents.base.Agent`.
     """
 
     agent_type = "worker"
 
     def __init__(
-        self, *, answer_retention: float = DEFAULT_ANSWER_RETENTION, **kwargs: Any
+        self,
+        *,
+        answer_retention: float = DEFAULT_ANSWER_RETENTION,
+        record_wait: float = DEFAULT_RECORD_WAIT,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.answers = AnswerLog(self.name, answer_retention)
+        self.answers = AnswerLog(
+            self.name, answer_retention, record_wait=record_wait, kind=self.agent_type
+        )
         self._timeout_handler: TimeoutHandler | None = None
         self._hears_timeouts = False
         self._has_tasks = False
+        self.on_startup(self._look_for_memory)
+
+    @property
+    def record_wait(self) -> float:
+        """Seconds a task's answer or delegation waits for the memory service to record it."""
+        return self.answers.record_wait
+
+    async def _look_for_memory(self) -> None:
+        await self.answers.look_for_memory(self.context)
 
     async def start(self) -> None:
         """Start like any agent; refuses a given context without a memory client."""
@@ -156,6 +182,7 @@ class Worker(Agent):
         if context.memory is None:
             return False
         record = await context.memory.get_task_context(event.id)
+        self.answers.seen()  # task state is there: from now on an outage is waited out
         if record is None:
             return False
         task = TaskContext.from_record(record, context)

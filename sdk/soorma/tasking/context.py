@@ -117,7 +117,7 @@ class TaskContext(StoredTask):
                 event_id=sub_task_id,
             )
         )
-        await self.save()
+        await self._save_before_sending()
         await self.platform.bus.publish_event(request)
         return sub_task_id
 
@@ -166,9 +166,25 @@ class TaskContext(StoredTask):
             )
             for sub_task_id, spec in zip(ids, specs, strict=True)
         ]
-        await self.save()
+        await self._save_before_sending()
         await bus.publish_batch(events)
         return group_id
+
+    async def _save_before_sending(self) -> None:
+        """Save the context before its requests go out. A memory service seen before
+        and down now is waited out (``record_wait``), the requests held: the handler
+        that delegated does not run again for an outage."""
+        answers = self._recorder()
+        await answers.hold(f"the requests of task {self.task_id}", self.save)
+        answers.seen()
+
+    def _recorder(self) -> AnswerLog:
+        """The worker's answer log (or, for a task restored by hand, its own)."""
+        if self._answers is None:
+            self._answers = AnswerLog(self.agent_id or "worker", kind="worker")
+            if self._stored:
+                self._answers.seen()  # read from the memory service
+        return self._answers
 
     def _remember_sent(self, request: EventEnvelope) -> EventEnvelope:
         """Keep what a re-send needs (saved before the request is sent): its topic,
@@ -321,7 +337,10 @@ class TaskContext(StoredTask):
 
     async def _finish(self, payload: dict[str, Any]) -> bool:
         self._check_open()
-        if not await self._claim():
+        answers = self._recorder()
+        # Each write before the answer goes out waits out a memory outage (held, the
+        # request still leased) instead of running the handler again.
+        if not await answers.hold(f"the claim of task {self.task_id}", self._claim):
             logger.info("task %s: already finished by another claimant", self.task_id)
             self._finished = True
             return False
@@ -338,13 +357,9 @@ class TaskContext(StoredTask):
                     event_id=answer_event_id(self.agent_id or "worker", self.task_id),
                 )
             )
-            answers = self._answers
-            if answers is None and self.agent_id:
-                answers = AnswerLog(self.agent_id)  # a task restored by hand
-            if answers is not None:
-                # Recorded before it is sent: the task's request, delivered again, is
-                # answered with it instead of running again.
-                answer = await answers.record(self.platform, self.task_id, answer)
+            # Recorded before it is sent: the task's request, delivered again, is
+            # answered with it instead of running again.
+            answer = await answers.record(self.platform, self.task_id, answer)
             await bus.publish_event(answer)
         else:
             logger.warning(
@@ -353,7 +368,11 @@ class TaskContext(StoredTask):
                 self.event_type,
             )
         if self._stored:
-            await task_memory(self.platform).delete_task_context(self.task_id)
+            memory = task_memory(self.platform)
+            await answers.hold(
+                f"the end of task {self.task_id}",
+                lambda: memory.delete_task_context(self.task_id),
+            )
         self._finished = True
         return True
 
@@ -453,6 +472,6 @@ class TaskContext(StoredTask):
                 event_id=sub_task_id,
             )
         )
-        await self.save()
+        await self._save_before_sending()
         await self.platform.bus.publish_event(ask)
         return sub_task_id

@@ -19,7 +19,7 @@ from soorma._propagation import current_event
 from soorma.agents._answers import AnswerLog
 from soorma.event import Event
 from soorma_common.bookkeeping import TaskBookkeeping
-from soorma_common.errors import TaskNotFound, VersionConflict
+from soorma_common.errors import ServiceUnavailable, TaskNotFound, VersionConflict
 from soorma_common.events import (
     ACTION_RESULTS,
 )
@@ -253,7 +253,8 @@ class StoredTask:
                 stored = await memory.replace_task_context(
                     self.to_record(), expected_version=self.version
                 )
-            except VersionConflict:
+            except (VersionConflict, ServiceUnavailable):
+                # Not (known to be) written: a retry writes the marker again.
                 self._meta.pop("finish", None)
                 raise
             self._absorb(stored)

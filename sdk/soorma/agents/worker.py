@@ -243,6 +243,7 @@ class Worker(Agent):
         if not sub_task_id or context.memory is None:
             return
         record = await context.memory.get_task_by_subtask(sub_task_id)
+        self.answers.seen()
         if record is None:
             return  # not a task of ours, or it has ended
         task = TaskContext.from_record(record, context)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from soorma._deprecation import renamed_method
-from soorma.agents._answers import AnswerLog, answer_event_id
+from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog, answer_event_id
 from soorma.tasking.stored import StoredTask, task_memory
 from soorma_common.events import (
     ACTION_REQUESTS,
@@ -181,7 +181,9 @@ class TaskContext(StoredTask):
     def _recorder(self) -> AnswerLog:
         """The worker's answer log (or, for a task restored by hand, its own)."""
         if self._answers is None:
-            self._answers = AnswerLog(self.agent_id or "worker", kind="worker")
+            # Without an agent, answers are not recorded (there is no key to find them).
+            retention = DEFAULT_ANSWER_RETENTION if self.agent_id else 0.0
+            self._answers = AnswerLog(self.agent_id or "worker", retention, kind="worker")
             if self._stored:
                 self._answers.seen()  # read from the memory service
         return self._answers

@@ -146,6 +146,12 @@ class Tool(Agent):
         """Seconds an answer waits for an unreachable memory service to record it."""
         return self.answers.record_wait
 
+    @record_wait.setter
+    def record_wait(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("record_wait must be a number of seconds (0 or more)")
+        self.answers.record_wait = seconds
+
     async def _look_for_memory(self) -> None:
         await self.answers.look_for_memory(self.context)
 

@@ -116,6 +116,12 @@ class Worker(Agent):
         """Seconds a task's answer or delegation waits for the memory service to record it."""
         return self.answers.record_wait
 
+    @record_wait.setter
+    def record_wait(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("record_wait must be a number of seconds (0 or more)")
+        self.answers.record_wait = seconds
+
     async def _look_for_memory(self) -> None:
         await self.answers.look_for_memory(self.context)
 

@@ -1,0 +1,134 @@
+"""One consumer id, one stream, across event-service processes sharing one Redis.
+
+A restarted agent reconnects with its stable consumer id to another event-service
+process behind the load balancer while its old stream still looks alive on the first
+(half-open TCP after the agent was SIGKILLed). The old stream must end, stop taking
+deliveries, and hand what it took to the new stream, well inside the visibility
+timeout (60 s here: every wait below is far shorter, so only the takeover explains a
+delivery).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from event_sse_client import SSEStream
+
+from testsupport.server import free_port
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.redis]
+
+TOPIC = "action-requests"
+
+
+@contextlib.asynccontextmanager
+async def event_service_process(
+    redis_url: str, redis_prefix: str, **settings: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An event service in its own process (uvicorn), and a client for it."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "SOORMA_EVENT_BACKEND": "redis",
+        "SOORMA_REDIS_URL": redis_url,
+        "SOORMA_REDIS_PREFIX": redis_prefix,
+        "SOORMA_AUTH_MODE": "dev",
+        "SOORMA_BLOCK_SECONDS": "0.5",
+        **{f"SOORMA_{k.upper()}": str(v) for k, v in settings.items()},
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "event_service:create_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=15) as client:
+            async with asyncio.timeout(60):
+                while True:
+                    with contextlib.suppress(httpx.HTTPError):
+                        if (await client.get("/health")).status_code == 200:
+                            break
+                    if proc.returncode is not None:
+                        raise RuntimeError(f"event service exited with {proc.returncode}")
+                    await asyncio.sleep(0.1)
+            yield client
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def _publish(client: httpx.AsyncClient, tenant: str, n: int) -> None:
+    event = {"topic": TOPIC, "type": "job", "data": {"n": n}}
+    r = await client.post(
+        "/v1/events/publish", json={"event": event}, headers={"X-Tenant-ID": tenant}
+    )
+    assert r.status_code == 200, r.text
+
+
+async def test_a_stream_reopened_on_another_process_takes_over_at_once(
+    redis_url: str, redis_prefix: str
+) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    headers = {"X-Tenant-ID": tenant}
+    group: dict[str, Any] = {
+        "topics": TOPIC,
+        "group": "workers",
+        "consumer": "agent-x",
+        "visibility_timeout": 60,
+    }
+    # Process A notices a newer stream only once a second: events published meanwhile
+    # are still taken by its old stream and must be handed over, not lost.
+    async with (
+        event_service_process(redis_url, redis_prefix, claim_interval_seconds=1.0) as a,
+        event_service_process(redis_url, redis_prefix, claim_interval_seconds=0.05) as b,
+        SSEStream(a, headers=headers, **group) as old,
+    ):
+        for n in range(2):
+            await _publish(a, tenant, n)
+        held = {f.json()["data"]["n"] for f in await old.messages(2)}
+        assert held == {0, 1}
+        # The agent is gone without a FIN (the old stream stays open on A, unacked);
+        # it restarts and reconnects through the load balancer to process B.
+        async with SSEStream(b, headers=headers, **group) as new:
+            for n in range(2, 8):
+                await _publish(b, tenant, n)
+            # The old stream ends: it stops taking deliveries for agent-x. What it took
+            # before ending is in its frames (to a client that is not reading).
+            with pytest.raises(AssertionError, match="stream ended"):
+                while True:
+                    await old.next(within=10)
+            # The new stream gets everything: what the old one held before it
+            # reconnected, and what the old one took since, without waiting out the
+            # visibility timeout.
+            got: set[int] = set()
+            while got != set(range(8)):
+                frame = await new.next(within=10)
+                got.add(frame.json()["data"]["n"])
+            # Later events flow to the new stream only.
+            await _publish(a, tenant, 8)
+            assert (await new.next(within=10)).json()["data"] == {"n": 8}

@@ -101,11 +101,12 @@ async def test_a_stream_reopened_on_another_process_takes_over_at_once(
         "consumer": "agent-x",
         "visibility_timeout": 60,
     }
-    # Process A notices a newer stream only once a second: events published meanwhile
-    # are still taken by its old stream and must be handed over, not lost.
+    # Process A looks for a newer stream once a second (the default): events published
+    # meanwhile are still taken by its old stream and must be handed over, not lost.
+    fast = {"claim_interval_seconds": 0.05, "supersede_check_seconds": 1.0}
     async with (
-        event_service_process(redis_url, redis_prefix, claim_interval_seconds=1.0) as a,
-        event_service_process(redis_url, redis_prefix, claim_interval_seconds=0.05) as b,
+        event_service_process(redis_url, redis_prefix, **fast) as a,
+        event_service_process(redis_url, redis_prefix, **fast) as b,
         SSEStream(a, headers=headers, **group) as old,
     ):
         for n in range(2):

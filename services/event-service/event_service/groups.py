@@ -19,7 +19,7 @@ lost until its visibility timeout (the late takeovers of issue 9).
 
 Across processes (several event-service replicas on one Redis) the same holds: each
 stream records its session id as its consumer id's newest (``EventLog.open_session``)
-before it re-delivers anything, and a watcher checks every ``claim_interval_seconds``
+before it re-delivers anything, and a watcher checks every ``supersede_check_seconds``
 that it is still the newest. An older stream that sees a newer id ends its response at
 once, lets a read or claim in flight finish (cancelling it could lose what Redis had
 already handed out), and then releases what it took and the newer stream has not
@@ -127,6 +127,7 @@ class GroupSession:
         batch: int,
         block: float,
         claim_interval: float,
+        check_interval: float = 1.0,
         metrics: EventMetrics | None = None,
     ) -> None:
         self.log = log
@@ -140,6 +141,7 @@ class GroupSession:
         self.batch = batch
         self.block = block
         self.claim_interval = min(claim_interval, visibility_timeout / 2)
+        self.check_interval = check_interval
         self.metrics = metrics
         self.sub = Subscriber(limit=1 << 62)  # bounded by back-pressure below instead
         self.drained = asyncio.Event()
@@ -281,7 +283,7 @@ class GroupSession:
     async def _watch(self) -> None:
         """Hand over as soon as a newer stream of this consumer id opened elsewhere."""
         while True:
-            await asyncio.sleep(self.claim_interval)
+            await asyncio.sleep(self.check_interval)
             if not self._announced:
                 continue
             try:

@@ -5,7 +5,8 @@ process behind the load balancer while its old stream still looks alive on the f
 (half-open TCP after the agent was SIGKILLed). The old stream must end, stop taking
 deliveries, and hand what it took to the new stream, well inside the visibility
 timeout (60 s here: every wait below is far shorter, so only the takeover explains a
-delivery).
+delivery). Once on one Redis, once on a Redis Cluster (the session record shares the
+tenant's hash tag, so the handover script and the record live on the tenant's shard).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import contextlib
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,7 +26,10 @@ from event_sse_client import SSEStream
 
 from testsupport.server import free_port
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.redis]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scaleout"))
+from redis_cluster import redis_cluster
+
+pytestmark = pytest.mark.asyncio
 
 TOPIC = "action-requests"
 
@@ -90,9 +95,24 @@ async def _publish(client: httpx.AsyncClient, tenant: str, n: int) -> None:
     assert r.status_code == 200, r.text
 
 
+@pytest.fixture(scope="module")
+def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with redis_cluster(Path(tmp_path_factory.mktemp("redis-cluster"))) as url:
+        yield url
+
+
+@pytest.mark.redis
 async def test_a_stream_reopened_on_another_process_takes_over_at_once(
     redis_url: str, redis_prefix: str
 ) -> None:
+    await _takeover(redis_url, redis_prefix)
+
+
+async def test_the_takeover_works_on_a_redis_cluster(cluster_url: str) -> None:
+    await _takeover(cluster_url, f"super-{uuid.uuid4().hex[:8]}", redis_cluster="true")
+
+
+async def _takeover(redis_url: str, redis_prefix: str, **settings: Any) -> None:
     tenant = f"t-{uuid.uuid4().hex[:8]}"
     headers = {"X-Tenant-ID": tenant}
     group: dict[str, Any] = {
@@ -103,7 +123,7 @@ async def test_a_stream_reopened_on_another_process_takes_over_at_once(
     }
     # Process A looks for a newer stream once a second (the default): events published
     # meanwhile are still taken by its old stream and must be handed over, not lost.
-    fast = {"claim_interval_seconds": 0.05, "supersede_check_seconds": 1.0}
+    fast = {"claim_interval_seconds": 0.05, "supersede_check_seconds": 1.0, **settings}
     async with (
         event_service_process(redis_url, redis_prefix, **fast) as a,
         event_service_process(redis_url, redis_prefix, **fast) as b,

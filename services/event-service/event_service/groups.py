@@ -21,10 +21,11 @@ Across processes (several event-service replicas on one Redis) the same holds: e
 stream records its session id as its consumer id's newest (``EventLog.open_session``)
 before it re-delivers anything, and a watcher checks every ``supersede_check_seconds``
 that it is still the newest. An older stream that sees a newer id ends its response at
-once, lets a read or claim in flight finish (cancelling it could lose what Redis had
-already handed out), and then releases what it took and the newer stream has not
-re-delivered (``EventLog.hand_over``): the newer stream's claim loop takes those over
-within ``claim_interval_seconds`` instead of waiting out their visibility timeout.
+once and releases what it took and the newer stream has not re-delivered
+(``EventLog.hand_over``). A read or claim in flight is let finish (cancelling it could
+lose what Redis had already handed out) and what it returns is released after it. The
+newer stream's claim loop takes them over within ``claim_interval_seconds`` instead of
+waiting out their visibility timeout.
 
 Flow control: at most ``prefetch`` deliveries are unsettled on one stream. Acks and
 nacks made through this process free room at once; settlements made elsewhere (another
@@ -260,6 +261,7 @@ class GroupSession:
         held = {ref: self._counts.get(ref, 1) for ref in self.in_flight}
         if not held:
             return
+        self.settle(list(held))  # this stream is done with them either way
         try:
             released = await self.log.hand_over(self.tenant, self.group, self.consumer, held)
         except Exception as exc:  # they still expire and are claimed like any other
@@ -304,6 +306,9 @@ class GroupSession:
                 self.handed_over = self.superseded = True
                 self.close()
                 self.sub.wake.set()
+                # What it holds now goes at once; what a read still in flight returns
+                # follows once that read is done (_forget).
+                await self._hand_over()
                 return
 
     async def _backpressure(self) -> None:

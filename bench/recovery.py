@@ -16,6 +16,15 @@ Each is measured for two configurations in the same run:
 - ``after``: the defaults now: a stable consumer id per replica (a replica slot on this
   host) and a 10 s visibility timeout renewed while handlers run.
 
+With ``--services 2`` two event-service processes share the Redis and each agent
+process connects to the other one than the process before it: a restarted replica
+reconnects to the other event service (what a load balancer may do). With
+``--half-open`` agents reach the event service through a proxy in this driver that
+keeps a dead agent's connections open towards the service, as a half-open TCP
+connection does (the service is never told the agent died). Every round also records
+``job_started``: from publishing the round's job until a replica started it (a job
+taken by a dead replica's stream waits for the visibility timeout).
+
 Targets (issue 9): after a restart, done within 5 s (p99); without one, done by another
 replica within the visibility timeout + 1 s.
 
@@ -23,7 +32,8 @@ A job's handler hangs the first time any replica starts it (a marker file record
 that) and finishes at once when the job is delivered again, so every kill leaves
 exactly one job to recover.
 
-Usage: ``python bench/recovery.py [--kills 10] [--before-kills 5]``.
+Usage: ``python bench/recovery.py [--kills 10] [--before-kills 5] [--services 2]
+[--half-open]``.
 """
 
 from __future__ import annotations
@@ -126,18 +136,76 @@ class Replica:
         return killed
 
 
+class HalfOpenProxy:
+    """A TCP proxy to ``port`` that never passes a client's close on to the server.
+
+    When the client side ends (the agent was killed), the connection to the server
+    stays open and whatever the server sends is read and dropped, so the server sees a
+    live, silent peer: a half-open connection. ``close`` ends everything.
+    """
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.port = 0
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        self._writers += [writer, up_writer]
+
+        async def client_to_server() -> None:
+            while data := await reader.read(65536):
+                up_writer.write(data)
+                await up_writer.drain()
+            # Client gone: the server is not told.
+
+        async def server_to_client() -> None:
+            alive = True
+            while data := await up_reader.read(65536):
+                if alive:
+                    try:
+                        writer.write(data)
+                        await writer.drain()
+                    except (ConnectionError, RuntimeError):
+                        alive = False  # keep reading and dropping
+
+        for coro in (client_to_server(), server_to_client()):
+            task = asyncio.create_task(coro)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for writer in self._writers:
+            writer.close()
+
+
 class Bench:
     def __init__(
         self,
-        url: str,
+        urls: list[str],
         state: Path,
         markers: Path,
         logs: Path | None = None,
         *,
         redis_url: str = "",
         prefix: str = "",
+        half_open: bool = False,
     ) -> None:
-        self.url = url
+        self.urls = urls
+        self.half_open = half_open
+        self.proxies: list[HalfOpenProxy] = []
+        self.spawns = 0
         self.redis_url = redis_url
         self.prefix = prefix
         self.logs = logs
@@ -147,9 +215,16 @@ class Bench:
         self.job = 0
 
     async def spawn(self, mode: str) -> Replica:
+        # Each new agent process connects to the next event service in turn.
+        url = self.urls[self.spawns % len(self.urls)]
+        self.spawns += 1
+        if self.half_open:
+            proxy = HalfOpenProxy(int(url.rsplit(":", 1)[1]))
+            url = await proxy.start()
+            self.proxies.append(proxy)
         env = {
             **os.environ,
-            "SOORMA_EVENT_SERVICE_URL": self.url,
+            "SOORMA_EVENT_SERVICE_URL": url,
             "SOORMA_REGISTRY_URL": "http://127.0.0.1:9",
             "SOORMA_STATE_DIR": str(self.state),
             "PYTHONUNBUFFERED": "1",
@@ -235,6 +310,10 @@ class Bench:
             if replica.pump is not None:
                 replica.pump.cancel()
         self.replicas.clear()
+        for proxy in self.proxies:
+            await proxy.close()
+        self.proxies.clear()
+        self.spawns = 0
 
 
 async def restart_runs(bench: Bench, context, mode: str, kills: int) -> dict[str, list[float]]:  # type: ignore[no-untyped-def]
@@ -243,10 +322,25 @@ async def restart_runs(bench: Bench, context, mode: str, kills: int) -> dict[str
     since_import: list[float] = []
     since_ready: list[float] = []
     since_kill: list[float] = []
+    job_started: list[float] = []
+    not_started: list[str] = []
     replica = await bench.spawn(mode)
     for _ in range(kills):
+        published = time.time()
         job = await bench.publish(context, mode)
-        await replica.wait_for("started", job)
+        try:
+            started = float((await replica.wait_for("started", job, within=40))[2])
+        except TimeoutError:
+            # Taken by a dead replica's stream that still looks alive (half-open) and
+            # not handed back: counted, and the next round goes on.
+            not_started.append(job)
+            print(
+                f"  {mode} restart: job {job} NOT started within 40 s "
+                f"(pending: {await bench.pending()})",
+                flush=True,
+            )
+            continue
+        job_started.append(started - published)
         await asyncio.sleep(random.uniform(0.2, 1.0))  # the handler has been busy a while
         killed = await replica.kill()
         replica = await bench.spawn(mode)
@@ -268,6 +362,8 @@ async def restart_runs(bench: Bench, context, mode: str, kills: int) -> dict[str
         "since_imported": since_import,
         "since_ready": since_ready,
         "since_kill": since_kill,
+        "job_started": job_started,
+        "failed": [float(j) for j in not_started],
     }
 
 
@@ -322,43 +418,52 @@ async def drive(args: argparse.Namespace) -> None:
     from soorma import PlatformContext, PlatformSettings
 
     prefix = f"bench-recovery-{uuid.uuid4().hex[:8]}"
-    svc = UvicornService(
-        name="event service",
-        factory="event_service.app:create_app",
-        port=args.port,
-        env={
-            "SOORMA_EVENT_BACKEND": "redis",
-            "SOORMA_REDIS_URL": args.redis_url,
-            "SOORMA_REDIS_PREFIX": prefix,
-            # INFO: group sessions log their open and close (consumer id, session
-            # number), to tell a late takeover's claimer; see --logs.
-            "SOORMA_LOG_LEVEL": "INFO" if args.logs else "WARNING",
-            "SOORMA_REGISTRY_URL": "http://127.0.0.1:9",
-        },
-        ready_marker=b'"event-service"',
-        ready_attempts=1200,  # a busy machine starts slowly
-    )
+    env = {
+        "SOORMA_EVENT_BACKEND": "redis",
+        "SOORMA_REDIS_URL": args.redis_url,
+        "SOORMA_REDIS_PREFIX": prefix,
+        # INFO: group sessions log their open and close (consumer id, session
+        # number), to tell a late takeover's claimer; see --logs.
+        "SOORMA_LOG_LEVEL": "INFO" if args.logs else "WARNING",
+        "SOORMA_REGISTRY_URL": "http://127.0.0.1:9",
+    }
+    services = [
+        UvicornService(
+            name="event service",
+            factory="event_service.app:create_app",
+            port=args.port + i,
+            env=env,
+            ready_marker=b'"event-service"',
+            ready_attempts=1200,  # a busy machine starts slowly
+        )
+        for i in range(args.services)
+    ]
+    svc = services[0]
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     results: dict[str, dict[str, list[float]]] = {}
-    with socket.socket() as probe:  # another server there would answer /ready for ours
-        if probe.connect_ex(("127.0.0.1", args.port)) == 0:
-            raise SystemExit(f"port {args.port} is taken: pass --port")
+    for service in services:
+        with socket.socket() as probe:  # another server there would answer /ready for ours
+            if probe.connect_ex(("127.0.0.1", service.port)) == 0:
+                raise SystemExit(f"port {service.port} is taken: pass --port")
     try:
-        svc.start()
+        for service in services:
+            service.start()
     except BaseException:
-        svc.stop()
+        for service in services:
+            service.stop()
         raise
     context = PlatformContext.from_env(
         settings=PlatformSettings(event_service_url=svc.url, registry_url="http://127.0.0.1:9")
     )
     try:
         bench = Bench(
-            svc.url,
+            [service.url for service in services],
             args.workdir / "state",
             args.workdir / "markers",
             Path(args.logs) if args.logs else None,
             redis_url=args.redis_url,
             prefix=prefix,
+            half_open=args.half_open,
         )
         plan = [
             (mode, n) for mode, n in (("before", args.before_kills), ("after", args.kills)) if n > 0
@@ -375,7 +480,8 @@ async def drive(args: argparse.Namespace) -> None:
             await bench.close()
     finally:
         await context.close()
-        svc.stop()
+        for service in services:
+            service.stop()
         import redis.asyncio as aioredis
 
         r = aioredis.from_url(args.redis_url)
@@ -387,7 +493,8 @@ async def drive(args: argparse.Namespace) -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"\nmachine: {platform.node()} {os.cpu_count()} cores, {platform.python_version()}, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load} (before: {load_before})"
+        f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load} (before: {load_before}), "
+        f"{args.services} event service process(es){', half-open proxy' if args.half_open else ''}"
     )
     print(
         "seconds until the killed replica's job is done again "
@@ -415,7 +522,16 @@ async def drive(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"recovery-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(
-        json.dumps({"results": results, "load_before": load_before, "load_after": load}, indent=2)
+        json.dumps(
+            {
+                "results": results,
+                "load_before": load_before,
+                "load_after": load,
+                "services": args.services,
+                "half_open": args.half_open,
+            },
+            indent=2,
+        )
     )
     print(f"results: {path.relative_to(ROOT)}")
 
@@ -438,6 +554,17 @@ def main() -> None:
         help="kills per scenario, before (each waits out 30 s)",
     )
     parser.add_argument("--scenarios", default="restart,takeover")
+    parser.add_argument(
+        "--services",
+        type=int,
+        default=1,
+        help="event-service processes on the one Redis; each agent process uses the next",
+    )
+    parser.add_argument(
+        "--half-open",
+        action="store_true",
+        help="agents connect through a proxy that keeps a killed agent's connections open",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--logs", help="write each replica's log to this directory")
     args = parser.parse_args()

@@ -17,6 +17,16 @@ the new one re-delivers what the old one took, once the old one's reads have sto
 Otherwise the old session kept taking new deliveries for a client that is gone, each
 lost until its visibility timeout (the late takeovers of issue 9).
 
+Across processes (several event-service replicas on one Redis) the same holds: each
+stream records its session id as its consumer id's newest (``EventLog.open_session``)
+before it re-delivers anything, and a watcher checks every ``supersede_check_seconds``
+that it is still the newest. An older stream that sees a newer id ends its response at
+once and releases what it took and the newer stream has not re-delivered
+(``EventLog.hand_over``). A read or claim in flight is let finish (cancelling it could
+lose what Redis had already handed out) and what it returns is released after it. The
+newer stream's claim loop takes them over within ``claim_interval_seconds`` instead of
+waiting out their visibility timeout.
+
 Flow control: at most ``prefetch`` deliveries are unsettled on one stream. Acks and
 nacks made through this process free room at once; settlements made elsewhere (another
 event-service replica, or a claim by another consumer) are noticed by asking the log
@@ -28,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Iterable, Sequence
 
 from event_service.backends.base import Entry, EventLog
@@ -117,6 +128,7 @@ class GroupSession:
         batch: int,
         block: float,
         claim_interval: float,
+        check_interval: float = 1.0,
         metrics: EventMetrics | None = None,
     ) -> None:
         self.log = log
@@ -130,12 +142,19 @@ class GroupSession:
         self.batch = batch
         self.block = block
         self.claim_interval = min(claim_interval, visibility_timeout / 2)
+        self.check_interval = check_interval
         self.metrics = metrics
         self.sub = Subscriber(limit=1 << 62)  # bounded by back-pressure below instead
         self.drained = asyncio.Event()
         self.nacked = asyncio.Event()
         # Deliveries handed to this stream and not known to be settled.
         self.in_flight: set[Ref] = set()
+        # Their delivery counts, for handing them over (shared logs only).
+        self._counts: dict[Ref, int] = {}
+        self.id = uuid.uuid4().hex
+        # True once a newer stream of this consumer id opened in another process.
+        self.handed_over = False
+        self._announced = False
         self._reserved = 0  # room promised to a read in progress
         self._room = asyncio.Event()
         self._recovered = asyncio.Event()
@@ -162,6 +181,8 @@ class GroupSession:
             asyncio.create_task(self._read(), name=f"group-read:{self.group}"),
             asyncio.create_task(self._claim(), name=f"group-claim:{self.group}"),
         ]
+        if self.log.shared:
+            self._tasks.append(asyncio.create_task(self._watch(), name=f"group-watch:{self.group}"))
 
     def close(self) -> None:
         """Stop reading. Synchronous so it is safe in a cancelled generator's finally.
@@ -182,8 +203,15 @@ class GroupSession:
             ", superseded" if self.superseded else "",
         )
         self._waker.unregister(self)
-        for task in self._tasks:
-            task.cancel()
+        if self.handed_over:
+            # Reads and claims stop by themselves at their next step; one in flight
+            # finishes, and what it returns is handed over too (see _forget).
+            self._room.set()
+            self.drained.set()
+            self.nacked.set()
+        else:
+            for task in self._tasks:
+                task.cancel()
         cleanup = asyncio.get_running_loop().create_task(self._forget(list(self._tasks)))
         _cleanups.add(cleanup)  # keep a reference until it is done
         cleanup.add_done_callback(_cleanups.discard)
@@ -200,8 +228,12 @@ class GroupSession:
 
     def settle(self, refs: Iterable[Ref]) -> None:
         """Forget settled deliveries (acked, nacked, or filtered out by type)."""
+        refs = list(refs)
         before = len(self.in_flight)
         self.in_flight.difference_update(refs)
+        if self._counts:
+            for ref in refs:
+                self._counts.pop(ref, None)
         if len(self.in_flight) < before:
             self._room.set()
 
@@ -209,8 +241,14 @@ class GroupSession:
         # A read in flight may still hand this consumer deliveries: wait for it, so
         # the pending check below sees them and the consumer is kept.
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.handed_over:
+            await self._hand_over()
+            return
         if self.superseded:
             return  # the consumer id lives on in the newer stream
+        if self._announced:
+            with contextlib.suppress(Exception):  # best effort: the record expires
+                await self.log.close_session(self.tenant, self.group, self.consumer, self.id)
         try:
             await self.log.forget_consumer(self.tenant, self.topics, self.group, self.consumer)
         except Exception as exc:  # best effort: a leftover consumer only costs memory
@@ -218,10 +256,65 @@ class GroupSession:
                 "could not drop consumer %s of group %s: %s", self.consumer, self.group, exc
             )
 
+    async def _hand_over(self) -> None:
+        """Release what this stream holds to the newer stream in another process."""
+        held = {ref: self._counts.get(ref, 1) for ref in self.in_flight}
+        if not held:
+            return
+        self.settle(list(held))  # this stream is done with them either way
+        try:
+            released = await self.log.hand_over(self.tenant, self.group, self.consumer, held)
+        except Exception as exc:  # they still expire and are claimed like any other
+            log.warning(
+                "group %s: could not hand over %d deliveries of consumer %s: %s",
+                self.group,
+                len(held),
+                self.consumer,
+                exc,
+            )
+            return
+        log.info(
+            "group %s: session %d of consumer %s handed over %d of %d deliveries",
+            self.group,
+            self.number,
+            self.consumer,
+            released,
+            len(held),
+        )
+
+    async def _watch(self) -> None:
+        """Hand over as soon as a newer stream of this consumer id opened elsewhere."""
+        while True:
+            await asyncio.sleep(self.check_interval)
+            if not self._announced:
+                continue
+            try:
+                newest = await self.log.newest_session(self.tenant, self.group, self.consumer)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("group %s: session check failed: %s", self.group, exc)
+                continue
+            if newest is not None and newest != self.id:
+                log.warning(
+                    "group %s: consumer %s opened a newer stream in another process; "
+                    "session %d hands over and closes",
+                    self.group,
+                    self.consumer,
+                    self.number,
+                )
+                self.handed_over = self.superseded = True
+                self.close()
+                self.sub.wake.set()
+                # What it holds now goes at once; what a read still in flight returns
+                # follows once that read is done (_forget).
+                await self._hand_over()
+                return
+
     async def _backpressure(self) -> None:
         # Taking more than the client can write would only pin deliveries to a slow
         # consumer until their visibility timeout; let other replicas have them.
-        while len(self.sub.buffer) >= self.batch:
+        while len(self.sub.buffer) >= self.batch and not self._closed:
             self.drained.clear()
             await self.drained.wait()
 
@@ -249,6 +342,8 @@ class GroupSession:
         """
         while True:
             room = self.prefetch - len(self.in_flight) - self._reserved
+            if self._closed:
+                return 0  # handing over: take nothing more
             if room > 0:
                 taken = min(room, wanted)
                 if reserve:
@@ -266,13 +361,17 @@ class GroupSession:
             if again and self.metrics is not None:
                 self.metrics.redelivered(self.tenant, len(entries))
             self.in_flight.update((e.topic, e.id) for e in entries)
+            if self.log.shared:
+                self._counts.update(((e.topic, e.id), e.deliveries) for e in entries)
             self.sub.push(entries)
 
     async def _read(self) -> None:
         await self._recovered.wait()
-        while True:
+        while not self._closed:
             await self._backpressure()
             room = await self._take_room(self.batch, reserve=False)
+            if room < 1:
+                break  # closed
             try:
                 entries = await self.log.read_group(
                     self.tenant,
@@ -294,9 +393,11 @@ class GroupSession:
         """Re-deliver what is pending on this consumer id (a previous life's work)."""
         for topic in self.topics:
             cursor: str | None = ZERO_ID
-            while cursor is not None:
+            while cursor is not None and not self._closed:
                 await self._backpressure()
                 room = await self._take_room(self.batch)
+                if room < 1:
+                    break  # closed
                 try:
                     entries, cursor = await self.log.claim_own(
                         self.tenant,
@@ -320,8 +421,31 @@ class GroupSession:
                     self._reserved -= room
                 self._deliver(entries, again=True)
 
+    async def _announce(self) -> None:
+        """Record this stream as its consumer id's newest, for streams in other processes.
+
+        Before anything is re-delivered: an older stream elsewhere either still held a
+        delivery when ``_recover_own`` looked (re-delivered here), or takes it after this
+        record was written and hands it over once its watcher sees the record.
+        """
+        try:
+            await self.log.open_session(self.tenant, self.group, self.consumer, self.id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # no cross-process takeover for this stream
+            log.warning(
+                "group %s: could not record session of consumer %s: %s",
+                self.group,
+                self.consumer,
+                exc,
+            )
+            return
+        self._announced = True
+
     async def _claim(self) -> None:
         try:
+            if self.log.shared:
+                await self._announce()
             if self._older:
                 # What they took for this consumer id is re-delivered below; a read
                 # they had in flight may still add to it, so wait for them first.
@@ -332,7 +456,7 @@ class GroupSession:
             await self._recover_own()
         finally:
             self._recovered.set()
-        while True:
+        while not self._closed:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.claim_interval):
                     await self.nacked.wait()
@@ -340,6 +464,8 @@ class GroupSession:
             for topic in self.topics:
                 await self._backpressure()
                 room = await self._take_room(self.batch)
+                if room < 1:
+                    break  # closed
                 try:
                     entries = await self.log.claim_expired(
                         self.tenant,

@@ -263,6 +263,7 @@ async def stream(
             batch=settings.read_batch,
             block=settings.block_seconds,
             claim_interval=settings.claim_interval_seconds,
+            check_interval=settings.supersede_check_seconds,
             metrics=events.metrics,
         )
         body = group_stream(session=session, accept=accept, heartbeat=beat)

@@ -12,13 +12,18 @@ from event_service.ids import StreamKey
 
 @dataclass(slots=True, frozen=True)
 class Entry:
-    """One stored event: its topic, stream id and the envelope JSON as published."""
+    """One stored event: its topic, stream id and the envelope JSON as published.
+
+    ``deliveries`` is how many times the group has delivered it, this delivery
+    included (1 outside consumer groups, and in the in-memory backend).
+    """
 
     topic: str
     id: str
     key: StreamKey
     type: str
     payload: bytes
+    deliveries: int = 1
 
     @property
     def ref(self) -> str:
@@ -208,6 +213,40 @@ class EventLog(abc.ABC):
         default does nothing: a backend without a consumer registry has nothing to drop.
         """
         return None
+
+    # True when several processes share this log, so a consumer id's newest stream may
+    # live in another process (see :meth:`open_session`).
+    shared: bool = False
+
+    async def open_session(self, tenant: str, group: str, consumer: str, session: str) -> None:
+        """Record ``session`` as the newest stream of ``consumer`` in ``group``.
+
+        Older streams of that consumer id, in any process, see it through
+        :meth:`newest_session` and hand over. The default (one process) records nothing:
+        the process's own registry of streams is enough.
+        """
+        return None
+
+    async def newest_session(self, tenant: str, group: str, consumer: str) -> str | None:
+        """The session last recorded by :meth:`open_session` (``None``: none known)."""
+        return None
+
+    async def close_session(self, tenant: str, group: str, consumer: str, session: str) -> None:
+        """Forget ``session`` if it is still the newest of its consumer id."""
+        return None
+
+    async def hand_over(
+        self, tenant: str, group: str, consumer: str, held: dict[tuple[str, str], int]
+    ) -> int:
+        """Make deliveries a superseded stream took available to the newer one at once.
+
+        ``held`` maps ``(topic, stream_id)`` to the delivery count the old stream saw.
+        A delivery is released (claimable at once, like a nack) only if it is still
+        pending on ``consumer`` with that count: one the newer stream already re-delivered
+        (its count went up) or that was acked stays as it is. Returns how many were
+        released. The default releases nothing.
+        """
+        return 0
 
     async def stats(self, *, max_streams: int) -> LogStats:
         """Dead letters and group lag/pending over all tenants, looking at no more than

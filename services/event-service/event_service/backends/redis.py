@@ -7,6 +7,8 @@ batch appends and dead-lettering can run in one MULTI):
   fields ``e`` (envelope JSON) and ``y`` (event type, for filtering without parsing),
   dead letters add ``r`` (reason), ``d`` (deliveries), ``g`` (group), ``t`` (dead at, ms).
 - ``{prefix}:{<tenant>}:nr:<topic>:<group>`` — hash of the last nack reason per entry.
+- ``{prefix}:{<tenant>}:cs:<group>|<consumer>`` — the id of the newest group stream of
+  that consumer id, whichever process serves it (``|`` is not allowed in names).
 """
 
 from __future__ import annotations
@@ -69,6 +71,32 @@ end
 result[1] = renewed
 return result
 """
+# Release deliveries a superseded stream took to the newer stream of its consumer id:
+# each one still pending on that consumer with the delivery count the old stream saw
+# goes to the nacked owner, idle long enough for the next claim pass. One the newer
+# stream already re-delivered (count went up), acked, or claimed elsewhere is left.
+# ARGV: group, consumer, then id, count pairs. Returns the released ids.
+_HAND_OVER = """
+local released = {}
+for i = 3, #ARGV, 2 do
+  local ok, found = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if ok and #found == 1 and found[1][2] == ARGV[2] and tostring(found[1][4]) == ARGV[i + 1] then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], '_nacked', 0, ARGV[i], 'IDLE', '1000000000000', 'JUSTID')
+    table.insert(released, ARGV[i])
+  end
+end
+return released
+"""
+# Forget a stream's session id only while it is still the newest of its consumer id.
+_CLOSE_SESSION = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+# A consumer id's session record outlives a process killed without closing it, but
+# not forever: a day (each new stream of that id writes it again).
+_SESSION_TTL_SECONDS = 86_400
 # Blocking reads: one per broadcast topic and one per group stream in this process.
 _MAX_BLOCKING_CONNECTIONS = 10_000
 
@@ -77,9 +105,11 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _entry(topic: str, raw_id: bytes, fields: dict[bytes, bytes]) -> Entry:
+def _entry(topic: str, raw_id: bytes, fields: dict[bytes, bytes], deliveries: int = 1) -> Entry:
     stream_id = raw_id.decode()
-    return Entry(topic, stream_id, parse_id(stream_id), fields[b"y"].decode(), fields[b"e"])
+    return Entry(
+        topic, stream_id, parse_id(stream_id), fields[b"y"].decode(), fields[b"e"], deliveries
+    )
 
 
 def open_redis(settings: Settings) -> tuple[Redis, Redis]:
@@ -137,6 +167,9 @@ class RedisEventLog(EventLog):
     :func:`open_redis`. Single-event appends are coalesced: see :class:`AppendCoalescer`.
     """
 
+    # Every event-service replica on this Redis shares the group state.
+    shared = True
+
     def __init__(
         self,
         *,
@@ -154,6 +187,8 @@ class RedisEventLog(EventLog):
         self._max_length = max_length
         self._forget = redis.register_script(_FORGET_CONSUMER)
         self._extend = redis.register_script(_EXTEND)
+        self._hand_over = redis.register_script(_HAND_OVER)
+        self._close_session = redis.register_script(_CLOSE_SESSION)
         self._closed = False
         # On a Redis Cluster every command goes through the cluster client, which
         # routes it to the shard owning its keys' hash tag.
@@ -176,6 +211,37 @@ class RedisEventLog(EventLog):
 
     def _reasons(self, tenant: str, topic: str, group: str) -> str:
         return f"{self._prefix}:{{{tenant}}}:nr:{topic}:{group}"
+
+    def _session_key(self, tenant: str, group: str, consumer: str) -> str:
+        return f"{self._prefix}:{{{tenant}}}:cs:{group}|{consumer}"
+
+    async def open_session(self, tenant: str, group: str, consumer: str, session: str) -> None:
+        await self._r.set(
+            self._session_key(tenant, group, consumer), session, ex=_SESSION_TTL_SECONDS
+        )
+
+    async def newest_session(self, tenant: str, group: str, consumer: str) -> str | None:
+        found = await self._r.get(self._session_key(tenant, group, consumer))
+        return None if found is None else _text(found)
+
+    async def close_session(self, tenant: str, group: str, consumer: str, session: str) -> None:
+        if self._closed:
+            return
+        await self._close_session(keys=[self._session_key(tenant, group, consumer)], args=[session])
+
+    async def hand_over(
+        self, tenant: str, group: str, consumer: str, held: dict[tuple[str, str], int]
+    ) -> int:
+        by_topic: dict[str, list[str]] = {}
+        for (topic, stream_id), count in held.items():
+            by_topic.setdefault(topic, []).extend((stream_id, str(count)))
+        released = 0
+        for topic, args in by_topic.items():
+            found = await self._hand_over(
+                keys=[self._key(tenant, topic)], args=[group, consumer, *args]
+            )
+            released += len(found)
+        return released
 
     async def append(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
         # Tap topics are also appended to the platform-wide copy (pseudo-tenant ``*``), in the
@@ -359,7 +425,7 @@ class RedisEventLog(EventLog):
             elif delivered.get(raw_id, 0) >= max_deliveries:
                 dead.append((raw_id, fields, delivered[raw_id]))
             else:
-                out.append(_entry(topic, raw_id, fields))
+                out.append(_entry(topic, raw_id, fields, delivered.get(raw_id, 0) + 1))
         if gone:
             await self._r.xack(key, group, *gone)
         if dead:
@@ -410,7 +476,7 @@ class RedisEventLog(EventLog):
                 elif delivered.get(raw_id, 0) >= max_deliveries:
                     dead.append((raw_id, fields, delivered[raw_id]))
                 else:
-                    out.append(_entry(topic, raw_id, fields))
+                    out.append(_entry(topic, raw_id, fields, delivered.get(raw_id, 0) + 1))
         if gone:
             await self._r.xack(key, group, *gone)
         if dead:

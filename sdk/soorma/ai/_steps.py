@@ -38,6 +38,16 @@ def derived_id(plan_id: str, key: str, part: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{plan_id}/{key}/{part}"))
 
 
+def model_call_key(plan_id: str, key: str, model_index: int, repair: int) -> str:
+    """The idempotency key of one model call of a step.
+
+    The same plan, trigger and attempt (which model, which repair) always get the same
+    key, in any process: a trigger asked again after a crash sends the key it sent the
+    first time, so a provider or gateway that honours the key bills the call once.
+    """
+    return derived_id(plan_id, key, f"model/{model_index}/{repair}")
+
+
 def recorded_step(plan: PlanContext, key: str | None) -> dict[str, Any] | None:
     """The step recorded for ``key`` in ``plan``, if any."""
     if key is None:
@@ -81,6 +91,7 @@ def answered_by(plan: PlanContext, correlation_id: str | None) -> str | None:
 __all__ = [
     "answered_by",
     "derived_id",
+    "model_call_key",
     "note_answer",
     "record_step",
     "recorded_decision",

@@ -33,6 +33,7 @@ from starlette.routing import Route
 from test_choreography_flows import running
 
 from soorma import PlatformContext, PlatformSettings
+from soorma.agents import _dispatch
 from soorma.ai.choreography import ChoreographyPlanner
 from testsupport.server import LiveServer, free_port, serve
 
@@ -119,15 +120,16 @@ class MemoryRelay:
         self._server = None
 
 
-class RunAgainSeen(logging.Handler):
-    """Sets ``seen`` when the agent logs that it runs a failed handler again."""
+class LogSeen(logging.Handler):
+    """Sets ``seen`` when the agent logs a message containing ``text``."""
 
-    def __init__(self) -> None:
+    def __init__(self, text: str) -> None:
         super().__init__(logging.WARNING)
+        self.text = text
         self.seen = asyncio.Event()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "running it again" in record.getMessage():
+        if self.text in record.getMessage():
             self.seen.set()
 
 
@@ -170,21 +172,31 @@ def make_planner(
     return planner
 
 
+@pytest.mark.parametrize("retry", ["agent runs the handler again", "nack and redelivery"])
 async def test_memory_outage_after_the_model_answered_asks_the_model_once(
     stack: Stack,
     context: PlatformContext,
     relay: MemoryRelay,
+    retry: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The agent runs a handler failing with ServiceUnavailable again for up to 60 s, then
+    # nacks it and the event service redelivers it: the second path, without the wait.
+    if retry == "nack and redelivery":
+        monkeypatch.setattr(_dispatch, "UNAVAILABLE_RETRY_SECONDS", 0.0)
+        retried = LogSeen("failed on model.once.goal")
+    else:
+        retried = LogSeen("running it again")
+
     async def memory_goes_down(n: int) -> None:
         if n == 1:  # the model answers; the step can no longer be recorded
             await relay.stop()
 
     model = ModelServer(complete({"summary": "once"}), before_answer=memory_goes_down)
-    retried = RunAgainSeen()
     agent_log = logging.getLogger("soorma.agent")
     agent_log.addHandler(retried)
     async with serve(model.app) as model_server:
-        planner = make_planner(relayed_settings(stack, relay), model_server)
+        planner = make_planner(relayed_settings(stack, relay), model_server, max_deliveries=50)
         async with running(planner):
             asked = asyncio.create_task(
                 context.bus.call(
@@ -194,7 +206,8 @@ async def test_memory_outage_after_the_model_answered_asks_the_model_once(
                     timeout=60,
                 )
             )
-            # The handler failed on the unreachable memory service and is run again.
+            # The handler failed on the unreachable memory service (and is run again, or
+            # was nacked and comes back).
             try:
                 await asyncio.wait_for(retried.seen.wait(), 30)
             finally:

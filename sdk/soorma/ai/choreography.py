@@ -611,10 +611,12 @@ class ChoreographyPlanner(Planner):
             )
             self._decided.drop(plan.plan_id, key)
         except LLMNotConfigured as exc:
+            self._decided.drop(plan.plan_id, key)
             logger.error("planner %s: %s", self.name, exc.message)
             await plan.fail(exc.message)
             return None
         except PlannerError as exc:
+            self._decided.drop(plan.plan_id, key)
             logger.warning("planner %s: plan %s failed: %s", self.name, plan.plan_id, exc)
             # Most planner errors failed the plan already (fail() is then a no-op); the
             # others (e.g. no registry to read events from) must not leave it running
@@ -669,7 +671,10 @@ class ChoreographyPlanner(Planner):
         limit = self.audit_limit
 
         def keep(p: PlanContext) -> None:
-            log = [*book(p).audit, *records]
+            kept = book(p).audit
+            # A write whose answer was lost (memory service killed mid-request) may
+            # have been stored: keeping the records again must not repeat them.
+            log = [*kept, *(r for r in records if r not in kept)]
             book(p).audit = log[-limit:] if limit > 0 else []
 
         await plan.update(keep)

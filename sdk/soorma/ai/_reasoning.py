@@ -84,8 +84,9 @@ Recorder = Callable[
 ]
 
 
-# (model index, repair index) -> HTTP headers for that model call (the idempotency key).
-CallHeaders = Callable[[int, int], Mapping[str, str]]
+# (model index, repair index, messages) -> HTTP headers for that model call (the
+# idempotency key).
+CallHeaders = Callable[[int, int, list[dict[str, str]]], Mapping[str, str]]
 
 
 @dataclass(slots=True)
@@ -113,8 +114,8 @@ async def ask_models(
 ) -> PlannerDecision | None:
     """The first valid decision from ``models`` in order, with repairs; else ``None``.
 
-    ``call_headers(model index, repair index)`` gives the headers of each call (the
-    idempotency key of that attempt).
+    ``call_headers(model index, repair index, messages)`` gives the headers of each call
+    (the idempotency key of that attempt).
     """
     for index, spec in enumerate(models):
         model = spec.model
@@ -134,7 +135,11 @@ async def ask_models(
                     api_base=spec.api_base,
                     temperature=temperature,
                     options={**options, **spec.options},
-                    headers=call_headers(index, repair) if call_headers is not None else None,
+                    headers=(
+                        call_headers(index, repair, attempt_messages)
+                        if call_headers is not None
+                        else None
+                    ),
                 )
             except LLMNotConfigured as exc:
                 attempts.config_errors.append(exc)

@@ -137,8 +137,8 @@ class ChoreographyPlanner(Planner):
         audit_limit: How many audit records a plan keeps (the newest).
         idempotency_header: The HTTP header that carries each model call's idempotency
             key (default ``Idempotency-Key``); ``None`` sends none. The key derives from
-            the plan, the step's trigger and the attempt (model and repair), so a
-            trigger asked again after a crash sends the same key. A provider or LLM
+            the plan, the step's trigger, the attempt (model and repair) and the prompt,
+            so a trigger asked again after a crash sends the same key. A provider or LLM
             gateway that honours the key bills the repeated call once; one that
             ignores it bills it again.
         description: Registry description.
@@ -636,8 +636,10 @@ class ChoreographyPlanner(Planner):
         if header is None or not plan_id or not key:
             return None
 
-        def headers(model_index: int, repair: int) -> dict[str, str]:
-            return {header: _steps.model_call_key(plan_id, key, model_index, repair)}
+        def headers(
+            model_index: int, repair: int, messages: list[dict[str, str]]
+        ) -> dict[str, str]:
+            return {header: _steps.model_call_key(plan_id, key, model_index, repair, messages)}
 
         return headers
 

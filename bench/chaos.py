@@ -26,7 +26,13 @@ and plans get ``--grace`` seconds to finish.
 Printed: goals answered, duplicate answers (goals answered by more than one distinct
 event), tool and LLM calls per plan against the no-fault pass (and the plans whose
 counts differ), repeated executions of one request, plans stuck, events in any DLQ,
-the slowest plan; and a last line ``CHAOS_SUMMARY {json}`` for tests. ``--seed`` fixes
+the slowest plan; and a last line ``CHAOS_SUMMARY {json}`` for tests.
+
+LLM calls are *billed* calls: the scripted server honours ``Idempotency-Key`` like a
+gateway that bills a repeated key once, and answers a repeated key from the stored
+response (``llm_calls_per_plan``, ``llm_calls_per_plan_no_fault``). Every HTTP request
+that reached it, repeated keys included, is reported apart (``llm_requests_per_plan``,
+``llm_requests_per_plan_no_fault``, ``plans_with_repeated_llm_requests``). ``--seed`` fixes
 the plans and the kill schedule (which process, after how long); when a kill lands
 relative to the plans' progress still depends on timing.
 """
@@ -511,8 +517,14 @@ async def print_consumers(stack: Stack) -> None:
 
 
 def calls(goal: Goal, by_plan: dict[str, Counter[str]], model: ScriptedModel) -> tuple[int, int]:
+    """Tool/worker executions and billed model calls of one plan."""
     tools = sum(by_plan.get(goal.plan_id or "", Counter()).values())
     return tools, model.calls.get(goal.topic, 0) if goal.kind == "ch" else 0
+
+
+def model_requests(goal: Goal, model: ScriptedModel) -> int:
+    """HTTP requests the model server got for one plan (repeated idempotency keys too)."""
+    return model.requests.get(goal.topic, 0) if goal.kind == "ch" else 0
 
 
 def report(
@@ -527,6 +539,8 @@ def report(
     answered = [g for g in run if g.answered]
     base_calls = [calls(g, by_plan, stack.model) for g in baseline]
     run_calls = [calls(g, by_plan, stack.model) for g in run]
+    base_requests = [model_requests(g, stack.model) for g in baseline]
+    run_requests = [model_requests(g, stack.model) for g in run]
     differ = [
         {
             "plan": g.index,
@@ -550,6 +564,13 @@ def report(
         "tool_calls_per_plan_no_fault": round(sum(c[0] for c in base_calls) / n, 3),
         "llm_calls_per_plan": round(sum(c[1] for c in run_calls) / n, 3),
         "llm_calls_per_plan_no_fault": round(sum(c[1] for c in base_calls) / n, 3),
+        # Raw HTTP requests to the model, a repeated Idempotency-Key included (billed once
+        # by a provider or gateway that honours the key, twice by one that ignores it).
+        "llm_requests_per_plan": round(sum(run_requests) / n, 3),
+        "llm_requests_per_plan_no_fault": round(sum(base_requests) / n, 3),
+        "plans_with_repeated_llm_requests": sum(
+            1 for r, c in zip(run_requests, run_calls, strict=True) if r > c[1]
+        ),
         "plans_with_other_calls": len(differ),
         "other_calls_examples": differ[:10],
         # Runs of one request again after a process other than a SIGKILLed one ran it
@@ -610,7 +631,13 @@ def print_summary(s: dict[str, Any]) -> None:
     )
     print(
         f"LLM calls per plan:    {s['llm_calls_per_plan']} "
-        f"(no-fault run: {s['llm_calls_per_plan_no_fault']})"
+        f"(no-fault run: {s['llm_calls_per_plan_no_fault']}; billed: a repeated "
+        "Idempotency-Key counts once)"
+    )
+    print(
+        f"LLM requests per plan: {s['llm_requests_per_plan']} "
+        f"(no-fault run: {s['llm_requests_per_plan_no_fault']}; every HTTP request; "
+        f"plans with a repeated key: {s['plans_with_repeated_llm_requests']})"
     )
     print(f"plans with other call counts than no-fault: {s['plans_with_other_calls']}")
     for example in s["other_calls_examples"]:

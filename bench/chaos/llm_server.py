@@ -5,6 +5,11 @@ the prompt: the ``Plan:`` block the ChoreographyPlanner writes (goal data and re
 far) is read back and handed to examples/05's ``scripted_decision`` (fetch, analyze,
 report, complete). The same prompt always gets the same answer. Every call is counted per
 goal topic (topics are unique per plan in the chaos run).
+
+Like a provider or LLM gateway that honours idempotency keys, a request whose
+``Idempotency-Key`` header was seen before gets the stored response of the first one and
+is not billed again: ``calls`` counts billed calls (first requests of a key, and requests
+without a key), ``requests`` every HTTP request that reached the server.
 """
 
 from __future__ import annotations
@@ -42,11 +47,22 @@ def plan_from_prompt(messages: list[dict[str, Any]]) -> dict[str, Any]:
     raise ValueError("no Plan: block in the prompt")
 
 
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
 class ScriptedModel:
-    """A ThreadingHTTPServer serving the scripted model; ``calls`` counts per topic."""
+    """A ThreadingHTTPServer serving the scripted model.
+
+    ``calls`` counts billed calls per topic, ``requests`` raw HTTP requests per topic,
+    ``replayed`` the requests answered from a stored response (a repeated key).
+    """
 
     def __init__(self, port: int = 0, log: Path | None = None) -> None:
         self.calls: Counter[str] = Counter()
+        self.requests: Counter[str] = Counter()
+        self.replayed = 0
+        # Idempotency key -> the response body sent for it first.
+        self.answers: dict[str, bytes] = {}
         self.log = log.open("a") if log is not None else None
         self.errors = 0
         self._lock = threading.Lock()
@@ -59,21 +75,35 @@ class ScriptedModel:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                key = self.headers.get(IDEMPOTENCY_HEADER)
                 try:
                     plan = plan_from_prompt(body["messages"])
                     goal = plan.get("goal_data") or {}
-                    decision = decide(
-                        SimpleNamespace(goal_data=goal, results=plan.get("results") or {})
-                    )
+                    topic = str(goal.get("topic"))
                     with model._lock:
-                        model.calls[str(goal.get("topic"))] += 1
+                        model.requests[topic] += 1
+                        stored = model.answers.get(key) if key else None
+                        replay = stored is not None
+                        if stored is not None:
+                            model.replayed += 1
+                        else:
+                            decision = decide(
+                                SimpleNamespace(goal_data=goal, results=plan.get("results") or {})
+                            )
+                            model.calls[topic] += 1
+                            stored = self._answer(body, decision)
+                            if key:
+                                model.answers[key] = stored
                         if model.log is not None:
                             trigger = body["messages"][-1]["content"].split("\n", 1)[0]
-                            action = decision["next_action"]
+                            action = json.loads(
+                                json.loads(stored)["choices"][0]["message"]["content"]
+                            )["next_action"]
                             model.log.write(
-                                f"{goal.get('topic')}\t{len(body['messages'])}\t"
+                                f"{topic}\t{len(body['messages'])}\t"
                                 f"{trigger}\t{action['action']} "
-                                f"{action.get('event_type', '')}\n"
+                                f"{action.get('event_type', '')}\t"
+                                f"{'replayed' if replay else 'billed'}\t{key or '-'}\n"
                             )
                             model.log.flush()
                 except (ValueError, KeyError) as exc:
@@ -83,6 +113,13 @@ class ScriptedModel:
                     self.end_headers()
                     self.wfile.write(json.dumps({"error": {"message": str(exc)}}).encode())
                     return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(stored)))
+                self.end_headers()
+                self.wfile.write(stored)
+
+            def _answer(self, body: dict[str, Any], decision: dict[str, Any]) -> bytes:
                 answer = {
                     "id": f"chatcmpl-{time.monotonic_ns()}",
                     "object": "chat.completion",
@@ -97,12 +134,7 @@ class ScriptedModel:
                     ],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 }
-                raw = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
+                return json.dumps(answer).encode()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True

@@ -126,8 +126,12 @@ async def complete(
     api_base: str | None,
     temperature: float,
     options: Mapping[str, Any],
+    headers: Mapping[str, str] | None = None,
 ) -> Completion:
     """Call ``litellm.acompletion`` and return the text of the first choice.
+
+    ``headers`` are sent with the HTTP request (litellm's ``extra_headers``), on top of
+    any ``extra_headers`` in ``options``; the planner's idempotency key travels this way.
 
     Raises:
         LLMNotConfigured: litellm missing or the provider key unset.
@@ -142,6 +146,8 @@ async def complete(
         kwargs["api_base"] = api_base
     if response_format is not None:
         kwargs["response_format"] = dict(response_format)
+    if headers:
+        kwargs["extra_headers"] = {**(kwargs.get("extra_headers") or {}), **headers}
     with _tracing.llm_span(model, messages, temperature) as span:
         started = time.perf_counter()
         response = await litellm.acompletion(

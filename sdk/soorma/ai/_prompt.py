@@ -68,8 +68,10 @@ def _event_listing(catalog: EventCatalog) -> str:
     blocks = []
     for name in catalog.names():
         block = EventToolkit.format_for_llm([catalog.actionable[name]])
-        consumers = catalog.consumers.get(name, [])
-        answers = catalog.responses.get(name, [])
+        # Sorted: the same trigger asked again gets the same prompt, whatever order
+        # the registry listed its agents in.
+        consumers = sorted(catalog.consumers.get(name, []))
+        answers = sorted(catalog.responses.get(name, []))
         if consumers:
             block += f"\n  handled by: {', '.join(consumers)}"
         if answers:

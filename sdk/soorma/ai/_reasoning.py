@@ -84,6 +84,11 @@ Recorder = Callable[
 ]
 
 
+# (model index, repair index, messages) -> HTTP headers for that model call (the
+# idempotency key).
+CallHeaders = Callable[[int, int, list[dict[str, str]]], Mapping[str, str]]
+
+
 @dataclass(slots=True)
 class Attempts:
     """What the attempts of one decision left: audit records and why each failed."""
@@ -105,8 +110,13 @@ async def ask_models(
     current_state: str,
     record: Recorder,
     attempts: Attempts,
+    call_headers: CallHeaders | None = None,
 ) -> PlannerDecision | None:
-    """The first valid decision from ``models`` in order, with repairs; else ``None``."""
+    """The first valid decision from ``models`` in order, with repairs; else ``None``.
+
+    ``call_headers(model index, repair index, messages)`` gives the headers of each call
+    (the idempotency key of that attempt).
+    """
     for index, spec in enumerate(models):
         model = spec.model
         attempt_messages = messages
@@ -125,6 +135,11 @@ async def ask_models(
                     api_base=spec.api_base,
                     temperature=temperature,
                     options={**options, **spec.options},
+                    headers=(
+                        call_headers(index, repair, attempt_messages)
+                        if call_headers is not None
+                        else None
+                    ),
                 )
             except LLMNotConfigured as exc:
                 attempts.config_errors.append(exc)

@@ -10,7 +10,10 @@ ids, so consumers can drop the copy; the model is not asked again.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from soorma._propagation import current_event
@@ -36,6 +39,28 @@ def step_key(explicit: str | None = None) -> str | None:
 def derived_id(plan_id: str, key: str, part: str) -> str:
     """A stable id for something a step sends (same plan, trigger and part: same id)."""
     return str(uuid.uuid5(_NAMESPACE, f"{plan_id}/{key}/{part}"))
+
+
+def model_call_key(
+    plan_id: str,
+    key: str,
+    model_index: int,
+    repair: int,
+    messages: Sequence[Mapping[str, Any]],
+) -> str:
+    """The idempotency key of one model call of a step.
+
+    The same plan, trigger and attempt (which model, which repair) with the same prompt
+    always get the same key, in any process: a trigger asked again after a crash sends
+    the key it sent the first time, so a provider or gateway that honours the key bills
+    the call once. The prompt is part of the key because a key must never be reused for
+    another request body (gateways following the IETF Idempotency-Key draft reject that
+    with 422): a re-ask whose prompt changed (the plan moved on meanwhile) is another call.
+    """
+    prompt = hashlib.sha256(
+        json.dumps(list(messages), sort_keys=True, default=str).encode()
+    ).hexdigest()[:32]
+    return derived_id(plan_id, key, f"model/{model_index}/{repair}/{prompt}")
 
 
 def recorded_step(plan: PlanContext, key: str | None) -> dict[str, Any] | None:
@@ -81,6 +106,7 @@ def answered_by(plan: PlanContext, correlation_id: str | None) -> str | None:
 __all__ = [
     "answered_by",
     "derived_id",
+    "model_call_key",
     "note_answer",
     "record_step",
     "recorded_decision",

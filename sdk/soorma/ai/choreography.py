@@ -52,6 +52,7 @@ from soorma.agents.planner import Planner, TransitionContext
 from soorma.ai import _execution, _steps
 from soorma.ai._audit import AUDIT_KEY, DEFAULT_AUDIT_LIMIT, audit_record
 from soorma.ai._catalog import load_catalog, without_consumer
+from soorma.ai._decided import Decided, DecidedSteps
 from soorma.ai._errors import (
     CircuitBreakerOpen,
     DecisionInvalid,
@@ -73,6 +74,7 @@ from soorma.ai._models import ModelEntry, model_settings
 from soorma.ai._prompt import STRATEGIES, build_messages
 from soorma.ai._reasoning import (
     Attempts,
+    CallHeaders,
     DecisionRequest,
     FallbackPlanner,
     ask_fallback,
@@ -95,6 +97,8 @@ DEFAULT_REASONING_MODEL = "gpt-4o"
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_ACTIONS = 20
 DEFAULT_REPAIR_RETRIES = 1
+# The HTTP header carrying each model call's idempotency key.
+DEFAULT_IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 _PLAN_NAMESPACE = uuid.UUID("0b7a3e52-3f0d-4f55-a6d2-64c1d3a0f0c7")
 
@@ -131,6 +135,12 @@ class ChoreographyPlanner(Planner):
             dict | None`` (sync or async) used when every model failed; its answer is
             validated too.
         audit_limit: How many audit records a plan keeps (the newest).
+        idempotency_header: The HTTP header that carries each model call's idempotency
+            key (default ``Idempotency-Key``); ``None`` sends none. The key derives from
+            the plan, the step's trigger, the attempt (model and repair) and the prompt,
+            so a trigger asked again after a crash sends the same key. A provider or LLM
+            gateway that honours the key bills the repeated call once; one that
+            ignores it bills it again.
         description: Registry description.
         **llm_kwargs: Passed to ``litellm.acompletion`` (``max_tokens``, ``top_p``,
             ``mock_response`` ...) and, when they are Agent/Planner options
@@ -154,6 +164,7 @@ class ChoreographyPlanner(Planner):
         fallback_models: Sequence[ModelEntry] = (),
         fallback_planner: FallbackPlanner | None = None,
         audit_limit: int = DEFAULT_AUDIT_LIMIT,
+        idempotency_header: str | None = DEFAULT_IDEMPOTENCY_HEADER,
         description: str | None = None,
         **llm_kwargs: Any,
     ) -> None:
@@ -169,6 +180,13 @@ class ChoreographyPlanner(Planner):
             raise ValueError("reasoning_model must name a litellm model, e.g. 'gpt-4o'")
         if fallback_planner is not None and not callable(fallback_planner):
             raise TypeError("fallback_planner must be a callable (DecisionRequest) -> decision")
+        if idempotency_header is not None and (
+            not idempotency_header.strip() or any(c in idempotency_header for c in ":\r\n ")
+        ):
+            raise ValueError(
+                "idempotency_header must be an HTTP header name such as 'Idempotency-Key' "
+                f"(or None to send none), got {idempotency_header!r}"
+            )
         agent_options = {
             key: llm_kwargs.pop(key) for key in list(llm_kwargs) if key in _AGENT_OPTIONS
         }
@@ -196,7 +214,11 @@ class ChoreographyPlanner(Planner):
         self.fallback_models = tuple(m.model for m in self.models[1:])
         self.fallback_planner = fallback_planner
         self.audit_limit = audit_limit
+        self.idempotency_header = idempotency_header
         self.llm_kwargs = llm_kwargs
+        # Decisions taken but not yet recorded in their plan (memory unreachable), so
+        # the retried trigger does not ask the model again.
+        self._decided = DecidedSteps()
         # Audit of calls made without a plan (and a recent copy of all), in process only.
         self.audit_log: deque[dict[str, Any]] = deque(maxlen=max(audit_limit, 1))
 
@@ -248,6 +270,7 @@ class ChoreographyPlanner(Planner):
         *,
         plan: PlanContext | None = None,
         llm_options: Mapping[str, Any] | None = None,
+        step_key: str | None = None,
     ) -> PlannerDecision:
         """Ask the model for the plan's next action and validate it.
 
@@ -260,6 +283,9 @@ class ChoreographyPlanner(Planner):
             plan: The plan object itself (saves a read when the caller has it).
             llm_options: Extra ``litellm.acompletion`` options for this call only
                 (e.g. a scripted ``mock_response``).
+            step_key: The step this decision is for (:meth:`step` passes the triggering
+                event's id). With a plan, each model call then carries an idempotency
+                key derived from plan, step and attempt (see ``idempotency_header``).
 
         Returns:
             A validated decision (events exist, payloads match their schemas).
@@ -271,6 +297,33 @@ class ChoreographyPlanner(Planner):
                 environment variable to set).
             DecisionInvalid: no valid decision from any model or the fallback planner
                 (the plan is failed with the reason).
+        """
+        decision, records = await self._decide(
+            trigger,
+            context,
+            plan_id,
+            custom_context,
+            plan=plan,
+            llm_options=llm_options,
+            step_key=step_key,
+        )
+        await self._keep_audit(plan, records)
+        return decision
+
+    async def _decide(
+        self,
+        trigger: str,
+        context: PlatformContext,
+        plan_id: str | None,
+        custom_context: Mapping[str, Any] | None,
+        *,
+        plan: PlanContext | None,
+        llm_options: Mapping[str, Any] | None,
+        step_key: str | None,
+    ) -> tuple[PlannerDecision, list[dict[str, Any]]]:
+        """A valid decision and its audit records, which the caller keeps.
+
+        When there is no valid decision the records are kept here and the plan failed.
         """
         if plan is None and plan_id is not None:
             plan = await PlanContext.restore(plan_id, context)
@@ -300,6 +353,7 @@ class ChoreographyPlanner(Planner):
             current_state=current_state,
             record=self._record,
             attempts=attempts,
+            call_headers=self._call_headers(the_plan_id if plan is not None else "", step_key),
         )
         if decision is None and self.fallback_planner is not None:
             request = DecisionRequest(
@@ -322,8 +376,7 @@ class ChoreographyPlanner(Planner):
             attempts.config_errors,
         )
         if decision is not None:
-            await self._keep_audit(plan, records)
-            return decision
+            return decision, records
         if config_errors and len(config_errors) == len(failures):
             # Nothing was even attempted: the fix is configuration, say so plainly.
             await self._keep_audit(plan, records)
@@ -503,6 +556,13 @@ class ChoreographyPlanner(Planner):
         under the same event ids, a COMPLETE re-announces the answer, and the model
         is not asked. A plan that has ended takes no step.
 
+        When the decision cannot be recorded (the memory service is unreachable), the
+        handler fails and the trigger is handled again; the decision waits in this
+        process meanwhile (bounded, for minutes), so the retry records it without
+        asking the model again. A process killed before the step is recorded loses the
+        decision: the trigger, redelivered, asks again, with the same idempotency key
+        per model call (``idempotency_header``).
+
         Planner errors do not escape: the plan has already been failed with the reason
         (which reaches the goal's caller), so re-delivering the event would not help.
 
@@ -513,26 +573,50 @@ class ChoreographyPlanner(Planner):
         key = _steps.step_key(trigger_id)
         recorded = _steps.recorded_step(plan, key)
         if recorded is not None:
+            self._decided.drop(plan.plan_id, key)
             await _execution.replay(recorded, context, plan, key)
             return _steps.recorded_decision(recorded)
         if status(plan) in FINISHED:
+            self._decided.drop(plan.plan_id, key)
             return None
         try:
-            decision = await self.reason_next_action(
-                trigger,
-                context,
-                plan=plan,
-                custom_context=custom_context,
-                llm_options=llm_options,
-            )
+            decided = self._decided.get(plan.plan_id, key)
+            if decided is None:
+                decision, records = await self._decide(
+                    trigger,
+                    context,
+                    None,
+                    custom_context,
+                    plan=plan,
+                    llm_options=llm_options,
+                    step_key=key,
+                )
+                decided = Decided(decision, records)
+                # Kept until recorded: a memory outage from here on fails the handler,
+                # and its retry must not ask the model again.
+                self._decided.put(plan.plan_id, key, decided)
+            else:
+                decision = decided.decision
+                logger.info(
+                    "planner %s: plan %s: step %s decided before, recording it now",
+                    self.name,
+                    plan.plan_id,
+                    key,
+                )
+            if decided.audit:
+                await self._keep_audit(plan, decided.audit)
+                decided.audit = []
             await self.execute_decision(
                 decision, context, goal_event=goal_event, plan=plan, step_key=key
             )
+            self._decided.drop(plan.plan_id, key)
         except LLMNotConfigured as exc:
+            self._decided.drop(plan.plan_id, key)
             logger.error("planner %s: %s", self.name, exc.message)
             await plan.fail(exc.message)
             return None
         except PlannerError as exc:
+            self._decided.drop(plan.plan_id, key)
             logger.warning("planner %s: plan %s failed: %s", self.name, plan.plan_id, exc)
             # Most planner errors failed the plan already (fail() is then a no-op); the
             # others (e.g. no registry to read events from) must not leave it running
@@ -545,6 +629,19 @@ class ChoreographyPlanner(Planner):
 
     async def _check_breaker(self, plan: PlanContext) -> None:
         await _execution.check_breaker(plan, self.max_actions)
+
+    def _call_headers(self, plan_id: str, key: str | None) -> CallHeaders | None:
+        """Headers giving each model call of the step its idempotency key, if keyed."""
+        header = self.idempotency_header
+        if header is None or not plan_id or not key:
+            return None
+
+        def headers(
+            model_index: int, repair: int, messages: list[dict[str, str]]
+        ) -> dict[str, str]:
+            return {header: _steps.model_call_key(plan_id, key, model_index, repair, messages)}
+
+        return headers
 
     def _record(
         self,
@@ -576,7 +673,10 @@ class ChoreographyPlanner(Planner):
         limit = self.audit_limit
 
         def keep(p: PlanContext) -> None:
-            log = [*book(p).audit, *records]
+            kept = book(p).audit
+            # A write whose answer was lost (memory service killed mid-request) may
+            # have been stored: keeping the records again must not repeat them.
+            log = [*kept, *(r for r in records if r not in kept)]
             book(p).audit = log[-limit:] if limit > 0 else []
 
         await plan.update(keep)
@@ -613,6 +713,7 @@ _AGENT_OPTIONS = frozenset(
 __all__ = [
     "ACTIONS_KEY",
     "AUDIT_KEY",
+    "DEFAULT_IDEMPOTENCY_HEADER",
     "DEFAULT_MAX_ACTIONS",
     "DEFAULT_REASONING_MODEL",
     "WAITING_FOR_INPUT",

@@ -477,7 +477,11 @@ async def plan_counts(stack: Stack, killed_pids: set[int]) -> dict[str, Counter[
         by_plan: dict[str, Counter[str]] = defaultdict(Counter)
         for fld, value in (await client.hgetall(f"{stack.key}:plan")).items():
             plan_id, _, agent = fld.rpartition("|")
-            by_plan[plan_id][agent] += int(value)
+            by_plan[plan_id][f"runs:{agent}"] += int(value)
+        # Distinct requests per plan: what a body that keys its effect by the request id
+        # (docs/reliability.md) does, however often it ran.
+        for fld, plan_id in (await client.hgetall(f"{stack.key}:req")).items():
+            by_plan[plan_id][f"requests:{fld.split('|', 1)[0]}"] += 1
         repeats, cut = Counter(), Counter()
         for fld, value in (await client.hgetall(f"{stack.key}:exec")).items():
             if int(value) > 1:
@@ -517,9 +521,21 @@ async def print_consumers(stack: Stack) -> None:
 
 
 def calls(goal: Goal, by_plan: dict[str, Counter[str]], model: ScriptedModel) -> tuple[int, int]:
-    """Tool/worker executions and billed model calls of one plan."""
-    tools = sum(by_plan.get(goal.plan_id or "", Counter()).values())
+    """Tool/worker calls (distinct requests run) and billed model calls of one plan."""
+    counts = by_plan.get(goal.plan_id or "", Counter())
+    tools = sum(v for k, v in counts.items() if k.startswith("requests:"))
     return tools, model.calls.get(goal.topic, 0) if goal.kind == "ch" else 0
+
+
+def tool_runs(goal: Goal, by_plan: dict[str, Counter[str]]) -> int:
+    """Every run of a tool/worker body for one plan (runs cut short by a kill included)."""
+    counts = by_plan.get(goal.plan_id or "", Counter())
+    return sum(v for k, v in counts.items() if k.startswith("runs:"))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
 def model_requests(goal: Goal, model: ScriptedModel) -> int:
@@ -579,10 +595,9 @@ def report(
         # Runs again because the process running it was SIGKILLed before it could
         # record the answer (the body's own crash window, docs/reliability.md).
         "rerun_after_own_kill": dict(by_plan.get("__cut__", {})),
-        "tool_calls_per_plan_without_own_kills": round(
-            (sum(c[0] for c in run_calls) - sum(by_plan.get("__cut__", Counter()).values())) / n,
-            3,
-        ),
+        # Every run of a body: the calls above plus the runs repeated in either way.
+        "tool_runs_per_plan": round(sum(tool_runs(g, by_plan) for g in run) / n, 3),
+        "tool_runs_per_plan_no_fault": round(sum(tool_runs(g, by_plan) for g in baseline) / n, 3),
         "plans_stuck": len(run) - len(answered),
         "stuck_examples": [
             {"plan": g.index, "kind": g.kind, "branch": g.branch, "goal_event_id": g.event_id}
@@ -600,6 +615,8 @@ def report(
             "plan_id": slowest.plan_id,
             "seconds": round(slowest.latency, 2),
         },
+        "plan_seconds_p50": round(percentile([g.latency for g in answered], 0.5), 2),
+        "plan_seconds_p99": round(percentile([g.latency for g in answered], 0.99), 2),
         "kills": len(driver.kills),
         "kills_by_process": dict(Counter(name for _, name in driver.kills)),
         "llm_server_errors": stack.model.errors,
@@ -627,7 +644,7 @@ def print_summary(s: dict[str, Any]) -> None:
     print(f"duplicate answers:     {s['duplicate_answers']}")
     print(
         f"tool calls per plan:   {s['tool_calls_per_plan']} "
-        f"(no-fault run: {s['tool_calls_per_plan_no_fault']})"
+        f"(no-fault run: {s['tool_calls_per_plan_no_fault']}; distinct requests run)"
     )
     print(
         f"LLM calls per plan:    {s['llm_calls_per_plan']} "
@@ -645,8 +662,8 @@ def print_summary(s: dict[str, Any]) -> None:
     print(f"repeated executions of one request: {s['repeated_executions'] or 0}")
     print(
         f"re-run after its own process was killed mid-request: "
-        f"{s['rerun_after_own_kill'] or 0} (tool calls per plan without them: "
-        f"{s['tool_calls_per_plan_without_own_kills']})"
+        f"{s['rerun_after_own_kill'] or 0} (runs of tool bodies per plan: "
+        f"{s['tool_runs_per_plan']}, no-fault run: {s['tool_runs_per_plan_no_fault']})"
     )
     print(f"plans stuck:           {s['plans_stuck']}")
     print(f"events in any DLQ:     {s['dlq_events']} {s['dlq_by_topic'] or ''}")
@@ -654,7 +671,8 @@ def print_summary(s: dict[str, Any]) -> None:
     if slow:
         print(
             f"slowest plan:          {slow['seconds']} s (#{slow['plan']} {slow['kind']} "
-            f"{slow['branch']}, plan {slow['plan_id']})"
+            f"{slow['branch']}, plan {slow['plan_id']}); p50 {s['plan_seconds_p50']} s, "
+            f"p99 {s['plan_seconds_p99']} s"
         )
 
 

@@ -7,9 +7,10 @@ state machine: its planner and its three answering agents) and ``examples/05`` (
 ChoreographyPlanner and its three tools). Workers and tools are re-registered around a
 counter: every execution of a handler body adds 1 to ``CHAOS_KEY:exec`` (field
 ``<agent>|<request id>``, with the process id appended to ``CHAOS_KEY:pids:<field>``)
-and to ``CHAOS_KEY:plan`` (field ``<plan id>|<agent>``) in
-the run's Redis (``CHAOS_REDIS_URL``), *before* the example's code runs - so a repeated
-execution is seen even when the process dies right after it.
+and to ``CHAOS_KEY:plan`` (field ``<plan id>|<agent>``), and files the request under its
+plan in ``CHAOS_KEY:req`` (the distinct requests: the effects a body keyed by its
+request id has) in the run's Redis (``CHAOS_REDIS_URL``), *before* the example's code
+runs - so a repeated execution is seen even when the process dies right after it.
 
 Prints ``ready`` once every agent of the process has its event stream open.
 Configuration comes from the environment: ``SOORMA_*`` URLs and ``SOORMA_CONSUMER_ID``
@@ -46,6 +47,7 @@ def counted(
             pipe.hincrby(f"{key}:exec", f"{agent}|{event_id}", 1)
             pipe.rpush(f"{key}:pids:{agent}|{event_id}", os.getpid())
             pipe.hincrby(f"{key}:plan", f"{event.plan_id}|{agent}", 1)
+            pipe.hset(f"{key}:req", f"{agent}|{event_id}", str(event.plan_id))
             await pipe.execute()
         return await func(*args)
 

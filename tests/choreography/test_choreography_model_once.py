@@ -35,7 +35,8 @@ from test_choreography_flows import running
 from soorma import PlatformContext, PlatformSettings
 from soorma.agents import _dispatch
 from soorma.ai.choreography import ChoreographyPlanner
-from testsupport.server import LiveServer, free_port, serve
+from testsupport.relay import TcpRelay
+from testsupport.server import LiveServer, serve
 
 pytestmark = pytest.mark.asyncio
 
@@ -84,42 +85,6 @@ class ModelServer:
         return [headers.get(header.lower()) for headers, _ in self.requests]
 
 
-class MemoryRelay:
-    """The memory service behind a TCP relay: ``stop()`` makes it unreachable
-    (connections refused, open ones cut), ``start()`` reachable again."""
-
-    def __init__(self, upstream_port: int) -> None:
-        self.upstream_port = upstream_port
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._server: asyncio.Server | None = None
-        self._open: set[asyncio.StreamWriter] = set()
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(Exception):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        writer.close()
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        self._open |= {writer, up_writer}
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in self._open:
-            writer.close()
-        self._open.clear()
-        await self._server.wait_closed()
-        self._server = None
-
-
 class LogSeen(logging.Handler):
     """Sets ``seen`` when the agent logs a message containing ``text``."""
 
@@ -134,15 +99,15 @@ class LogSeen(logging.Handler):
 
 
 @pytest_asyncio.fixture
-async def relay(stack: Stack) -> AsyncIterator[MemoryRelay]:
-    relay = MemoryRelay(int(stack.memory_url.rsplit(":", 1)[1]))
+async def relay(stack: Stack) -> AsyncIterator[TcpRelay]:
+    relay = TcpRelay(int(stack.memory_url.rsplit(":", 1)[1]))
     await relay.start()
     yield relay
-    if relay._server is not None:
+    if relay.running:
         await relay.stop()
 
 
-def relayed_settings(stack: Stack, relay: MemoryRelay) -> PlatformSettings:
+def relayed_settings(stack: Stack, relay: TcpRelay) -> PlatformSettings:
     return PlatformSettings(
         event_service_url=stack.event_url,
         memory_url=relay.url,
@@ -176,7 +141,7 @@ def make_planner(
 async def test_memory_outage_after_the_model_answered_asks_the_model_once(
     stack: Stack,
     context: PlatformContext,
-    relay: MemoryRelay,
+    relay: TcpRelay,
     retry: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -3,7 +3,6 @@ switched off and on, the platform around it, and a request/answer call."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,43 +10,16 @@ from typing import Any
 import memory_service
 from event_service import create_app as create_event_app
 from soorma import PlatformContext, PlatformSettings
-from testsupport.server import LiveServer, free_port, serve
+from testsupport.relay import TcpRelay
+from testsupport.server import LiveServer, serve
 from testsupport.services import memory_settings, redis_event_settings
 
 
-class Memory:
-    """The memory service behind a TCP relay on a fixed port: ``stop()`` makes it
-    unreachable (connections refused, open ones cut), ``start()`` reachable again."""
+class Memory(TcpRelay):
+    """The memory service behind a relay that can be switched off and on."""
 
     def __init__(self, upstream: LiveServer) -> None:
-        self.upstream = upstream
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._server: asyncio.Server | None = None
-        self._open: set[asyncio.StreamWriter] = set()
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(Exception):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        writer.close()
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream.port)
-        self._open |= {writer, up_writer}
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in self._open:
-            writer.close()
-        self._open.clear()
-        await self._server.wait_closed()
+        super().__init__(upstream.port)
 
 
 @contextlib.asynccontextmanager

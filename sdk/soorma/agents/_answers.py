@@ -35,6 +35,7 @@ from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import EventEnvelope
 
 if TYPE_CHECKING:
+    from soorma.agents.base import Agent
     from soorma.context import PlatformContext
     from soorma.memory import MemoryClient
 
@@ -244,6 +245,36 @@ class AnswerLog:
         return await hold_until_written(write, wait=self.record_wait, what=what, who=self.who)
 
 
+def keep_answers(agent: Agent, retention: float, record_wait: float) -> AnswerLog:
+    """The answer log of ``agent`` (a Tool or a Worker); it looks for the memory service
+    when the agent starts."""
+    answers = AnswerLog(agent.name, retention, record_wait=record_wait, kind=agent.agent_type)
+
+    async def look_for_memory() -> None:
+        await answers.look_for_memory(agent.context)
+
+    agent.on_startup(look_for_memory)
+    return answers
+
+
+class RecordWait:
+    """The ``record_wait`` option of an agent that keeps an :class:`AnswerLog`."""
+
+    answers: AnswerLog
+
+    @property
+    def record_wait(self) -> float:
+        """Seconds an answer (or a Worker's delegation) waits for an unreachable memory
+        service to record it."""
+        return self.answers.record_wait
+
+    @record_wait.setter
+    def record_wait(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("record_wait must be a number of seconds (0 or more)")
+        self.answers.record_wait = seconds
+
+
 def _envelope(stored: dict[str, Any] | None) -> EventEnvelope | None:
     raw = (stored or {}).get("event")
     return EventEnvelope.model_validate(raw) if isinstance(raw, dict) else None
@@ -253,6 +284,8 @@ __all__ = [
     "DEFAULT_ANSWER_RETENTION",
     "DEFAULT_RECORD_WAIT",
     "AnswerLog",
+    "RecordWait",
     "answer_event_id",
     "hold_until_written",
+    "keep_answers",
 ]

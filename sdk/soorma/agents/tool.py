@@ -34,9 +34,10 @@ from soorma.agents._answers import (
     DEFAULT_ANSWER_RETENTION,
     DEFAULT_RECORD_WAIT,
     MAX_RETENTION,
-    AnswerLog,
+    RecordWait,
     answer_event_id,
     hold_until_written,
+    keep_answers,
 )
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
@@ -98,7 +99,7 @@ class InvocationContext:
         )
 
 
-class Tool(Agent):
+class Tool(RecordWait, Agent):
     """A stateless request/response agent.
 
     Example::
@@ -136,24 +137,7 @@ class Tool(Agent):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.answers = AnswerLog(
-            self.name, answer_retention, record_wait=record_wait, kind=self.agent_type
-        )
-        self.on_startup(self._look_for_memory)
-
-    @property
-    def record_wait(self) -> float:
-        """Seconds an answer waits for an unreachable memory service to record it."""
-        return self.answers.record_wait
-
-    @record_wait.setter
-    def record_wait(self, seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError("record_wait must be a number of seconds (0 or more)")
-        self.answers.record_wait = seconds
-
-    async def _look_for_memory(self) -> None:
-        await self.answers.look_for_memory(self.context)
+        self.answers = keep_answers(self, answer_retention, record_wait)
 
     def on_invoke(self, event_type: str, *, topic: str = ACTION_REQUESTS) -> Callable[[T], T]:
         """Register ``async def handler(request, context) -> dict`` for ``event_type``.

@@ -30,7 +30,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, DEFAULT_RECORD_WAIT, AnswerLog
+from soorma.agents._answers import (
+    DEFAULT_ANSWER_RETENTION,
+    DEFAULT_RECORD_WAIT,
+    RecordWait,
+    keep_answers,
+)
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
@@ -52,7 +57,7 @@ TASK_TIMEOUT = "task.timeout"
 HITL_TIMEOUT = "hitl_timeout"
 
 
-class Worker(Agent):
+class Worker(RecordWait, Agent):
     """An agent whose tasks complete asynchronously.
 
     Example (fan-out / fan-in)::
@@ -103,27 +108,10 @@ class Worker(Agent):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.answers = AnswerLog(
-            self.name, answer_retention, record_wait=record_wait, kind=self.agent_type
-        )
+        self.answers = keep_answers(self, answer_retention, record_wait)
         self._timeout_handler: TimeoutHandler | None = None
         self._hears_timeouts = False
         self._has_tasks = False
-        self.on_startup(self._look_for_memory)
-
-    @property
-    def record_wait(self) -> float:
-        """Seconds a task's answer or delegation waits for the memory service to record it."""
-        return self.answers.record_wait
-
-    @record_wait.setter
-    def record_wait(self, seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError("record_wait must be a number of seconds (0 or more)")
-        self.answers.record_wait = seconds
-
-    async def _look_for_memory(self) -> None:
-        await self.answers.look_for_memory(self.context)
 
     async def start(self) -> None:
         """Start like any agent; refuses a given context without a memory client."""

@@ -465,7 +465,15 @@ async def dlq_count(url: str) -> dict[str, int]:
         for topic in TOPICS:
             response = await client.get("/v1/events/dlq", params={"topic": topic, "limit": 1000})
             response.raise_for_status()
-            counts[topic] = len(response.json()["events"])
+            dead = response.json()["events"]
+            counts[topic] = len(dead)
+            for letter in dead[:10]:  # why each died: the run's logs have the rest
+                event = letter["event"]
+                print(
+                    f"  dead letter on {topic}: {event['type']} {event['id']} "
+                    f"(group {letter.get('group')}, {letter['deliveries']} deliveries, "
+                    f"dead at {letter['dead_at']}): {letter['reason']}"
+                )
     return counts
 
 

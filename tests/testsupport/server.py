@@ -17,6 +17,27 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, which leaves its main loop as soon as :meth:`LiveServer.stop` asks.
+
+    uvicorn looks at ``should_exit`` once every tenth of a second; the suite stops well over
+    a thousand servers, so a stop wakes the loop at once instead. Everything else (the
+    once-a-second tick, the graceful shutdown) is uvicorn's own.
+    """
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.stop_requested = asyncio.Event()
+
+    async def main_loop(self) -> None:
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.1):
+                    await self.stop_requested.wait()
+
+
 class LiveServer:
     """A uvicorn server running ``app`` as a task of the current event loop."""
 
@@ -24,7 +45,7 @@ class LiveServer:
         self.app = app
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._server: uvicorn.Server | None = None
+        self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -37,7 +58,7 @@ class LiveServer:
             timeout_graceful_shutdown=2,
             ws="none",
         )
-        self._server = uvicorn.Server(config)
+        self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve())
         for _ in range(500):
             if self._server.started:
@@ -52,6 +73,7 @@ class LiveServer:
         if self._server is None or self._task is None:
             return
         self._server.should_exit = True
+        self._server.stop_requested.set()
         with contextlib.suppress(asyncio.CancelledError):
             try:
                 await asyncio.wait_for(asyncio.shield(self._task), timeout=5)

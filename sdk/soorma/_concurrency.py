@@ -1,4 +1,11 @@
-"""Optimistic concurrency: the one retry loop behind every versioned write the SDK makes.
+"""The SDK's two retry loops: versioned writes that conflict, and calls that meet an outage.
+
+:func:`retry_while_unavailable` is the other loop: a call that fails with
+``ServiceUnavailable`` (a platform service down for a restart) runs again with doubling
+pauses until a time budget is spent. Agents use it to run a handler again while a
+service is down, and to hold an answer until the memory service can record it.
+
+Optimistic concurrency: the one retry loop behind every versioned write the SDK makes.
 
 Plans and task contexts in the memory service carry a version. A write names the version
 its copy was read at (``If-Match``) and fails with ``VersionConflict`` when another writer
@@ -21,7 +28,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from soorma_common.errors import VersionConflict
+from soorma_common.errors import ServiceUnavailable, VersionConflict
 
 logger = logging.getLogger("soorma.concurrency")
 
@@ -93,4 +100,45 @@ async def retry_on_conflict(
         await reread()
 
 
-__all__ = ["BACKOFF_BASE", "BACKOFF_CAP", "CONFLICT_RETRIES", "backoff", "retry_on_conflict"]
+async def retry_while_unavailable(
+    call: Callable[[], Awaitable[T]],
+    *,
+    wait: float,
+    first_pause: float,
+    max_pause: float,
+    on_retry: Callable[[ServiceUnavailable, float, float], None] | None = None,
+) -> T:
+    """``call()``'s result; while it raises ``ServiceUnavailable``, call it again.
+
+    The pauses double from ``first_pause`` up to ``max_pause``; once they add up to
+    ``wait`` seconds the next ``ServiceUnavailable`` reaches the caller.
+
+    Args:
+        call: The attempt (runs again after each outage, so it must be safe to repeat).
+        wait: Seconds of pauses before giving up.
+        first_pause: The first pause, in seconds.
+        max_pause: No pause is longer than this many seconds.
+        on_retry: Told ``(error, next pause, seconds waited so far)`` before each pause.
+    """
+    waited, pause = 0.0, first_pause
+    while True:
+        try:
+            return await call()
+        except ServiceUnavailable as exc:
+            if waited >= wait:
+                raise
+            if on_retry is not None:
+                on_retry(exc, pause, waited)
+            await asyncio.sleep(pause)
+            waited += pause
+            pause = min(pause * 2, max_pause)
+
+
+__all__ = [
+    "BACKOFF_BASE",
+    "BACKOFF_CAP",
+    "CONFLICT_RETRIES",
+    "backoff",
+    "retry_on_conflict",
+    "retry_while_unavailable",
+]

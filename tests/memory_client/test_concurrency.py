@@ -13,9 +13,10 @@ from soorma._concurrency import (
     CONFLICT_RETRIES,
     backoff,
     retry_on_conflict,
+    retry_while_unavailable,
 )
 from soorma.memory import MemoryClient
-from soorma_common.errors import PlanNotFound, VersionConflict
+from soorma_common.errors import PlanNotFound, ServiceUnavailable, VersionConflict
 from soorma_common.memory import PlanContextRecord
 
 
@@ -123,3 +124,35 @@ def test_backoff_is_full_jitter_growing_to_a_cap() -> None:
         assert len(waits) > 150  # random, not a fixed schedule
         assert max(waits) > bound / 2
     assert BACKOFF_BASE * 2**6 > BACKOFF_CAP  # the cap applies from the 7th conflict on
+
+
+@pytest.mark.asyncio
+async def test_an_outage_is_waited_out_with_doubling_pauses_until_the_budget() -> None:
+    attempts: list[float] = []
+    pauses: list[float] = []
+
+    async def back_on_third() -> str:
+        attempts.append(0)
+        if len(attempts) < 3:
+            raise ServiceUnavailable("down for a restart")
+        return "done"
+
+    result = await retry_while_unavailable(
+        back_on_third,
+        wait=1.0,
+        first_pause=0.01,
+        max_pause=0.015,
+        on_retry=lambda exc, pause, waited: pauses.append(pause),
+    )
+    assert result == "done"
+    assert pauses == [0.01, 0.015]
+
+    async def never_back() -> None:
+        attempts.append(0)
+        raise ServiceUnavailable("still down")
+
+    attempts.clear()
+    with pytest.raises(ServiceUnavailable, match="still down"):
+        await retry_while_unavailable(never_back, wait=0.03, first_pause=0.01, max_pause=0.01)
+    # Pauses of 0.01 s until 0.03 s are spent: the first try and three more.
+    assert len(attempts) == 4

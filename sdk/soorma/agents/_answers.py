@@ -25,12 +25,12 @@ before, and says so once.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from soorma._concurrency import retry_while_unavailable
 from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import EventEnvelope
 
@@ -68,25 +68,21 @@ async def hold_until_written(
     The caller holds what it is writing meanwhile (not published, its request not
     acked): a crash now runs the request again, which is safe as nothing was sent.
     """
-    waited, delay = 0.0, _FIRST_DELAY
-    while True:
-        try:
-            return await write()
-        except ServiceUnavailable as exc:
-            if waited >= wait:
-                raise
-            if waited == 0:
-                logger.warning(
-                    "%s: cannot record %s (%s); holding it until the memory service "
-                    "is back (up to %.0f s)",
-                    who,
-                    what,
-                    exc,
-                    wait,
-                )
-            await asyncio.sleep(delay)
-            waited += delay
-            delay = min(delay * 2, _MAX_DELAY)
+
+    def say(exc: ServiceUnavailable, _pause: float, waited: float) -> None:
+        if waited == 0:
+            logger.warning(
+                "%s: cannot record %s (%s); holding it until the memory service "
+                "is back (up to %.0f s)",
+                who,
+                what,
+                exc,
+                wait,
+            )
+
+    return await retry_while_unavailable(
+        write, wait=wait, first_pause=_FIRST_DELAY, max_pause=_MAX_DELAY, on_retry=say
+    )
 
 
 class AnswerLog:

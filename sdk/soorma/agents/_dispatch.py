@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
+from soorma._concurrency import retry_while_unavailable
 from soorma.agents._handlers import HandlerSpec
 from soorma.context import PlatformContext
 from soorma.event import Event
@@ -70,23 +70,21 @@ async def call_while_unavailable(
     dead-lettering work that only had to wait. The lease is renewed meanwhile (the
     delivery is still held).
     """
-    waited, delay = 0.0, 0.5
-    while True:
-        try:
-            await spec.func(event, context)
-            return
-        except ServiceUnavailable as exc:
-            if waited >= UNAVAILABLE_RETRY_SECONDS:
-                raise
-            logger.warning(
-                "agent %s: %s on %s (%s): %s; running it again in %.1f s",
-                agent,
-                spec.name,
-                event.type,
-                event.id,
-                exc,
-                delay,
-            )
-            await asyncio.sleep(delay)
-            waited += delay
-            delay = min(delay * 2, 8.0)
+
+    def say(exc: ServiceUnavailable, pause: float, _waited: float) -> None:
+        logger.warning(
+            "agent %s: %s on %s (%s): %s; running it again in %.1f s",
+            agent,
+            spec.name,
+            event.type,
+            event.id,
+            exc,
+            pause,
+        )
+
+    async def run() -> None:
+        await spec.func(event, context)
+
+    await retry_while_unavailable(
+        run, wait=UNAVAILABLE_RETRY_SECONDS, first_pause=0.5, max_pause=8.0, on_retry=say
+    )

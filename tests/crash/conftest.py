@@ -21,6 +21,8 @@ from testsupport.services import memory_settings, redis_event_settings, registry
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from memory_outage import Memory, outage_stack
+
 
 @pytest_asyncio.fixture
 async def services(
@@ -52,3 +54,13 @@ async def context(services: dict[str, str]) -> AsyncIterator[PlatformContext]:
     )
     async with PlatformContext.from_env(settings=settings) as ctx:
         yield ctx
+
+
+@pytest_asyncio.fixture
+async def stack(
+    redis_url: str, redis_prefix: str, postgres_url: str, tmp_path: Any
+) -> AsyncIterator[tuple[Memory, PlatformContext]]:
+    """The memory-outage platform: the memory service behind a relay that a test
+    switches off and on (see memory_outage.py)."""
+    async with outage_stack(redis_url, redis_prefix, postgres_url, tmp_path) as stack:
+        yield stack

@@ -7,12 +7,9 @@ started again on the same port by the test), the tool in this process.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
-from memory_outage import Memory, outage_stack
 from memory_outage import ask as ask_for
 
 from event_service import create_app as create_event_app
@@ -22,14 +19,6 @@ from testsupport.server import free_port, serve
 from testsupport.services import redis_event_settings
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
-
-
-@pytest_asyncio.fixture
-async def stack(
-    redis_url: str, redis_prefix: str, postgres_url: str, tmp_path: Any
-) -> AsyncIterator[tuple[Memory, PlatformContext]]:
-    async with outage_stack(redis_url, redis_prefix, postgres_url, tmp_path) as stack:
-        yield stack
 
 
 def counting_tool(

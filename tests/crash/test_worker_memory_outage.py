@@ -9,25 +9,15 @@ same request again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
-from memory_outage import Memory, ask, outage_stack
+from memory_outage import ask
 
 from soorma import PlatformContext, Tool, Worker
 from soorma_common.events import new_event_id
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
-
-
-@pytest_asyncio.fixture
-async def stack(
-    redis_url: str, redis_prefix: str, postgres_url: str, tmp_path: Any
-) -> AsyncIterator[tuple[Memory, PlatformContext]]:
-    async with outage_stack(redis_url, redis_prefix, postgres_url, tmp_path) as stack:
-        yield stack
 
 
 def finishing_worker(context: PlatformContext, runs: list[str], gate: asyncio.Event) -> Worker:

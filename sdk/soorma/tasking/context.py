@@ -104,18 +104,8 @@ class TaskContext(StoredTask):
             event_type=event_type,
             response_event=response_event,
         )
-        request = self._remember_sent(
-            self.platform.bus.build_event(
-                topic,
-                event_type,
-                data,
-                correlation_id=sub_task_id,
-                response_event=response_event,
-                response_topic=response_topic,
-                plan_id=self.plan_id,
-                session_id=self.session_id,
-                event_id=sub_task_id,
-            )
+        request = self._sub_request(
+            sub_task_id, topic, event_type, data, response_event, response_topic
         )
         await self._save_before_sending()
         await self.platform.bus.publish_event(request)
@@ -147,27 +137,21 @@ class TaskContext(StoredTask):
                 response_event=spec.response_event,
                 parallel_group_id=group_id,
             )
-        bus = self.platform.bus
         events = [
-            self._remember_sent(
-                bus.build_event(
-                    spec.topic,
-                    spec.event_type,
-                    spec.data,
-                    correlation_id=sub_task_id,
-                    response_event=spec.response_event,
-                    response_topic=spec.response_topic,
-                    plan_id=self.plan_id,
-                    session_id=self.session_id,
-                    event_id=sub_task_id,
-                    # The tracker's delegation groups (GET /v1/tracker/delegation-groups/{id}).
-                    subject=f"delegation-group:{group_id}",
-                )
+            self._sub_request(
+                sub_task_id,
+                spec.topic,
+                spec.event_type,
+                spec.data,
+                spec.response_event,
+                spec.response_topic,
+                # The tracker's delegation groups (GET /v1/tracker/delegation-groups/{id}).
+                subject=f"delegation-group:{group_id}",
             )
             for sub_task_id, spec in zip(ids, specs, strict=True)
         ]
         await self._save_before_sending()
-        await bus.publish_batch(events)
+        await self.platform.bus.publish_batch(events)
         return group_id
 
     async def _save_before_sending(self) -> None:
@@ -187,6 +171,34 @@ class TaskContext(StoredTask):
             if self._stored:
                 self._answers.seen()  # read from the memory service
         return self._answers
+
+    def _sub_request(
+        self,
+        sub_task_id: str,
+        topic: str,
+        event_type: str,
+        data: Mapping[str, Any] | None,
+        response_event: str,
+        response_topic: str | None,
+        *,
+        subject: str | None = None,
+    ) -> EventEnvelope:
+        """The request of sub-task ``sub_task_id`` (its id is the event's and the
+        correlation id), remembered for a re-send."""
+        return self._remember_sent(
+            self.platform.bus.build_event(
+                topic,
+                event_type,
+                data,
+                correlation_id=sub_task_id,
+                response_event=response_event,
+                response_topic=response_topic,
+                plan_id=self.plan_id,
+                session_id=self.session_id,
+                event_id=sub_task_id,
+                subject=subject,
+            )
+        )
 
     def _remember_sent(self, request: EventEnvelope) -> EventEnvelope:
         """Keep what a re-send needs (saved before the request is sent): its topic,
@@ -461,18 +473,13 @@ class TaskContext(StoredTask):
             "timeout_seconds": timeout_seconds,
             "deadline": deadline.isoformat(),
         }
-        ask = self._remember_sent(
-            self.platform.bus.build_event(
-                NOTIFICATION_EVENTS,
-                HUMAN_INPUT_EVENT,
-                body,
-                correlation_id=sub_task_id,
-                response_event=response_event,
-                response_topic=response_topic,
-                plan_id=self.plan_id,
-                session_id=self.session_id,
-                event_id=sub_task_id,
-            )
+        ask = self._sub_request(
+            sub_task_id,
+            NOTIFICATION_EVENTS,
+            HUMAN_INPUT_EVENT,
+            body,
+            response_event,
+            response_topic,
         )
         await self._save_before_sending()
         await self.platform.bus.publish_event(ask)

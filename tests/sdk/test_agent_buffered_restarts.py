@@ -7,6 +7,9 @@ started count towards ``max_deliveries``: the waiting one survives more restarts
 that and is handled, while the event whose handler was killed each time (a poison
 event, as far as the bus can tell) is dead-lettered. Issue 9's chaos run lost a goal
 this way.
+
+The agent reports starts soon, batched: many handlers starting within a second share a
+request, on top of the regular lease renewals.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from sdk_helpers import Proc, subprocess_env
+from sdk_helpers import Proc, eventually, make_context, subprocess_env
 
-from soorma import PlatformContext
+from soorma import Agent, Event, PlatformContext
 from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio
@@ -69,3 +73,45 @@ async def test_a_buffered_event_outlives_max_deliveries_restarts_and_is_handled(
     finally:
         for proc in procs:
             await proc.kill()
+
+
+async def test_handler_starts_are_reported_soon_in_few_requests(
+    event_service: LiveServer, context: PlatformContext
+) -> None:
+    agent = Agent(
+        name="reporting",
+        visibility_timeout=60,  # no lease renewal during the test
+        max_concurrency=40,
+        consumer_id="reporting-0",
+        context=make_context(event_service.url),
+    )
+    release = asyncio.Event()
+    started: list[str] = []
+
+    @agent.on_event(topic="business-facts", event_type="job.created")
+    async def handle(event: Event, ctx: PlatformContext) -> None:
+        started.append(event.delivery_id or "")
+        await release.wait()
+
+    requests: list[list[str]] = []
+    bus = agent.context.bus
+    extend = bus.extend
+
+    async def counted(group: str, ids: Any, **kwargs: Any) -> int:
+        requests.append(list(kwargs.get("running") or ()))
+        return await extend(group, ids, **kwargs)
+
+    bus.extend = counted  # type: ignore[method-assign]
+    try:
+        await agent.start()
+        for n in range(30):  # 30 starts spread over three seconds
+            await context.bus.announce("job.created", {"n": n})
+            await asyncio.sleep(0.1)
+        await eventually(lambda: len(started) == 30)
+        await eventually(lambda: {i for r in requests for i in r} == set(started), within=3)
+        # Batched: about one request a second, not one per start.
+        assert 2 <= len(requests) <= 5, requests
+    finally:
+        release.set()
+        await agent.stop()
+        await agent.context.close()

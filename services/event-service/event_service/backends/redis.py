@@ -592,10 +592,10 @@ class RedisEventLog(EventLog):
         started = set(running)
         listed = [*refs, *started.difference(refs)]
         for topic, ids in self._by_topic(listed).items():
-            pairs = [a for i in ids for a in (i, "1" if (topic, i) in started else "0")]
+            flagged = [a for i in ids for a in (i, "1" if (topic, i) in started else "0")]
             found = await self._extend(
                 keys=[self._key(tenant, topic), self._notes(tenant, topic, group)],
-                args=[group, consumer or "", *pairs],
+                args=[group, consumer or "", *flagged],
             )
             renewed += int(found[0])
             pairs = [_text(item) for item in found[1:]]

@@ -47,9 +47,16 @@ class ExtendRequest(AckRequest):
 
     ``consumer``: the caller's consumer id; deliveries held by another consumer (taken
     over after this one's lease expired) are then not renewed, and the answer is 409.
+    ``running``: deliveries whose handler has started (renewed too, and marked started
+    in their current delivery; see ``count_deliveries`` of the stream).
     """
 
     consumer: str | None = Field(default=None, min_length=1, max_length=128)
+    running: list[str] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="Delivery ids whose handler has started (renewed and marked started)",
+    )
 
 
 class ExtendResponse(BaseDTO):

@@ -468,6 +468,7 @@ class BusClient(ServiceClient):
         buffer: int = DEFAULT_BUFFER,
         prefetch: int | None = None,
         tenant_id: str | None = None,
+        count_started: bool = False,
     ) -> Subscription:
         """Open an SSE stream (use as ``async with``; iterate for events).
 
@@ -487,6 +488,10 @@ class BusClient(ServiceClient):
                 service's default (32).
             tenant_id: Act as this tenant; ``"*"`` reads every tenant's tap topics
                 (platform services only, ``SOORMA_SERVICE_ROLE=service``).
+            count_started: Group streams: only deliveries reported running (the
+                ``running`` list of :meth:`extend`, or nacked) count towards
+                ``max_deliveries``; others only towards the service's hard cap (a
+                multiple of it). Only for callers that report every handler start.
         """
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         if not topic_list:
@@ -502,6 +507,7 @@ class BusClient(ServiceClient):
             visibility_timeout=visibility_timeout,
             max_deliveries=max_deliveries,
             prefetch=prefetch,
+            count_started=count_started,
         )
         if tenant_id == "*":
             params["tenant"], tenant_id = "*", None
@@ -542,12 +548,15 @@ class BusClient(ServiceClient):
         *,
         tenant_id: str | None = None,
         consumer: str | None = None,
+        running: Sequence[str] = (),
     ) -> int:
         """Renew the lease (visibility timeout) of deliveries still being handled.
 
         ``tenant_id``: the tenant the stream was opened as (``"*"``: the tap).
         ``consumer``: the consumer renewing (default: the one this client's stream of
         ``group`` was opened with); only its own deliveries are renewed.
+        ``running``: those of ``ids`` whose handler has started (see ``count_started``
+        of :meth:`subscribe`).
 
         Returns:
             How many were renewed: deliveries already acked, nacked or dead-lettered
@@ -563,6 +572,8 @@ class BusClient(ServiceClient):
         consumer = consumer or self._consumers.get(group)
         if consumer:
             body["consumer"] = consumer
+        if running:
+            body["running"] = list(running)
         result = await self._send("POST", "/v1/events/extend", **_as_tenant(body, tenant_id))
         return int((result or {}).get("extended", 0))
 

@@ -197,6 +197,7 @@ def stream_params(
     visibility_timeout: float | None,
     max_deliveries: int | None,
     prefetch: int | None = None,
+    count_started: bool = False,
 ) -> dict[str, Any]:
     """Query parameters of ``GET /v1/events/stream``."""
     params: dict[str, Any] = {"topics": ",".join(topics)}
@@ -214,6 +215,8 @@ def stream_params(
         params["max_deliveries"] = max_deliveries
     if prefetch is not None:
         params["prefetch"] = prefetch
+    if count_started:
+        params["count_deliveries"] = "started"
     return params
 
 

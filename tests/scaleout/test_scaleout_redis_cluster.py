@@ -34,6 +34,10 @@ from test_event_recovery import (
     test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once,
     test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked_on,
 )
+from test_event_started_deliveries import (
+    test_a_delivery_whose_handler_ran_in_max_deliveries_deliveries_is_dead_lettered,
+    test_nacks_count_as_started_deliveries,
+)
 from test_event_tap import test_tap_group_stream_acks_and_nacks_with_tenant_star
 from test_scaleout_event_replicas import test_publish_on_one_replica_consume_and_ack_on_the_other
 
@@ -41,11 +45,13 @@ from event_service.settings import Settings
 
 __all__ = [
     "test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once",
+    "test_a_delivery_whose_handler_ran_in_max_deliveries_deliveries_is_dead_lettered",
     "test_an_event_that_always_fails_lands_in_the_dlq_and_replay_reinjects_it",
     "test_an_event_unacked_by_a_killed_consumer_is_redelivered_to_another",
     "test_another_tenant_cannot_ack_list_or_replay_dead_letters",
     "test_batch_returns_ids_in_order_and_events_arrive_in_that_order",
     "test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked_on",
+    "test_nacks_count_as_started_deliveries",
     "test_publish_on_one_replica_consume_and_ack_on_the_other",
     "test_resume_of_a_multi_topic_stream_delivers_every_missed_event_per_topic",
     "test_tap_group_stream_acks_and_nacks_with_tenant_star",

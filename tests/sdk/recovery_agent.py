@@ -2,7 +2,9 @@
 
 Handles ``job.created`` on business-facts: prints ``started <n>``, sleeps
 ``RECOVERY_SLEEP`` seconds, prints ``done <n>``. ``RECOVERY_VT`` sets the visibility
-timeout. Prints ``ready consumer=<id>`` once its stream is live.
+timeout, ``RECOVERY_CONCURRENCY`` and ``RECOVERY_MAX_DELIVERIES`` (optional) the agent's
+``max_concurrency`` and ``max_deliveries``. Prints ``ready consumer=<id>`` once its
+stream is live.
 """
 
 from __future__ import annotations
@@ -15,8 +17,13 @@ from soorma import Agent
 
 async def main() -> None:
     pause = float(os.environ.get("RECOVERY_SLEEP", "0"))
+    most = os.environ.get("RECOVERY_MAX_DELIVERIES")
     agent = Agent(
-        name="recovering", visibility_timeout=float(os.environ["RECOVERY_VT"]), ack_window=0
+        name="recovering",
+        visibility_timeout=float(os.environ["RECOVERY_VT"]),
+        ack_window=0,
+        max_concurrency=int(os.environ.get("RECOVERY_CONCURRENCY", "16")),
+        max_deliveries=int(most) if most else None,
     )
 
     @agent.on_event(topic="business-facts", event_type="job.created")

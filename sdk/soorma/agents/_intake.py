@@ -71,11 +71,13 @@ class Intake:
     async def _run(self, event: Event) -> None:
         assert self._slots is not None
         async with self._slots:
+            if event.delivery_id is not None:
+                self.leases.started(event.delivery_id)
             await self._process(event)
 
     def _released(self, event_id: str, delivery_id: str | None, _task: object) -> None:
         self.in_flight.pop(event_id, None)
         if delivery_id is not None:
-            self.leases.held.discard(delivery_id)
+            self.leases.release(delivery_id)
         if self._window is not None:
             self._window.release()

@@ -344,6 +344,8 @@ class Agent:
                 max_deliveries=self.max_deliveries,
                 buffer=self.prefetch,
                 prefetch=self.prefetch,
+                # The lease renewer reports handler starts (see _leases).
+                count_started=True,
             )
             await self._subscription.wait_ready()
             self._leases.start(bus)

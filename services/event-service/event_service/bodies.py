@@ -47,6 +47,7 @@ class ExtendBody(ExtendRequest):
     """Body of ``POST /v1/events/extend``."""
 
     ids: list[DeliveryId] = Field(min_length=1, max_length=1000)
+    running: list[DeliveryId] = Field(default_factory=list, max_length=1000)
 
 
 class ReplayBody(ReplayRequest):

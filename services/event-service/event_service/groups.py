@@ -124,6 +124,7 @@ class GroupSession:
         consumer: str,
         visibility_timeout: float,
         max_deliveries: int,
+        hard_cap: int | None = None,
         prefetch: int,
         batch: int,
         block: float,
@@ -138,6 +139,8 @@ class GroupSession:
         self.consumer = consumer
         self.visibility_timeout = visibility_timeout
         self.max_deliveries = max_deliveries
+        # Set when the client reports handler starts: see backends.burial.
+        self.hard_cap = hard_cap
         self.prefetch = prefetch
         self.batch = batch
         self.block = block
@@ -407,6 +410,7 @@ class GroupSession:
                         after=cursor,
                         max_deliveries=self.max_deliveries,
                         count=room,
+                        hard_cap=self.hard_cap,
                     )
                 except asyncio.CancelledError:
                     raise
@@ -475,6 +479,7 @@ class GroupSession:
                         min_idle=self.visibility_timeout,
                         max_deliveries=self.max_deliveries,
                         count=room,
+                        hard_cap=self.hard_cap,
                     )
                 except asyncio.CancelledError:
                     raise

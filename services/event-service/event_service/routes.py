@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Query, Request
@@ -219,6 +219,15 @@ async def stream(
             ge=1, le=MAX_PREFETCH, description="Most unacked deliveries in flight on this stream"
         ),
     ] = None,
+    count_deliveries: Annotated[
+        Literal["all", "started"],
+        Query(
+            description="What counts towards max_deliveries: every delivery, or only those "
+            "whose handler started (the client reports them in extend's 'running'); then "
+            "a delivery is dead-lettered anyway after max_deliveries times the service's "
+            "delivery_cap_factor deliveries"
+        ),
+    ] = "all",
 ) -> Response:
     """Server-sent events; see docs/event-service.md for frames, tokens and groups."""
     settings = events.settings
@@ -249,6 +258,7 @@ async def stream(
     else:
         _name(group, "group")
         consumer = _name(consumer, "consumer") if consumer else uuid.uuid4().hex
+        most = max_deliveries or settings.default_max_deliveries
         await events.log.ensure_group(tenant, names, group, from_earliest=start == "earliest")
         session = GroupSession(
             log=events.log,
@@ -258,7 +268,8 @@ async def stream(
             group=group,
             consumer=consumer,
             visibility_timeout=visibility_timeout or settings.default_visibility_timeout,
-            max_deliveries=max_deliveries or settings.default_max_deliveries,
+            max_deliveries=most,
+            hard_cap=most * settings.delivery_cap_factor if count_deliveries == "started" else None,
             prefetch=prefetch or settings.default_prefetch,
             batch=settings.read_batch,
             block=settings.block_seconds,
@@ -316,10 +327,17 @@ async def extend(req: ExtendBody, identity: CurrentIdentity, events: Events) -> 
     With ``consumer`` (the SDK always sends it), only the caller's own deliveries are
     renewed: if any id is held by another consumer of the group the answer is 409 naming
     them (the caller's own ones were renewed).
+
+    ``running`` names deliveries whose handler has started (they are renewed too): each
+    is marked started in its current delivery, which is what counts towards
+    ``max_deliveries`` on streams opened with ``count_deliveries=started``.
     """
     refs = [parse_ref(i) for i in req.ids]
+    running = [parse_ref(i) for i in req.running]
     tenant = _tenant(identity, req.tenant)
-    renewed, others = await events.log.extend(tenant, req.group, refs, req.consumer)
+    renewed, others = await events.log.extend(
+        tenant, req.group, refs, req.consumer, running=running
+    )
     if others:
         raise Conflict(
             f"{len(others)} of these deliveries are held by another consumer of group "

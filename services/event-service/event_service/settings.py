@@ -56,6 +56,11 @@ class Settings(ServiceSettings):
     supersede_check_seconds: float = Field(default=1.0, gt=0)
     default_visibility_timeout: float = Field(default=30.0, ge=0.1)
     default_max_deliveries: int = Field(default=5, ge=1)
+    # Streams opened with ``count_deliveries=started`` (the SDK's agents) count only the
+    # deliveries whose handler started towards ``max_deliveries``; one that never
+    # reached a handler (buffered in a process that died) is still dead-lettered after
+    # ``max_deliveries`` times this many deliveries in all.
+    delivery_cap_factor: int = Field(default=4, ge=1, le=100)
     # Unacked deliveries one group stream may hold when the client does not say
     # (``prefetch``): few enough that a handler working one event at a time finishes
     # them well inside the visibility timeout (32 events in 30 s: ~1 s each).

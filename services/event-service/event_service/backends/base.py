@@ -128,11 +128,14 @@ class EventLog(abc.ABC):
         min_idle: float,
         max_deliveries: int,
         count: int,
+        hard_cap: int | None = None,
     ) -> list[Entry]:
         """Take over deliveries idle for ``min_idle`` seconds (or nacked) for ``consumer``.
 
-        Entries already delivered ``max_deliveries`` times are not returned: they move
-        to ``topic.dlq`` with the last nack reason and are acked in ``topic``.
+        Entries out of deliveries are not returned: they move to ``topic.dlq`` with the
+        last nack reason and are acked in ``topic``. Without ``hard_cap`` that is after
+        ``max_deliveries`` deliveries; with it, after ``max_deliveries`` *started* ones
+        (see :mod:`event_service.backends.burial`) or ``hard_cap`` deliveries in all.
         """
 
     @abc.abstractmethod
@@ -146,14 +149,14 @@ class EventLog(abc.ABC):
         after: str,
         max_deliveries: int,
         count: int,
+        hard_cap: int | None = None,
     ) -> tuple[list[Entry], str | None]:
         """Deliver again what is still pending on ``consumer`` itself, oldest first.
 
         Used when a consumer id opens a stream, so a restarted process resumes what its
         previous life held without waiting for the visibility timeout. Looks only at
         deliveries with ids after ``after`` (``0-0`` first, then the returned cursor).
-        Entries already delivered ``max_deliveries`` times go to ``topic.dlq`` as in
-        :meth:`claim_expired`.
+        Entries out of deliveries go to ``topic.dlq`` as in :meth:`claim_expired`.
 
         Returns:
             The entries (their delivery count and lease renewed) and the cursor to pass
@@ -173,12 +176,16 @@ class EventLog(abc.ABC):
         group: str,
         refs: Sequence[tuple[str, str]],
         consumer: str | None = None,
+        running: Sequence[tuple[str, str]] = (),
     ) -> tuple[int, list[tuple[str, str, str]]]:
         """Renew the lease of pending deliveries (idle time back to 0, same owner).
 
         Nacked deliveries are not extended. With ``consumer``, only deliveries pending
         on that consumer are; those pending on another are returned as
         ``(topic, stream_id, owner)``. Returns (how many were renewed, held by others).
+
+        ``running``: those of ``refs`` whose handler has started; each renewed one is
+        marked started in its current delivery (counted once per delivery).
         """
 
     @abc.abstractmethod
@@ -189,7 +196,10 @@ class EventLog(abc.ABC):
     async def nack(
         self, tenant: str, group: str, refs: Sequence[tuple[str, str]], reason: str
     ) -> int:
-        """Make pending deliveries claimable at once, remembering ``reason``."""
+        """Make pending deliveries claimable at once, remembering ``reason``.
+
+        A nacked delivery reached a handler: it is marked started, as by :meth:`extend`.
+        """
 
     @abc.abstractmethod
     async def dead_letters(self, tenant: str, topic: str, *, limit: int) -> list[DeadEntry]:

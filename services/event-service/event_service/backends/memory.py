@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from event_service.backends.base import DeadEntry, Entry, EventLog, LogStats, NewEvent
+from event_service.backends.burial import burial_reason
 from event_service.ids import StreamKey, format_id, parse_id
 from event_service.settings import TAP_TENANT
 from soorma_common.errors import EventNotFound
@@ -30,6 +31,23 @@ class _Pending:
     count: int = 1
     reason: str | None = None
     nacked: bool = False
+    # Deliveries in which a handler was seen running, and the last such delivery.
+    started: int = 0
+    started_in: int = 0
+
+    def mark_started(self) -> None:
+        if self.started_in != self.count:
+            self.started_in = self.count
+            self.started += 1
+
+    def burial(self, max_deliveries: int, hard_cap: int | None) -> str | None:
+        return burial_reason(
+            deliveries=self.count,
+            started=self.started,
+            max_deliveries=max_deliveries,
+            hard_cap=hard_cap,
+            nack_reason=self.reason,
+        )
 
 
 @dataclass(slots=True)
@@ -211,6 +229,7 @@ class MemoryEventLog(EventLog):
         min_idle: float,
         max_deliveries: int,
         count: int,
+        hard_cap: int | None = None,
     ) -> list[Entry]:
         state = self._tenant(tenant)
         g = state.topic(topic).groups.get(group)
@@ -223,9 +242,9 @@ class MemoryEventLog(EventLog):
         claimed: list[Entry] = []
         dead = False
         for p in due:
-            if p.count >= max_deliveries:
+            reason = p.burial(max_deliveries, hard_cap)
+            if reason is not None:
                 del g.pending[p.entry.id]
-                reason = p.reason or f"visibility timeout expired after {p.count} deliveries"
                 self._bury(state, topic, p.entry, reason, p.count, group)
                 dead = True
                 continue
@@ -246,6 +265,7 @@ class MemoryEventLog(EventLog):
         after: str,
         max_deliveries: int,
         count: int,
+        hard_cap: int | None = None,
     ) -> tuple[list[Entry], str | None]:
         state = self._tenant(tenant)
         g = state.topic(topic).groups.get(group)
@@ -266,9 +286,9 @@ class MemoryEventLog(EventLog):
         out: list[Entry] = []
         dead = False
         for p in own:
-            if p.count >= max_deliveries:
+            reason = p.burial(max_deliveries, hard_cap)
+            if reason is not None:
                 del g.pending[p.entry.id]
-                reason = p.reason or f"visibility timeout expired after {p.count} deliveries"
                 self._bury(state, topic, p.entry, reason, p.count, group)
                 dead = True
                 continue
@@ -298,12 +318,14 @@ class MemoryEventLog(EventLog):
         group: str,
         refs: Sequence[tuple[str, str]],
         consumer: str | None = None,
+        running: Sequence[tuple[str, str]] = (),
     ) -> tuple[int, list[tuple[str, str, str]]]:
         state = self._tenant(tenant)
         now = time.monotonic()
         done = 0
         others: list[tuple[str, str, str]] = []
-        for topic, stream_id in refs:
+        started = set(running)
+        for topic, stream_id in [*refs, *started.difference(refs)]:
             t = state.topics.get(topic)
             g = t.groups.get(group) if t else None
             p = g.pending.get(stream_id) if g else None
@@ -313,6 +335,8 @@ class MemoryEventLog(EventLog):
                 others.append((topic, stream_id, p.consumer))
                 continue
             p.delivered_at = now
+            if (topic, stream_id) in started:
+                p.mark_started()
             done += 1
         return done, others
 
@@ -345,6 +369,7 @@ class MemoryEventLog(EventLog):
             p = g.pending.get(stream_id) if g else None
             if p is not None:
                 p.nacked, p.reason = True, reason
+                p.mark_started()
                 done += 1
         return done
 

@@ -6,7 +6,9 @@ batch appends and dead-lettering can run in one MULTI):
 - ``{prefix}:{<tenant>}:t:<topic>`` — the topic's stream (``T.dlq`` is a topic too);
   fields ``e`` (envelope JSON) and ``y`` (event type, for filtering without parsing),
   dead letters add ``r`` (reason), ``d`` (deliveries), ``g`` (group), ``t`` (dead at, ms).
-- ``{prefix}:{<tenant>}:nr:<topic>:<group>`` — hash of the last nack reason per entry.
+- ``{prefix}:{<tenant>}:nr:<topic>:<group>`` — hash of notes per pending entry: field
+  ``<id>`` its last nack reason, field ``<id>/s`` its started mark (see
+  :mod:`event_service.backends.burial`); both go when the entry is acked or buried.
 - ``{prefix}:{<tenant>}:cs:<group>|<consumer>`` — the id of the newest group stream of
   that consumer id, whichever process serves it (``|`` is not allowed in names).
 """
@@ -22,6 +24,7 @@ from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis, RedisCl
 from redis.exceptions import ResponseError
 
 from event_service.backends.base import DeadEntry, Entry, EventLog, LogStats, NewEvent
+from event_service.backends.burial import burial_reason, started_of
 from event_service.backends.redis_appends import AppendCoalescer
 from event_service.backends.redis_direct import DirectCommands, fields_of, xread_entries
 from event_service.ids import ZERO_ID, parse_id
@@ -29,10 +32,6 @@ from event_service.settings import TAP_TENANT, Settings
 from soorma_common.errors import EventNotFound
 from soorma_common.events import DLQ_SUFFIX, dead_letter_topic
 
-# Idle time given to a nacked delivery so the next claim pass takes it regardless of
-# the stream's visibility timeout (which is capped well below this).
-_NACKED_IDLE_MS = 10**12
-_NACKED_OWNER = "_nacked"
 # Drop a consumer from a group on each stream where it owns no pending entry. Checked
 # and deleted in one script: XGROUP DELCONSUMER would silently drop pending entries.
 _FORGET_CONSUMER = """
@@ -46,16 +45,36 @@ for _, key in ipairs(KEYS) do
 end
 return dropped
 """
+# Marks an entry started in its current delivery (``count``, from XPENDING) in the notes
+# hash: "<count>:<started deliveries>", counting each delivery once (burial.next_mark).
+_MARK = """
+local function mark(notes, id, count)
+  local field = id .. '/s'
+  local old = redis.call('HGET', notes, field)
+  local seen, started = '', 0
+  if old then
+    seen, started = string.match(old, '^(%d+):(%d+)$')
+    started = tonumber(started)
+  end
+  if seen ~= tostring(count) then
+    redis.call('HSET', notes, field, tostring(count) .. ':' .. tostring(started + 1))
+  end
+end
+"""
 # Renew the lease of pending deliveries: XCLAIM to their current owner with min-idle 0
 # and JUSTID resets the idle time without counting a delivery. Owner lookup and claim
 # run in one script, so a delivery another consumer took over meanwhile stays with it.
-# ARGV: group, the caller's consumer id ('' = anyone's), ids. Renews the deliveries the
-# caller holds (idle back to 0, same owner); returns {renewed, id, owner, id, owner...}
-# with the ids another consumer holds (taken over after the caller's lease expired).
-_EXTEND = """
+# KEYS: stream, notes hash. ARGV: group, the caller's consumer id ('' = anyone's), then
+# id, running ('1': its handler started) pairs. Renews the deliveries the caller holds
+# (idle back to 0, same owner) and marks the running ones started; returns {renewed,
+# id, owner, id, owner...} with the ids another consumer holds (taken over after the
+# caller's lease expired).
+_EXTEND = (
+    _MARK
+    + """
 local renewed = 0
 local result = {0}
-for i = 3, #ARGV do
+for i = 3, #ARGV, 2 do
   local ok, found = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
   if ok and #found == 1 and found[1][2] ~= '_nacked' then
     local owner = found[1][2]
@@ -65,12 +84,36 @@ for i = 3, #ARGV do
     else
       local claimed = redis.call('XCLAIM', KEYS[1], ARGV[1], owner, 0, ARGV[i], 'JUSTID')
       renewed = renewed + #claimed
+      if ARGV[i + 1] == '1' and #claimed == 1 then
+        mark(KEYS[2], ARGV[i], found[1][4])
+      end
     end
   end
 end
 result[1] = renewed
 return result
 """
+)
+# Nack: pending deliveries go to the nacked owner, idle long enough (10^12 ms) for the
+# next claim pass whatever the visibility timeout (capped well below that). Each keeps
+# its reason and is marked started (a handler nacked it). KEYS: stream, notes hash.
+# ARGV: group, reason, ids. Returns how many were pending.
+_NACK = (
+    _MARK
+    + """
+local done = 0
+for i = 3, #ARGV do
+  local ok, found = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if ok and #found == 1 then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], '_nacked', 0, ARGV[i], 'IDLE', '1000000000000', 'JUSTID')
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[2])
+    mark(KEYS[2], ARGV[i], found[1][4])
+    done = done + 1
+  end
+end
+return done
+"""
+)
 # Release deliveries a superseded stream took to the newer stream of its consumer id:
 # each one still pending on that consumer with the delivery count the old stream saw
 # goes to the nacked owner, idle long enough for the next claim pass. One the newer
@@ -187,6 +230,7 @@ class RedisEventLog(EventLog):
         self._max_length = max_length
         self._forget = redis.register_script(_FORGET_CONSUMER)
         self._extend = redis.register_script(_EXTEND)
+        self._nack = redis.register_script(_NACK)
         self._hand_over = redis.register_script(_HAND_OVER)
         self._close_session = redis.register_script(_CLOSE_SESSION)
         self._closed = False
@@ -209,7 +253,8 @@ class RedisEventLog(EventLog):
     def _key(self, tenant: str, topic: str) -> str:
         return f"{self._prefix}:{{{tenant}}}:t:{topic}"
 
-    def _reasons(self, tenant: str, topic: str, group: str) -> str:
+    def _notes(self, tenant: str, topic: str, group: str) -> str:
+        """The hash of nack reasons and started marks of a group's pending entries."""
         return f"{self._prefix}:{{{tenant}}}:nr:{topic}:{group}"
 
     def _session_key(self, tenant: str, group: str, consumer: str) -> str:
@@ -399,6 +444,7 @@ class RedisEventLog(EventLog):
         min_idle: float,
         max_deliveries: int,
         count: int,
+        hard_cap: int | None = None,
     ) -> list[Entry]:
         key = self._key(tenant, topic)
         idle_ms = max(1, int(min_idle * 1000))
@@ -416,21 +462,9 @@ class RedisEventLog(EventLog):
         # XCLAIM re-checks the idle time atomically, so of several replicas claiming
         # the same delivery exactly one wins; that one also owns dead-lettering it.
         claimed = await self._r.xclaim(key, group, consumer, idle_ms, list(delivered))
-        out: list[Entry] = []
-        dead: list[tuple[bytes, dict[bytes, bytes], int]] = []
-        gone: list[bytes] = []
-        for raw_id, fields in claimed:
-            if not fields:
-                gone.append(raw_id)  # trimmed away while pending: nothing to deliver
-            elif delivered.get(raw_id, 0) >= max_deliveries:
-                dead.append((raw_id, fields, delivered[raw_id]))
-            else:
-                out.append(_entry(topic, raw_id, fields, delivered.get(raw_id, 0) + 1))
-        if gone:
-            await self._r.xack(key, group, *gone)
-        if dead:
-            await self._bury(tenant, topic, group, dead)
-        return out
+        return await self._sort_out(
+            tenant, topic, group, claimed, delivered, max_deliveries, hard_cap
+        )
 
     async def claim_own(
         self,
@@ -442,6 +476,7 @@ class RedisEventLog(EventLog):
         after: str,
         max_deliveries: int,
         count: int,
+        hard_cap: int | None = None,
     ) -> tuple[list[Entry], str | None]:
         if count < 1:
             return [], None
@@ -466,22 +501,61 @@ class RedisEventLog(EventLog):
                 return [], None
             raise
         delivered = {p["message_id"]: p["times_delivered"] for p in pending}
+        rows = [row for _, rows in found for row in rows]
+        out = await self._sort_out(tenant, topic, group, rows, delivered, max_deliveries, hard_cap)
+        return out, pending[-1]["message_id"].decode()
+
+    async def _sort_out(
+        self,
+        tenant: str,
+        topic: str,
+        group: str,
+        rows: Sequence[tuple[bytes, dict[bytes, bytes]]],
+        delivered: dict[bytes, int],
+        max_deliveries: int,
+        hard_cap: int | None,
+    ) -> list[Entry]:
+        """The entries a claim takes that are to be delivered again; those out of
+        deliveries are buried, those trimmed away while pending acked.
+
+        Only entries delivered ``max_deliveries`` times or more can be out of
+        deliveries, so their notes are read (one HMGET) only when there are any.
+        """
         out: list[Entry] = []
-        dead: list[tuple[bytes, dict[bytes, bytes], int]] = []
+        due: list[tuple[bytes, dict[bytes, bytes], int]] = []
         gone: list[bytes] = []
-        for _, rows in found:
-            for raw_id, fields in rows:
-                if not fields:
-                    gone.append(raw_id)
-                elif delivered.get(raw_id, 0) >= max_deliveries:
-                    dead.append((raw_id, fields, delivered[raw_id]))
-                else:
-                    out.append(_entry(topic, raw_id, fields, delivered.get(raw_id, 0) + 1))
+        for raw_id, fields in rows:
+            count = delivered.get(raw_id, 0)
+            if not fields:
+                gone.append(raw_id)  # trimmed away while pending: nothing to deliver
+            elif count >= max_deliveries:
+                due.append((raw_id, fields, count))
+            else:
+                out.append(_entry(topic, raw_id, fields, count + 1))
         if gone:
-            await self._r.xack(key, group, *gone)
+            await self._r.xack(self._key(tenant, topic), group, *gone)
+        if not due:
+            return out
+        fields_wanted = [f for raw_id, _, _ in due for f in (raw_id, raw_id + b"/s")]
+        notes = await self._r.hmget(self._notes(tenant, topic, group), fields_wanted)
+        dead: list[tuple[bytes, dict[bytes, bytes], int, str]] = []
+        for i, (raw_id, fields, count) in enumerate(due):
+            nack_reason, mark = notes[2 * i], notes[2 * i + 1]
+            reason = burial_reason(
+                deliveries=count,
+                started=started_of(mark),
+                max_deliveries=max_deliveries,
+                hard_cap=hard_cap,
+                nack_reason=_text(nack_reason) if nack_reason else None,
+            )
+            if reason is None:
+                out.append(_entry(topic, raw_id, fields, count + 1))
+            else:
+                dead.append((raw_id, fields, count, reason))
         if dead:
             await self._bury(tenant, topic, group, dead)
-        return out, pending[-1]["message_id"].decode()
+        out.sort(key=lambda e: e.key)
+        return out
 
     async def still_pending(
         self, tenant: str, group: str, consumer: str, refs: Sequence[tuple[str, str]]
@@ -511,12 +585,17 @@ class RedisEventLog(EventLog):
         group: str,
         refs: Sequence[tuple[str, str]],
         consumer: str | None = None,
+        running: Sequence[tuple[str, str]] = (),
     ) -> tuple[int, list[tuple[str, str, str]]]:
         renewed = 0
         others: list[tuple[str, str, str]] = []
-        for topic, ids in self._by_topic(refs).items():
+        started = set(running)
+        listed = [*refs, *started.difference(refs)]
+        for topic, ids in self._by_topic(listed).items():
+            flagged = [a for i in ids for a in (i, "1" if (topic, i) in started else "0")]
             found = await self._extend(
-                keys=[self._key(tenant, topic)], args=[group, consumer or "", *ids]
+                keys=[self._key(tenant, topic), self._notes(tenant, topic, group)],
+                args=[group, consumer or "", *flagged],
             )
             renewed += int(found[0])
             pairs = [_text(item) for item in found[1:]]
@@ -524,23 +603,26 @@ class RedisEventLog(EventLog):
         return renewed, others
 
     async def _bury(
-        self, tenant: str, topic: str, group: str, dead: list[tuple[bytes, dict, int]]
+        self,
+        tenant: str,
+        topic: str,
+        group: str,
+        dead: list[tuple[bytes, dict[bytes, bytes], int, str]],
     ) -> None:
-        reasons_key = self._reasons(tenant, topic, group)
-        ids = [raw_id for raw_id, _, _ in dead]
-        reasons = await self._r.hmget(reasons_key, ids)
+        """Move ``(id, fields, deliveries, reason)`` entries to the dead-letter topic."""
+        notes_key = self._notes(tenant, topic, group)
+        ids = [raw_id for raw_id, _, _, _ in dead]
         now_ms = str(time.time_ns() // 1_000_000)
         key = self._key(tenant, topic)
         dlq = self._key(tenant, dead_letter_topic(topic))
         async with self._r.pipeline(transaction=True) as pipe:
-            for (_, fields, count), reason in zip(dead, reasons, strict=True):
-                why = reason or f"visibility timeout expired after {count} deliveries".encode()
+            for _, fields, count, reason in dead:
                 pipe.xadd(
                     dlq,
                     {
                         b"e": fields[b"e"],
                         b"y": fields[b"y"],
-                        b"r": why,
+                        b"r": reason,
                         b"d": str(count),
                         b"g": group,
                         b"t": now_ms,
@@ -549,7 +631,7 @@ class RedisEventLog(EventLog):
                     approximate=True,
                 )
             pipe.xack(key, group, *ids)
-            pipe.hdel(reasons_key, *ids)
+            pipe.hdel(notes_key, *_note_fields(ids))
             await pipe.execute()
 
     @staticmethod
@@ -564,7 +646,7 @@ class RedisEventLog(EventLog):
         async with self._r.pipeline(transaction=False) as pipe:
             for topic, ids in grouped.items():
                 pipe.xack(self._key(tenant, topic), group, *ids)
-                pipe.hdel(self._reasons(tenant, topic, group), *ids)
+                pipe.hdel(self._notes(tenant, topic, group), *_note_fields(ids))
             results = await pipe.execute()
         # XACK on a missing stream or group answers 0: nothing was pending there.
         return sum(int(r) for r in results[::2])
@@ -574,26 +656,12 @@ class RedisEventLog(EventLog):
     ) -> int:
         done = 0
         for topic, ids in self._by_topic(refs).items():
-            try:
-                claimed = await self._r.xclaim(
-                    self._key(tenant, topic),
-                    group,
-                    _NACKED_OWNER,
-                    0,
-                    ids,
-                    idle=_NACKED_IDLE_MS,
-                    justid=True,
+            done += int(
+                await self._nack(
+                    keys=[self._key(tenant, topic), self._notes(tenant, topic, group)],
+                    args=[group, reason, *ids],
                 )
-            except ResponseError as exc:
-                if "NOGROUP" in str(exc):
-                    continue
-                raise
-            if claimed:
-                await self._r.hset(
-                    self._reasons(tenant, topic, group),
-                    mapping=dict.fromkeys(claimed, reason),
-                )
-                done += len(claimed)
+            )
         return done
 
     async def dead_letters(self, tenant: str, topic: str, *, limit: int) -> list[DeadEntry]:
@@ -691,6 +759,14 @@ class RedisEventLog(EventLog):
             await self._appends.close()
         if self._live is not None:
             await self._live.close()
+
+
+def _note_fields(ids: Iterable[bytes | str]) -> list[bytes | str]:
+    """The fields of the notes hash kept for entries ``ids``: reason and started mark."""
+    out: list[bytes | str] = []
+    for raw_id in ids:
+        out.extend((raw_id, raw_id + (b"/s" if isinstance(raw_id, bytes) else "/s")))
+    return out
 
 
 def _glob_escape(text: str) -> str:

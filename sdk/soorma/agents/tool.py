@@ -43,7 +43,7 @@ from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, place
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, EventEnvelope
 
 logger = logging.getLogger("soorma.tool")
 
@@ -183,15 +183,36 @@ class Tool(RecordWait, Agent):
                 event.type,
             )
             return
-        again = await self.answers.recorded(context, request.request_id)
-        if again is not None:
+        turn = await self.answers.begin(context, request.request_id)
+        if isinstance(turn, EventEnvelope):
             logger.info(
                 "tool %s: request %s was answered before; sending that answer",
                 self.name,
                 request.request_id,
             )
-            await context.bus.publish_event(again)
+            await context.bus.publish_event(turn)
             return
+        try:
+            answer = await self._answer(func, request, event, context)
+        except BaseException:
+            if turn is not None:
+                await turn.release()  # a redelivery runs it at once
+            raise
+        if turn is not None:
+            await turn.stop()  # recording the answer ended the claim
+        # Publishing the answer may fail (service down): that raises, the request runs
+        # again here and is answered from the record.
+        await context.bus.publish_event(answer)
+
+    async def _answer(
+        self,
+        func: InvokeHandler,
+        request: InvocationContext,
+        event: Event,
+        context: PlatformContext,
+    ) -> EventEnvelope:
+        """Run the handler and record its answer; the answer to send."""
+        assert request.response_event is not None  # checked by _invoke
         try:
             result = await func(request, context)
             data: dict[str, Any] = {
@@ -216,10 +237,7 @@ class Tool(RecordWait, Agent):
             )
         )
         # Recorded before it is sent; if another delivery recorded one first, send that.
-        answer = await self.answers.record(context, request.request_id, answer)
-        # Publishing the answer may fail (service down): that raises, the request runs
-        # again here and is answered from the record.
-        await context.bus.publish_event(answer)
+        return await self.answers.record(context, request.request_id, answer)
 
 
 async def run_once(

@@ -16,6 +16,7 @@ import pytest
 from worker_helpers import collect, next_event
 
 from soorma import PlatformContext, Tool, Worker
+from soorma.agents.tool import run_once
 
 pytestmark = pytest.mark.asyncio
 
@@ -156,3 +157,19 @@ async def test_a_failed_handler_gives_its_claim_back_so_the_redelivery_runs_at_o
             await worker.stop()
     assert runs == [request.id, request.id]
     assert answer.data["result"] == {"tries": 2}
+
+
+async def test_run_once_called_twice_at_once_with_one_key_runs_the_work_once(
+    context: PlatformContext,
+):
+    runs: list[int] = []
+
+    async def work() -> dict:
+        runs.append(1)
+        await asyncio.sleep(1.0)
+        return {"found": len(runs)}
+
+    key = f"searcher:{time.time_ns()}"
+    both = await asyncio.gather(run_once(context, key, work), run_once(context, key, work))
+    assert runs == [1]
+    assert both == [{"found": 1}, {"found": 1}]

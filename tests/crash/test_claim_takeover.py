@@ -29,7 +29,11 @@ async def test_the_other_replica_runs_a_request_once_its_killed_holder_claim_lap
         "claiming_tool.py", services, "agent claim-pricer ready", CLAIM_LEASE=str(LEASE)
     )
     runs: list[float] = []
-    other = Tool(name="claim-pricer", group="claim-pricer-b", context=context)
+    # Its own group, started once the holder runs the body (so the holder claims
+    # first); "earliest": the new group is given the request sent before it started.
+    other = Tool(
+        name="claim-pricer", group="claim-pricer-b", context=context, start_from="earliest"
+    )
     other.answers.claim_lease = LEASE
 
     @other.on_invoke("claim.requested")
@@ -37,18 +41,19 @@ async def test_the_other_replica_runs_a_request_once_its_killed_holder_claim_lap
         runs.append(time.monotonic())
         return {"price": 7}
 
-    await other.start()
+    call = asyncio.create_task(
+        context.bus.call("claim.requested", {}, response_event="claim.done", timeout=60)
+    )
     try:
-        call = asyncio.create_task(
-            context.bus.call("claim.requested", {}, response_event="claim.done", timeout=60)
-        )
         await holder.wait_for("body-started", within=30)
+        await other.start()
         await asyncio.sleep(2 * LEASE)  # the holder renews: the other copy keeps waiting
         assert runs == []
         await sigkill(holder)
         killed = time.monotonic()
         answer = await call
     finally:
+        call.cancel()
         await other.stop()
         if holder.proc.returncode is None:
             await sigkill(holder)

@@ -123,6 +123,8 @@ class AnswerLog:
         # Seconds a claim on a running request holds unless renewed (renewed every
         # third of it): how long a request waits after its holder was killed.
         self.claim_lease = DEFAULT_CLAIM_LEASE
+        # Claims this process holds, by key: recording an answer ends its claim.
+        self._held: dict[str, HeldClaim] = {}
 
     @property
     def who(self) -> str:
@@ -187,6 +189,8 @@ class AnswerLog:
             logger.warning("%s: cannot claim %s (%s)", self.who, request_id, exc)
             return await self.recorded(context, request_id)
         if isinstance(got, HeldClaim):
+            self._held[got.key] = got
+            got.on_done = self._let_go
             return got
         return _envelope(got.answer)
 
@@ -250,7 +254,14 @@ class AnswerLog:
         )
         if kept is None:
             return answer
+        held = self._held.get(self.key(request_id))
+        if held is not None:
+            held.answered()  # the memory service ended the claim with the answer
         return _envelope(kept) or answer
+
+    def _let_go(self, claim: HeldClaim) -> None:
+        if self._held.get(claim.key) is claim:
+            del self._held[claim.key]
 
     async def hold(self, what: str, write: Callable[[], Awaitable[T]]) -> T:
         """``write()`` (a record that must precede a send, e.g. a Worker's delegation),

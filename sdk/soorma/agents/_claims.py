@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,9 @@ class HeldClaim:
         self.key = key
         self.owner = owner
         self.lease = lease
+        # Called once the claim is done with (stopped or given back).
+        self.on_done: Callable[[HeldClaim], object] | None = None
+        self._ended = False  # the recorded answer ended it in the memory service
         self._renewing: asyncio.Task[None] | None = None
 
     def start(self) -> HeldClaim:
@@ -73,6 +77,13 @@ class HeldClaim:
             if got.status != "granted":
                 return  # answered (our own answer ended it) or lost
 
+    def answered(self) -> None:
+        """The answer is recorded, which ended the claim: nothing left to renew or give
+        back."""
+        self._ended = True
+        if self._renewing is not None:
+            self._renewing.cancel()
+
     async def stop(self) -> None:
         """Stop renewing (the answer, once recorded, has ended the claim)."""
         if self._renewing is not None:
@@ -82,11 +93,17 @@ class HeldClaim:
             except asyncio.CancelledError:
                 pass
             self._renewing = None
+        if self.on_done is not None:
+            self.on_done(self)
+            self.on_done = None
 
     async def release(self) -> None:
-        """Stop renewing and give the claim back, so a redelivery runs at once. Best
-        effort: if the memory service cannot be reached, the lease runs out instead."""
+        """Stop renewing and give the claim back, so a redelivery runs at once (unless
+        the recorded answer ended it). Best effort: if the memory service cannot be
+        reached, the lease runs out instead."""
         await self.stop()
+        if self._ended:
+            return
         try:
             await self.memory.without_retries().release_claim(self.key, self.owner)
         except Exception as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -179,8 +179,31 @@ class WorkingMemoryItem(BaseDTO):
     updated_at: datetime | None = None
 
 
+class AnswerClaim(BaseDTO):
+    """Outcome of claiming a request before running it (``PUT .../answers/{id}/claim``).
+
+    ``status`` is ``granted`` (the caller holds the claim until ``expires_at``; a
+    renewal by the same ``owner`` moves it on), ``answered`` (the request has a recorded
+    ``answer``: send that, do not run) or ``held`` (``owner`` holds it until
+    ``expires_at``: wait for its answer or for the claim to expire).
+    """
+
+    request_id: str
+    status: Literal["granted", "answered", "held"]
+    owner: str | None = Field(
+        default=None, description="Holder of the claim (granted, held); null when answered"
+    )
+    expires_at: datetime | None = Field(
+        default=None, description="When the claim lapses unless renewed (granted, held)"
+    )
+    answer: dict[str, Any] | None = Field(
+        default=None, description="The recorded answer (answered only)"
+    )
+
+
 __all__ = [
     "FINISHED_PLAN_STATUSES",
+    "AnswerClaim",
     "PlanContextRecord",
     "PlanCreate",
     "PlanStatus",

@@ -29,6 +29,7 @@ from soorma._deprecation import renamed_method
 from soorma._http import ServiceClient
 from soorma_common.errors import NotFound
 from soorma_common.memory import (
+    AnswerClaim,
     PlanContextRecord,
     PlanStatus,
     PlanSummary,
@@ -478,6 +479,37 @@ class MemoryClient(ServiceClient):
             json={"answer": dict(answer), "retention_seconds": retention_seconds},
         )
         return dict(data["answer"])
+
+    async def claim_request(
+        self, request_id: str, owner: str, *, lease_seconds: float
+    ) -> AnswerClaim:
+        """Claim ``request_id`` before running it, or renew ``owner``'s claim.
+
+        Args:
+            request_id: The key its answer is recorded under.
+            owner: The claimant's token (one per delivery).
+            lease_seconds: How long the claim holds unless renewed (1 - 600 s).
+
+        Returns:
+            ``granted`` (run it), ``answered`` (with the recorded answer: send that) or
+            ``held`` (by another owner until ``expires_at``).
+        """
+        data = await self._send(
+            "PUT",
+            f"/v1/memory/answers/{_seg(request_id)}/claim",
+            json={"owner": owner, "lease_seconds": lease_seconds},
+        )
+        return AnswerClaim.model_validate(data)
+
+    async def release_claim(self, request_id: str, owner: str) -> bool:
+        """Give back ``owner``'s claim on ``request_id``; ``False`` when it held none."""
+        try:
+            await self._send(
+                "DELETE", f"/v1/memory/answers/{_seg(request_id)}/claim", params={"owner": owner}
+            )
+        except NotFound:
+            return False
+        return True
 
     def without_retries(self) -> MemoryClient:
         """A view of this client that fails at once when the service is unreachable

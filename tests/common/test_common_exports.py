@@ -60,6 +60,7 @@ EXPECTED = {
     "DiscoveredAgent",
     "DEFAULT_AGENT_TTL_SECONDS",
     # memory
+    "AnswerClaim",
     "TaskContextRecord",
     "SubTaskRecord",
     "SubTaskStatus",

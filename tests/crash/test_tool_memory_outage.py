@@ -88,12 +88,35 @@ async def test_a_request_waits_while_its_record_cannot_be_read(stack):
         await tool.stop()
 
 
-async def test_without_a_memory_service_answers_are_not_held_by_connection_retries(
+async def test_a_tool_started_while_the_memory_service_is_down_waits_for_it(stack):
+    """Issue 9, item 3: an unreachable memory service at start is an outage, not a
+    platform without one (a chaos kill at that moment let requests run twice)."""
+    memory, context = stack
+    runs: list[str] = []
+    gate = asyncio.Event()
+    gate.set()
+    await memory.stop()
+    tool = counting_tool(context, runs, gate, asyncio.Event())
+    await tool.start()
+    try:
+        request_id = new_event_id()
+        pending = asyncio.create_task(ask(context, request_id))
+        await asyncio.sleep(1.5)
+        assert runs == []  # not run blind: it may be answered or running elsewhere
+        await memory.start()
+        answer = await pending
+        assert answer.data["result"] == {"n": 1}
+        assert runs == [request_id]
+    finally:
+        await tool.stop()
+
+
+async def test_a_tool_declared_without_a_memory_service_answers_at_once(
     redis_url: str, redis_prefix: str
 ):
-    """A platform without a memory service: each request's look-up and record are one
-    connection attempt each, never the client's retry schedule (which held every answer
-    ~1.4 s; stretched to a minute here, so a retry would miss the call's deadline)."""
+    """``answer_retention=0`` says there is no memory service: no record, no claim, no
+    connection attempt (the client's retries, stretched to a minute here, would miss
+    the call's deadline)."""
     nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens: connections refused
     async with serve(create_event_app(redis_event_settings(redis_url, redis_prefix))) as ev:
         settings = PlatformSettings(
@@ -107,7 +130,13 @@ async def test_without_a_memory_service_answers_are_not_held_by_connection_retri
             runs: list[str] = []
             gate = asyncio.Event()
             gate.set()
-            tool = counting_tool(context, runs, gate, asyncio.Event())
+            tool = Tool(name="no-memory-tool", context=context, answer_retention=0)
+
+            @tool.on_invoke("outage.requested")
+            async def handle(request: Any, ctx: Any) -> dict[str, Any]:
+                runs.append(request.request_id)
+                return {"n": len(runs)}
+
             await tool.start()
             try:
                 answer = await context.bus.call(

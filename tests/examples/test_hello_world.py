@@ -12,7 +12,9 @@ import pytest_asyncio
 
 from event_service import create_app
 from event_service.settings import Settings
-from testsupport.server import LiveServer, serve
+from memory_service import create_app as create_memory_app
+from testsupport.server import serve
+from testsupport.services import memory_settings
 
 # The subprocess helper lives with the SDK tests.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
@@ -24,13 +26,21 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "01-hello-world"
 
 
 @pytest_asyncio.fixture
-async def event_service() -> AsyncIterator[LiveServer]:
-    async with serve(create_app(Settings(event_backend="memory"))) as server:
-        yield server
+async def services(tmp_path: Path) -> AsyncIterator[dict[str, str]]:
+    """The event and memory services (``soorma dev --only events,memory``), as the
+    environment of the example's processes: the tool keeps its answers."""
+    memory_app = create_memory_app(
+        memory_settings(f"sqlite+aiosqlite:///{tmp_path}/memory.db", tmp_path)
+    )
+    async with (
+        serve(create_app(Settings(event_backend="memory"))) as events,
+        serve(memory_app) as memory,
+    ):
+        yield {"SOORMA_EVENT_SERVICE_URL": events.url, "SOORMA_MEMORY_URL": memory.url}
 
 
-async def test_client_prints_the_greeting_from_the_tool(event_service: LiveServer):
-    env = subprocess_env(SOORMA_EVENT_SERVICE_URL=event_service.url)
+async def test_client_prints_the_greeting_from_the_tool(services: dict[str, str]):
+    env = subprocess_env(**services)
     tool = await Proc.start(sys.executable, str(EXAMPLE / "tool.py"), env=env)
     try:
         await tool.wait_for("agent hello-world ready")
@@ -44,8 +54,8 @@ async def test_client_prints_the_greeting_from_the_tool(event_service: LiveServe
     assert "agent hello-world stopped" in tool.output
 
 
-async def test_client_reports_a_tool_failure(event_service: LiveServer):
-    env = subprocess_env(SOORMA_EVENT_SERVICE_URL=event_service.url)
+async def test_client_reports_a_tool_failure(services: dict[str, str]):
+    env = subprocess_env(**services)
     tool = await Proc.start(sys.executable, str(EXAMPLE / "tool.py"), env=env)
     try:
         await tool.wait_for("agent hello-world ready")

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.asyncio
 
 
 def greeter(context: PlatformContext) -> Tool:
-    tool = Tool(name="greeter", context=context)
+    # No memory service here: the tool says so (no recorded answers, no claims).
+    tool = Tool(name="greeter", context=context, answer_retention=0)
 
     @tool.on_invoke("greet.requested")
     async def greet(request, ctx):
@@ -69,7 +70,7 @@ async def test_tool_failure_is_answered_with_success_false_and_not_retried(
 async def test_tool_acks_a_request_without_response_event_and_does_not_call_the_handler(
     context: PlatformContext,
 ):
-    tool = Tool(name="strict", context=context)
+    tool = Tool(name="strict", context=context, answer_retention=0)
     calls: list[str] = []
 
     @tool.on_invoke("work.requested")

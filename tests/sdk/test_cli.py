@@ -12,7 +12,9 @@ import httpx
 import pytest
 from sdk_helpers import Proc, subprocess_env
 
-from testsupport.server import LiveServer, free_port
+from memory_service import create_app as create_memory_app
+from testsupport.server import LiveServer, free_port, serve
+from testsupport.services import memory_settings
 
 pytestmark = pytest.mark.asyncio
 
@@ -87,7 +89,22 @@ async def test_init_writes_a_tool_skeleton_that_runs_and_answers(
     assert await init.wait() == 0, init.output
     agent_file = tmp_path / "echo-tool" / "agent.py"
     assert (tmp_path / "echo-tool" / "README.md").exists()
-    env = subprocess_env(SOORMA_EVENT_SERVICE_URL=event_service.url)
+    # The skeleton keeps its answers (the default): it runs with a memory service.
+    memory_app = create_memory_app(
+        memory_settings(f"sqlite+aiosqlite:///{tmp_path}/memory.db", tmp_path)
+    )
+    async with serve(memory_app) as memory:
+        env = subprocess_env(
+            SOORMA_EVENT_SERVICE_URL=event_service.url, SOORMA_MEMORY_URL=memory.url
+        )
+        tail = await _run_skeleton(agent_file, env)
+    line = tail.lines[-1]
+    assert "action-results echo_tool.completed" in line
+    assert '"result":{"echo":"hi"}' in line
+
+
+async def _run_skeleton(agent_file: Path, env: dict[str, str]) -> Proc:
+    """Start the skeleton tool, send it one request; the ``events tail`` that saw the answer."""
     tool = await Proc.start(sys.executable, str(agent_file), env=env)
     try:
         await tool.wait_for("agent echo-tool ready")
@@ -114,9 +131,7 @@ async def test_init_writes_a_tool_skeleton_that_runs_and_answers(
         assert await tool.stop(signal.SIGTERM) == 0, tool.output
     finally:
         await tool.kill()
-    line = tail.lines[-1]
-    assert "action-results echo_tool.completed" in line
-    assert '"result":{"echo":"hi"}' in line
+    return tail
 
 
 @pytest.mark.parametrize("agent_type", ["worker", "planner"])

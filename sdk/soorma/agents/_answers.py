@@ -6,21 +6,28 @@ request id. When the same request arrives again within the retention window (the
 redelivered it, or a planner re-sent it after a crash) the recorded envelope is
 published again, under its original event id, and the handler does not run.
 
-A memory-service outage does not make a request run twice. Once the memory service has
-answered this process (a look-up at start, or any call since), it is part of the
-platform, and :class:`AnswerLog` is strict:
+Before the handler runs, the delivery claims the request (keyed like its answer) in
+the memory service, so two deliveries in flight at once do not both run it: the second
+waits for the first one's answer (see :mod:`soorma.agents._claims`).
 
-- :meth:`AnswerLog.recorded` raises ``ServiceUnavailable`` while the record cannot be
-  read: the request must not run now (it may have been answered); the agent runs it
-  again once the service is back (``call_while_unavailable``, then a nack).
+A memory-service outage does not make a request run twice. An agent that records
+answers (``answer_retention`` > 0 and a memory client, i.e. ``SOORMA_MEMORY_URL``) counts
+the memory service as part of its platform from the start, and :class:`AnswerLog` is
+strict:
+
+- :meth:`AnswerLog.begin` (the claim and the look-up) raises ``ServiceUnavailable``
+  while the memory service cannot be reached: the request must not run now (it may have
+  been answered, or be running elsewhere); the agent runs it again once the service is
+  back (``call_while_unavailable``, then a nack).
 - :meth:`AnswerLog.record` (and :meth:`AnswerLog.hold` for a Worker's delegation) holds
   what must be recorded in the process and retries for up to ``record_wait`` seconds;
   nothing is published (nor acked) before it is recorded. After ``record_wait`` the
   ``ServiceUnavailable`` is raised: the request is given back and may run again.
 
-An agent that never saw the memory service (nothing answers at its URL) makes one
-connection attempt per look-up and record, handles requests without records, as
-before, and says so once.
+An agent meant to run without a memory service says so: ``answer_retention=0`` (it
+keeps no answers, claims nothing, and needs no memory service). An unreachable memory
+service is never taken for an absent one: a kill of the memory service at the moment
+an agent starts would otherwise let requests run twice.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from soorma._concurrency import retry_while_unavailable
+from soorma.agents._claims import DEFAULT_CLAIM_LEASE, HeldClaim, claim_or_wait
 from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import EventEnvelope
 
@@ -112,8 +120,11 @@ class AnswerLog:
         self.retention = retention
         self.record_wait = record_wait
         self.kind = kind
-        self.memory_seen = False
-        self._absent_logged = False
+        # Seconds a claim on a running request holds unless renewed (renewed every
+        # third of it): how long a request waits after its holder was killed.
+        self.claim_lease = DEFAULT_CLAIM_LEASE
+        # Claims this process holds, by key: recording an answer ends its claim.
+        self._held: dict[str, HeldClaim] = {}
 
     @property
     def who(self) -> str:
@@ -129,55 +140,73 @@ class AnswerLog:
         return self.retention > 0 and context.memory is not None
 
     def seen(self) -> None:
-        """The memory service answered: from now on an outage is waited out."""
-        self.memory_seen = True
+        """The memory service answered (kept for callers; an outage is always waited out)."""
 
     def _memory(self, context: PlatformContext) -> MemoryClient:
         memory = context.memory
         assert memory is not None
-        # Without a memory service seen, one attempt: the client's connection retries
-        # would hold every request ~1.4 s on a platform that runs no memory service.
-        return memory if self.memory_seen else memory.without_retries()
+        return memory
 
-    def _absent(self, exc: Exception) -> None:
-        if not self._absent_logged:
-            self._absent_logged = True
+    async def look_for_memory(self, context: PlatformContext) -> None:
+        """At start: say so when the memory service does not answer (requests wait)."""
+        if not self.records(context):
+            return
+        try:
+            await (
+                self._memory(context)
+                .without_retries()
+                .recorded_answer(self.key("start-up look-up"))
+            )
+        except Exception as exc:
             logger.warning(
-                "%s: no memory service (%s); requests are handled without recorded "
-                "answers, so a repeated request runs again (set SOORMA_MEMORY_URL)",
+                "%s: the memory service does not answer (%s); requests wait for it "
+                "(answer_retention=0 runs without one)",
                 self.who,
                 exc,
             )
 
-    async def look_for_memory(self, context: PlatformContext) -> None:
-        """At start: whether the memory service answers (then an outage is waited out)."""
+    async def begin(
+        self, context: PlatformContext, request_id: str
+    ) -> EventEnvelope | HeldClaim | None:
+        """Before ``request_id`` runs: its recorded answer (send it, do not run), or the
+        claim to run it under (renewed until :meth:`HeldClaim.stop`/``release``);
+        ``None`` when answers are not recorded. Waits while another delivery runs it.
+
+        Raises:
+            ServiceUnavailable: the memory service cannot be reached: the request must
+                not run now; the agent runs it again later.
+        """
         if not self.records(context):
-            return
-        assert context.memory is not None
+            return None
+        memory = self._memory(context)
         try:
-            await context.memory.without_retries().recorded_answer(self.key("start-up look-up"))
-        except Exception as exc:
-            self._absent(exc)
-            return
-        self.seen()
+            got = await claim_or_wait(
+                memory, self.key(request_id), lease=self.claim_lease, who=self.who
+            )
+        except ServiceUnavailable:
+            raise
+        except Exception as exc:  # e.g. a memory service without claims: look up only
+            logger.warning("%s: cannot claim %s (%s)", self.who, request_id, exc)
+            return await self.recorded(context, request_id)
+        if isinstance(got, HeldClaim):
+            self._held[got.key] = got
+            got.on_done = self._let_go
+            return got
+        return _envelope(got.answer)
 
     async def recorded(self, context: PlatformContext, request_id: str) -> EventEnvelope | None:
         """The recorded answer to ``request_id``, if any.
 
         Raises:
-            ServiceUnavailable: the memory service, seen before, cannot be reached: the
-                request must not run now (it may have been answered); the agent runs
-                it again later.
+            ServiceUnavailable: the memory service cannot be reached: the request must
+                not run now (it may have been answered); the agent runs it again later.
         """
         if not self.records(context):
             return None
         try:
             found = await self._memory(context).recorded_answer(self.key(request_id))
-        except ServiceUnavailable as exc:
-            if self.memory_seen:
-                raise
-            self._absent(exc)
-            return None
+        except ServiceUnavailable:
+            raise
         except Exception as exc:  # e.g. a memory service without recorded answers
             logger.warning(
                 "%s: could not read recorded answers (%s); handling %s without",
@@ -186,7 +215,6 @@ class AnswerLog:
                 request_id,
             )
             return None
-        self.seen()
         return _envelope(found)
 
     async def record(
@@ -210,11 +238,8 @@ class AnswerLog:
                 return await memory.record_answer(
                     self.key(request_id), body, retention_seconds=retention
                 )
-            except ServiceUnavailable as exc:
-                if self.memory_seen:
-                    raise  # held and retried
-                self._absent(exc)
-                return None
+            except ServiceUnavailable:
+                raise  # held and retried
             except Exception as exc:
                 logger.warning(
                     "%s: could not record the answer to %s (%s); sending it unrecorded",
@@ -229,15 +254,19 @@ class AnswerLog:
         )
         if kept is None:
             return answer
-        self.seen()
+        held = self._held.get(self.key(request_id))
+        if held is not None:
+            held.answered()  # the memory service ended the claim with the answer
         return _envelope(kept) or answer
+
+    def _let_go(self, claim: HeldClaim) -> None:
+        if self._held.get(claim.key) is claim:
+            del self._held[claim.key]
 
     async def hold(self, what: str, write: Callable[[], Awaitable[T]]) -> T:
         """``write()`` (a record that must precede a send, e.g. a Worker's delegation),
-        waited out for ``record_wait`` seconds while the memory service, seen before,
-        is down; without it seen, one try (its error is raised)."""
-        if not self.memory_seen:
-            return await write()
+        waited out for ``record_wait`` seconds while the memory service
+        is down."""
         return await hold_until_written(write, wait=self.record_wait, what=what, who=self.who)
 
 

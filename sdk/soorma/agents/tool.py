@@ -39,11 +39,14 @@ from soorma.agents._answers import (
     hold_until_written,
     keep_answers,
 )
+from soorma.agents._claims import DEFAULT_CLAIM_LEASE, HeldClaim, claim_or_wait
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
+from soorma_common.errors import ServiceUnavailable
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, EventEnvelope
+from soorma_common.memory import AnswerClaim
 
 logger = logging.getLogger("soorma.tool")
 
@@ -183,15 +186,36 @@ class Tool(RecordWait, Agent):
                 event.type,
             )
             return
-        again = await self.answers.recorded(context, request.request_id)
-        if again is not None:
+        turn = await self.answers.begin(context, request.request_id)
+        if isinstance(turn, EventEnvelope):
             logger.info(
                 "tool %s: request %s was answered before; sending that answer",
                 self.name,
                 request.request_id,
             )
-            await context.bus.publish_event(again)
+            await context.bus.publish_event(turn)
             return
+        try:
+            answer = await self._answer(func, request, event, context)
+        except BaseException:
+            if turn is not None:
+                await turn.release()  # a redelivery runs it at once
+            raise
+        if turn is not None:
+            await turn.stop()  # recording the answer ended the claim
+        # Publishing the answer may fail (service down): that raises, the request runs
+        # again here and is answered from the record.
+        await context.bus.publish_event(answer)
+
+    async def _answer(
+        self,
+        func: InvokeHandler,
+        request: InvocationContext,
+        event: Event,
+        context: PlatformContext,
+    ) -> EventEnvelope:
+        """Run the handler and record its answer; the answer to send."""
+        assert request.response_event is not None  # checked by _invoke
         try:
             result = await func(request, context)
             data: dict[str, Any] = {
@@ -216,10 +240,7 @@ class Tool(RecordWait, Agent):
             )
         )
         # Recorded before it is sent; if another delivery recorded one first, send that.
-        answer = await self.answers.record(context, request.request_id, answer)
-        # Publishing the answer may fail (service down): that raises, the request runs
-        # again here and is answered from the record.
-        await context.bus.publish_event(answer)
+        return await self.answers.record(context, request.request_id, answer)
 
 
 async def run_once(
@@ -232,6 +253,8 @@ async def run_once(
 ) -> dict[str, Any]:
     """``work()``'s result, run once per ``key``: the result recorded under ``key`` in
     the memory service if there is one, else ``work()``'s, recorded before it is returned.
+    Like a Tool's handler, ``work`` runs under a claim on ``key``: a second call with the
+    same key while it runs waits for its result (or for its claim to lapse).
 
     For handlers that answer with something else than a Tool's answer (e.g. an event
     type chosen by the outcome): use the handled event's id in ``key`` and send what
@@ -250,17 +273,36 @@ async def run_once(
     memory = context.memory
     if memory is None:
         return await work()
-    found = await memory.recorded_answer(key)
-    if found is not None:
-        return found
-    result = await work()
-
-    async def write() -> dict[str, Any]:
-        return await memory.record_answer(
-            key, result, retention_seconds=min(max(retention, 1.0), MAX_RETENTION)
+    try:
+        got: HeldClaim | AnswerClaim | None = await claim_or_wait(
+            memory, key, lease=DEFAULT_CLAIM_LEASE, who=key
         )
+    except ServiceUnavailable:
+        raise
+    except Exception as exc:  # a memory service without claims: look up only
+        logger.warning("cannot claim %s (%s)", key, exc)
+        got = None
+        found = await memory.recorded_answer(key)
+        if found is not None:
+            return found
+    if isinstance(got, AnswerClaim):
+        return dict(got.answer or {})
+    try:
+        result = await work()
 
-    return await hold_until_written(write, wait=record_wait, what=f"the result of {key}")
+        async def write() -> dict[str, Any]:
+            return await memory.record_answer(
+                key, result, retention_seconds=min(max(retention, 1.0), MAX_RETENTION)
+            )
+
+        kept = await hold_until_written(write, wait=record_wait, what=f"the result of {key}")
+    except BaseException:
+        if got is not None:
+            await got.release()  # a redelivery runs it at once
+        raise
+    if got is not None:
+        await got.stop()  # recording the result ended the claim
+    return kept
 
 
 __all__ = ["InvocationContext", "Tool", "run_once"]

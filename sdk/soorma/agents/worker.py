@@ -42,7 +42,7 @@ from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.task import ResultContext, TaskContext
 from soorma_common.errors import TaskNotFound
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS, EventEnvelope
 from soorma_common.memory import SubTaskStatus
 
 logger = logging.getLogger("soorma.worker")
@@ -145,11 +145,26 @@ class Worker(RecordWait, Agent):
             check_handler(func, params=("task", "context"), decorator="on_task()")
 
             async def run_task(event: Event, context: PlatformContext) -> None:
-                if await self._handled_before(event, context):
+                turn = await self.answers.begin(context, event.id)
+                if isinstance(turn, EventEnvelope):
+                    logger.info(
+                        "worker %s: task %s was answered before; sending that answer",
+                        self.name,
+                        event.id,
+                    )
+                    await context.bus.publish_event(turn)
                     return
-                task = TaskContext.from_event(event, context, agent_id=self.name)
-                task._answers = self.answers
-                await func(task, context)
+                try:
+                    if await self._handled_before(event, context):
+                        return
+                    task = TaskContext.from_event(event, context, agent_id=self.name)
+                    task._answers = self.answers
+                    await func(task, context)
+                finally:
+                    if turn is not None:
+                        # Done (answered, delegated or failed): a copy waiting for the
+                        # answer, or a redelivery, goes on at once.
+                        await turn.release()
 
             self._add_handler(
                 HandlerSpec(
@@ -165,14 +180,9 @@ class Worker(RecordWait, Agent):
         return decorator
 
     async def _handled_before(self, event: Event, context: PlatformContext) -> bool:
-        """True when this task request was handled already (and is now taken care of)."""
-        again = await self.answers.recorded(context, event.id)
-        if again is not None:
-            logger.info(
-                "worker %s: task %s was answered before; sending that answer", self.name, event.id
-            )
-            await context.bus.publish_event(again)
-            return True
+        """True when this task request was handled already (and is now taken care of):
+        it delegated or asked a human (its open requests are re-sent). Its recorded
+        answer was looked up with the claim (:meth:`AnswerLog.begin`)."""
         if context.memory is None:
             return False
         record = await context.memory.get_task_context(event.id)

@@ -5,6 +5,11 @@ again (redelivered, or re-sent by a planner after a crash) it answers with the r
 answer instead of running again. The first answer recorded wins until it expires
 (``retention_seconds``, default one day, at most 30 days). Expired answers are not
 returned and are deleted as new ones are written.
+
+``/v1/memory/answers/{request_id}/claim``: the delivery about to run a request claims it
+first, for a lease it renews while it runs; a second delivery in flight at the same time
+is told the claim is held (and until when) and waits for the answer, or for the lease to
+run out (its holder died). Recording the answer ends the claim.
 """
 
 from __future__ import annotations
@@ -12,19 +17,23 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Response
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memory_service.routes.deps import RecordId, SizeChecked, Store, check_storable
 from memory_service.sql.answers import SqlAnswers
+from memory_service.sql.claims import SqlClaims
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
 from soorma_common._base import BaseDTO
 from soorma_common.errors import NotFound
+from soorma_common.memory import AnswerClaim
 
 DEFAULT_RETENTION_SECONDS = 86_400.0
 MAX_RETENTION_SECONDS = 30 * 86_400.0
+MIN_LEASE_SECONDS, MAX_LEASE_SECONDS = 1.0, 600.0
+MAX_OWNER_LENGTH = 128
 
 router = APIRouter(prefix="/v1/memory/answers", tags=["answers"], responses=error_responses(422))
 
@@ -47,7 +56,24 @@ class RecordedAnswer(BaseDTO):
     expires_at: datetime
 
 
+class ClaimWrite(BaseDTO):
+    """Body of ``PUT .../claim``: who claims, and for how long."""
+
+    owner: str = Field(
+        min_length=1,
+        max_length=MAX_OWNER_LENGTH,
+        pattern=r"^[^\x00]+$",
+        description="The claimant's token (one per delivery); the same owner renews",
+    )
+    lease_seconds: float = Field(
+        ge=MIN_LEASE_SECONDS,
+        le=MAX_LEASE_SECONDS,
+        description="Seconds the claim holds unless renewed",
+    )
+
+
 _stores: dict[int, SqlAnswers] = {}
+_claim_stores: dict[int, SqlClaims] = {}
 
 
 def _answers(store: Any) -> SqlAnswers:
@@ -55,6 +81,14 @@ def _answers(store: Any) -> SqlAnswers:
     found = _stores.get(id(engine))
     if found is None or found.engine is not engine:
         found = _stores[id(engine)] = SqlAnswers(engine=engine)
+    return found
+
+
+def _claims(store: Any) -> SqlClaims:
+    engine: AsyncEngine = store.engine
+    found = _claim_stores.get(id(engine))
+    if found is None or found.engine is not engine:
+        found = _claim_stores[id(engine)] = SqlClaims(engine=engine)
     return found
 
 
@@ -90,3 +124,40 @@ async def get_answer(
             details={"request_id": request_id},
         )
     return RecordedAnswer.model_validate(kept)
+
+
+@router.put("/{request_id}/claim", response_model=AnswerClaim)
+async def claim_request(
+    request_id: RecordId, body: ClaimWrite, identity: CurrentIdentity, store: Store
+) -> AnswerClaim:
+    """Claim ``request_id`` before running it, or renew the caller's own claim.
+
+    ``granted``: run it (renew before ``expires_at``); ``answered``: send ``answer``, do
+    not run; ``held``: another ``owner`` runs it until ``expires_at`` (unless renewed).
+    """
+    outcome = await _claims(store).claim(
+        identity.tenant_id,
+        request_id,
+        body.owner,
+        lease=timedelta(seconds=body.lease_seconds),
+    )
+    return AnswerClaim.model_validate(outcome)
+
+
+@router.delete(
+    "/{request_id}/claim", status_code=204, responses=error_responses(404), response_class=Response
+)
+async def release_claim(
+    request_id: RecordId,
+    identity: CurrentIdentity,
+    store: Store,
+    owner: str = Query(min_length=1, max_length=MAX_OWNER_LENGTH, description="The holder"),
+) -> Response:
+    """Give back ``owner``'s claim on ``request_id`` (404 when it holds none)."""
+    if not await _claims(store).release(identity.tenant_id, request_id, owner):
+        raise NotFound(
+            f"{owner!r} holds no claim on request {request_id!r} (never, expired, taken "
+            "over, or ended by the answer)",
+            details={"request_id": request_id, "owner": owner},
+        )
+    return Response(status_code=204)

@@ -30,6 +30,18 @@ recorded_answers = sa.Table(
     sa.Index("ix_memory_recorded_answers_expiry", "expires_at"),
 )
 
+# Who runs a request now (``memory_service.sql.claims``); recording its answer ends it.
+answer_claims = sa.Table(
+    "memory_answer_claims",
+    metadata,
+    sa.Column("tenant_id", TENANT, primary_key=True),
+    sa.Column("request_id", ID, primary_key=True),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("claimed_at", TS, nullable=False),
+    sa.Column("expires_at", TS, nullable=False),
+    sa.Index("ix_memory_answer_claims_expiry", "expires_at"),
+)
+
 
 class SqlAnswers(SqlBase):
     """Recorded answers on the memory store's engine."""
@@ -41,7 +53,9 @@ class SqlAnswers(SqlBase):
     async def record(
         self, tenant: str, request_id: str, answer: Any, *, retention: timedelta
     ) -> dict[str, Any]:
-        """Keep ``answer`` unless an unexpired one is recorded; the one that is kept."""
+        """Keep ``answer`` unless an unexpired one is recorded; the one that is kept.
+
+        Any claim on the request ends with it (the request is answered)."""
         now = utcnow()
         table = recorded_answers
         stmt = self.insert(table).values(
@@ -60,8 +74,14 @@ class SqlAnswers(SqlBase):
             },
             where=table.c.expires_at <= now,
         )
+        claims = answer_claims
         async with self.engine.begin() as conn:
             await conn.execute(stmt)
+            await conn.execute(
+                sa.delete(claims).where(
+                    claims.c.tenant_id == tenant, claims.c.request_id == request_id
+                )
+            )
             row = (
                 await conn.execute(
                     sa.select(table).where(
@@ -91,10 +111,12 @@ class SqlAnswers(SqlBase):
         return None if row is None else _record(row)
 
     async def prune(self, now: datetime | None = None) -> int:
-        """Delete every expired answer (all tenants); how many."""
+        """Delete every expired answer and claim (all tenants); how many answers."""
+        now = now or utcnow()
         async with self.engine.begin() as conn:
-            expired = recorded_answers.c.expires_at <= (now or utcnow())
+            expired = recorded_answers.c.expires_at <= now
             result = await conn.execute(sa.delete(recorded_answers).where(expired))
+            await conn.execute(sa.delete(answer_claims).where(answer_claims.c.expires_at <= now))
         return int(result.rowcount or 0)
 
 
@@ -107,4 +129,4 @@ def _record(row: Any) -> dict[str, Any]:
     }
 
 
-__all__ = ["PRUNE_EVERY", "SqlAnswers", "recorded_answers"]
+__all__ = ["PRUNE_EVERY", "SqlAnswers", "answer_claims", "recorded_answers"]

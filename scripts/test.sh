@@ -12,6 +12,6 @@ export LITELLM_LOCAL_MODEL_COST_MAP=True
 # PostgreSQL connections take turns (tests/conftest.py). SOORMA_TEST_WORKERS=0: one process.
 workers="${SOORMA_TEST_WORKERS:-2}"
 if [ "$workers" != "0" ]; then
-    set -- -n "$workers" --dist loadfile "$@"
+    set -- -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
 fi
 exec .venv/bin/python -m pytest "$@"

@@ -18,6 +18,47 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 RUN_ID = uuid.uuid4().hex[:10]
 
+# Files whose services open many PostgreSQL connections at once (two memory replicas with
+# 100 racing writes, the chaos stack). Under pytest-xdist (scripts/test.sh) their
+# PostgreSQL tests take one lock shared by the run's workers, so two of them never run
+# side by side and exhaust the server's max_connections (100).
+POSTGRES_HEAVY = {
+    "tests/chaos/test_chaos_short.py",
+    "tests/memory_service/test_memory_fan_in.py",
+    "tests/scaleout/test_scaleout_memory_replicas.py",
+    "tests/worker/test_worker_fan_in.py",
+}
+
+
+# The longest files, started first under pytest-xdist (with --no-loadscope-reorder the
+# workers take files in collection order): left to the end, the chaos run alone kept one
+# worker busy for a minute and a half while the other had nothing left but to wait.
+LONGEST_FIRST = ("tests/chaos/", "tests/crash/", "tests/tracker_ui/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))
+
+
+@pytest.fixture(autouse=True)
+def _one_postgres_heavy_test_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    heavy = request.node.nodeid.split("::")[0] in POSTGRES_HEAVY
+    if run is None or not heavy or request.node.get_closest_marker("postgres") is None:
+        yield
+        return
+    import fcntl
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), f"soorma-tests-{run}-postgres-heavy.lock")
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
 
 def _require(var: str) -> str:
     value = os.environ.get(var)

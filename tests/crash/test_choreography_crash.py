@@ -64,8 +64,9 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
             )
             await procs[1].wait_for("stepped search.done ")
             await until(lambda: len(sent("summarize.requested")) >= 1)
-            # Let the redelivered goal reach this planner before it dies.
-            await asyncio.sleep(VISIBILITY + 1.5)
+            # Let the redelivered goal reach this planner before it dies: at once when it
+            # resumes the killed planner's consumer, else after the visibility timeout.
+            await procs[1].wait_for("stepped goal ", within=VISIBILITY + 30)
             await sigkill(procs[1])
 
             # 3. A third life gets the answer again; the summary's answer completes.

@@ -257,8 +257,9 @@ async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redeli
     # The case: a group stream used to push up to 500 events per read, so a
     # consumer handling and acking one at a time fell behind a 5 s visibility timeout
     # and most events were redelivered with nothing killed. With the default prefetch
-    # only a handful are in flight, each well inside its lease.
-    n = 600
+    # only a handful are in flight, each well inside its lease. Here 400 events take
+    # the handler over 5 s in all, well past a 3 s lease for anything pushed early.
+    n = 400
     for start in range(0, n, 200):
         await service.publish_batch(
             [{"topic": TOPIC, "type": "job", "data": {"n": i}} for i in range(start, start + 200)]
@@ -269,7 +270,7 @@ async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redeli
         topics=TOPIC,
         group="g",
         consumer="c",
-        visibility_timeout=5,
+        visibility_timeout=3,
         from_="earliest",
     ) as stream:
         while len(set(seen)) < n:

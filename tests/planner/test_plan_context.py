@@ -193,6 +193,26 @@ async def test_the_trigger_that_ended_a_plan_announces_the_end_again_under_the_s
     assert answers[1].data["status"] == "completed"
 
 
+async def test_a_stale_copy_re_running_the_trigger_that_ended_the_plan_announces_the_end(
+    platform,
+):
+    # The first handling stored the end, then its reply was lost (the memory service was
+    # SIGKILLed mid-request) or it died before announcing; the handler is run again with
+    # the copy it held before. Its write conflicts, the fresh copy has ended: the end
+    # must be announced again, not dropped as "plan already finished".
+    context = platform.context()
+    plan = await new_plan(context)
+    await plan.execute_next()
+    stale = await PlanContext.restore(plan.plan_id, context)
+    event = answer(plan, "web.search.failed", {"error": "timeout"}, event_id="answer-3")
+    async with capture(context, ["action-results"], ["research.done"]) as answers:
+        assert await plan.execute_next(event, finish=True) == "failed"
+        await wait_for(lambda: len(answers) == 1)
+        assert await stale.execute_next(event, finish=True) is None
+        await wait_for(lambda: len(answers) == 2)
+    assert answers[0].id == answers[1].id and answers[1].data == answers[0].data
+
+
 async def test_default_next_in_a_handler_is_one_step_per_handled_event(platform):
     context = platform.context()
     plan = await new_plan(context)

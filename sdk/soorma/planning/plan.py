@@ -230,10 +230,7 @@ class PlanContext(PlanMachine):
             left).
         """
         key = step_key(trigger_event)
-        if self.is_finished() and key is not None and key in self._steps.applied:
-            # The step that ended the plan, redelivered: its handling may have died
-            # before the end was announced. Announce it again (same event ids).
-            await self._announce_end(self._recorded_ending())
+        if await self._announced_again(key):
             return None
         if await self._stopped(trigger_event):
             return None
@@ -265,6 +262,10 @@ class PlanContext(PlanMachine):
         try:
             await retry_on_conflict(write, reread)
         except _Stopped:
+            # Ended meanwhile. If by this very trigger (an earlier attempt stored the
+            # end and then died, or lost the service's reply, so this copy was stale),
+            # its end may never have been announced.
+            await self._announced_again(key)
             return None
         if entered is None:
             seen = self._steps.applied.get(key) if key is not None else None
@@ -289,6 +290,15 @@ class PlanContext(PlanMachine):
         )
         await self._publish_action(entered, lifecycle=lifecycle, ending=ending)
         return entered
+
+    async def _announced_again(self, key: str | None) -> bool:
+        """Announce the end again (same event ids) when the step keyed ``key`` ended the
+        plan: a redelivered or re-run trigger whose first handling may have died before
+        the end was announced. Whether it did."""
+        if self.is_finished() and key is not None and key in self._steps.applied:
+            await self._announce_end(self._recorded_ending())
+            return True
+        return False
 
     async def _publish_action(
         self,

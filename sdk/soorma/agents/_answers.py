@@ -194,6 +194,20 @@ class AnswerLog:
             return got
         return _envelope(got.answer)
 
+    async def sent_again(
+        self,
+        context: PlatformContext,
+        request_id: str,
+        turn: EventEnvelope | HeldClaim | None,
+    ) -> bool:
+        """When :meth:`begin` found ``request_id`` answered before: publish that answer
+        again (its original event id, so consumers drop a copy) and say so."""
+        if not isinstance(turn, EventEnvelope):
+            return False
+        logger.info("%s: %s was answered before; sending that answer", self.who, request_id)
+        await context.bus.publish_event(turn)
+        return True
+
     async def recorded(self, context: PlatformContext, request_id: str) -> EventEnvelope | None:
         """The recorded answer to ``request_id``, if any.
 

@@ -19,11 +19,12 @@ longer than the lease, not killed) loses the claim, and the request may run twic
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -110,6 +111,23 @@ class HeldClaim:
             logger.info("claim on %s not given back (%s); it lapses", self.key, exc)
 
 
+@contextlib.asynccontextmanager
+async def settled(claim: object) -> AsyncIterator[None]:
+    """Run a request's body under ``claim`` when it is a :class:`HeldClaim` (else, e.g.
+    ``None`` with answers not recorded, there is nothing to settle). If the body fails,
+    the claim is given back so a redelivery runs at once; if it succeeds, renewing
+    stops (recording the answer ended the claim)."""
+    held = claim if isinstance(claim, HeldClaim) else None
+    try:
+        yield
+    except BaseException:
+        if held is not None:
+            await held.release()
+        raise
+    if held is not None:
+        await held.stop()
+
+
 async def claim_or_wait(
     memory: MemoryClient, key: str, *, lease: float, who: str
 ) -> AnswerClaim | HeldClaim:
@@ -150,4 +168,5 @@ __all__ = [
     "HeldClaim",
     "claim_or_wait",
     "new_owner",
+    "settled",
 ]

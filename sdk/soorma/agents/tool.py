@@ -39,7 +39,7 @@ from soorma.agents._answers import (
     hold_until_written,
     keep_answers,
 )
-from soorma.agents._claims import DEFAULT_CLAIM_LEASE, HeldClaim, claim_or_wait
+from soorma.agents._claims import DEFAULT_CLAIM_LEASE, HeldClaim, claim_or_wait, settled
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
@@ -187,22 +187,10 @@ class Tool(RecordWait, Agent):
             )
             return
         turn = await self.answers.begin(context, request.request_id)
-        if isinstance(turn, EventEnvelope):
-            logger.info(
-                "tool %s: request %s was answered before; sending that answer",
-                self.name,
-                request.request_id,
-            )
-            await context.bus.publish_event(turn)
+        if await self.answers.sent_again(context, request.request_id, turn):
             return
-        try:
+        async with settled(turn):
             answer = await self._answer(func, request, event, context)
-        except BaseException:
-            if turn is not None:
-                await turn.release()  # a redelivery runs it at once
-            raise
-        if turn is not None:
-            await turn.stop()  # recording the answer ended the claim
         # Publishing the answer may fail (service down): that raises, the request runs
         # again here and is answered from the record.
         await context.bus.publish_event(answer)
@@ -287,7 +275,7 @@ async def run_once(
             return found
     if isinstance(got, AnswerClaim):
         return dict(got.answer or {})
-    try:
+    async with settled(got):
         result = await work()
 
         async def write() -> dict[str, Any]:
@@ -296,12 +284,6 @@ async def run_once(
             )
 
         kept = await hold_until_written(write, wait=record_wait, what=f"the result of {key}")
-    except BaseException:
-        if got is not None:
-            await got.release()  # a redelivery runs it at once
-        raise
-    if got is not None:
-        await got.stop()  # recording the result ended the claim
     return kept
 
 

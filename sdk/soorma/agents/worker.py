@@ -36,13 +36,14 @@ from soorma.agents._answers import (
     RecordWait,
     keep_answers,
 )
+from soorma.agents._claims import HeldClaim
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.task import ResultContext, TaskContext
 from soorma_common.errors import TaskNotFound
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS, EventEnvelope
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
 from soorma_common.memory import SubTaskStatus
 
 logger = logging.getLogger("soorma.worker")
@@ -146,13 +147,7 @@ class Worker(RecordWait, Agent):
 
             async def run_task(event: Event, context: PlatformContext) -> None:
                 turn = await self.answers.begin(context, event.id)
-                if isinstance(turn, EventEnvelope):
-                    logger.info(
-                        "worker %s: task %s was answered before; sending that answer",
-                        self.name,
-                        event.id,
-                    )
-                    await context.bus.publish_event(turn)
+                if await self.answers.sent_again(context, event.id, turn):
                     return
                 try:
                     if await self._handled_before(event, context):
@@ -161,7 +156,7 @@ class Worker(RecordWait, Agent):
                     task._answers = self.answers
                     await func(task, context)
                 finally:
-                    if turn is not None:
+                    if isinstance(turn, HeldClaim):
                         # Done (answered, delegated or failed): a copy waiting for the
                         # answer, or a redelivery, goes on at once.
                         await turn.release()

@@ -139,9 +139,6 @@ class AnswerLog:
         """Whether answers are recorded (retention on, and a memory client)."""
         return self.retention > 0 and context.memory is not None
 
-    def seen(self) -> None:
-        """The memory service answered (kept for callers; an outage is always waited out)."""
-
     def _memory(self, context: PlatformContext) -> MemoryClient:
         memory = context.memory
         assert memory is not None

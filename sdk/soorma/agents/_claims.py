@@ -75,6 +75,14 @@ class HeldClaim:
             except Exception as exc:  # an outage: the next beat tries again
                 logger.warning("claim on %s not renewed: %s", self.key, exc)
                 continue
+            if got.status == "held":
+                logger.warning(
+                    "claim on %s lost to %s (not renewed within its %.0f s lease); "
+                    "the request may run twice",
+                    self.key,
+                    got.owner,
+                    self.lease,
+                )
             if got.status != "granted":
                 return  # answered (our own answer ended it) or lost
 

@@ -181,7 +181,6 @@ class Worker(RecordWait, Agent):
         if context.memory is None:
             return False
         record = await context.memory.get_task_context(event.id)
-        self.answers.seen()  # task state is there: from now on an outage is waited out
         if record is None:
             return False
         task = TaskContext.from_record(record, context)
@@ -242,7 +241,6 @@ class Worker(RecordWait, Agent):
         if not sub_task_id or context.memory is None:
             return
         record = await context.memory.get_task_by_subtask(sub_task_id)
-        self.answers.seen()
         if record is None:
             return  # not a task of ours, or it has ended
         task = TaskContext.from_record(record, context)

@@ -155,12 +155,11 @@ class TaskContext(StoredTask):
         return group_id
 
     async def _save_before_sending(self) -> None:
-        """Save the context before its requests go out. A memory service seen before
-        and down now is waited out (``record_wait``), the requests held: the handler
-        that delegated does not run again for an outage."""
+        """Save the context before its requests go out. A memory service that is down
+        is waited out (``record_wait``), the requests held: the handler that delegated
+        does not run again for an outage."""
         answers = self._recorder()
         await answers.hold(f"the requests of task {self.task_id}", self.save)
-        answers.seen()
 
     def _recorder(self) -> AnswerLog:
         """The worker's answer log (or, for a task restored by hand, its own)."""
@@ -168,8 +167,6 @@ class TaskContext(StoredTask):
             # Without an agent, answers are not recorded (there is no key to find them).
             retention = DEFAULT_ANSWER_RETENTION if self.agent_id else 0.0
             self._answers = AnswerLog(self.agent_id or "worker", retention, kind="worker")
-            if self._stored:
-                self._answers.seen()  # read from the memory service
         return self._answers
 
     def _sub_request(

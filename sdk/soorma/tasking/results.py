@@ -95,6 +95,4 @@ class ResultContext:
         )
         self._task = TaskContext.from_record(record, self._context)
         self._task._answers = self._answers
-        if self._answers is not None:
-            self._answers.seen()  # from now on an outage is waited out
         return self._task

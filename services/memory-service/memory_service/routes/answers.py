@@ -15,7 +15,7 @@ run out (its holder died). Recording the answer ends the claim.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from fastapi import APIRouter, Query, Response
 from pydantic import Field
@@ -72,24 +72,17 @@ class ClaimWrite(BaseDTO):
     )
 
 
-_stores: dict[int, SqlAnswers] = {}
-_claim_stores: dict[int, SqlClaims] = {}
+S = TypeVar("S", SqlAnswers, SqlClaims)
+# One store object per kind and engine (the app's engine; tests start several apps).
+_stores: dict[tuple[type, int], Any] = {}
 
 
-def _answers(store: Any) -> SqlAnswers:
+def _on_engine(kind: type[S], store: Any) -> S:
     engine: AsyncEngine = store.engine
-    found = _stores.get(id(engine))
+    found = _stores.get((kind, id(engine)))
     if found is None or found.engine is not engine:
-        found = _stores[id(engine)] = SqlAnswers(engine=engine)
-    return found
-
-
-def _claims(store: Any) -> SqlClaims:
-    engine: AsyncEngine = store.engine
-    found = _claim_stores.get(id(engine))
-    if found is None or found.engine is not engine:
-        found = _claim_stores[id(engine)] = SqlClaims(engine=engine)
-    return found
+        found = _stores[(kind, id(engine))] = kind(engine=engine)
+    return cast(S, found)
 
 
 @router.put(
@@ -103,7 +96,7 @@ async def record_answer(
 ) -> RecordedAnswer:
     """Record the answer to ``request_id`` unless one is recorded: the kept answer."""
     check_storable(body)
-    kept = await _answers(store).record(
+    kept = await _on_engine(SqlAnswers, store).record(
         identity.tenant_id,
         request_id,
         body.answer,
@@ -117,7 +110,7 @@ async def get_answer(
     request_id: RecordId, identity: CurrentIdentity, store: Store
 ) -> RecordedAnswer:
     """The unexpired answer recorded for ``request_id`` (404 when there is none)."""
-    kept = await _answers(store).get(identity.tenant_id, request_id)
+    kept = await _on_engine(SqlAnswers, store).get(identity.tenant_id, request_id)
     if kept is None:
         raise NotFound(
             f"no answer is recorded for request {request_id!r} (never, or expired)",
@@ -135,7 +128,7 @@ async def claim_request(
     ``granted``: run it (renew before ``expires_at``); ``answered``: send ``answer``, do
     not run; ``held``: another ``owner`` runs it until ``expires_at`` (unless renewed).
     """
-    outcome = await _claims(store).claim(
+    outcome = await _on_engine(SqlClaims, store).claim(
         identity.tenant_id,
         request_id,
         body.owner,
@@ -154,7 +147,7 @@ async def release_claim(
     owner: str = Query(min_length=1, max_length=MAX_OWNER_LENGTH, description="The holder"),
 ) -> Response:
     """Give back ``owner``'s claim on ``request_id`` (404 when it holds none)."""
-    if not await _claims(store).release(identity.tenant_id, request_id, owner):
+    if not await _on_engine(SqlClaims, store).release(identity.tenant_id, request_id, owner):
         raise NotFound(
             f"{owner!r} holds no claim on request {request_id!r} (never, expired, taken "
             "over, or ended by the answer)",

@@ -12,7 +12,6 @@ from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memory_service.sql.answers import answer_claims, recorded_answers
 from memory_service.sql.base import SqlBase, utc, utcnow
@@ -20,9 +19,6 @@ from memory_service.sql.base import SqlBase, utc, utcnow
 
 class SqlClaims(SqlBase):
     """Claims on requests, on the memory store's engine."""
-
-    def __init__(self, *, engine: AsyncEngine) -> None:
-        super().__init__(engine=engine)
 
     async def claim(
         self, tenant: str, request_id: str, owner: str, *, lease: timedelta

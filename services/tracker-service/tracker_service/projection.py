@@ -58,6 +58,8 @@ _PLAN_STATUS_BY_TYPE = {
     et.PLAN_FAILED: "failed",
     et.PLAN_CANCELLED: "cancelled",
 }
+# Statuses whose ``reason`` says why (kept until the row moves on).
+REASONED_STATUSES = frozenset({"failed", "paused", "cancelled"})
 _PLAN_ENDS = frozenset({et.PLAN_COMPLETED, et.PLAN_FAILED, et.PLAN_CANCELLED, et.PLAN_RESUMED})
 
 Key = tuple[str, str]
@@ -74,7 +76,11 @@ class BatchResult:
 
 
 def _set_status(row: dict[str, Any], status: str, at: datetime, reason: str | None = None) -> bool:
-    """Move ``row`` to ``status`` if ``(class, at)`` is not older than the current one."""
+    """Move ``row`` to ``status`` if ``(class, at)`` is not older than the current one.
+
+    ``reason`` belongs to the status it came with: a row moving to a status that carries
+    none (running, completed, ...) drops the reason of an earlier pause or failure.
+    """
     new = (_CLASS[status], at)
     old = (_CLASS[row["status"]], utc(row["status_time"]))
     if new < old:
@@ -82,6 +88,8 @@ def _set_status(row: dict[str, Any], status: str, at: datetime, reason: str | No
     row["status"], row["status_rank"], row["status_time"] = status, _CLASS[status], at
     if reason is not None:
         row["reason"] = reason
+    elif status not in REASONED_STATUSES:
+        row["reason"] = None
     return True
 
 
@@ -461,7 +469,7 @@ def _apply_plan(b: _Batch, e: et.Ev) -> None:
             _set_status(p, status, e.time)
     status = _PLAN_STATUS_BY_TYPE.get(e.type)
     if status is not None:
-        reason = d.get("reason") if e.type in {et.PLAN_FAILED, et.PLAN_PAUSED} else None
+        reason = d.get("reason") if status in REASONED_STATUSES else None
         if (
             _set_status(p, status, e.time, str(reason) if reason is not None else None)
             and status in TERMINAL_PLAN_STATUSES

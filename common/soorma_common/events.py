@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from pydantic import Field, field_validator
 
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 
 ACTION_REQUESTS: Final = "action-requests"
 ACTION_RESULTS: Final = "action-results"

@@ -8,7 +8,7 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 from soorma_common.bookkeeping import (
     LEGACY_PLAN_META,
     LEGACY_TASK_META,

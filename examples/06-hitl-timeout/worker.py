@@ -12,9 +12,7 @@ import logging
 
 from approval import ASK_SECONDS
 
-from soorma.agents.worker import Worker
-from soorma.task import TaskContext
-from soorma_common.errors import TaskNotFound
+from soorma import TaskContext, TaskNotFound, Worker
 
 ANSWER_EVENT = "expense.approval.answered"
 worker = Worker(name="approver", description="Asks a person to approve an expense.")

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from soorma._http import ServiceClient, raise_for_error
+from soorma.client import ServiceClient, raise_for_error
 from soorma_common.errors import NotFound, ServiceUnavailable
 from soorma_common.tracker import (
     TERMINAL_PLAN_STATUSES,

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from planner_support import wait_for
 
+from soorma import PlanContext
 from soorma._propagation import handling
 from soorma.event import Event
-from soorma.plan_context import PlanContext
 from soorma_common.errors import VersionConflict
 from soorma_common.memory import PlanStatus
 from soorma_common.state import StateAction, StateConfig, StateTransition

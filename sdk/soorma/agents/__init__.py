@@ -5,7 +5,8 @@ from soorma.agents.base import Agent
 from soorma.agents.planner import GoalContext, Planner, TransitionContext
 from soorma.agents.tool import InvocationContext, Tool
 from soorma.agents.worker import Worker
-from soorma.task import DelegationSpec, ResultContext, TaskContext
+from soorma.tasking.context import DelegationSpec, TaskContext
+from soorma.tasking.results import ResultContext
 
 __all__ = [
     "Agent",

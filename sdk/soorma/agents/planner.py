@@ -5,7 +5,7 @@ decorators are the public surface of one concept and document their redelivery r
 
 ``@planner.on_goal("research.goal")`` receives a :class:`GoalContext` for each goal
 request on ``action-requests``; the handler usually creates a
-:class:`~soorma.plan_context.PlanContext` and calls ``execute_next()``.
+:class:`~soorma.PlanContext` and calls ``execute_next()``.
 ``@planner.on_transition()`` receives a :class:`TransitionContext` for every event on
 ``action-results`` / ``action-requests`` (or the ``transition_topics`` given) whose
 correlation id leads to a known plan; events of unknown plans are ignored.
@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
-from soorma._deprecation import renamed_method
 from soorma._names import check_event_type
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
-from soorma.plan_context import START_STATE, PlanCache, PlanContext
+from soorma.planning.cache import PlanCache
+from soorma.planning.plan import PlanContext
+from soorma.planning.stored import START_STATE
 from soorma_common.errors import VersionConflict
 from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
 from soorma_common.memory import PlanStatus
@@ -169,8 +170,6 @@ class GoalContext:
                 await existing.resend_current_action()
             return existing
 
-    create_plan = renamed_method("GoalContext", "create_plan", "open_plan")
-
 
 @dataclass(frozen=True, slots=True)
 class TransitionContext:
@@ -245,7 +244,7 @@ class Planner(Agent):
         self.plan_cache = PlanCache()
         if plan_definition is not None:
             states = plan_definition.states
-            from soorma.plan_context import validate_state_machine
+            from soorma.planning.machine import validate_state_machine
 
             validate_state_machine(states, plan_definition.initial_state)
 

@@ -41,7 +41,8 @@ from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, place
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
-from soorma.task import ResultContext, TaskContext
+from soorma.tasking.context import TaskContext
+from soorma.tasking.results import ResultContext
 from soorma_common.errors import TaskNotFound
 from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
 from soorma_common.memory import SubTaskStatus

@@ -26,7 +26,7 @@ from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS,
 
 if TYPE_CHECKING:
     from soorma.context import PlatformContext
-    from soorma.plan_context import PlanContext
+    from soorma.planning.plan import PlanContext
 
 
 def field_of(obj: Any, name: str) -> Any:

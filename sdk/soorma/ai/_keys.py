@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from soorma_common.bookkeeping import ChoreographyBookkeeping
 
 if TYPE_CHECKING:
-    from soorma.plan_context import PlanContext
+    from soorma.planning.plan import PlanContext
 
 # Where releases before the ``bookkeeping`` field kept these in ``plan.state`` (records
 # that still have them are lifted on read; see soorma_common.bookkeeping).

@@ -17,7 +17,7 @@ from soorma.ai._keys import FINISHED, WAIT_TIMEOUT, book, status
 from soorma_common.events import EventEnvelope
 
 if TYPE_CHECKING:
-    from soorma.plan_context import PlanContext
+    from soorma.planning.plan import PlanContext
 
 logger = logging.getLogger("soorma.choreography")
 

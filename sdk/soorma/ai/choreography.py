@@ -46,7 +46,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from soorma._deprecation import renamed_method
 from soorma.agents.base import Agent
 from soorma.agents.planner import Planner, TransitionContext
 from soorma.ai import _execution, _steps
@@ -81,7 +80,7 @@ from soorma.ai._reasoning import (
     ask_models,
 )
 from soorma.ai._screening import accept_event
-from soorma.plan_context import PlanContext
+from soorma.planning.plan import PlanContext
 from soorma_common.bookkeeping import ChoreographyBookkeeping, PlanBookkeeping
 from soorma_common.decisions import PlannerDecision
 from soorma_common.errors import VersionConflict
@@ -531,8 +530,6 @@ class ChoreographyPlanner(Planner):
         # The tracker reads the plan's planner (the event's source) and goal from it.
         await plan.announce_start()
         return plan
-
-    create_plan = renamed_method("ChoreographyPlanner", "create_plan", "open_plan")
 
     async def step(
         self,

@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from soorma._concurrency import retry_on_conflict
-from soorma._deprecation import renamed_method
 from soorma.planning.cache import PlanCache
 from soorma.planning.interpolate import interpolate
 from soorma.planning.lifecycle import (
@@ -462,8 +461,6 @@ class PlanContext(PlanMachine):
         if entered is None:
             entered = await self.execute_next()
         return entered
-
-    is_complete = renamed_method("PlanContext", "is_complete", "at_terminal_state")
 
 
 class _Stopped(Exception):

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from soorma._deprecation import renamed_method
 from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog, answer_event_id
 from soorma.tasking.stored import StoredTask, task_memory
 from soorma_common.events import (
@@ -300,8 +299,6 @@ class TaskContext(StoredTask):
     def all_sub_tasks_answered(self) -> bool:
         """True when no sub-task is still waiting for its answer."""
         return all(s.status is not SubTaskStatus.PENDING for s in self.sub_tasks.values())
-
-    is_complete = renamed_method("TaskContext", "is_complete", "all_sub_tasks_answered")
 
     # -- answering -------------------------------------------------------------------
 

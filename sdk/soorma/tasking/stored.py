@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Self
 
 from soorma._concurrency import retry_on_conflict
-from soorma._deprecation import renamed_property, renamed_to_method
 from soorma._propagation import current_event
 from soorma.agents._answers import AnswerLog
 from soorma.event import Event
@@ -158,9 +157,6 @@ class StoredTask:
     def is_finished(self) -> bool:
         """True once this object completed or failed the task."""
         return self._finished
-
-    context = renamed_property("TaskContext", "context", "platform")
-    finished = renamed_to_method("TaskContext", "finished", "is_finished")
 
     def _absorb(self, record: TaskContextRecord) -> None:
         # The service may know more than we do (results recorded meanwhile are kept).

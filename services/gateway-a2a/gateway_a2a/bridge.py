@@ -27,8 +27,8 @@ import httpx
 
 from gateway_a2a.settings import Settings
 from gateway_a2a.store import Route, RouteStore
-from soorma._http import Identity
 from soorma.bus import BusClient
+from soorma.client import Identity
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS, SYSTEM_EVENTS
 

@@ -12,6 +12,7 @@ functions count as much as top-level ones.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,6 +162,29 @@ def test_the_sdk_and_servicekit_import_no_service_and_common_imports_nothing() -
     assert edges["soorma_common"] == set()
     assert edges["soorma"] == {"soorma_common"}
     assert edges["servicekit"] == {"soorma_common"}
+
+
+def test_platform_event_types_are_spelled_once() -> None:
+    """``plan.*``, ``task.timeout``, ... are written in soorma_common.events only."""
+    from soorma_common import events
+
+    names = {
+        getattr(events, name)
+        for name in events.__all__
+        if isinstance(getattr(events, name), str)
+        and re.fullmatch(r"[a-z_]+\.[a-z_]+", getattr(events, name))
+    }
+    assert {"plan.started", "task.timeout", "notification.human_input"} <= names
+    home = ROOT / "common" / "soorma_common" / "events.py"
+    found = []
+    for room in rooms():
+        for path, tree in _sources(room):
+            if path == home:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and node.value in names:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert found == [], "\n".join(found)
 
 
 def test_the_check_sees_private_imports_attributes_and_loops(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ from soorma.planning.cache import PlanCache
 from soorma.planning.plan import PlanContext
 from soorma.planning.stored import START_STATE
 from soorma_common.errors import VersionConflict
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, PLAN_WAIT_TIMEOUT, SYSTEM_EVENTS
 from soorma_common.memory import PlanStatus
 from soorma_common.registry import AgentCapability, EventDefinition
 from soorma_common.state import PlanDefinition, StateConfig
@@ -57,7 +57,6 @@ DEFAULT_TRANSITION_TOPICS = (ACTION_RESULTS, ACTION_REQUESTS)
 # included) never answer a step, so it does not read them unless asked to.
 DEFINITION_TRANSITION_TOPICS = (ACTION_RESULTS,)
 # Published by the tracker when a plan's WAIT outlives its timeout.
-WAIT_TIMEOUT_EVENT = "plan.wait_timeout"
 _GOAL_NAMESPACE = uuid.UUID("0b8e6a4e-3d51-4b8e-a3c3-9f0f3f7d2c11")
 
 
@@ -232,7 +231,7 @@ class Planner(Agent):
         # Planners whose plans wait (ChoreographyPlanner WAIT, or a machine with a
         # transition on plan.wait_timeout) also hear the tracker's timeouts.
         self.listens_for_wait_timeout = plan_definition is not None and any(
-            t.on_event == WAIT_TIMEOUT_EVENT
+            t.on_event == PLAN_WAIT_TIMEOUT
             for cfg in plan_definition.states.values()
             for t in cfg.transitions
         )
@@ -385,7 +384,7 @@ class Planner(Agent):
                 for pattern in (["*"] if "*" in patterns else patterns)
             ]
             if self.listens_for_wait_timeout and SYSTEM_EVENTS not in self.transition_topics:
-                routes.append((SYSTEM_EVENTS, WAIT_TIMEOUT_EVENT))
+                routes.append((SYSTEM_EVENTS, PLAN_WAIT_TIMEOUT))
             for topic, pattern in routes:
                 self._add_handler(
                     HandlerSpec(

@@ -44,7 +44,7 @@ from soorma.event import Event
 from soorma.tasking.context import TaskContext
 from soorma.tasking.results import ResultContext
 from soorma_common.errors import TaskNotFound
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS, TASK_TIMEOUT
 from soorma_common.memory import SubTaskStatus
 
 logger = logging.getLogger("soorma.worker")
@@ -55,7 +55,6 @@ TimeoutHandler = Callable[[Any, Any, Any], Awaitable[Any]]
 TH = TypeVar("TH", bound=TimeoutHandler)
 
 # Published by the tracker when a human did not answer in time.
-TASK_TIMEOUT = "task.timeout"
 HITL_TIMEOUT = "hitl_timeout"
 
 

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from soorma.agents.base import Agent
 from soorma.agents.planner import Planner, TransitionContext
 from soorma.ai import _execution, _steps
-from soorma.ai._audit import AUDIT_KEY, DEFAULT_AUDIT_LIMIT, audit_record
+from soorma.ai._audit import DEFAULT_AUDIT_LIMIT, audit_record
 from soorma.ai._catalog import load_catalog, without_consumer
 from soorma.ai._decided import Decided, DecidedSteps
 from soorma.ai._errors import (
@@ -60,11 +60,8 @@ from soorma.ai._errors import (
 )
 from soorma.ai._execution import field_of
 from soorma.ai._keys import (
-    ACTIONS_KEY,
     CHOREOGRAPHY_STATE,
     FINISHED,
-    WAITING_FOR_INPUT,
-    WAITING_KEY,
     book,
     status,
 )
@@ -708,13 +705,9 @@ _AGENT_OPTIONS = frozenset(
 
 
 __all__ = [
-    "ACTIONS_KEY",
-    "AUDIT_KEY",
     "DEFAULT_IDEMPOTENCY_HEADER",
     "DEFAULT_MAX_ACTIONS",
     "DEFAULT_REASONING_MODEL",
-    "WAITING_FOR_INPUT",
-    "WAITING_KEY",
     "ChoreographyPlanner",
     "CircuitBreakerOpen",
     "DecisionInvalid",

@@ -28,10 +28,6 @@ from soorma._concurrency import retry_on_conflict
 from soorma.planning.cache import PlanCache
 from soorma.planning.interpolate import interpolate
 from soorma.planning.lifecycle import (
-    PLAN_PAUSED,
-    PLAN_RESUMED,
-    PLAN_STARTED,
-    PLAN_STATE_CHANGED,
     Ending,
     caller_identity,
     end_events,
@@ -44,7 +40,14 @@ from soorma.planning.steps import derived_id, step_key
 from soorma.planning.stored import START_STATE
 from soorma.planning.transitions import FAILED_STATE_NAMES, PlanMachine
 from soorma_common.bookkeeping import PlanBookkeeping
-from soorma_common.events import ACTION_RESULTS, EventEnvelope
+from soorma_common.events import (
+    ACTION_RESULTS,
+    PLAN_PAUSED,
+    PLAN_RESUMED,
+    PLAN_STARTED,
+    PLAN_STATE_CHANGED,
+    EventEnvelope,
+)
 from soorma_common.memory import PlanContextRecord, PlanStatus
 from soorma_common.state import StateConfig
 

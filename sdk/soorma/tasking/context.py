@@ -19,8 +19,10 @@ from soorma.tasking.stored import StoredTask, task_memory
 from soorma_common.events import (
     ACTION_REQUESTS,
     ACTION_RESULTS,
+    HUMAN_INPUT,
     NOTIFICATION_EVENTS,
     SYSTEM_EVENTS,
+    TASK_PROGRESS,
     EventEnvelope,
 )
 from soorma_common.memory import SubTaskRecord, SubTaskStatus
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("soorma.task")
 
-HUMAN_INPUT_EVENT = "notification.human_input"
-PROGRESS_EVENT = "task.progress"
 
 SubTaskInfo = SubTaskRecord
 """Tracking info of one delegated sub-task (another name for ``SubTaskRecord``)."""
@@ -410,7 +410,7 @@ class TaskContext(StoredTask):
         }
         return await self.platform.bus.publish(
             SYSTEM_EVENTS,
-            PROGRESS_EVENT,
+            TASK_PROGRESS,
             data,
             correlation_id=self.correlation_id or self.task_id,
             plan_id=self.plan_id,
@@ -454,7 +454,7 @@ class TaskContext(StoredTask):
         deadline = datetime.now(UTC) + timedelta(seconds=timeout_seconds)
         self.sub_tasks[sub_task_id] = SubTaskRecord(
             sub_task_id=sub_task_id,
-            event_type=HUMAN_INPUT_EVENT,
+            event_type=HUMAN_INPUT,
             response_event=response_event,
         )
         body = {
@@ -470,7 +470,7 @@ class TaskContext(StoredTask):
         ask = self._sub_request(
             sub_task_id,
             NOTIFICATION_EVENTS,
-            HUMAN_INPUT_EVENT,
+            HUMAN_INPUT,
             body,
             response_event,
             response_topic,

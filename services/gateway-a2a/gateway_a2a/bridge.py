@@ -31,12 +31,12 @@ from soorma.bus import BusClient
 from soorma.client import Identity
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS, SYSTEM_EVENTS
+from soorma_common.events import HUMAN_INPUT as HUMAN_INPUT_EVENT
+from soorma_common.events import TASK_PROGRESS as PROGRESS_EVENT
+from soorma_common.events import TASK_TIMEOUT as TIMEOUT_EVENT
 
 logger = logging.getLogger(__name__)
 
-PROGRESS_EVENT = "task.progress"
-HUMAN_INPUT_EVENT = "notification.human_input"
-TIMEOUT_EVENT = "task.timeout"
 READY_TIMEOUT_SECONDS = 15.0
 TAP = "*"
 MAX_ACKS = 500

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 from soorma_common.events import EventEnvelope
 
 

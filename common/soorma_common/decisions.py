@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 
 
 class PlanAction(StrEnum):

@@ -1,4 +1,5 @@
-"""The event envelope (CloudEvents-compatible) and the standard topics."""
+"""The event envelope (CloudEvents-compatible), the standard topics and the platform's own
+event types."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, Final
 
 from pydantic import Field, field_validator
 
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 
 ACTION_REQUESTS: Final = "action-requests"
 ACTION_RESULTS: Final = "action-results"
@@ -32,6 +33,46 @@ STANDARD_TOPICS: Final[frozenset[str]] = frozenset(
         BILLING_EVENTS,
     }
 )
+
+# The platform's own event types: published by the SDK (planners, workers) and the tracker,
+# read by the tracker and the gateway. Every package uses these names, never the strings.
+PLAN_STARTED: Final = "plan.started"
+PLAN_STATE_CHANGED: Final = "plan.state_changed"
+PLAN_PAUSED: Final = "plan.paused"
+PLAN_RESUMED: Final = "plan.resumed"
+PLAN_COMPLETED: Final = "plan.completed"
+PLAN_FAILED: Final = "plan.failed"
+PLAN_CANCELLED: Final = "plan.cancelled"
+#: A ChoreographyPlanner's WAIT began (``timeout_seconds`` in the data).
+PLAN_WAITING_FOR_INPUT: Final = "plan.waiting_for_input"
+#: The tracker's answer to a WAIT that got no event in time.
+PLAN_WAIT_TIMEOUT: Final = "plan.wait_timeout"
+#: A worker's progress report on a task (becomes an A2A ``working`` update).
+TASK_PROGRESS: Final = "task.progress"
+#: The tracker's answer to a human-input request that got no response in time.
+TASK_TIMEOUT: Final = "task.timeout"
+#: A worker asks a human (A2A ``input-required``); ``response_event`` carries the answer.
+HUMAN_INPUT: Final = "notification.human_input"
+
+PLAN_LIFECYCLE_EVENTS: Final[frozenset[str]] = frozenset(
+    {
+        PLAN_STARTED,
+        PLAN_STATE_CHANGED,
+        PLAN_PAUSED,
+        PLAN_RESUMED,
+        PLAN_COMPLETED,
+        PLAN_FAILED,
+        PLAN_CANCELLED,
+        PLAN_WAITING_FOR_INPUT,
+        PLAN_WAIT_TIMEOUT,
+    }
+)
+#: Platform event types that never answer a request.
+NOT_ANSWERS: Final[frozenset[str]] = PLAN_LIFECYCLE_EVENTS | {
+    TASK_PROGRESS,
+    TASK_TIMEOUT,
+    HUMAN_INPUT,
+}
 
 DLQ_SUFFIX: Final = ".dlq"
 TOPIC_PATTERN: Final = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -143,11 +184,25 @@ __all__ = [
     "BILLING_EVENTS",
     "BUSINESS_FACTS",
     "DLQ_SUFFIX",
+    "HUMAN_INPUT",
     "NOTIFICATION_EVENTS",
+    "NOT_ANSWERS",
+    "PLAN_CANCELLED",
+    "PLAN_COMPLETED",
     "PLAN_EVENTS",
+    "PLAN_FAILED",
+    "PLAN_LIFECYCLE_EVENTS",
+    "PLAN_PAUSED",
+    "PLAN_RESUMED",
+    "PLAN_STARTED",
+    "PLAN_STATE_CHANGED",
+    "PLAN_WAITING_FOR_INPUT",
+    "PLAN_WAIT_TIMEOUT",
     "STANDARD_TOPICS",
     "SYSTEM_EVENTS",
     "TASK_EVENTS",
+    "TASK_PROGRESS",
+    "TASK_TIMEOUT",
     "TOPIC_PATTERN",
     "EventEnvelope",
     "check_traceparent",

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 from soorma_common.events import ACTION_REQUESTS
 
 DEFAULT_AGENT_TTL_SECONDS = 90

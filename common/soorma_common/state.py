@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 
 
 class StateAction(BaseDTO):

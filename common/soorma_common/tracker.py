@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 
 
 class TrackedPlanStatus(StrEnum):

@@ -12,7 +12,7 @@ import logging
 
 from research import RESEARCH
 
-from soorma.agents.planner import Planner
+from soorma import Planner
 
 planner = Planner(
     name="research-planner",

@@ -8,6 +8,7 @@ start -> searching -> analyzing -> done
 
 from __future__ import annotations
 
+from soorma_common.events import HUMAN_INPUT
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 
 GOAL_EVENT = "research.goal"
@@ -47,7 +48,7 @@ STATES = {
         state_name="ask_user",
         description="Ask the user for clarification",
         action=StateAction(
-            event_type="notification.human_input",
+            event_type=HUMAN_INPUT,
             response_event="user.clarification.provided",
             data={"question": "No results for '{goal_data.topic}'. Can you add details?"},
         ),

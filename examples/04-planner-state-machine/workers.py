@@ -20,8 +20,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from soorma import Agent, PlatformContext
-from soorma.agents.tool import run_once
+from soorma import Agent, PlatformContext, run_once
+from soorma_common.events import HUMAN_INPUT
 
 searcher = Agent(name="web-searcher", description="Searches the web (simulated).")
 analyzer = Agent(name="content-analyzer", description="Summarises pages (simulated).")
@@ -78,7 +78,7 @@ async def clarify(event: Any) -> Answer:
 WORK = {
     "searcher": (searcher, "web.search.requested", search),
     "analyzer": (analyzer, "content.analyze.requested", analyze),
-    "user": (user, "notification.human_input", clarify),
+    "user": (user, HUMAN_INPUT, clarify),
 }
 for _agent, _event_type, _work in WORK.values():
     answering(_agent, _event_type, _work)

@@ -16,14 +16,13 @@ import uuid
 from approval import GOAL_EVENT, RESPONSE_EVENT
 
 from soorma import PlatformContext
+from soorma_common.events import HUMAN_INPUT
 
 
 async def answer_when_asked(
     context: PlatformContext, item: str, approve: bool, ready: asyncio.Event
 ) -> None:
-    async with context.bus.subscribe(
-        "notification-events", event_types=["notification.human_input"]
-    ) as asks:
+    async with context.bus.subscribe("notification-events", event_types=[HUMAN_INPUT]) as asks:
         await asks.wait_ready(10)
         ready.set()
         async for ask in asks:

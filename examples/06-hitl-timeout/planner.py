@@ -6,7 +6,7 @@ import logging
 
 from approval import APPROVAL
 
-from soorma.agents.planner import Planner
+from soorma import Planner
 
 planner = Planner(
     name="expense-planner",

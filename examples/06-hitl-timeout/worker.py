@@ -12,9 +12,8 @@ import logging
 
 from approval import ASK_SECONDS
 
-from soorma.agents.worker import Worker
-from soorma.task import TaskContext
-from soorma_common.errors import TaskNotFound
+from soorma import TaskContext, TaskNotFound, Worker
+from soorma_common.events import TASK_TIMEOUT
 
 ANSWER_EVENT = "expense.approval.answered"
 worker = Worker(name="approver", description="Asks a person to approve an expense.")
@@ -42,7 +41,7 @@ async def answered(result, context):
     await task.complete({"approved": bool(result.data.get("approved"))})
 
 
-@worker.on_event(topic="system-events", event_type="task.timeout")
+@worker.on_event(topic="system-events", event_type=TASK_TIMEOUT)
 async def timed_out(event, context):
     """Fail the task whose human input timed out (what the SDK does by default once
     ``@worker.on_timeout`` lands; this example then needs no handler of its own)."""

@@ -1,55 +1,90 @@
 """Soorma SDK: event-driven agents on the Soorma platform.
 
 Start with :class:`Agent` (raw events on explicit topics) or :class:`Tool`
-(request/response), and :class:`PlatformContext` for the platform clients.
+(request/response), and :class:`PlatformContext` for the platform clients. The
+platform's errors (:class:`VersionConflict`, :class:`PlanNotFound`, ...) are raised as
+these classes, whichever service answered.
 """
 
-from soorma._http import Identity
 from soorma._propagation import current_event
-from soorma.agents import (
-    Agent,
-    DelegationSpec,
-    GoalContext,
-    InvocationContext,
-    Planner,
-    ResultContext,
-    TaskContext,
-    Tool,
-    TransitionContext,
-    Worker,
-)
+from soorma.agents.base import Agent
+from soorma.agents.planner import GoalContext, Planner, TransitionContext
+from soorma.agents.tool import InvocationContext, Tool, run_once
+from soorma.agents.worker import Worker
 from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
 from soorma.context import PlatformContext, PlatformSettings
 from soorma.event import Event
 from soorma.memory import MemoryClient
-from soorma.plan_context import PlanContext
+from soorma.planning.plan import PlanContext
 from soorma.registry import RegistryClient
 from soorma.subscription import Subscription
+from soorma.tasking.context import DelegationSpec, TaskContext
+from soorma.tasking.results import ResultContext
+from soorma_common.errors import (
+    AgentNotFound,
+    Conflict,
+    EventDefinitionNotFound,
+    EventNotFound,
+    InvalidTopic,
+    MemoryKeyNotFound,
+    NotFound,
+    PayloadInvalid,
+    PayloadTooLarge,
+    PermissionDenied,
+    PlanNotFound,
+    SchemaInvalid,
+    ServiceUnavailable,
+    SessionNotFound,
+    SoormaError,
+    TaskNotFound,
+    Unauthenticated,
+    ValidationFailed,
+    VersionConflict,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "AgentNotFound",
     "BusClient",
+    "Conflict",
     "DelegationSpec",
     "Event",
+    "EventDefinitionNotFound",
+    "EventNotFound",
     "EventToolkit",
     "GoalContext",
-    "Identity",
+    "InvalidTopic",
     "InvocationContext",
     "MemoryClient",
+    "MemoryKeyNotFound",
+    "NotFound",
+    "PayloadInvalid",
+    "PayloadTooLarge",
+    "PermissionDenied",
     "PlanContext",
+    "PlanNotFound",
     "Planner",
     "PlatformContext",
     "PlatformSettings",
     "RegistryClient",
     "ResultContext",
+    "SchemaInvalid",
+    "ServiceUnavailable",
+    "SessionNotFound",
+    "SoormaError",
     "Subscription",
     "TaskContext",
+    "TaskNotFound",
     "Tool",
     "TransitionContext",
+    "Unauthenticated",
+    "ValidationFailed",
+    "VersionConflict",
     "Worker",
     "__version__",
     "current_event",
+    "run_once",
 ]

@@ -1,13 +1,13 @@
 """``soorma dev``: all five services in one process, embedded backends by default.
 
-Service packages and uvicorn are imported lazily, so the SDK itself never needs them.
+Service packages (found through their ``soorma.services`` entry points) and uvicorn are
+loaded when the command runs, so the SDK itself never needs them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import signal
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from soorma import _tracing
+from soorma._services import load_service
+from soorma_common import tracing as otel
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +27,6 @@ class DevService:
     """One service ``soorma dev`` can run."""
 
     name: str
-    module: str
     port: int
     url_env: str
     # Its database's name under ``data_dir`` and the settings field overriding it.
@@ -34,11 +34,11 @@ class DevService:
 
 
 SERVICES: tuple[DevService, ...] = (
-    DevService("registry", "registry_service", 8081, "SOORMA_REGISTRY_URL", "registry"),
-    DevService("events", "event_service", 8082, "SOORMA_EVENT_SERVICE_URL"),
-    DevService("memory", "memory_service", 8083, "SOORMA_MEMORY_URL", "memory"),
-    DevService("tracker", "tracker_service", 8084, "SOORMA_TRACKER_URL", "tracker"),
-    DevService("gateway", "gateway_a2a", 8085, "SOORMA_GATEWAY_URL", "gateway"),
+    DevService("registry", 8081, "SOORMA_REGISTRY_URL", "registry"),
+    DevService("events", 8082, "SOORMA_EVENT_SERVICE_URL"),
+    DevService("memory", 8083, "SOORMA_MEMORY_URL", "memory"),
+    DevService("tracker", 8084, "SOORMA_TRACKER_URL", "tracker"),
+    DevService("gateway", 8085, "SOORMA_GATEWAY_URL", "gateway"),
 )
 LOG_FORMATS = ("text", "json")
 SERVICE_NAMES = tuple(s.name for s in SERVICES)
@@ -69,8 +69,7 @@ def select_services(only: str | None, ports: Sequence[str]) -> list[DevService]:
             )
         overrides[name] = int(value)
     return [
-        DevService(s.name, s.module, overrides.get(s.name, s.port), s.url_env, s.database)
-        for s in chosen
+        DevService(s.name, overrides.get(s.name, s.port), s.url_env, s.database) for s in chosen
     ]
 
 
@@ -104,8 +103,7 @@ def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
             yield
 
     # Request heads bounded in size and reading time, as the service's settings say
-    # (SOORMA_MAX_HEADER_BYTES, SOORMA_HEADER_TIMEOUT_SECONDS): servicekit.server.
-    serving = importlib.import_module("servicekit.server")
+    # (SOORMA_MAX_HEADER_BYTES, SOORMA_HEADER_TIMEOUT_SECONDS): the app carries them.
     config = uvicorn.Config(
         app,
         host=host,
@@ -116,7 +114,7 @@ def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
         lifespan="on",
         timeout_graceful_shutdown=3,
         ws="none",
-        **serving.uvicorn_options(app.state.settings),
+        **app.state.uvicorn_options(),
     )
     return _Server(config)
 
@@ -146,7 +144,7 @@ async def run_dev(
     for service in services:
         os.environ[service.url_env] = f"http://{_url_host(host)}:{service.port}"
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    _tracing.configure("soorma-dev")  # one process: one service.name for all its services
+    otel.configure("soorma-dev")  # one process: one service.name for all its services
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -159,8 +157,7 @@ async def run_dev(
         # Started one by one, in dependency order (the event service before the
         # tracker and gateway that subscribe to it).
         for service in services:
-            module = importlib.import_module(service.module)
-            app = module.create_app()
+            app = load_service(service.name).create_app()
             where[service.name] = describe_backend(service, app.state.settings)
             server = _make_server(app, host, service.port, log_level)
             task = asyncio.create_task(server.serve(), name=f"soorma dev {service.name}")

@@ -19,7 +19,7 @@ from typing import Any, cast
 import httpx
 from httpx_sse import EventSource, SSEError
 
-from soorma._http import raise_for_error
+from soorma.client import raise_for_error
 from soorma_common.errors import SoormaError
 
 logger = logging.getLogger("soorma.sse")

@@ -24,12 +24,13 @@ from typing import Any
 
 from soorma import _tracing
 from soorma._coalesce import PublishCoalescer
-from soorma._http import ServiceClient
 from soorma._names import check_event_type, check_topic
 from soorma._propagation import current_event
 from soorma._sse import DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_BACKOFF
+from soorma.client import ServiceClient
 from soorma.event import Event
 from soorma.subscription import DEFAULT_BUFFER, STREAM_PATH, Subscription, stream_params
+from soorma_common import tracing as otel
 from soorma_common.events import (
     ACTION_REQUESTS,
     ACTION_RESULTS,
@@ -69,7 +70,7 @@ class BusClient(ServiceClient):
         coalesce: Publishes made while another of the same identity is in flight
             leave together in one ``publish-batch`` once it returned (see
             :mod:`soorma._coalesce`); ``False`` sends each publish on its own.
-        **kwargs: See :class:`soorma._http.ServiceClient`.
+        **kwargs: See :class:`soorma.client.ServiceClient`.
     """
 
     def __init__(
@@ -240,7 +241,7 @@ class BusClient(ServiceClient):
     ) -> str:
         """Publish a prepared envelope (context inherited as in :meth:`publish`)."""
         envelope = self.inherit(envelope)
-        if _tracing.ENABLED:
+        if otel.ENABLED:
             return (
                 await _tracing.publish(
                     self._dispatch,
@@ -272,7 +273,7 @@ class BusClient(ServiceClient):
         """
         if not events:
             return []
-        if _tracing.ENABLED:
+        if otel.ENABLED:
             traced = [self.inherit(e) for e in events]
             return await _tracing.publish(
                 self._dispatch,
@@ -407,7 +408,7 @@ class BusClient(ServiceClient):
         data: Mapping[str, Any] | None = None,
         *,
         response_event: str,
-        timeout: float = DEFAULT_CALL_TIMEOUT,  # noqa: ASYNC109 - the seed's call() API
+        timeout: float = DEFAULT_CALL_TIMEOUT,  # noqa: ASYNC109 - call()'s documented API
         topic: str = ACTION_REQUESTS,
         response_topic: str = ACTION_RESULTS,
         correlation_id: str | None = None,

@@ -9,14 +9,13 @@ from typing import Any
 
 import httpx
 
-from soorma import _tracing
-from soorma._http import Identity
-from soorma._transport import make_http_client
 from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
+from soorma.client import Identity, make_http_client
 from soorma.memory import MemoryClient
 from soorma.registry import RegistryClient
 from soorma.tracker import TrackerClient
+from soorma_common import tracing as otel
 
 DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
 DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
@@ -38,7 +37,7 @@ class PlatformSettings:
     :mod:`soorma.agents._consumer_id`) and an LLM provider's key (``OPENAI_API_KEY``
     ..., read by the ChoreographyPlanner when it calls the model). OpenTelemetry's
     standard ``OTEL_*`` variables are read once per process when an agent starts or a
-    context is built (see ``soorma._tracing.configure`` and docs/tracing.md).
+    context is built (see ``soorma.otel.configure`` and docs/tracing.md).
     """
 
     event_service_url: str = DEFAULT_EVENT_SERVICE_URL
@@ -135,7 +134,7 @@ class PlatformContext:
             environ: Environment mapping to read instead of ``os.environ``.
         """
         settings = settings or PlatformSettings.from_env(environ)
-        _tracing.configure("soorma-client", environ=environ)
+        otel.configure("soorma-client", environ=environ)
         owns_http = http is None
         client = http or make_http_client(limits=DEFAULT_HTTP_LIMITS, environ=environ)
         identity = settings.identity

@@ -25,8 +25,8 @@ from pydantic import BaseModel
 
 from soorma import _tracing
 from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
-from soorma._deprecation import renamed_method
-from soorma._http import ServiceClient
+from soorma.client import ServiceClient
+from soorma_common import tracing as otel
 from soorma_common.errors import NotFound
 from soorma_common.memory import (
     AnswerClaim,
@@ -81,13 +81,13 @@ class MemoryClient(ServiceClient):
         memory = MemoryClient(base_url="http://127.0.0.1:8083", http=httpx.AsyncClient())
 
     Args:
-        **kwargs: See :class:`soorma._http.ServiceClient`.
+        **kwargs: See :class:`soorma.client.ServiceClient`.
     """
 
     # -- helpers ---------------------------------------------------------------------
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> Any:
-        if _tracing.ENABLED:  # a CLIENT span per call (docs/tracing.md)
+        if otel.ENABLED:  # a CLIENT span per call (docs/tracing.md)
             return await _tracing.client_call("memory", self, super()._send, method, path, **kwargs)
         return await super()._send(method, path, **kwargs)
 
@@ -369,8 +369,6 @@ class MemoryClient(ServiceClient):
         }
         return PlanSummary.model_validate(await self._send("POST", "/v1/memory/plans", json=body))
 
-    create_plan = renamed_method("MemoryClient", "create_plan", "create_plan_record")
-
     async def list_plans(
         self,
         status: PlanStatus | str | Sequence[PlanStatus | str] | None = None,
@@ -552,8 +550,6 @@ class MemoryClient(ServiceClient):
     async def delete_item(self, key: str, plan_id: str) -> bool:
         """Delete one key; ``False`` when it did not exist."""
         return await self._delete(f"/v1/working-memory/{_seg(plan_id)}/{_key(key)}")
-
-    delete = renamed_method("MemoryClient", "delete", "delete_item")
 
     async def list_items(self, plan_id: str) -> list[WorkingMemoryItem]:
         """Every item of the plan's working memory, by key."""

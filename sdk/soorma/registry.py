@@ -23,8 +23,9 @@ from typing import Any
 from cachetools import TTLCache
 
 from soorma import _tracing
-from soorma._http import ServiceClient
 from soorma._payload import check_payload
+from soorma.client import ServiceClient
+from soorma_common import tracing as otel
 from soorma_common.errors import EventDefinitionNotFound, ServiceUnavailable
 from soorma_common.events import ACTION_REQUESTS, EventEnvelope
 from soorma_common.registry import (
@@ -133,7 +134,7 @@ class RegistryClient(ServiceClient):
     Args:
         schema_cache_seconds: How long :meth:`get_event_cached` keeps a definition
             (or its absence) before asking the service again.
-        **kwargs: See :class:`soorma._http.ServiceClient`.
+        **kwargs: See :class:`soorma.client.ServiceClient`.
     """
 
     def __init__(
@@ -152,7 +153,7 @@ class RegistryClient(ServiceClient):
     # -- agents ----------------------------------------------------------------------
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> Any:
-        if _tracing.ENABLED:  # a CLIENT span per call (docs/tracing.md)
+        if otel.ENABLED:  # a CLIENT span per call (docs/tracing.md)
             return await _tracing.client_call(
                 "registry", self, super()._send, method, path, **kwargs
             )

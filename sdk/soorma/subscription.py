@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from soorma import _tracing
 from soorma._sse import DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_BACKOFF, stream_frames
 from soorma.event import Event
+from soorma_common import tracing as otel
 
 if TYPE_CHECKING:
     import httpx
@@ -118,7 +119,7 @@ class Subscription:
                     except ValueError:
                         logger.warning("dropping undecodable SSE frame id=%s", frame.id)
                         continue
-                    if _tracing.ENABLED:
+                    if otel.ENABLED:
                         _tracing.delivered(event, frame.id)
                     await self._queue.put(event)
         except asyncio.CancelledError:

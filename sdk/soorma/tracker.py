@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from soorma._http import ServiceClient, raise_for_error
+from soorma.client import ServiceClient, raise_for_error
 from soorma_common.errors import NotFound, ServiceUnavailable
 from soorma_common.tracker import (
     TERMINAL_PLAN_STATUSES,
@@ -148,7 +148,7 @@ class TrackerClient(ServiceClient):
         plan_id: str | None = None,
         *,
         correlation_id: str | None = None,
-        timeout: float = DEFAULT_WAIT_TIMEOUT,  # noqa: ASYNC109 - the issue's API
+        timeout: float = DEFAULT_WAIT_TIMEOUT,  # noqa: ASYNC109 - wait_for()'s documented API
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         until_finished: bool = True,
     ) -> PlanDetail:

@@ -18,8 +18,8 @@ from choreo_helpers import MODEL, ScriptedLLM, Stack, complete, publish
 from test_choreography_flows import make_searcher, running
 
 from soorma import PlatformContext
-from soorma._http import DEFAULT_CONNECT_RETRIES
 from soorma.ai.choreography import ChoreographyPlanner
+from soorma.client import DEFAULT_CONNECT_RETRIES
 
 pytestmark = pytest.mark.asyncio
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
+
 import soorma_common
+
+CONTRACT_MODULES = ("a2a", "bus", "decisions", "errors", "events", "memory", "registry", "state")
 
 EXPECTED = {
     # events
@@ -24,6 +28,21 @@ EXPECTED = {
     "utc_now",
     "check_traceparent",
     "trace_id_of",
+    # platform event types
+    "PLAN_STARTED",
+    "PLAN_STATE_CHANGED",
+    "PLAN_PAUSED",
+    "PLAN_RESUMED",
+    "PLAN_COMPLETED",
+    "PLAN_FAILED",
+    "PLAN_CANCELLED",
+    "PLAN_WAITING_FOR_INPUT",
+    "PLAN_WAIT_TIMEOUT",
+    "PLAN_LIFECYCLE_EVENTS",
+    "TASK_PROGRESS",
+    "TASK_TIMEOUT",
+    "HUMAN_INPUT",
+    "NOT_ANSWERS",
     # bus
     "PublishRequest",
     "PublishResponse",
@@ -110,10 +129,27 @@ EXPECTED = {
 }
 
 
+def _exports() -> dict[str, list[str]]:
+    """Each contract module's exported names."""
+    found: dict[str, list[str]] = {}
+    for module in CONTRACT_MODULES:
+        found[module] = list(importlib.import_module(f"soorma_common.{module}").__all__)
+    return found
+
+
 def test_exported_names_are_pinned() -> None:
-    assert set(soorma_common.__all__) == EXPECTED
+    names = [name for names in _exports().values() for name in names]
+    assert set(names) == EXPECTED
+
+
+def test_each_name_has_one_home_and_the_package_reexports_nothing() -> None:
+    names = [name for names in _exports().values() for name in names]
+    assert len(names) == len(set(names)), "a name is exported by two modules"
+    assert soorma_common.__all__ == ["__version__"]
 
 
 def test_every_exported_name_resolves() -> None:
-    for name in soorma_common.__all__:
-        assert getattr(soorma_common, name) is not None
+    for module, names in _exports().items():
+        loaded = importlib.import_module(f"soorma_common.{module}")
+        for name in names:
+            assert getattr(loaded, name) is not None, f"{module}.{name}"

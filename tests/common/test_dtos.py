@@ -3,15 +3,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from soorma_common import (
-    EventEnvelope,
-    PlanAction,
-    PlannerDecision,
-    TaskContextRecord,
-    VersionConflict,
-    dead_letter_topic,
-    error_from_payload,
-)
+from soorma_common.decisions import PlanAction, PlannerDecision
+from soorma_common.errors import VersionConflict, error_from_payload
+from soorma_common.events import EventEnvelope, dead_letter_topic
+from soorma_common.memory import TaskContextRecord
 
 
 def test_envelope_serializes_snake_case_and_accepts_camel_case() -> None:

@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from memory_service import create_app
-from soorma import Identity
+from soorma.client import Identity
 from soorma.memory import MemoryClient
 from testsupport.services import db_url, in_process, memory_settings
 

@@ -81,7 +81,7 @@ async def test_an_unfiltered_transition_handler_skips_another_planners_plans(pla
 
 
 async def _plan(context, plan_id):
-    from soorma.plan_context import PlanContext
+    from soorma import PlanContext
 
     plan = await PlanContext.restore(plan_id, context)
     assert plan is not None

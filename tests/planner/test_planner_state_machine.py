@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from planner_support import responder, wait_for
 
+from soorma import PlanContext
 from soorma.agents.planner import GoalContext, Planner, TransitionContext
-from soorma.plan_context import PlanContext
 from soorma_common.memory import PlanStatus
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 from testsupport.capture import capture

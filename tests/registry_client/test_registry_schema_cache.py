@@ -7,7 +7,7 @@ import asyncio
 import httpx
 import pytest
 
-from soorma._http import Identity
+from soorma.client import Identity
 from soorma.registry import RegistryClient
 from soorma_common.registry import EventDefinition
 from testsupport.server import LiveServer

@@ -19,7 +19,7 @@ import pytest
 from sdk_helpers import eventually
 
 from soorma import Agent, PlatformContext
-from soorma._http import ServiceClient
+from soorma.client import ServiceClient
 from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio

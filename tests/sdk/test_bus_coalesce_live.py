@@ -92,8 +92,8 @@ async def test_a_refused_event_fails_only_its_own_publish_when_requests_are_shar
 
 
 async def test_publishes_of_different_tenants_never_share_a_request(counted, event_service):
-    from soorma._http import Identity
     from soorma.bus import BusClient
+    from soorma.client import Identity
 
     context, _ = counted
     await asyncio.gather(

@@ -9,9 +9,9 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from soorma import BusClient, Identity
-from soorma._http import identity_headers
+from soorma import BusClient
 from soorma._propagation import handling
+from soorma.client import Identity, identity_headers
 from soorma_common.events import EventEnvelope
 
 pytestmark = pytest.mark.asyncio

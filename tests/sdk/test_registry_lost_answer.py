@@ -23,7 +23,7 @@ import pytest_asyncio
 from sdk_helpers import eventually
 
 from soorma import Agent, PlatformContext, PlatformSettings
-from soorma._http import ServiceClient
+from soorma.client import ServiceClient
 from soorma_common.errors import ServiceUnavailable
 from testsupport.server import LiveServer
 

@@ -9,8 +9,8 @@ from fastapi import APIRouter
 
 from servicekit import CurrentIdentity, ServiceSettings, create_service_app
 from servicekit.auth import issue_token
-from soorma_common import PlanNotFound
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
+from soorma_common.errors import PlanNotFound
 
 pytestmark = pytest.mark.asyncio
 

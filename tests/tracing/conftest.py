@@ -9,7 +9,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from soorma import _tracing
+from soorma_common import tracing as otel
 
 
 class Spans:
@@ -49,8 +49,8 @@ def provider() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
 @pytest.fixture
 def spans(provider: tuple[TracerProvider, InMemorySpanExporter]) -> Iterator[Spans]:
     """Tracing on (to an in-memory exporter) for the test; off again afterwards."""
-    _tracing.enable(provider[0])
+    otel.enable(provider[0])
     try:
         yield Spans(*provider)
     finally:
-        _tracing.disable()
+        otel.disable()

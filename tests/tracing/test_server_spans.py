@@ -9,7 +9,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from servicekit import ServiceSettings, create_service_app
 from servicekit.tracing import TracingMiddleware
-from soorma import _tracing
+from soorma_common import tracing as otel
 
 pytestmark = pytest.mark.asyncio
 
@@ -60,7 +60,7 @@ async def test_a_request_with_a_traceparent_is_served_inside_the_callers_trace(s
 
 async def test_without_a_traceparent_a_request_starts_its_own_trace(spans):
     app = probe_app()
-    with _tracing.tracer().start_as_current_span("caller, not propagated"):
+    with otel.tracer().start_as_current_span("caller, not propagated"):
         async with client(app) as http:
             await http.get("/v1/things/1")
     (server,) = [s for s in spans.all() if s.kind is SpanKind.SERVER]

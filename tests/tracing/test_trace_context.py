@@ -13,12 +13,13 @@ import pytest
 from opentelemetry.trace import SpanKind
 from pydantic import ValidationError
 
-from soorma import Tool, _tracing
+from soorma import Tool
 from soorma._propagation import handling
 from soorma.ai import ChoreographyPlanner
 from soorma.bus import BusClient
 from soorma.event import Event
 from soorma.testing import PlatformHarness
+from soorma_common import tracing as otel
 from soorma_common.events import EventEnvelope, check_traceparent, trace_id_of
 from soorma_common.registry import AgentCapability, EventDefinition
 
@@ -168,7 +169,7 @@ SCRIPT = [
 async def test_llm_calls_are_spans_with_model_and_tokens_and_text_only_when_opted_in(
     spans, record_prompts
 ):
-    _tracing.enable(spans.provider, record_prompts=record_prompts)
+    otel.enable(spans.provider, record_prompts=record_prompts)
     weather, advisor = advisor_agents()
     async with PlatformHarness() as platform:
         llm = platform.script(advisor, SCRIPT)
@@ -205,25 +206,25 @@ async def test_llm_calls_are_spans_with_model_and_tokens_and_text_only_when_opte
     ],
 )
 def test_the_otel_variables_decide_whether_traces_are_exported(env, expected):
-    assert _tracing.exporter_names(env) == expected
+    assert otel.exporter_names(env) == expected
 
 
 def test_without_otel_variables_configure_leaves_tracing_off():
-    _tracing.disable()
+    otel.disable()
     try:
-        assert _tracing.configure("quiet", environ={}) is False
-        assert _tracing.ENABLED is False
+        assert otel.configure("quiet", environ={}) is False
+        assert otel.ENABLED is False
     finally:
-        _tracing.disable()
+        otel.disable()
 
 
 def test_otel_traces_exporter_turns_tracing_on_at_start(tmp_path):
     script = textwrap.dedent(
         """
-        from soorma import _tracing
+        from soorma_common import tracing as otel
         from opentelemetry import trace
-        assert _tracing.configure("probe") is True
-        _tracing.tracer().start_span("hello").end()
+        assert otel.configure("probe") is True
+        otel.tracer().start_span("hello").end()
         trace.get_tracer_provider().force_flush()
         """
     )
@@ -244,6 +245,7 @@ def test_an_application_tracer_provider_is_used_without_otel_variables():
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from soorma_common import tracing as otel
         from soorma import _tracing
         from soorma.event import Event
 
@@ -251,7 +253,7 @@ def test_an_application_tracer_provider_is_used_without_otel_variables():
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         trace.set_tracer_provider(provider)
-        assert _tracing.configure("app") is True
+        assert otel.configure("app") is True
         with _tracing.handler_span(Event(type="a.b", topic="business-facts"), "agent"):
             trace.get_tracer("mine").start_span("my work").end()
         mine, run = exporter.get_finished_spans()

@@ -48,6 +48,7 @@ from soorma.agents._registration import RegistryPresence
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.subscription import Subscription
+from soorma_common import tracing as otel
 from soorma_common.registry import DEFAULT_AGENT_TTL_SECONDS, AgentCapability, EventDefinition
 
 if TYPE_CHECKING:
@@ -309,7 +310,7 @@ class Agent:
             return
         if not self._table.handlers:
             raise RuntimeError(f"agent {self.name!r} has no handlers; add one with on_event()")
-        _tracing.configure(self.name)
+        otel.configure(self.name)
         if self._context is None:
             self._context = PlatformContext.from_env()
             self._context.bus.source = self.name

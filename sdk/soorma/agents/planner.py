@@ -5,7 +5,7 @@ decorators are the public surface of one concept and document their redelivery r
 
 ``@planner.on_goal("research.goal")`` receives a :class:`GoalContext` for each goal
 request on ``action-requests``; the handler usually creates a
-:class:`~soorma.plan_context.PlanContext` and calls ``execute_next()``.
+:class:`~soorma.PlanContext` and calls ``execute_next()``.
 ``@planner.on_transition()`` receives a :class:`TransitionContext` for every event on
 ``action-results`` / ``action-requests`` (or the ``transition_topics`` given) whose
 correlation id leads to a known plan; events of unknown plans are ignored.
@@ -31,15 +31,16 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
-from soorma._deprecation import renamed_method
 from soorma._names import check_event_type
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
-from soorma.plan_context import START_STATE, PlanCache, PlanContext
+from soorma.planning.cache import PlanCache
+from soorma.planning.plan import PlanContext
+from soorma.planning.stored import START_STATE
 from soorma_common.errors import VersionConflict
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, PLAN_WAIT_TIMEOUT, SYSTEM_EVENTS
 from soorma_common.memory import PlanStatus
 from soorma_common.registry import AgentCapability, EventDefinition
 from soorma_common.state import PlanDefinition, StateConfig
@@ -56,7 +57,6 @@ DEFAULT_TRANSITION_TOPICS = (ACTION_RESULTS, ACTION_REQUESTS)
 # included) never answer a step, so it does not read them unless asked to.
 DEFINITION_TRANSITION_TOPICS = (ACTION_RESULTS,)
 # Published by the tracker when a plan's WAIT outlives its timeout.
-WAIT_TIMEOUT_EVENT = "plan.wait_timeout"
 _GOAL_NAMESPACE = uuid.UUID("0b8e6a4e-3d51-4b8e-a3c3-9f0f3f7d2c11")
 
 
@@ -169,8 +169,6 @@ class GoalContext:
                 await existing.resend_current_action()
             return existing
 
-    create_plan = renamed_method("GoalContext", "create_plan", "open_plan")
-
 
 @dataclass(frozen=True, slots=True)
 class TransitionContext:
@@ -233,7 +231,7 @@ class Planner(Agent):
         # Planners whose plans wait (ChoreographyPlanner WAIT, or a machine with a
         # transition on plan.wait_timeout) also hear the tracker's timeouts.
         self.listens_for_wait_timeout = plan_definition is not None and any(
-            t.on_event == WAIT_TIMEOUT_EVENT
+            t.on_event == PLAN_WAIT_TIMEOUT
             for cfg in plan_definition.states.values()
             for t in cfg.transitions
         )
@@ -245,7 +243,7 @@ class Planner(Agent):
         self.plan_cache = PlanCache()
         if plan_definition is not None:
             states = plan_definition.states
-            from soorma.plan_context import validate_state_machine
+            from soorma.planning.machine import validate_state_machine
 
             validate_state_machine(states, plan_definition.initial_state)
 
@@ -386,7 +384,7 @@ class Planner(Agent):
                 for pattern in (["*"] if "*" in patterns else patterns)
             ]
             if self.listens_for_wait_timeout and SYSTEM_EVENTS not in self.transition_topics:
-                routes.append((SYSTEM_EVENTS, WAIT_TIMEOUT_EVENT))
+                routes.append((SYSTEM_EVENTS, PLAN_WAIT_TIMEOUT))
             for topic, pattern in routes:
                 self._add_handler(
                     HandlerSpec(

@@ -1,4 +1,4 @@
-"""Audit records of LLM calls, kept with the plan (``plan.state["llm_audit"]``).
+"""Audit records of LLM calls, kept with the plan (its choreography bookkeeping's ``audit``).
 
 Each record says what was asked (the prompt), what came back (raw output), from which
 model, how long it took, the tokens used and whether the answer passed validation -- with
@@ -7,13 +7,12 @@ credentials redacted, since plan state is readable through the memory service.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from soorma.ai._redact import redact
 
-AUDIT_KEY = "llm_audit"
 DEFAULT_AUDIT_LIMIT = 50
 # Prompts carry event schemas and results; stored trimmed to keep plan records small.
 MAX_AUDIT_TEXT = 8000
@@ -63,22 +62,11 @@ def audit_record(
     return entry
 
 
-def append_audit(
-    state: MutableMapping[str, Any], records: list[dict[str, Any]], limit: int
-) -> None:
-    """Add ``records`` to ``state[AUDIT_KEY]``, keeping the newest ``limit``."""
-    log = list(state.get(AUDIT_KEY) or [])
-    log.extend(records)
-    state[AUDIT_KEY] = log[-limit:] if limit > 0 else []
-
-
 __all__ = [
     "ATTEMPT_FALLBACK_MODEL",
     "ATTEMPT_FALLBACK_PLANNER",
     "ATTEMPT_FIRST",
     "ATTEMPT_REPAIR",
-    "AUDIT_KEY",
     "DEFAULT_AUDIT_LIMIT",
-    "append_audit",
     "audit_record",
 ]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from soorma.ai import _steps
 from soorma.ai._errors import CircuitBreakerOpen, PlannerError
-from soorma.ai._keys import FINISHED, WAITING_FOR_INPUT, add_correlation, book, count_action, status
+from soorma.ai._keys import FINISHED, add_correlation, book, count_action, status
 from soorma_common.decisions import (
     CompleteAction,
     DelegateAction,
@@ -22,11 +22,17 @@ from soorma_common.decisions import (
     PublishAction,
     WaitAction,
 )
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, SYSTEM_EVENTS, EventEnvelope
+from soorma_common.events import (
+    ACTION_REQUESTS,
+    ACTION_RESULTS,
+    PLAN_WAITING_FOR_INPUT,
+    SYSTEM_EVENTS,
+    EventEnvelope,
+)
 
 if TYPE_CHECKING:
     from soorma.context import PlatformContext
-    from soorma.plan_context import PlanContext
+    from soorma.planning.plan import PlanContext
 
 
 def field_of(obj: Any, name: str) -> Any:
@@ -218,7 +224,7 @@ async def wait(
     correlation_id = plan.plan_id
     await context.bus.publish(
         SYSTEM_EVENTS,
-        WAITING_FOR_INPUT,
+        PLAN_WAITING_FOR_INPUT,
         {
             "plan_id": plan.plan_id,
             "correlation_id": correlation_id,

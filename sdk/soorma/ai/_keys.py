@@ -7,15 +7,8 @@ from typing import TYPE_CHECKING
 from soorma_common.bookkeeping import ChoreographyBookkeeping
 
 if TYPE_CHECKING:
-    from soorma.plan_context import PlanContext
+    from soorma.planning.plan import PlanContext
 
-# Where releases before the ``bookkeeping`` field kept these in ``plan.state`` (records
-# that still have them are lifted on read; see soorma_common.bookkeeping).
-ACTIONS_KEY = "choreography_actions"
-WAITING_KEY = "_waiting_for"
-
-WAITING_FOR_INPUT = "plan.waiting_for_input"
-WAIT_TIMEOUT = "plan.wait_timeout"
 CHOREOGRAPHY_STATE = "choreography"
 FINISHED = frozenset({"completed", "failed", "cancelled"})
 

@@ -36,7 +36,7 @@ from soorma_common.decisions import (
 )
 
 if TYPE_CHECKING:
-    from soorma.plan_context import PlanContext
+    from soorma.planning.plan import PlanContext
     from soorma_common.registry import EventDefinition
 
 

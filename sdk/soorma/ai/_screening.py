@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from soorma.ai import _steps
-from soorma.ai._keys import FINISHED, WAIT_TIMEOUT, book, status
-from soorma_common.events import EventEnvelope
+from soorma.ai._keys import FINISHED, book, status
+from soorma_common.events import PLAN_WAIT_TIMEOUT, EventEnvelope
 
 if TYPE_CHECKING:
-    from soorma.plan_context import PlanContext
+    from soorma.planning.plan import PlanContext
 
 logger = logging.getLogger("soorma.choreography")
 
@@ -59,13 +59,13 @@ async def accept_event(event: EventEnvelope, plan: PlanContext, planner: str) ->
                 event.type,
             )
             return False
-    if event.type == WAIT_TIMEOUT and not (
+    if event.type == PLAN_WAIT_TIMEOUT and not (
         wait_timeout_for(event, plan) or book(plan).resumed_by == event.id
     ):
         return False  # another plan's, or late: the wait already ended
     if current == "paused":
         expected = book(plan).waiting_for
-        if event.type != expected and event.type != WAIT_TIMEOUT:
+        if event.type != expected and event.type != PLAN_WAIT_TIMEOUT:
             logger.info(
                 "plan %s waits for %s; %s leaves it paused", plan.plan_id, expected, event.type
             )

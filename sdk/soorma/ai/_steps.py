@@ -21,7 +21,7 @@ from soorma.ai._keys import book
 from soorma_common.decisions import PlannerDecision
 
 if TYPE_CHECKING:
-    from soorma.plan_context import PlanContext
+    from soorma.planning.plan import PlanContext
 
 # Steps remembered per plan (oldest dropped first); a plan takes at most max_actions.
 STEP_MEMORY = 200

@@ -46,11 +46,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from soorma._deprecation import renamed_method
 from soorma.agents.base import Agent
 from soorma.agents.planner import Planner, TransitionContext
 from soorma.ai import _execution, _steps
-from soorma.ai._audit import AUDIT_KEY, DEFAULT_AUDIT_LIMIT, audit_record
+from soorma.ai._audit import DEFAULT_AUDIT_LIMIT, audit_record
 from soorma.ai._catalog import load_catalog, without_consumer
 from soorma.ai._decided import Decided, DecidedSteps
 from soorma.ai._errors import (
@@ -61,11 +60,8 @@ from soorma.ai._errors import (
 )
 from soorma.ai._execution import field_of
 from soorma.ai._keys import (
-    ACTIONS_KEY,
     CHOREOGRAPHY_STATE,
     FINISHED,
-    WAITING_FOR_INPUT,
-    WAITING_KEY,
     book,
     status,
 )
@@ -81,7 +77,7 @@ from soorma.ai._reasoning import (
     ask_models,
 )
 from soorma.ai._screening import accept_event
-from soorma.plan_context import PlanContext
+from soorma.planning.plan import PlanContext
 from soorma_common.bookkeeping import ChoreographyBookkeeping, PlanBookkeeping
 from soorma_common.decisions import PlannerDecision
 from soorma_common.errors import VersionConflict
@@ -532,8 +528,6 @@ class ChoreographyPlanner(Planner):
         await plan.announce_start()
         return plan
 
-    create_plan = renamed_method("ChoreographyPlanner", "create_plan", "open_plan")
-
     async def step(
         self,
         plan: PlanContext,
@@ -711,13 +705,9 @@ _AGENT_OPTIONS = frozenset(
 
 
 __all__ = [
-    "ACTIONS_KEY",
-    "AUDIT_KEY",
     "DEFAULT_IDEMPOTENCY_HEADER",
     "DEFAULT_MAX_ACTIONS",
     "DEFAULT_REASONING_MODEL",
-    "WAITING_FOR_INPUT",
-    "WAITING_KEY",
     "ChoreographyPlanner",
     "CircuitBreakerOpen",
     "DecisionInvalid",

@@ -12,20 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 from soorma._propagation import current_event
 from soorma.planning.steps import derived_id
-from soorma_common.events import SYSTEM_EVENTS, EventEnvelope
+from soorma_common.events import (
+    PLAN_COMPLETED,
+    PLAN_FAILED,
+    PLAN_STARTED,
+    SYSTEM_EVENTS,
+    EventEnvelope,
+)
 from soorma_common.memory import PlanStatus
 
 if TYPE_CHECKING:
     from soorma.planning.plan import PlanContext
 
 logger = logging.getLogger("soorma.plan")
-
-PLAN_STARTED = "plan.started"
-PLAN_STATE_CHANGED = "plan.state_changed"
-PLAN_PAUSED = "plan.paused"
-PLAN_RESUMED = "plan.resumed"
-PLAN_COMPLETED = "plan.completed"
-PLAN_FAILED = "plan.failed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,14 +25,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from soorma._concurrency import retry_on_conflict
-from soorma._deprecation import renamed_method
 from soorma.planning.cache import PlanCache
 from soorma.planning.interpolate import interpolate
 from soorma.planning.lifecycle import (
-    PLAN_PAUSED,
-    PLAN_RESUMED,
-    PLAN_STARTED,
-    PLAN_STATE_CHANGED,
     Ending,
     caller_identity,
     end_events,
@@ -45,7 +40,14 @@ from soorma.planning.steps import derived_id, step_key
 from soorma.planning.stored import START_STATE
 from soorma.planning.transitions import FAILED_STATE_NAMES, PlanMachine
 from soorma_common.bookkeeping import PlanBookkeeping
-from soorma_common.events import ACTION_RESULTS, EventEnvelope
+from soorma_common.events import (
+    ACTION_RESULTS,
+    PLAN_PAUSED,
+    PLAN_RESUMED,
+    PLAN_STARTED,
+    PLAN_STATE_CHANGED,
+    EventEnvelope,
+)
 from soorma_common.memory import PlanContextRecord, PlanStatus
 from soorma_common.state import StateConfig
 
@@ -462,8 +464,6 @@ class PlanContext(PlanMachine):
         if entered is None:
             entered = await self.execute_next()
         return entered
-
-    is_complete = renamed_method("PlanContext", "is_complete", "at_terminal_state")
 
 
 class _Stopped(Exception):

@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Self
 
 from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
-from soorma._deprecation import renamed_property
 from soorma.planning.cache import PlanCache
 from soorma.planning.machine import as_state_machine
 from soorma.planning.records import merge_records, plan_memory
@@ -129,8 +128,6 @@ class StoredPlan:
     def platform(self) -> PlatformContext:
         """The platform clients the plan acts through (bus, memory, ...)."""
         return self._context
-
-    context = renamed_property("PlanContext", "context", "platform")
 
     # -- restoring and saving --------------------------------------------------------
 

@@ -1,1 +1,2 @@
-"""The Worker's task model; import it from :mod:`soorma.task`."""
+"""The Worker's task model (public names: ``soorma.TaskContext``, ``soorma.ResultContext``,
+``soorma.DelegationSpec``)."""

@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from soorma._deprecation import renamed_method
 from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog, answer_event_id
 from soorma.tasking.stored import StoredTask, task_memory
 from soorma_common.events import (
     ACTION_REQUESTS,
     ACTION_RESULTS,
+    HUMAN_INPUT,
     NOTIFICATION_EVENTS,
     SYSTEM_EVENTS,
+    TASK_PROGRESS,
     EventEnvelope,
 )
 from soorma_common.memory import SubTaskRecord, SubTaskStatus
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("soorma.task")
 
-HUMAN_INPUT_EVENT = "notification.human_input"
-PROGRESS_EVENT = "task.progress"
 
 SubTaskInfo = SubTaskRecord
 """Tracking info of one delegated sub-task (another name for ``SubTaskRecord``)."""
@@ -301,8 +300,6 @@ class TaskContext(StoredTask):
         """True when no sub-task is still waiting for its answer."""
         return all(s.status is not SubTaskStatus.PENDING for s in self.sub_tasks.values())
 
-    is_complete = renamed_method("TaskContext", "is_complete", "all_sub_tasks_answered")
-
     # -- answering -------------------------------------------------------------------
 
     async def complete(self, result: Any = None) -> bool:
@@ -413,7 +410,7 @@ class TaskContext(StoredTask):
         }
         return await self.platform.bus.publish(
             SYSTEM_EVENTS,
-            PROGRESS_EVENT,
+            TASK_PROGRESS,
             data,
             correlation_id=self.correlation_id or self.task_id,
             plan_id=self.plan_id,
@@ -457,7 +454,7 @@ class TaskContext(StoredTask):
         deadline = datetime.now(UTC) + timedelta(seconds=timeout_seconds)
         self.sub_tasks[sub_task_id] = SubTaskRecord(
             sub_task_id=sub_task_id,
-            event_type=HUMAN_INPUT_EVENT,
+            event_type=HUMAN_INPUT,
             response_event=response_event,
         )
         body = {
@@ -473,7 +470,7 @@ class TaskContext(StoredTask):
         ask = self._sub_request(
             sub_task_id,
             NOTIFICATION_EVENTS,
-            HUMAN_INPUT_EVENT,
+            HUMAN_INPUT,
             body,
             response_event,
             response_topic,

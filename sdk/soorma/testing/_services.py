@@ -1,16 +1,18 @@
 """The platform services a harness runs in process, with test-sized settings.
 
-The service packages are test-time dependencies: they are imported here, when a harness
-starts, never when ``soorma`` (or ``soorma.testing``) is imported.
+The service packages are test-time dependencies: they are found through their
+``soorma.services`` entry points when a harness starts, never when ``soorma`` (or
+``soorma.testing``) is imported.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from soorma._services import load_service
 
 EVENTS_HOST = "events.soorma.test"
 MEMORY_HOST = "memory.soorma.test"
@@ -27,10 +29,9 @@ QUIET_INTERVAL_SECONDS = 3600.0
 
 @dataclass(frozen=True, slots=True)
 class ServiceSpec:
-    """One service: where the SDK finds it and how its app is built."""
+    """One service: its entry-point name, its host in the harness and its settings."""
 
     name: str
-    module: str
     host: str
     defaults: Mapping[str, Any]
 
@@ -54,7 +55,6 @@ def service_specs(data_dir: Path) -> tuple[ServiceSpec, ...]:
     return (
         ServiceSpec(
             "events",
-            "event_service",
             EVENTS_HOST,
             {
                 **common,
@@ -67,7 +67,6 @@ def service_specs(data_dir: Path) -> tuple[ServiceSpec, ...]:
         ),
         ServiceSpec(
             "memory",
-            "memory_service",
             MEMORY_HOST,
             {
                 **common,
@@ -77,7 +76,6 @@ def service_specs(data_dir: Path) -> tuple[ServiceSpec, ...]:
         ),
         ServiceSpec(
             "registry",
-            "registry_service",
             REGISTRY_HOST,
             {
                 **common,
@@ -92,18 +90,10 @@ def build_app(spec: ServiceSpec, overrides: Mapping[str, Any] | None = None) -> 
     """The service's ASGI app built with the harness defaults and ``overrides``.
 
     Raises:
-        ImportError: the service package is not installed (names what to install).
+        ServiceNotInstalled: the service package is not installed (names what to install).
     """
-    try:
-        package = importlib.import_module(spec.module)
-        settings_module = importlib.import_module(f"{spec.module}.settings")
-    except ImportError as exc:
-        raise ImportError(
-            f"soorma.testing runs the {spec.name} service in process and needs the "
-            f"{spec.module!r} package: install the platform's services in your test "
-            f"environment (e.g. `pip install -e services/{spec.module.replace('_', '-')}`)"
-        ) from exc
-    settings = settings_module.Settings(**{**spec.defaults, **(overrides or {})})
+    package = load_service(spec.name)
+    settings = package.Settings(**{**spec.defaults, **(overrides or {})})
     return package.create_app(settings)
 
 

@@ -55,7 +55,7 @@ from soorma.testing._services import (
     build_app,
     service_specs,
 )
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS
+from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, PLAN_FAILED
 from soorma_common.memory import PlanContextRecord, TaskContextRecord
 
 logger = logging.getLogger("soorma.testing")
@@ -275,9 +275,7 @@ class PlatformHarness:
 
     def _diagnose(self) -> str:
         hints = []
-        failed = [
-            f"{e.plan_id}: {e.data.get('reason')}" for e in self.recorder.events("plan.failed")
-        ]
+        failed = [f"{e.plan_id}: {e.data.get('reason')}" for e in self.recorder.events(PLAN_FAILED)]
         if failed:
             hints.append("plans failed: " + " | ".join(failed[-3:]))
         if self._errors.messages:

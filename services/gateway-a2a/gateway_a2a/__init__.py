@@ -2,7 +2,7 @@
 
 import os
 
-from soorma.tracing import exporter_names
+from soorma_common.tracing import exporter_names
 
 # a2a-sdk wraps every handler call in an OpenTelemetry span. With the platform's tracing
 # off (no OTEL_* exporter, docs/tracing.md) those spans go nowhere and cost CPU per
@@ -12,5 +12,6 @@ if not exporter_names(os.environ):
     os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 from gateway_a2a.app import create_app
+from gateway_a2a.settings import Settings
 
-__all__ = ["create_app"]
+__all__ = ["Settings", "create_app"]

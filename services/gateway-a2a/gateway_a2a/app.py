@@ -33,7 +33,7 @@ from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import build_stores, migrate_stores
 from servicekit import create_service_app
-from soorma._transport import make_http_client
+from soorma.client import make_http_client
 from soorma.context import DEFAULT_HTTP_LIMITS
 
 AGENT_PREFIX = "/agents/{agent}"

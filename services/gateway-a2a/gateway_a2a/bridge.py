@@ -32,16 +32,16 @@ import httpx
 
 from gateway_a2a.settings import Settings
 from gateway_a2a.store import Route, RouteStore
-from soorma._http import Identity
 from soorma.bus import BusClient
+from soorma.client import Identity
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS, SYSTEM_EVENTS
+from soorma_common.events import HUMAN_INPUT as HUMAN_INPUT_EVENT
+from soorma_common.events import TASK_PROGRESS as PROGRESS_EVENT
+from soorma_common.events import TASK_TIMEOUT as TIMEOUT_EVENT
 
 logger = logging.getLogger(__name__)
 
-PROGRESS_EVENT = "task.progress"
-HUMAN_INPUT_EVENT = "notification.human_input"
-TIMEOUT_EVENT = "task.timeout"
 READY_TIMEOUT_SECONDS = 15.0
 TAP = "*"
 MAX_ACKS = 500

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from a2a.utils.errors import InvalidParamsError
 
-from soorma._http import Identity
+from soorma.client import Identity
 from soorma.registry import RegistryClient
 
 # Agent metadata key: "message" makes the gateway answer with a direct A2A message

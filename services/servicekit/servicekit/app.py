@@ -342,6 +342,15 @@ def create_service_app(
     )
     app.state.settings = settings
     app.state.service_name = name
+
+    def _uvicorn_options() -> dict[str, Any]:
+        # Imported on use: apps served in process (tests, the harness) never load uvicorn.
+        from servicekit.server import uvicorn_options
+
+        return uvicorn_options(settings)
+
+    # What a server running this app in process (``soorma dev``) passes to uvicorn.
+    app.state.uvicorn_options = _uvicorn_options
     install_error_handlers(app)
     _add_api_docs(app, name)
 

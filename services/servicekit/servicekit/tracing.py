@@ -6,10 +6,11 @@ the ambient context), so a request made from a traced agent's handler shows up i
 that handler's trace. Streaming responses (SSE) are not buffered; their span ends when the
 stream does.
 
-Tracing is configured once per process from the ``OTEL_*`` variables by the SDK's helper
-(:func:`configure_tracing`), when a service app is built: :func:`tracing_middleware` is the
-outermost entry of ``servicekit.app.PLATFORM_MIDDLEWARES``, so the span covers the whole
-stack, fast paths included. With tracing off it adds nothing and requests pay nothing.
+Tracing is configured once per process from the ``OTEL_*`` variables by the platform's
+switch (:mod:`soorma_common.tracing`, shared with the SDK), when a service app is built:
+:func:`tracing_middleware` is the outermost entry of ``servicekit.app.PLATFORM_MIDDLEWARES``,
+so the span covers the whole stack, fast paths included. With tracing off it adds nothing
+and requests pay nothing.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from servicekit.settings import ServiceSettings
-from soorma import tracing as sdk_tracing
+from soorma_common import tracing as otel
 
 
 def configure_tracing(service_name: str) -> bool:
     """Turn tracing on for this process when ``OTEL_*`` asks for it; whether it is on."""
-    return sdk_tracing.configure(service_name)
+    return otel.configure(service_name)
 
 
 def tracing_middleware(service_name: str, _settings: ServiceSettings) -> Middleware | None:
@@ -49,7 +50,7 @@ class TracingMiddleware:
         self.service = service
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not sdk_tracing.enabled():
+        if scope["type"] != "http" or not otel.ENABLED:
             await self.app(scope, receive, send)
             return
         from opentelemetry import trace
@@ -67,9 +68,9 @@ class TracingMiddleware:
             "url.path": scope.get("path", ""),
             "soorma.service": self.service,
         }
-        span = sdk_tracing.tracer().start_span(
+        span = otel.tracer().start_span(
             method,
-            context=sdk_tracing.extract(traceparent, tracestate),
+            context=otel.extract(traceparent, tracestate),
             kind=trace.SpanKind.SERVER,
             attributes=attributes,
         )

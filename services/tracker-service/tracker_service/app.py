@@ -12,8 +12,9 @@ from fastapi import APIRouter, FastAPI
 
 from servicekit import create_service_app
 from servicekit.db import database_url
-from soorma._http import Identity, ServiceClient
+from soorma import MemoryClient
 from soorma.bus import BusClient
+from soorma.client import Identity
 from tracker_service.db import open_engine
 from tracker_service.projector import Projector, default_consumer
 from tracker_service.routes import router
@@ -50,7 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             source="soorma-tracker",
             coalesce=False,
         )
-        memory = ServiceClient(
+        memory = MemoryClient(
             base_url=settings.memory_url,
             http=http,
             identity=identity,

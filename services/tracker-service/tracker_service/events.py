@@ -12,36 +12,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-PLAN_STARTED = "plan.started"
-PLAN_STATE_CHANGED = "plan.state_changed"
-PLAN_PAUSED = "plan.paused"
-PLAN_RESUMED = "plan.resumed"
-PLAN_COMPLETED = "plan.completed"
-PLAN_FAILED = "plan.failed"
-PLAN_CANCELLED = "plan.cancelled"
-PLAN_WAITING = "plan.waiting_for_input"
-PLAN_WAIT_TIMEOUT = "plan.wait_timeout"
-TASK_PROGRESS = "task.progress"
-TASK_TIMEOUT = "task.timeout"
-HUMAN_INPUT = "notification.human_input"
-
-PLAN_LIFECYCLE = frozenset(
-    {
-        PLAN_STARTED,
-        PLAN_STATE_CHANGED,
-        PLAN_PAUSED,
-        PLAN_RESUMED,
-        PLAN_COMPLETED,
-        PLAN_FAILED,
-        PLAN_CANCELLED,
-        PLAN_WAITING,
-        PLAN_WAIT_TIMEOUT,
-    }
+from soorma_common.events import (
+    ACTION_REQUESTS,
+    HUMAN_INPUT,
+    PLAN_LIFECYCLE_EVENTS,
+    PLAN_WAITING_FOR_INPUT,
+    TASK_PROGRESS,
+    TASK_TIMEOUT,
 )
-# Platform event types that are never the answer to a request.
-NOT_ANSWERS = PLAN_LIFECYCLE | {TASK_PROGRESS, TASK_TIMEOUT, HUMAN_INPUT}
-ACTION_REQUESTS = "action-requests"
-SYSTEM_EVENTS = "system-events"
+
 DELEGATION_SUBJECT = "delegation-group:"
 MAX_TIMEOUT_SECONDS = 366 * 86_400.0
 
@@ -152,7 +131,7 @@ def parse(raw: Any) -> Ev:
         raise
     except Exception as exc:  # an attribute missing or of the wrong kind
         raise Malformed(f"unreadable event: {exc}") from exc
-    if ev.type in PLAN_LIFECYCLE:
+    if ev.type in PLAN_LIFECYCLE_EVENTS:
         plan_id = ev.plan_id or _str(data.get("plan_id"))
         if plan_id is None:
             raise Malformed(f"{ev.type} without a plan_id")
@@ -170,7 +149,7 @@ def parse(raw: Any) -> Ev:
             ev.deadline = _time(data.get("deadline"))
         elif ev.timeout_seconds is not None:
             ev.deadline = ev.time + timedelta(seconds=ev.timeout_seconds)
-    if ev.type == PLAN_WAITING:
+    if ev.type == PLAN_WAITING_FOR_INPUT:
         ev.timeout_seconds = _timeout(data.get("timeout_seconds"))
         if ev.timeout_seconds is not None:
             ev.deadline = ev.time + timedelta(seconds=ev.timeout_seconds)

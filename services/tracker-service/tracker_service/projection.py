@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from soorma_common import events as wire
 from soorma_common.tracker import TERMINAL_PLAN_STATUSES
 from tracker_service import events as et
 from tracker_service.db import lock_writes, upsert
@@ -51,16 +52,18 @@ _CLASS = {
     "cancelled": 2,
 }
 _PLAN_STATUS_BY_TYPE = {
-    et.PLAN_STARTED: "running",
-    et.PLAN_PAUSED: "paused",
-    et.PLAN_RESUMED: "running",
-    et.PLAN_COMPLETED: "completed",
-    et.PLAN_FAILED: "failed",
-    et.PLAN_CANCELLED: "cancelled",
+    wire.PLAN_STARTED: "running",
+    wire.PLAN_PAUSED: "paused",
+    wire.PLAN_RESUMED: "running",
+    wire.PLAN_COMPLETED: "completed",
+    wire.PLAN_FAILED: "failed",
+    wire.PLAN_CANCELLED: "cancelled",
 }
 # Statuses whose ``reason`` says why (kept until the row moves on).
 REASONED_STATUSES = frozenset({"failed", "paused", "cancelled"})
-_PLAN_ENDS = frozenset({et.PLAN_COMPLETED, et.PLAN_FAILED, et.PLAN_CANCELLED, et.PLAN_RESUMED})
+_PLAN_ENDS = frozenset(
+    {wire.PLAN_COMPLETED, wire.PLAN_FAILED, wire.PLAN_CANCELLED, wire.PLAN_RESUMED}
+)
 
 Key = tuple[str, str]
 
@@ -330,9 +333,9 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
                 task_ids.add((e.tenant, value))
                 task_keys.add((e.tenant, value))
                 wait_ids.add((e.tenant, value))
-        if e.type == et.PLAN_STARTED and e.parent_event_id:
+        if e.type == wire.PLAN_STARTED and e.parent_event_id:
             goal_ids.add((e.tenant, e.parent_event_id))
-        if e.type == et.PLAN_WAIT_TIMEOUT and isinstance(e.data.get("wait_id"), str):
+        if e.type == wire.PLAN_WAIT_TIMEOUT and isinstance(e.data.get("wait_id"), str):
             wait_ids.add((e.tenant, e.data["wait_id"]))
     for row in await _select_any(conn, plans, {"plan_id": plan_keys, "goal_event_id": request_ids}):
         b.plans.setdefault((row["tenant_id"], row["plan_id"]), row)
@@ -360,15 +363,15 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
     for row in await _select_any(conn, waits, {"wait_id": wait_ids, "plan_id": plan_keys}):
         b.add_wait(row)
     b.dirty_waits.clear()
-    asked = {(e.tenant, e.task_key) for e in evs if e.is_request or e.type == et.HUMAN_INPUT}
+    asked = {(e.tenant, e.task_key) for e in evs if e.is_request or e.type == wire.HUMAN_INPUT}
     for row in await _select_any(conn, events, {"event_id": goal_ids, "correlation_id": asked}):
         tenant = row["tenant_id"]
         if (tenant, row["event_id"]) in goal_ids:
             b.goal_events[(tenant, row["event_id"])] = (row["type"], row["correlation_id"])
         if (
             (tenant, row["correlation_id"]) in asked
-            and row["topic"] != et.ACTION_REQUESTS
-            and row["type"] not in et.NOT_ANSWERS
+            and row["topic"] != wire.ACTION_REQUESTS
+            and row["type"] not in wire.NOT_ANSWERS
         ):
             b.answers[(tenant, row["correlation_id"])].append(_stored_ev(row))
     return b
@@ -408,7 +411,7 @@ def _answers(t: dict[str, Any], e: et.Ev) -> bool:
     """
     if not t["response_event"] or e.type == t["response_event"]:
         return True
-    return e.topic != et.SYSTEM_EVENTS and (
+    return e.topic != wire.SYSTEM_EVENTS and (
         t["plan_id"] is None or e.plan_id is None or t["plan_id"] == e.plan_id
     )
 
@@ -426,21 +429,21 @@ def _apply_plan(b: _Batch, e: et.Ev) -> None:
         p["session_id"] = e.session_id
     d = e.data
     parent = d.get("parent_plan_id")
-    if isinstance(parent, str) and parent and e.type in et.PLAN_LIFECYCLE:
+    if isinstance(parent, str) and parent and e.type in wire.PLAN_LIFECYCLE_EVENTS:
         p["parent_plan_id"] = parent
     if e.correlation_id:
         b.correlations[(e.tenant, e.correlation_id, e.plan_id)] = e.time
-    if e.type in et.PLAN_LIFECYCLE:
+    if e.type in wire.PLAN_LIFECYCLE_EVENTS:
         state = d.get("current_state")
         if isinstance(state, str) and (p["state_time"] is None or e.time >= utc(p["state_time"])):
             p["current_state"], p["state_time"] = state, e.time
-    if e.type in et.PLAN_LIFECYCLE and e.type != et.PLAN_WAIT_TIMEOUT:
+    if e.type in wire.PLAN_LIFECYCLE_EVENTS and e.type != wire.PLAN_WAIT_TIMEOUT:
         # The planner publishes its plan's lifecycle (a ChoreographyPlanner plan may
         # show only its end); plan.wait_timeout comes from the tracker itself.
         p["planner"] = (
-            e.source if e.type == et.PLAN_STARTED and e.source else p["planner"] or e.source
+            e.source if e.type == wire.PLAN_STARTED and e.source else p["planner"] or e.source
         )
-    if e.type == et.PLAN_STARTED:
+    if e.type == wire.PLAN_STARTED:
         p["started_at"] = e.time if p["started_at"] is None else min(utc(p["started_at"]), e.time)
         goal_event = d.get("goal_event")
         if isinstance(goal_event, str) and goal_event and not p["goal_event"]:
@@ -451,7 +454,7 @@ def _apply_plan(b: _Batch, e: et.Ev) -> None:
             if goal is not None:
                 p["goal_event"], p["goal_correlation_id"] = goal
             b.plans_by_goal[(e.tenant, e.parent_event_id)].append((e.tenant, e.plan_id))
-    if e.type == et.PLAN_STATE_CHANGED:
+    if e.type == wire.PLAN_STATE_CHANGED:
         to_state = d.get("to_state")
         if isinstance(to_state, str) and all(s["event_id"] != e.id for s in p["state_path"]):
             step = {
@@ -476,7 +479,7 @@ def _apply_plan(b: _Batch, e: et.Ev) -> None:
         ):
             p["ended_at"] = e.time
     if (
-        e.topic != et.ACTION_REQUESTS
+        e.topic != wire.ACTION_REQUESTS
         and d.get("plan_id") == e.plan_id
         and "result" in d
         and d.get("status") == "completed"
@@ -702,17 +705,17 @@ def _apply(b: _Batch, e: et.Ev) -> None:
         _apply_plan(b, e)
     if e.is_request:
         _apply_request(b, e)
-    elif e.type == et.TASK_PROGRESS:
+    elif e.type == wire.TASK_PROGRESS:
         _apply_progress(b, e)
-    elif e.type == et.HUMAN_INPUT:
+    elif e.type == wire.HUMAN_INPUT:
         _apply_human_input(b, e)
-    elif e.type == et.TASK_TIMEOUT:
+    elif e.type == wire.TASK_TIMEOUT:
         _apply_task_timeout(b, e)
-    elif e.type == et.PLAN_WAITING:
+    elif e.type == wire.PLAN_WAITING_FOR_INPUT:
         _apply_plan_wait(b, e)
-    elif e.type == et.PLAN_WAIT_TIMEOUT:
+    elif e.type == wire.PLAN_WAIT_TIMEOUT:
         _apply_wait_timeout(b, e)
-    elif e.type not in et.NOT_ANSWERS:
+    elif e.type not in wire.NOT_ANSWERS:
         if e.correlation_id:
             _apply_answer(b, e)
         _apply_plan_wait_answer(b, e)

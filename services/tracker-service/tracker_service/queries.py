@@ -16,6 +16,7 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from soorma_common import events as wire
 from soorma_common.errors import PlanNotFound, TaskNotFound, ValidationFailed
 from soorma_common.tracker import (
     DelegationGroup,
@@ -146,25 +147,25 @@ def wait_model(row: Any) -> Wait:
 def summarize(type_: str, topic: str, source: str | None, data: dict[str, Any]) -> str:
     """One line a person can read for a timeline entry."""
     who = source or "?"
-    if type_ == "plan.state_changed":
+    if type_ == wire.PLAN_STATE_CHANGED:
         return f"{data.get('from_state') or '(start)'} -> {data.get('to_state')}" + (
             f" on {data['trigger_event']}" if data.get("trigger_event") else ""
         )
-    if type_ in {"plan.failed", "plan.paused"} and data.get("reason"):
+    if type_ in {wire.PLAN_FAILED, wire.PLAN_PAUSED} and data.get("reason"):
         return f"{type_.split('.', 1)[1]}: {data['reason']}"
     if type_.startswith("plan."):
         return f"plan {type_.split('.', 1)[1].replace('_', ' ')}"
-    if type_ == "notification.human_input":
+    if type_ == wire.HUMAN_INPUT:
         return f"{who} asks a human: {data.get('question', '')}"[:200]
-    if type_ == "task.progress":
+    if type_ == wire.TASK_PROGRESS:
         pct = data.get("progress")
         return (
             f"{who}: {int(pct * 100) if isinstance(pct, int | float) else '?'}% "
             f"{data.get('message') or ''}".strip()
         )
-    if type_ == "task.timeout":
+    if type_ == wire.TASK_TIMEOUT:
         return f"human input timed out ({data.get('reason', 'hitl_timeout')})"
-    if topic == "action-requests":
+    if topic == wire.ACTION_REQUESTS:
         return f"{who} requests {type_}"
     failed = data.get("status") == "failed" or data.get("success") is False
     return f"{who} answers {type_}" + (f" (failed: {data.get('error')})" if failed else "")

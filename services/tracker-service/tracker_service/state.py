@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from soorma import MemoryClient
 from tracker_service.settings import Settings
 
 
@@ -15,7 +16,7 @@ from tracker_service.settings import Settings
 class TrackerState:
     engine: AsyncEngine
     settings: Settings
-    memory: Any  # soorma._http.ServiceClient on the memory service, acting as a service
+    memory: MemoryClient | None  # acting as a platform service
     projector: Any = None
 
 

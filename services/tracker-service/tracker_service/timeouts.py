@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from soorma.bus import BusClient
+from soorma_common.events import PLAN_WAIT_TIMEOUT, SYSTEM_EVENTS, TASK_TIMEOUT
 from tracker_service.db import lock_writes
 from tracker_service.models import waits
 from tracker_service.projection import bump
@@ -28,9 +29,6 @@ from tracker_service.timeutil import now, utc, utc_or_none
 
 log = logging.getLogger("tracker_service.timeouts")
 
-SYSTEM_EVENTS = "system-events"
-TASK_TIMEOUT = "task.timeout"
-PLAN_WAIT_TIMEOUT = "plan.wait_timeout"
 SOURCE = "soorma-tracker"
 CLAIM_LIMIT = 100
 _NAMESPACE = uuid.UUID("6f1d3c52-8a0e-4b7e-9a43-2c5d0e7b9f10")

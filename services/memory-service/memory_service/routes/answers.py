@@ -26,7 +26,7 @@ from memory_service.sql.answers import SqlAnswers
 from memory_service.sql.claims import SqlClaims
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 from soorma_common.errors import NotFound
 from soorma_common.memory import AnswerClaim
 

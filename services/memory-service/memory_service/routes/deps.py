@@ -11,7 +11,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from memory_service.store import MemoryStore
 from servicekit.jsoncheck import NUL, NUL_MESSAGE, NulFree, check_json
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 from soorma_common.errors import PayloadTooLarge, ValidationFailed
 
 MAX_ID_LENGTH = 256

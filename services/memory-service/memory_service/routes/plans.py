@@ -20,7 +20,7 @@ from memory_service.routes.deps import (
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
 from servicekit.jsoncheck import NulFree
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 from soorma_common.errors import ValidationFailed
 from soorma_common.memory import PlanCreate, PlanStatus, PlanSummary, PlanUpdate
 

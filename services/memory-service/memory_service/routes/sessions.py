@@ -10,7 +10,7 @@ from memory_service.routes.deps import RecordId, SizeChecked, Store, check_ids, 
 from memory_service.routes.plans import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 from soorma_common.memory import SessionCreate, SessionSummary
 
 router = APIRouter(prefix="/v1/memory/sessions", tags=["sessions"], responses=error_responses(422))

@@ -13,7 +13,7 @@ from memory_service.routes.deps import RecordId, SizeChecked, Store, check_stora
 from servicekit import CurrentIdentity
 from servicekit.errors import error_responses
 from servicekit.jsoncheck import NulFree
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 from soorma_common.errors import ValidationFailed
 from soorma_common.memory import WorkingMemoryItem, WorkingMemoryWrite
 

@@ -1,4 +1,8 @@
-"""Small base for the SDK's service clients.
+"""The SDK's public client layer: who it acts as, the base of its service clients and the
+shared HTTP client they use.
+
+Platform services that talk to other services (the tracker reading plan contexts, the
+gateway publishing events) build their clients from here, as agents do.
 
 One shared ``httpx.AsyncClient`` per :class:`~soorma.context.PlatformContext`; each client
 adds its base URL, identity headers and the mapping of ``{"error": {...}}`` bodies back to
@@ -8,11 +12,13 @@ adds its base URL, identity headers and the mapping of ``{"error": {...}}`` bodi
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import logging
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 # httpx imports its command-line tool with itself (``httpx._main``: rich, click and
 # pygments when installed, ~1 s of a loaded machine's start-up); agents never run it.
@@ -23,8 +29,9 @@ if "httpx" not in sys.modules:
 
 import httpx
 
-from soorma import _tracing
 from soorma._propagation import current_event
+from soorma._transport import make_http_client
+from soorma_common import tracing as otel
 from soorma_common.errors import ServiceUnavailable, error_from_payload
 
 logger = logging.getLogger("soorma.http")
@@ -130,6 +137,16 @@ class ServiceClient:
         self.connect_retries = connect_retries
         self.retry_backoff = retry_backoff
 
+    def acting_as(self, *, tenant_id: str) -> Self:
+        """This client acting as ``tenant_id`` (same connection pool, same settings).
+
+        For platform services (``role="service"``) that read other tenants' records on
+        their behalf, e.g. the tracker showing one tenant's plan context.
+        """
+        clone = copy.copy(self)
+        clone.identity = dataclasses.replace(self.identity, tenant_id=tenant_id)
+        return clone
+
     def url(self, path: str) -> str:
         """Absolute URL of ``path`` on this service."""
         return f"{self.base_url}/{path.lstrip('/')}"
@@ -168,8 +185,8 @@ class ServiceClient:
             all_headers = self.headers(tenant_id=tenant_id, user_id=user_id)
         if headers:
             all_headers.update(headers)
-        if _tracing.ENABLED:
-            _tracing.inject_headers(all_headers)
+        if otel.ENABLED:
+            otel.inject_headers(all_headers)
         attempt = 0
         while True:
             try:
@@ -206,4 +223,10 @@ class ServiceClient:
         return response.json()
 
 
-__all__ = ["Identity", "ServiceClient", "identity_headers", "raise_for_error"]
+__all__ = [
+    "Identity",
+    "ServiceClient",
+    "identity_headers",
+    "make_http_client",
+    "raise_for_error",
+]

@@ -29,6 +29,7 @@ from gateway_a2a.handler import GatewayRequestHandler
 from gateway_a2a.legacy import LegacyEndpoint
 from gateway_a2a.push import RetryingPushSender
 from gateway_a2a.replicas import ReplicaWatch
+from gateway_a2a.rest03 import rest03_routes
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import build_stores, migrate_stores
@@ -121,7 +122,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         for route in create_rest_routes(handler, context_builder=contexts, path_prefix=AGENT_PREFIX)
         if not isinstance(route, Mount)
     ]
-    rest += create_rest_routes(handler, context_builder=contexts, enable_v0_3_compat=True)
+    # The 0.3 routes before the SDK's ``/{tenant}`` mount, which would take ``/v1/...``.
+    rest += rest03_routes(handler, contexts)
+    rest += create_rest_routes(handler, context_builder=contexts)
     add_a2a_routes_to_fastapi(
         app,
         agent_card_routes=create_agent_card_routes(

@@ -44,6 +44,8 @@ from gateway_a2a.bridge import Bridge
 from gateway_a2a.errors import unavailable
 from gateway_a2a.executor import ANSWER_KEY, PAYLOAD_KEY, RESUME_KEY, SKILL_KEY
 from gateway_a2a.mapping import MESSAGE_KEY, message_record, narrow, request_payload
+from gateway_a2a.pushpolicy import SETTING as PUSH_SETTING
+from gateway_a2a.pushpolicy import PushPolicy
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import Route, RouteStore, tenant_context, tenant_of
@@ -183,6 +185,16 @@ class GatewayRequestHandler(DefaultRequestHandler):
                 session_id=route.context_id,
             )
         return task
+
+    async def _reject_unsafe_push_url(self, url: str) -> None:
+        """A refused push URL is ``-32602`` naming the rule and the setting."""
+        policy = self._push_url_validator
+        if not isinstance(policy, PushPolicy):
+            await super()._reject_unsafe_push_url(url)
+            return
+        reason = await policy.refusal(url)
+        if reason is not None:
+            raise InvalidParamsError(message=reason, data={"field": "url", "setting": PUSH_SETTING})
 
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext

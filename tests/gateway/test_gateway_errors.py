@@ -189,3 +189,35 @@ async def test_v0_3_method_names(platform: Platform, path: str):
             json.loads(body.removeprefix("data:")) if body.startswith("data:") else json.loads(body)
         )
         assert body["error"]["code"] == -32001
+
+
+async def test_client_errors_are_logged_in_one_line_without_traceback(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+):
+    bad_requests: list[tuple[str, str, Any, dict[str, str]]] = [
+        ("POST", "/", {"jsonrpc": "1.0", "id": 1, "method": "GetTask"}, V1),
+        ("POST", "/", rpc("GetTask", {"id": 5, "historyLength": "x"}), V1),
+        ("POST", "/", rpc("GetTask", None) | {"params": None}, V1),
+        ("POST", "/", rpc("SendMessage", {"message": message({"text": 1})}), V1),
+        ("POST", "/", rpc("message/send", {"message": {"parts": 3}}), HEADERS_A),
+        ("POST", "/", rpc("GetTask", {"id": "x"}), {**HEADERS_A, "A2A-Version": "9.9"}),
+        ("POST", "/message:send", {"message": {"parts": "x"}}, V1),
+        ("GET", "/tasks/missing", None, V1),
+        ("POST", "/v1/message:stream", {"message": {}}, HEADERS_A),
+    ]
+    async with httpx.AsyncClient(base_url=platform.url) as http:
+        for method, path, body, headers in bad_requests:
+            caplog.clear()
+            with caplog.at_level("INFO"):
+                response = await http.request(method, path, json=body, headers=headers)
+                await asyncio.sleep(0.05)
+            assert response.status_code < 500, (path, response.text)
+            records = [
+                r
+                for r in caplog.records
+                if r.levelno >= 30 and r.name.startswith(("a2a", "gateway_a2a", "servicekit"))
+            ]
+            assert len(records) <= 1, (path, body, [r.getMessage() for r in records])
+            for record in records:
+                assert record.exc_info is None and record.exc_text is None, record.getMessage()
+                assert "\n" not in record.getMessage()

@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 
+from gateway_a2a import logs as gateway_logs
 from gateway_a2a import metrics as gateway_metrics
 from gateway_a2a.auth import AuthMiddleware, TenantContextBuilder
 from gateway_a2a.body import Utf8BodyGuard
@@ -47,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     logging.getLogger("httpx").setLevel(
         max(logging.WARNING, logging.getLogger("httpx").getEffectiveLevel())
     )
+    gateway_logs.install()  # a client's bad request: one log line, no traceback
     stores = build_stores(settings)
     http = make_http_client(limits=DEFAULT_HTTP_LIMITS)
     push_http = httpx.AsyncClient(

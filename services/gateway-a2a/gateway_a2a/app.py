@@ -21,6 +21,7 @@ from starlette.routing import Mount, Route
 
 from gateway_a2a import logs as gateway_logs
 from gateway_a2a import metrics as gateway_metrics
+from gateway_a2a import openapi as gateway_openapi
 from gateway_a2a.auth import AuthMiddleware, TenantContextBuilder
 from gateway_a2a.body import Utf8BodyGuard
 from gateway_a2a.bridge import Bridge
@@ -31,6 +32,7 @@ from gateway_a2a.legacy import LegacyEndpoint
 from gateway_a2a.push import RetryingPushSender
 from gateway_a2a.replicas import ReplicaWatch
 from gateway_a2a.rest03 import rest03_routes
+from gateway_a2a.restwire import RestMediaTypes
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import build_stores, migrate_stores
@@ -138,8 +140,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         rest_routes=rest,
     )
     app.add_middleware(AuthMiddleware, settings=settings)
-    # Innermost (after the size limit): a body that is not UTF-8 is a parse error.
+    # Innermost (after the size limit): the HTTP+JSON media types, then a body that is
+    # not UTF-8 is a parse error.
+    app.user_middleware.append(Middleware(RestMediaTypes))
     app.user_middleware.append(Middleware(Utf8BodyGuard))
+    gateway_openapi.install(app)
     gateway_metrics.register(app, stores, bridge)  # open tasks, refused events on /metrics
     app.state.handler = handler
     app.state.bridge = bridge

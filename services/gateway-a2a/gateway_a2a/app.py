@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 from a2a.server.routes import (
     add_a2a_routes_to_fastapi,
-    create_agent_card_routes,
     create_jsonrpc_routes,
     create_rest_routes,
 )
 from a2a.types.a2a_pb2 import AgentCard
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
@@ -131,11 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     rest += create_rest_routes(handler, context_builder=contexts)
     add_a2a_routes_to_fastapi(
         app,
-        agent_card_routes=create_agent_card_routes(
-            placeholder,
-            card_modifier=cards.public_card,
-            cache_control=f"public, max-age={settings.gateway_card_max_age_seconds}",
-        ),
+        agent_card_routes=[Route(AGENT_CARD_WELL_KNOWN_PATH, cards.card, methods=["GET"])],
         jsonrpc_routes=jsonrpc,
         rest_routes=rest,
     )

@@ -3,6 +3,7 @@ with ``*`` in the allow-list too; a refusal names the rule and the setting."""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 
 import httpx
@@ -11,8 +12,12 @@ from a2a.types.a2a_pb2 import TaskPushNotificationConfig, TaskState
 from a2a.utils.errors import InvalidParamsError
 from conftest import HEADERS_A, Platform
 from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
+from test_gateway_push import Receiver
 
+from gateway_a2a.push import policy_for
 from gateway_a2a.pushpolicy import PushPolicy, address_problem, embedded_ipv4
+from gateway_a2a.settings import Settings as GatewaySettings
+from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -100,5 +105,55 @@ async def test_gateway_with_star_refuses_embedded_private_addresses(
             error = rpc.json()["error"]
             assert error["code"] == -32602
             assert "169.254.169.254" in error["message"]
+    finally:
+        await gateway.stop()
+
+
+async def test_default_allow_list_by_auth_mode():
+    dev = policy_for(GatewaySettings(auth_mode="dev"))
+    assert await dev.refusal("http://127.0.0.1:9/hook") is None
+    assert await dev.refusal("http://[::1]:9/hook") is None
+    assert await dev.refusal("https://8.8.8.8/hook") is None
+    private = await dev.refusal("http://10.0.0.5/hook")
+    assert private is not None
+    assert "private" in private and "SOORMA_GATEWAY_PUSH_ALLOW" in private
+    assert "the default in dev mode" in private
+    production = policy_for(GatewaySettings(auth_mode="jwt", jwt_secret="x" * 32))
+    loopback = await production.refusal("http://127.0.0.1:9/hook")
+    assert loopback is not None
+    assert "loopback" in loopback and "SOORMA_GATEWAY_PUSH_ALLOW" in loopback
+    assert "the default in jwt mode" in loopback
+    assert await production.refusal("https://8.8.8.8/hook") is None
+    listed = policy_for(GatewaySettings(auth_mode="jwt", gateway_push_allow="127.0.0.1"))
+    assert await listed.refusal("http://127.0.0.1:9/hook") is None
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_push_works_out_of_the_box_in_dev_mode(platform: Platform, binding: str):
+    tag = binding.replace("+", "-")
+    gateway = await platform.start_gateway(
+        gateway_replica_id=f"replica-push-default-{tag}", gateway_push_allow=None
+    )
+    receiver = Receiver()
+    try:
+        async with (
+            serve(receiver.app) as hook,
+            a2a_client(gateway.url, binding, streaming=False, headers=HEADERS_A) as client,
+        ):
+            request = send_request(
+                user_message(data={"doc": f"pd-{tag}", "mode": "slow"}, skill="review"),
+                blocking=False,
+            )
+            request.configuration.task_push_notification_config.CopyFrom(
+                TaskPushNotificationConfig(url=f"{hook.url}/hook", token="t")
+            )
+            task = final_task(await collect(client, request))
+            with pytest.raises(InvalidParamsError, match="SOORMA_GATEWAY_PUSH_ALLOW"):
+                await client.create_task_push_notification_config(
+                    TaskPushNotificationConfig(task_id=task.id, url="http://192.168.1.20/hook")
+                )
+            platform.control.release(f"pd-{tag}")
+            await asyncio.wait_for(receiver.completed.wait(), 10)
+        assert "TASK_STATE_COMPLETED" in receiver.states()
     finally:
         await gateway.stop()

@@ -78,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         catalog=catalog,
         bridge=bridge,
         routes=stores.routes,
+        message_ids=stores.message_ids,
     )
     bridge.on_orphan = handler.resume
     watch = ReplicaWatch(settings, stores.engine, bridge, handler.resume)

@@ -35,6 +35,21 @@ from gateway_a2a.skills import Skill, SkillCatalog
 from soorma_common.a2a import A2AAgentCard, A2AAuthentication, A2AAuthType, A2ASkill
 
 SCHEMA_EXTENSION = "urn:soorma:a2a:skill-input-schemas:v1"
+ROUTING_EXTENSION = "urn:soorma:a2a:skill-routing:v1"
+
+
+def routing_note(settings: Settings) -> str:
+    """How a message finds its skill, in words a generic client's user can read."""
+    default = settings.gateway_default_skill
+    otherwise = (
+        f"otherwise it goes to the default skill {default!r}"
+        if default
+        else "otherwise to the skill whose description and examples best match its text "
+        "(an error names the skills when none does)"
+    )
+    return f"Name a skill by its id in message.metadata.skill; {otherwise}."
+
+
 JSONRPC, HTTP_JSON = "JSONRPC", "HTTP+JSON"
 VERSION = "1.0.0"
 
@@ -52,9 +67,9 @@ def build_card(settings: Settings, skills: list[Skill], *, agent: str | None = N
     card = AgentCard(
         name=agent or settings.gateway_name,
         description=(
-            f"Agent {agent} on the Soorma platform, over A2A."
+            f"Agent {agent} on the Soorma platform, over A2A. {routing_note(settings)}"
             if agent
-            else settings.gateway_description
+            else f"{settings.gateway_description} {routing_note(settings)}"
         ),
         version=VERSION,
         provider=AgentProvider(organization="Soorma", url=settings.gateway_url),
@@ -73,7 +88,13 @@ def build_card(settings: Settings, skills: list[Skill], *, agent: str | None = N
                     required=False,
                     params=params,
                     description="Each skill's input JSON Schema and the event it is published as.",
-                )
+                ),
+                AgentExtension(
+                    uri=ROUTING_EXTENSION,
+                    required=False,
+                    params=_routing_params(settings),
+                    description=routing_note(settings),
+                ),
             ],
         ),
         security_schemes=security_schemes(settings),
@@ -83,6 +104,18 @@ def build_card(settings: Settings, skills: list[Skill], *, agent: str | None = N
         skills=[_skill(s) for s in skills],
     )
     return card
+
+
+def _routing_params(settings: Settings) -> Struct:
+    params = Struct()
+    params.update(
+        {
+            "metadataKey": "skill",
+            "defaultSkill": settings.gateway_default_skill or "",
+            "fallback": "" if settings.gateway_default_skill else "lexical-match",
+        }
+    )
+    return params
 
 
 def security_schemes(settings: Settings) -> dict[str, SecurityScheme]:
@@ -133,11 +166,16 @@ def _skill(skill: Skill) -> AgentSkill:
     modes = ["application/json"]
     if _text_field(skill.schema) is not None:
         modes.append("text/plain")
+    examples = (skill.schema or {}).get("examples") if isinstance(skill.schema, dict) else None
     return AgentSkill(
         id=skill.id,
         name=skill.id,
         description=skill.description or skill.event,
         tags=list(skill.tags),
+        examples=[
+            e if isinstance(e, str) else json.dumps(e)
+            for e in (examples if isinstance(examples, list) else [])
+        ][:10],
         input_modes=modes,
         output_modes=["application/json", "text/plain"],
     )

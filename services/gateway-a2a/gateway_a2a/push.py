@@ -22,6 +22,13 @@ from gateway_a2a.settings import Settings
 logger = logging.getLogger(__name__)
 
 
+def policy_for(settings: Settings) -> PushPolicy:
+    """The push-URL policy of these settings (a default list says it is the default)."""
+    default = settings.gateway_push_allow is None
+    origin = f"the default in {settings.auth_mode} mode" if default else ""
+    return PushPolicy(settings.push_allow_list, origin=origin)
+
+
 class DispatchConfigCache:
     """The push configs of a task for dispatch, read at most once per ``ttl`` seconds.
 
@@ -64,7 +71,7 @@ class RetryingPushSender(BasePushNotificationSender):
         super().__init__(
             http,
             self.configs,  # type: ignore[arg-type]  # only get_info_for_dispatch is used
-            push_url_validator=PushPolicy(settings.gateway_push_allow),
+            push_url_validator=policy_for(settings),
         )
         self.attempts = settings.gateway_push_attempts
         self.backoff = settings.gateway_push_backoff_seconds

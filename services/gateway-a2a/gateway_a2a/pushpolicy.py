@@ -109,8 +109,10 @@ def is_loopback(addr: IPAddress) -> bool:
 class PushPolicy:
     """Judge a push URL against the allow-list (see the module docstring)."""
 
-    def __init__(self, allow: Iterable[str]) -> None:
+    def __init__(self, allow: Iterable[str], *, origin: str = "") -> None:
+        """``origin`` says where a default list comes from (named in refusals)."""
         self.allow = [item.lower() for item in allow]
+        self.origin = origin
         self.hosts = {h for h in self.allow if h not in (ANY_PUBLIC, LOOPBACK)}
         self.any_public = ANY_PUBLIC in self.allow
         self.loopback = LOOPBACK in self.allow
@@ -155,7 +157,8 @@ class PushPolicy:
         return None
 
     def _listed(self) -> str:
-        return ",".join(self.allow) if self.allow else "empty"
+        listed = ",".join(self.allow) if self.allow else "empty"
+        return f"{listed}, {self.origin}" if self.origin else listed
 
     def _rule(self) -> str:
         if self.any_public:

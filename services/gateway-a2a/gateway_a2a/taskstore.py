@@ -68,6 +68,8 @@ logger = logging.getLogger(__name__)
 NEW_TASK_KEY = "soorma_new_task_id"
 SAVED_KEY = "soorma_new_task_saved"
 DEFER_KEY = "soorma_defer_writes"
+# The id a new task must get (set by the handler when it recorded the client's message id).
+PRESET_TASK_KEY = "soorma_preset_task_id"
 
 TERMINAL = frozenset(
     {
@@ -465,7 +467,7 @@ class NewTaskIdBuilder(SimpleRequestContextBuilder):
         task: Task | None = None,
     ) -> RequestContext:
         if params is not None and not task_id and not params.message.task_id:
-            task_id = str(uuid.uuid4())
+            task_id = str(context.state.get(PRESET_TASK_KEY) or uuid.uuid4())
             context.state[NEW_TASK_KEY] = task_id
             if self.on_new is not None:
                 self.on_new(task_id, params)

@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 PROGRESS_EVENT = "task.progress"
 HUMAN_INPUT_EVENT = "notification.human_input"
 TIMEOUT_EVENT = "task.timeout"
+# An artifact (or a chunk of one) while the task runs (TaskContext.send_artifact).
+ARTIFACT_EVENT = "task.artifact"
 READY_TIMEOUT_SECONDS = 15.0
 TAP = "*"
 MAX_ACKS = 500
@@ -78,6 +80,7 @@ class Bridge:
         self.event_types = [
             settings.gateway_response_event,
             PROGRESS_EVENT,
+            ARTIFACT_EVENT,
             HUMAN_INPUT_EVENT,
             TIMEOUT_EVENT,
         ]
@@ -218,7 +221,7 @@ class Bridge:
         if route.finished or not self.accepts(event, route.tenant_id):
             return
         if route.replica != self.replica:
-            if event.type != PROGRESS_EVENT:
+            if event.type not in (PROGRESS_EVENT, ARTIFACT_EVENT):
                 # Kept in case this replica takes the task over (replicas.py).
                 self._seen[task_id] = event
                 if len(self._seen) > NOT_OURS_CAPACITY:

@@ -25,12 +25,19 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Message, Role, Task, TaskState, TaskStatus
 from a2a.utils.errors import InternalError
 
-from gateway_a2a.bridge import HUMAN_INPUT_EVENT, PROGRESS_EVENT, TIMEOUT_EVENT, Bridge
+from gateway_a2a.bridge import (
+    ARTIFACT_EVENT,
+    HUMAN_INPUT_EVENT,
+    PROGRESS_EVENT,
+    TIMEOUT_EVENT,
+    Bridge,
+)
 from gateway_a2a.mapping import (
     agent_message,
     error_text,
     result_artifacts,
     result_state,
+    to_part,
 )
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import Skill
@@ -239,6 +246,9 @@ class BusAgentExecutor(AgentExecutor):
                 metadata={"progress": progress} if progress is not None else None,
             )
             return False
+        if event.type == ARTIFACT_EVENT:
+            await self._artifact(updater, data)
+            return False
         if event.type == HUMAN_INPUT_EVENT:
             await self._update_route(
                 task_id,
@@ -290,7 +300,12 @@ class BusAgentExecutor(AgentExecutor):
         # The route stays "unfinished": one write less per task; a late event for an
         # ended task finds the stored task terminal and is dropped (handler.resume).
         if state == TaskState.TASK_STATE_COMPLETED:
-            await updater.complete()
+            note = data.get("message")
+            await updater.complete(
+                agent_message(note, task_id, updater.context_id, message_id)
+                if isinstance(note, str) and note
+                else None
+            )
         else:
             reason = agent_message(error_text(data), task_id, updater.context_id, message_id)
             await (
@@ -299,6 +314,27 @@ class BusAgentExecutor(AgentExecutor):
                 else updater.failed(reason)
             )
         return True
+
+    @staticmethod
+    async def _artifact(updater: TaskUpdater, data: dict[str, Any]) -> None:
+        """An artifact, or one chunk of it, while the task runs (streamed to the client).
+
+        ``parts`` as in a result's artifacts (a string is a text part); ``append`` adds
+        the parts to the artifact of the same ``artifact_id`` (partial text streams so);
+        ``last_chunk`` says it is complete.
+        """
+        parts = data.get("parts")
+        specs = parts if isinstance(parts, list) else [parts] if parts is not None else []
+        if not specs:
+            return
+        name = data.get("name")
+        await updater.add_artifact(
+            [to_part(spec) for spec in specs],
+            artifact_id=str(data.get("artifact_id") or "output"),
+            name=str(name) if name else None,
+            append=bool(data.get("append")),
+            last_chunk=bool(data.get("last_chunk")),
+        )
 
     async def _update_route(self, task_id: str, **values: Any) -> None:
         if not await self.tasks.update_route(task_id, values):

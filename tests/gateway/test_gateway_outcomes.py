@@ -4,6 +4,8 @@ rejection with its reason; both bindings, streaming and not."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import pytest_asyncio
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
@@ -29,6 +31,12 @@ WRITE_SCHEMA = {
     "required": ["topic", "mode"],
 }
 CHUNKS = ["Once ", "upon ", "a time"]
+CHAT_SCHEMA = {
+    "type": "object",
+    "x-a2a-reply": "either",
+    "properties": {"text": {"type": "string"}},
+    "required": ["text"],
+}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -37,8 +45,20 @@ async def writer(platform: Platform) -> Worker:
         name="writer",
         description="Writes stories.",
         context=await platform.context(),
-        capabilities=[capability("write", "story.write", WRITE_SCHEMA)],
+        capabilities=[
+            capability("write", "story.write", WRITE_SCHEMA),
+            capability("chat", "chat.said", CHAT_SCHEMA),
+        ],
     )
+
+    @worker.on_task("chat.said")
+    async def chat(task, ctx):
+        text = task.data["text"]
+        if text.startswith("hi"):
+            await task.complete("hello!", as_message=True)  # a quick reply: no task
+        else:
+            await task.report_progress(0.5, "thinking")
+            await task.complete(f"long answer to {text}")
 
     @worker.on_task("story.write")
     async def write(task, ctx):
@@ -96,3 +116,40 @@ async def test_a_rejection_ends_the_task_rejected_with_its_reason(
         task = final_task(await collect(client, request("reject", topic="taxes")))
     assert task.status.state == TaskState.TASK_STATE_REJECTED
     assert task.status.message.parts[0].text == "I do not write about taxes"
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_the_agent_chooses_per_request_between_a_message_and_a_task(
+    platform: Platform, writer: Worker, binding: str, streaming: bool
+):
+    def chat(text: str, *, blocking: bool = True):
+        return send_request(user_message(text=text, skill="chat"), blocking=blocking)
+
+    async with a2a_client(platform.url, binding, streaming=streaming, headers=HEADERS_A) as c:
+        quick = await collect(c, chat("hi there"))
+        slow = await collect(c, chat("what is the meaning of life"))
+        no_wait = final_task(await collect(c, chat("hi again", blocking=False)))
+        settled = await c.get_task(GetTaskRequest(id=no_wait.id))
+        for _ in range(50):
+            if settled.status.state == TaskState.TASK_STATE_COMPLETED:
+                break
+            await asyncio.sleep(0.1)
+            settled = await c.get_task(GetTaskRequest(id=no_wait.id))
+    assert len(quick) == 1 and quick[0].HasField("message")
+    assert quick[0].message.parts[0].text == "hello!"
+    assert slow[0].HasField("task")
+    answer = final_text(slow)
+    assert answer == "long answer to what is the meaning of life"
+    # A client that does not wait gets a task, whatever the agent chooses.
+    assert settled.status.state == TaskState.TASK_STATE_COMPLETED
+    assert settled.artifacts[0].parts[0].text == "hello!"
+
+
+def final_text(events) -> str:
+    for event in reversed(events):
+        if event.HasField("artifact_update"):
+            return str(event.artifact_update.artifact.parts[0].text)
+        if event.HasField("task") and event.task.artifacts:
+            return str(event.task.artifacts[0].parts[0].text)
+    raise AssertionError(events)

@@ -306,7 +306,9 @@ class TaskContext(StoredTask):
 
     # -- answering -------------------------------------------------------------------
 
-    async def complete(self, result: Any = None, *, message: str | None = None) -> bool:
+    async def complete(
+        self, result: Any = None, *, message: str | None = None, as_message: bool = False
+    ) -> bool:
         """Answer the caller with ``result`` and delete the context.
 
         Publishes ``{"task_id", "status": "completed", "success": true, "result"}`` as the
@@ -318,6 +320,10 @@ class TaskContext(StoredTask):
             result: The answer's ``result``.
             message: A closing note for a human (the answer's ``message``; the A2A
                 gateway shows it as the completed task's status message).
+            as_message: Answer an A2A client with a direct message (the result's parts)
+                instead of a task (the answer's ``"reply": "message"``), for a skill
+                whose input schema says ``"x-a2a-reply": "either"``; a client that asked
+                not to wait still gets a task.
 
         Returns:
             True if this call answered the caller; False if another claimant did.
@@ -330,6 +336,8 @@ class TaskContext(StoredTask):
         }
         if message is not None:
             payload["message"] = message
+        if as_message:
+            payload["reply"] = "message"
         return await self._finish(payload)
 
     async def reject(self, reason: str) -> bool:

@@ -60,6 +60,39 @@ def _now_status(state: TaskState) -> TaskStatus:
     return status
 
 
+def _may_reply(context: RequestContext, skill: Skill) -> bool:
+    """The agent may answer this request with a direct message (no task announced yet).
+
+    Only on a blocking send without a push config: a non-blocking client, or a push
+    receiver, needs the task at once.
+    """
+    if not skill.reply_either:
+        return False
+    config = context.configuration
+    return config is None or not (
+        config.return_immediately or config.HasField("task_push_notification_config")
+    )
+
+
+def _as_message(event: Event) -> bool:
+    """The agent marked its answer as a direct message (``"reply": "message"``)."""
+    return str(event.data.get("reply") or "").lower() == "message"
+
+
+def _reply_message(data: dict[str, Any], context_id: str) -> Message:
+    """A direct agent message from an answer: the result's parts, or the error text."""
+    if result_state(data) == TaskState.TASK_STATE_COMPLETED:
+        parts = [p for a in result_artifacts(data.get("result")) for p in a.parts]
+        note = data.get("message")
+        if not parts and isinstance(note, str) and note:
+            parts = list(agent_message(note, "", "", "x").parts)
+    else:
+        parts = list(agent_message(error_text(data), "", "", "x").parts)
+    return Message(
+        message_id=str(uuid.uuid4()), context_id=context_id, role=Role.ROLE_AGENT, parts=parts
+    )
+
+
 class BusAgentExecutor(AgentExecutor):
     """Bridges A2A tasks to the event bus (see the module docstring)."""
 
@@ -85,7 +118,14 @@ class BusAgentExecutor(AgentExecutor):
             if skill.reply_message:
                 await self._reply_with_message(context, event_queue, skill, state)
             else:
-                await self._start(context, event_queue, updater, skill, state)
+                await self._start(
+                    context,
+                    event_queue,
+                    updater,
+                    skill,
+                    state,
+                    announce=not _may_reply(context, skill),
+                )
             return
         await self._answer(context, updater, state)
 
@@ -98,21 +138,29 @@ class BusAgentExecutor(AgentExecutor):
         updater: TaskUpdater,
         skill: Skill,
         state: MutableMapping[str, Any],
+        *,
+        announce: bool = True,
     ) -> None:
+        """Publish the request and follow the task.
+
+        ``announce=False`` (a skill whose agent chooses the reply per request, on a
+        blocking send): the task is announced only with the agent's first event, so an
+        answer marked ``"reply": "message"`` becomes a direct message and no task.
+        """
         task_id, context_id = str(context.task_id), str(context.context_id)
         tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
         message = context.message
+        submitted = Task(
+            id=task_id,
+            context_id=context_id,
+            status=_now_status(TaskState.TASK_STATE_SUBMITTED),
+            history=[message] if message is not None else [],
+        )
         # The SDK's consumer stores the task; the route is stored before the request is
         # published, so an answer arriving after a restart finds its task. (A client
         # only learns the task id once the SDK has stored it.)
-        await event_queue.enqueue_event(
-            Task(
-                id=task_id,
-                context_id=context_id,
-                status=_now_status(TaskState.TASK_STATE_SUBMITTED),
-                history=[message] if message is not None else [],
-            )
-        )
+        if announce:
+            await event_queue.enqueue_event(submitted)
         route = Route(
             task_id=task_id,
             tenant_id=tenant,
@@ -140,6 +188,16 @@ class BusAgentExecutor(AgentExecutor):
                 response_topic=ACTION_RESULTS,
                 session_id=context_id,
             )
+            if not announce:
+                first = await queue.get()
+                if first.type == self.settings.gateway_response_event and _as_message(first):
+                    await event_queue.enqueue_event(_reply_message(first.data, context_id))
+                    if not self.tasks.forget(task_id):
+                        await self.routes.update(task_id, finished=True)
+                    return
+                await event_queue.enqueue_event(submitted)
+                if await self._handle(updater, task_id, first):
+                    return
             # No separate "working" write: the agent's first progress (or its answer)
             # moves the task on; submitted -> completed is a valid transition.
             await self._wait(updater, task_id, queue)
@@ -176,19 +234,7 @@ class BusAgentExecutor(AgentExecutor):
                     break
         finally:
             self.bridge.stop_waiting(request_id)
-        data = event.data
-        if result_state(data) == TaskState.TASK_STATE_COMPLETED:
-            parts = [p for a in result_artifacts(data.get("result")) for p in a.parts]
-        else:
-            parts = list(agent_message(error_text(data), "", "", "x").parts)
-        await event_queue.enqueue_event(
-            Message(
-                message_id=str(uuid.uuid4()),
-                context_id=str(context.context_id),
-                role=Role.ROLE_AGENT,
-                parts=parts,
-            )
-        )
+        await event_queue.enqueue_event(_reply_message(event.data, str(context.context_id)))
 
     # -- answer to input-required ------------------------------------------------------
 

@@ -141,7 +141,12 @@ class GatewayRequestHandler(DefaultRequestHandler):
         context.state[SKILL_KEY] = skill
         context.state[PAYLOAD_KEY] = request_payload(message, skill.id, skill.schema)
         await self._require_bus(tenant)
-        if message.context_id and message.message_id and not skill.reply_message:
+        if (
+            message.context_id
+            and message.message_id
+            and not skill.reply_message
+            and not skill.reply_either
+        ):
             await self._claim_message_id(tenant, message, context)
 
     async def _claim_message_id(

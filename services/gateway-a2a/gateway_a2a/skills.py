@@ -23,6 +23,8 @@ REPLY_MODE_KEY = "a2a_reply"
 # change: EventDefinition(payload_schema={..., "x-a2a-reply": "message"})).
 SCHEMA_REPLY_KEY = "x-a2a-reply"
 REPLY_MESSAGE = "message"
+# The agent chooses per request: an answer with "reply": "message" is a direct message.
+REPLY_EITHER = "either"
 SKILL_KEYS = ("skill", "skillId", "skill_id")
 
 
@@ -38,6 +40,8 @@ class Skill:
     schema: dict[str, Any] | None
     tags: tuple[str, ...] = ()
     reply_message: bool = False
+    # The agent may answer a request with a direct message instead of a task.
+    reply_either: bool = False
 
 
 @dataclass(slots=True)
@@ -86,6 +90,7 @@ class SkillCatalog:
         seen: dict[str, Skill] = {}
         for agent in sorted(agents, key=lambda a: (a.name, a.agent_id)):
             agent_replies = agent.metadata.get(REPLY_MODE_KEY) == REPLY_MESSAGE
+            agent_chooses = agent.metadata.get(REPLY_MODE_KEY) == REPLY_EITHER
             for cap in agent.capabilities:
                 if cap.task_name in seen:
                     continue
@@ -104,6 +109,8 @@ class SkillCatalog:
                     tags=(agent.name, event.event_name),
                     reply_message=agent_replies
                     or (isinstance(schema, dict) and schema.get(SCHEMA_REPLY_KEY) == REPLY_MESSAGE),
+                    reply_either=agent_chooses
+                    or (isinstance(schema, dict) and schema.get(SCHEMA_REPLY_KEY) == REPLY_EITHER),
                 )
         return list(seen.values())
 

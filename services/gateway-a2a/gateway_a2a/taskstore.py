@@ -187,6 +187,17 @@ class GatewayTaskStore(VersionedTaskStore):
         (pending or self._entry(task_id, self.owner_resolver(context))).route = values
         return True
 
+    def forget(self, task_id: str) -> bool:
+        """Drop a task never announced (its agent answered with a message); False: its
+        route, if any, is already in the database."""
+        pending = self._pending.pop(task_id, None)
+        if pending is None:
+            return False
+        pending.done = True
+        if pending.timer is not None:
+            pending.timer.cancel()
+        return True
+
     async def update_route(self, task_id: str, values: dict[str, Any]) -> bool:
         """Change a route not written yet; False: it is in the database (update it there)."""
         pending = self._pending.get(task_id)

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -184,8 +185,9 @@ class GatewayRequestHandler(DefaultRequestHandler):
         if params.configuration.return_immediately or task.status.state in SETTLED:
             return task
         # A blocking send: wait, as the first send does, until the task settles.
-        async for _ in self.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), context):
-            pass
+        with contextlib.suppress(UnsupportedOperationError):  # it ended meanwhile
+            async for _ in self.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), context):
+                pass
         return await self._retried_task(task_id, context)
 
     async def _require_bus(self, tenant: str) -> None:
@@ -238,10 +240,17 @@ class GatewayRequestHandler(DefaultRequestHandler):
             if task.status.state in SETTLED:
                 yield task
                 return
-            async for event in self.on_subscribe_to_task(
-                SubscribeToTaskRequest(id=duplicate), context
-            ):
-                yield event
+            streamed = False
+            try:
+                async for event in self.on_subscribe_to_task(
+                    SubscribeToTaskRequest(id=duplicate), context
+                ):
+                    streamed = True
+                    yield event
+            except UnsupportedOperationError:
+                if streamed:
+                    raise
+                yield await self._retried_task(duplicate, context)  # it ended meanwhile
             return
         try:
             async for event in super().on_message_send_stream(params, context):

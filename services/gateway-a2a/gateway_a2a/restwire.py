@@ -20,7 +20,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway_a2a.body import UNGUARDED, _is_jsonrpc
+from gateway_a2a.body import UNGUARDED, is_jsonrpc
 
 JSON_TYPES = frozenset({"application/json", A2A_JSON_MEDIA_TYPE})
 _NOT_REST_PREFIXES = ("/v1/", "/health", "/ready", "/metrics", "/openapi.json", "/docs", "/redoc")
@@ -29,7 +29,7 @@ _NOT_REST_PREFIXES = ("/v1/", "/health", "/ready", "/metrics", "/openapi.json", 
 def is_rest_v1_0(path: str) -> bool:
     """Whether ``path`` is one of the 1.0 HTTP+JSON routes."""
     return not (
-        _is_jsonrpc(path)
+        is_jsonrpc(path)
         or path in UNGUARDED
         or path.startswith(_NOT_REST_PREFIXES)
         or "/.well-known/" in path

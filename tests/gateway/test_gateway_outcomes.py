@@ -39,12 +39,12 @@ CHAT_SCHEMA = {
 }
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def writer(platform: Platform) -> Worker:
+def make_writer(context) -> Worker:
+    """``write`` (a story in chunks, or a rejection) and ``chat`` (the agent chooses)."""
     worker = Worker(
         name="writer",
         description="Writes stories.",
-        context=await platform.context(),
+        context=context,
         capabilities=[
             capability("write", "story.write", WRITE_SCHEMA),
             capability("chat", "chat.said", CHAT_SCHEMA),
@@ -76,6 +76,12 @@ async def writer(platform: Platform) -> Worker:
             )
         await task.complete({"topic": task.data["topic"]}, message="the story is written")
 
+    return worker
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def writer(platform: Platform) -> Worker:
+    worker = make_writer(await platform.context())
     await worker.start()
     yield worker
     await worker.stop()
@@ -153,3 +159,25 @@ def final_text(events) -> str:
         if event.HasField("task") and event.task.artifacts:
             return str(event.task.artifacts[0].parts[0].text)
     raise AssertionError(events)
+
+
+@pytest.mark.redis
+@pytest.mark.asyncio(loop_scope="function")  # redis_platform is per test
+async def test_chunks_arrive_before_the_answer_on_redis_streams(redis_platform: Platform):
+    """On Redis Streams too: the chunks go on the answer's topic, so none is overtaken."""
+    worker = make_writer(await redis_platform.context())
+    await worker.start()
+    try:
+        for binding in BINDINGS:
+            async with a2a_client(redis_platform.url, binding, headers=HEADERS_A) as client:
+                for _ in range(3):
+                    events = await collect(client, request("story"))
+                    story = [
+                        e.artifact_update.artifact.parts[0].text
+                        for e in events
+                        if e.HasField("artifact_update")
+                        and e.artifact_update.artifact.artifact_id == "story"
+                    ]
+                    assert story == CHUNKS
+    finally:
+        await worker.stop()

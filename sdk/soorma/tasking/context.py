@@ -464,7 +464,9 @@ class TaskContext(StoredTask):
     ) -> str:
         """Publish an artifact, or a chunk of one, before the task ends (``task.artifact``).
 
-        An A2A client streaming the task sees it at once. Call it with ``append=True``
+        It goes on the caller's response topic, the topic of the answer, so it arrives
+        before the answer (a stream keeps its order). An A2A client streaming the task
+        sees it at once. Call it with ``append=True``
         for each further chunk of the same ``artifact_id`` (e.g. an LLM's partial text)
         and ``last_chunk=True`` on the last.
 
@@ -493,7 +495,7 @@ class TaskContext(StoredTask):
         if name is not None:
             data["name"] = name
         return await self.platform.bus.publish(
-            SYSTEM_EVENTS,
+            self.response_topic or SYSTEM_EVENTS,
             ARTIFACT_EVENT,
             data,
             correlation_id=self.correlation_id or self.task_id,

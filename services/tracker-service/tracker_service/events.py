@@ -38,8 +38,10 @@ PLAN_LIFECYCLE = frozenset(
         PLAN_WAIT_TIMEOUT,
     }
 )
+# An artifact (chunk) a worker sends before its answer, on the answer's topic.
+TASK_ARTIFACT = "task.artifact"
 # Platform event types that are never the answer to a request.
-NOT_ANSWERS = PLAN_LIFECYCLE | {TASK_PROGRESS, TASK_TIMEOUT, HUMAN_INPUT}
+NOT_ANSWERS = PLAN_LIFECYCLE | {TASK_PROGRESS, TASK_TIMEOUT, HUMAN_INPUT, TASK_ARTIFACT}
 ACTION_REQUESTS = "action-requests"
 SYSTEM_EVENTS = "system-events"
 DELEGATION_SUBJECT = "delegation-group:"

@@ -53,6 +53,8 @@ TASK_PROGRESS: Final = "task.progress"
 TASK_TIMEOUT: Final = "task.timeout"
 #: A worker asks a human (A2A ``input-required``); ``response_event`` carries the answer.
 HUMAN_INPUT: Final = "notification.human_input"
+#: An artifact, or a chunk of one, sent while a task runs (on the answer's topic, before it).
+TASK_ARTIFACT: Final = "task.artifact"
 
 PLAN_LIFECYCLE_EVENTS: Final[frozenset[str]] = frozenset(
     {
@@ -72,6 +74,7 @@ NOT_ANSWERS: Final[frozenset[str]] = PLAN_LIFECYCLE_EVENTS | {
     TASK_PROGRESS,
     TASK_TIMEOUT,
     HUMAN_INPUT,
+    TASK_ARTIFACT,
 }
 
 DLQ_SUFFIX: Final = ".dlq"
@@ -200,6 +203,7 @@ __all__ = [
     "PLAN_WAIT_TIMEOUT",
     "STANDARD_TOPICS",
     "SYSTEM_EVENTS",
+    "TASK_ARTIFACT",
     "TASK_EVENTS",
     "TASK_PROGRESS",
     "TASK_TIMEOUT",

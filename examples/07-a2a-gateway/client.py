@@ -3,8 +3,9 @@
     python client.py 250 "team dinner" --answer yes
 
 It reads the gateway's agent card, sends the expense to the ``expense-review`` skill as a
-streaming message, prints every status the task goes through, answers the human-input
-question on the same task, and prints the final artifact as JSON.
+streaming message, prints every status the task goes through and each streamed text
+chunk as it arrives, answers the human-input question on the same task, and prints the
+final data artifact as JSON.
 """
 
 from __future__ import annotations
@@ -55,7 +56,11 @@ async def stream(client, request: SendMessageRequest) -> tuple[str, str, int, li
             text = " ".join(p.text for p in update.status.message.parts if p.HasField("text"))
             print(f"status: {TaskState.Name(state)} {text}".rstrip())
         elif event.HasField("artifact_update"):
-            artifacts.append(event.artifact_update.artifact)
+            artifact = event.artifact_update.artifact
+            text = "".join(p.text for p in artifact.parts if p.HasField("text"))
+            if text:
+                print(f"{artifact.name}: {text}")  # a chunk, as it arrives
+            artifacts.append(artifact)
     return task_id, context_id, state, artifacts
 
 
@@ -91,7 +96,8 @@ async def main(amount: float, purpose: str, answer: str) -> int:
         return 1
     for artifact in artifacts:
         for part in artifact.parts:
-            print(json.dumps(MessageToDict(part.data), sort_keys=True))
+            if part.HasField("data"):
+                print(json.dumps(MessageToDict(part.data), sort_keys=True))
     return 0
 
 

@@ -1,7 +1,9 @@
 """An internal Worker that the A2A gateway exposes as the skill ``expense-review``.
 
 It reports progress, asks a human when the amount is over the limit (the gateway turns
-that into the A2A task's ``input-required`` state), and finishes with the decision.
+that into the A2A task's ``input-required`` state), streams a note in chunks while it
+finishes (A2A artifact updates, as an LLM would stream its text), and completes with the
+decision and a closing status message.
 
     python worker.py
 """
@@ -59,13 +61,20 @@ async def review(task, context):
 async def decision(result, context):
     task = await result.restore_task()
     approved = bool(result.data.get("approved"))
+    verdict = "approved" if approved else "declined"
+    chunks = ["A human ", f"{verdict} ", f"{task.data['amount']:.2f}."]
+    for index, chunk in enumerate(chunks):
+        await task.send_artifact(
+            chunk, artifact_id="note", name="note", append=index > 0, last_chunk=index == 2
+        )
     await task.complete(
         {
             "approved": approved,
             "by": "human",
             "amount": task.data["amount"],
             "note": result.data.get("text"),
-        }
+        },
+        message=f"{verdict} by a human",
     )
 
 

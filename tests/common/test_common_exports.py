@@ -42,6 +42,7 @@ EXPECTED = {
     "TASK_PROGRESS",
     "TASK_TIMEOUT",
     "HUMAN_INPUT",
+    "TASK_ARTIFACT",
     "NOT_ANSWERS",
     # bus
     "PublishRequest",

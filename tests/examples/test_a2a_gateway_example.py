@@ -94,7 +94,12 @@ async def test_client_streams_a_task_with_progress_and_one_human_answer(
         assert lines.index("answering: yes") > lines.index(
             "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?"
         )
-        assert "status: TASK_STATE_COMPLETED" in lines
+        assert [line for line in lines if line.startswith("note: ")] == [
+            "note: A human ",
+            "note: approved ",
+            "note: 250.00.",
+        ]
+        assert "status: TASK_STATE_COMPLETED approved by a human" in lines
         assert json.loads(lines[-1]) == {
             "amount": 250.0,
             "approved": True,

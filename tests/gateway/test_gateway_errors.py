@@ -11,7 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.types.a2a_pb2 import CancelTaskRequest
+from a2a.utils.errors import ContentTypeNotSupportedError, TaskNotCancelableError
 from conftest import HEADERS_A, Platform
+from gateway_helpers import a2a_client, collect, final_task, send_request, user_message
 
 from soorma_common.events import ACTION_REQUESTS
 
@@ -119,6 +122,8 @@ async def test_push_not_supported_when_disabled(platform: Platform):
 
 
 async def test_http_json_statuses(platform: Platform):
+    """A2A 1.0 HTTP+JSON: the spec's status per error, errors as ``application/a2a+json``."""
+    png = {**message(), "parts": [{"text": "x", "mediaType": "image/png"}]}
     async with httpx.AsyncClient(base_url=platform.url, headers=V1) as http:
         missing = await http.get("/tasks/nope")
         bad = await http.post("/message:send", json={"message": message({"text": 3})})
@@ -129,12 +134,44 @@ async def test_http_json_statuses(platform: Platform):
         task_id = done.json()["task"]["id"]
         not_cancelable = await http.post(f"/tasks/{task_id}:cancel")
         got = await http.get(f"/tasks/{task_id}")
+        media = await http.post("/message:send", json={"message": png})
+        plain = await http.post(
+            "/message:send",
+            content=json.dumps({"message": message({"text": "x"})}),
+            headers={"Content-Type": "text/plain"},
+        )
+        a2a_json = await http.post(
+            "/message:send",
+            content=json.dumps({"message": message({"text": "y"})}),
+            headers={"Content-Type": "application/a2a+json"},
+        )
     assert missing.status_code == 404
     assert bad.status_code == 400 and "text" in bad.text
     assert garbage.status_code == 400
     assert done.status_code == 200
-    assert not_cancelable.status_code == 400 and "TASK_NOT_CANCELABLE" in not_cancelable.text
+    assert not_cancelable.status_code == 409 and "TASK_NOT_CANCELABLE" in not_cancelable.text
     assert got.json()["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert media.status_code == 415 and "CONTENT_TYPE_NOT_SUPPORTED" in media.text
+    assert plain.status_code == 415 and "text/plain" in plain.json()["error"]["message"]
+    assert a2a_json.status_code == 200
+    for error in (missing, bad, garbage, not_cancelable, media, plain):
+        assert error.headers["content-type"] == "application/a2a+json", error.request.url
+        assert error.json()["error"]["code"] == error.status_code
+
+
+async def test_http_json_errors_reach_the_official_client_as_their_a2a_error(
+    platform: Platform,
+):
+    async with a2a_client(platform.url, "HTTP+JSON", streaming=False, headers=HEADERS_A) as client:
+        task = final_task(
+            await collect(client, send_request(user_message(data={"text": "c"}, skill="echo")))
+        )
+        with pytest.raises(TaskNotCancelableError):
+            await client.cancel_task(CancelTaskRequest(id=task.id))
+        png = user_message(text="x", skill="echo")
+        png.parts[0].media_type = "image/png"
+        with pytest.raises(ContentTypeNotSupportedError):
+            await collect(client, send_request(png))
 
 
 async def test_oversized_body_is_413_and_never_published(platform: Platform):
@@ -189,3 +226,35 @@ async def test_v0_3_method_names(platform: Platform, path: str):
             json.loads(body.removeprefix("data:")) if body.startswith("data:") else json.loads(body)
         )
         assert body["error"]["code"] == -32001
+
+
+async def test_client_errors_are_logged_in_one_line_without_traceback(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+):
+    bad_requests: list[tuple[str, str, Any, dict[str, str]]] = [
+        ("POST", "/", {"jsonrpc": "1.0", "id": 1, "method": "GetTask"}, V1),
+        ("POST", "/", rpc("GetTask", {"id": 5, "historyLength": "x"}), V1),
+        ("POST", "/", rpc("GetTask", None) | {"params": None}, V1),
+        ("POST", "/", rpc("SendMessage", {"message": message({"text": 1})}), V1),
+        ("POST", "/", rpc("message/send", {"message": {"parts": 3}}), HEADERS_A),
+        ("POST", "/", rpc("GetTask", {"id": "x"}), {**HEADERS_A, "A2A-Version": "9.9"}),
+        ("POST", "/message:send", {"message": {"parts": "x"}}, V1),
+        ("GET", "/tasks/missing", None, V1),
+        ("POST", "/v1/message:stream", {"message": {}}, HEADERS_A),
+    ]
+    async with httpx.AsyncClient(base_url=platform.url) as http:
+        for method, path, body, headers in bad_requests:
+            caplog.clear()
+            with caplog.at_level("INFO"):
+                response = await http.request(method, path, json=body, headers=headers)
+                await asyncio.sleep(0.05)
+            assert response.status_code < 500, (path, response.text)
+            records = [
+                r
+                for r in caplog.records
+                if r.levelno >= 30 and r.name.startswith(("a2a", "gateway_a2a", "servicekit"))
+            ]
+            assert len(records) <= 1, (path, body, [r.getMessage() for r in records])
+            for record in records:
+                assert record.exc_info is None and record.exc_text is None, record.getMessage()
+                assert "\n" not in record.getMessage()

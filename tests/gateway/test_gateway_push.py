@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from gateway_a2a.push import PushPolicy
+from gateway_a2a.pushpolicy import PushPolicy
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

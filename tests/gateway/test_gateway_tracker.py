@@ -20,6 +20,7 @@ from gateway_helpers import (
     send_request,
     user_message,
 )
+from test_gateway_outcomes import make_writer
 
 from event_service import create_app as create_event_app
 from gateway_a2a import create_app as create_gateway_app
@@ -110,7 +111,13 @@ async def services(tmp_path: Any) -> AsyncIterator[dict[str, str]]:
                 port,
             )
         )
-        yield {"gateway": gateway.url, "tracker": tracker.url}
+        yield {
+            "gateway": gateway.url,
+            "tracker": tracker.url,
+            "events": events.url,
+            "registry": registry.url,
+            "memory": memory.url,
+        }
 
 
 async def test_plan_started_by_a_task_is_tracked_under_its_id(services: dict[str, str]):
@@ -126,3 +133,27 @@ async def test_plan_started_by_a_task_is_tracked_under_its_id(services: dict[str
             await asyncio.sleep(0.1)
     assert found.status_code == 200, found.text
     assert found.json()["status"] == "completed"
+
+
+async def test_artifacts_sent_before_the_answer_are_not_taken_for_it(services: dict[str, str]):
+    context = agent_context(services["events"], services["registry"], services["memory"])
+    writer = make_writer(context)
+    await writer.start()
+    try:
+        async with a2a_client(services["gateway"], streaming=False) as client:
+            request = send_request(
+                user_message(data={"topic": "t", "mode": "story"}, skill="write")
+            )
+            task = final_task(await collect(client, request))
+        assert task.status.state == TaskState.TASK_STATE_COMPLETED
+        async with httpx.AsyncClient(base_url=services["tracker"]) as http:
+            for _ in range(100):
+                tracked = await http.get(f"/v1/tracker/tasks/{task.id}")
+                if tracked.status_code == 200 and tracked.json().get("answer_type"):
+                    break
+                await asyncio.sleep(0.1)
+        assert tracked.json()["answer_type"] == "a2a.task.result", tracked.text
+        assert tracked.json()["result"] == {"topic": "t"}
+    finally:
+        await writer.stop()
+        await context.close()

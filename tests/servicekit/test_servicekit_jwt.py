@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import jwt
 import pytest
+from test_servicekit_docs import SERVICES
 
 from event_service import create_app as create_event_app
 from memory_service import create_app as create_memory_app
@@ -111,3 +113,45 @@ async def test_a_valid_token_still_identifies_tenant_and_user() -> None:
             json={"event": {"topic": "business-facts", "type": "t"}},
         )
         assert r.status_code == 200, r.text
+
+
+# One route behind the identity check per service (the gateway's is an A2A route).
+PROTECTED = {
+    "event": "/v1/events/dlq?topic=action-requests",
+    "memory": "/v1/memory/sessions",
+    "registry": "/v1/agents",
+    "tracker": "/v1/tracker/plans",
+    "gateway": "/tasks",
+}
+BAD_TIME_CLAIMS = [
+    pytest.param({"exp": str(int(time.time()) + 3600)}, id="exp-numeric-string"),
+    pytest.param({"exp": True}, id="exp-true"),
+    pytest.param({"exp": 10**20}, id="exp-1e20-int"),
+    pytest.param({"exp": 1e20}, id="exp-1e20-float"),
+    pytest.param({"exp": 253402300800}, id="exp-after-9999"),
+    pytest.param({"exp": [int(time.time()) + 3600]}, id="exp-list"),
+    pytest.param({"nbf": "0"}, id="nbf-string"),
+    pytest.param({"iat": False}, id="iat-false"),
+    pytest.param({"iat": -1}, id="iat-before-1970"),
+]
+
+
+@pytest.mark.parametrize("make_app", SERVICES)
+async def test_every_service_refuses_time_claims_that_are_not_numeric_dates(
+    make_app: Callable[..., Any], tmp_path: Any
+) -> None:
+    name = make_app.__name__.strip("_")
+    async with in_process(make_app(tmp_path, auth_mode="jwt", jwt_secret=SECRET)) as client:
+        headers = {"A2A-Version": "1.0"}
+        for param in BAD_TIME_CLAIMS:
+            token = _token(**param.values[0])
+            r = await client.get(
+                PROTECTED[name], headers={**headers, "Authorization": f"Bearer {token}"}
+            )
+            assert r.status_code == 401, (name, param.id, r.status_code, r.text[:200])
+        # A fractional exp is a JSON number too.
+        good = _token(exp=time.time() + 3600.5, iat=time.time())
+        r = await client.get(
+            PROTECTED[name], headers={**headers, "Authorization": f"Bearer {good}"}
+        )
+        assert r.status_code == 200, (name, r.status_code, r.text[:200])

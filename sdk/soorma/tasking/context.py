@@ -22,6 +22,7 @@ from soorma_common.events import (
     HUMAN_INPUT,
     NOTIFICATION_EVENTS,
     SYSTEM_EVENTS,
+    TASK_ARTIFACT,
     TASK_PROGRESS,
     EventEnvelope,
 )
@@ -302,7 +303,9 @@ class TaskContext(StoredTask):
 
     # -- answering -------------------------------------------------------------------
 
-    async def complete(self, result: Any = None) -> bool:
+    async def complete(
+        self, result: Any = None, *, message: str | None = None, as_message: bool = False
+    ) -> bool:
         """Answer the caller with ``result`` and delete the context.
 
         Publishes ``{"task_id", "status": "completed", "success": true, "result"}`` as the
@@ -310,11 +313,42 @@ class TaskContext(StoredTask):
         ``correlation_id``. When several replicas try to complete the same task (racing
         fan-in results), exactly one does.
 
+        Args:
+            result: The answer's ``result``.
+            message: A closing note for a human (the answer's ``message``; the A2A
+                gateway shows it as the completed task's status message).
+            as_message: Answer an A2A client with a direct message (the result's parts)
+                instead of a task (the answer's ``"reply": "message"``), for a skill
+                whose input schema says ``"x-a2a-reply": "either"``; a client that asked
+                not to wait still gets a task.
+
+        Returns:
+            True if this call answered the caller; False if another claimant did.
+        """
+        payload: dict[str, Any] = {
+            "task_id": self.task_id,
+            "status": "completed",
+            "success": True,
+            "result": result,
+        }
+        if message is not None:
+            payload["message"] = message
+        if as_message:
+            payload["reply"] = "message"
+        return await self._finish(payload)
+
+    async def reject(self, reason: str) -> bool:
+        """Decline the task without trying it (``status: rejected``, ``success: false``).
+
+        Unlike :meth:`fail`, nothing went wrong: the agent will not do this task (out of
+        scope, not allowed). The A2A gateway ends the task ``rejected`` with ``reason`` as
+        its status message.
+
         Returns:
             True if this call answered the caller; False if another claimant did.
         """
         return await self._finish(
-            {"task_id": self.task_id, "status": "completed", "success": True, "result": result}
+            {"task_id": self.task_id, "status": "rejected", "success": False, "reason": reason}
         )
 
     async def fail(
@@ -411,6 +445,55 @@ class TaskContext(StoredTask):
         return await self.platform.bus.publish(
             SYSTEM_EVENTS,
             TASK_PROGRESS,
+            data,
+            correlation_id=self.correlation_id or self.task_id,
+            plan_id=self.plan_id,
+            session_id=self.session_id,
+        )
+
+    async def send_artifact(
+        self,
+        *parts: Any,
+        artifact_id: str = "output",
+        name: str | None = None,
+        append: bool = False,
+        last_chunk: bool = False,
+    ) -> str:
+        """Publish an artifact, or a chunk of one, before the task ends (``task.artifact``).
+
+        It goes on the caller's response topic, the topic of the answer, so it arrives
+        before the answer (a stream keeps its order). An A2A client streaming the task
+        sees it at once. Call it with ``append=True``
+        for each further chunk of the same ``artifact_id`` (e.g. an LLM's partial text)
+        and ``last_chunk=True`` on the last.
+
+        Args:
+            *parts: Each a string (text) or a dict as in a result's artifacts
+                (``{"text"}``, ``{"data"}``, ``{"url", "media_type", "filename"}``,
+                ``{"bytes", "media_type", "filename"}``).
+            artifact_id: Which artifact the parts belong to.
+            name: The artifact's name.
+            append: Add the parts to what was sent under ``artifact_id``.
+            last_chunk: This is the artifact's last chunk.
+
+        Returns:
+            The event id.
+        """
+        if not parts:
+            raise ValueError("send_artifact needs at least one part")
+        data: dict[str, Any] = {
+            "task_id": self.task_id,
+            "event_type": self.event_type,
+            "artifact_id": artifact_id,
+            "parts": list(parts),
+            "append": append,
+            "last_chunk": last_chunk,
+        }
+        if name is not None:
+            data["name"] = name
+        return await self.platform.bus.publish(
+            self.response_topic or SYSTEM_EVENTS,
+            TASK_ARTIFACT,
             data,
             correlation_id=self.correlation_id or self.task_id,
             plan_id=self.plan_id,

@@ -10,16 +10,18 @@ from typing import Any
 import httpx
 from a2a.server.routes import (
     add_a2a_routes_to_fastapi,
-    create_agent_card_routes,
     create_jsonrpc_routes,
     create_rest_routes,
 )
 from a2a.types.a2a_pb2 import AgentCard
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 
+from gateway_a2a import logs as gateway_logs
 from gateway_a2a import metrics as gateway_metrics
+from gateway_a2a import openapi as gateway_openapi
 from gateway_a2a.auth import AuthMiddleware, TenantContextBuilder
 from gateway_a2a.body import Utf8BodyGuard
 from gateway_a2a.bridge import Bridge
@@ -29,6 +31,8 @@ from gateway_a2a.handler import GatewayRequestHandler
 from gateway_a2a.legacy import LegacyEndpoint
 from gateway_a2a.push import RetryingPushSender
 from gateway_a2a.replicas import ReplicaWatch
+from gateway_a2a.rest03 import rest03_routes
+from gateway_a2a.restwire import RestMediaTypes
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import build_stores, migrate_stores
@@ -46,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     logging.getLogger("httpx").setLevel(
         max(logging.WARNING, logging.getLogger("httpx").getEffectiveLevel())
     )
+    gateway_logs.install()  # a client's bad request: one log line, no traceback
     stores = build_stores(settings)
     http = make_http_client(limits=DEFAULT_HTTP_LIMITS)
     push_http = httpx.AsyncClient(
@@ -73,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         catalog=catalog,
         bridge=bridge,
         routes=stores.routes,
+        message_ids=stores.message_ids,
     )
     bridge.on_orphan = handler.resume
     watch = ReplicaWatch(settings, stores.engine, bridge, handler.resume)
@@ -121,20 +127,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         for route in create_rest_routes(handler, context_builder=contexts, path_prefix=AGENT_PREFIX)
         if not isinstance(route, Mount)
     ]
-    rest += create_rest_routes(handler, context_builder=contexts, enable_v0_3_compat=True)
+    # The 0.3 routes before the SDK's ``/{tenant}`` mount, which would take ``/v1/...``.
+    rest += rest03_routes(handler, contexts)
+    rest += create_rest_routes(handler, context_builder=contexts)
     add_a2a_routes_to_fastapi(
         app,
-        agent_card_routes=create_agent_card_routes(
-            placeholder,
-            card_modifier=cards.public_card,
-            cache_control=f"public, max-age={settings.gateway_card_max_age_seconds}",
-        ),
+        agent_card_routes=[Route(AGENT_CARD_WELL_KNOWN_PATH, cards.card, methods=["GET"])],
         jsonrpc_routes=jsonrpc,
         rest_routes=rest,
     )
     app.add_middleware(AuthMiddleware, settings=settings)
-    # Innermost (after the size limit): a body that is not UTF-8 is a parse error.
+    # Innermost (after the size limit): the HTTP+JSON media types, then a body that is
+    # not UTF-8 is a parse error.
+    app.user_middleware.append(Middleware(RestMediaTypes))
     app.user_middleware.append(Middleware(Utf8BodyGuard))
+    gateway_openapi.install(app)
     gateway_metrics.register(app, stores, bridge)  # open tasks, refused events on /metrics
     app.state.handler = handler
     app.state.bridge = bridge

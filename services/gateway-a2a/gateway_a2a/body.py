@@ -29,7 +29,7 @@ AGENTS = "/agents/"
 UNGUARDED = frozenset({"/tasks/send"})
 
 
-def _is_jsonrpc(path: str) -> bool:
+def is_jsonrpc(path: str) -> bool:
     if path == "/":
         return True
     if not path.startswith(AGENTS):
@@ -52,7 +52,7 @@ class Utf8BodyGuard:
         ):
             await self.app(scope, receive, send)
             return
-        jsonrpc = _is_jsonrpc(str(scope.get("path", "")))
+        jsonrpc = is_jsonrpc(str(scope.get("path", "")))
         chunks: list[bytes] = []
         more = True
         while more:

@@ -37,6 +37,7 @@ from soorma.client import Identity
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS, SYSTEM_EVENTS
 from soorma_common.events import HUMAN_INPUT as HUMAN_INPUT_EVENT
+from soorma_common.events import TASK_ARTIFACT as ARTIFACT_EVENT
 from soorma_common.events import TASK_PROGRESS as PROGRESS_EVENT
 from soorma_common.events import TASK_TIMEOUT as TIMEOUT_EVENT
 
@@ -78,6 +79,7 @@ class Bridge:
         self.event_types = [
             settings.gateway_response_event,
             PROGRESS_EVENT,
+            ARTIFACT_EVENT,
             HUMAN_INPUT_EVENT,
             TIMEOUT_EVENT,
         ]
@@ -218,7 +220,7 @@ class Bridge:
         if route.finished or not self.accepts(event, route.tenant_id):
             return
         if route.replica != self.replica:
-            if event.type != PROGRESS_EVENT:
+            if event.type not in (PROGRESS_EVENT, ARTIFACT_EVENT):
                 # Kept in case this replica takes the task over (replicas.py).
                 self._seen[task_id] = event
                 if len(self._seen) > NOT_OURS_CAPACITY:

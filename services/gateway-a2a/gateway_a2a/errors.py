@@ -10,7 +10,12 @@ tables: HTTP+JSON ``503 UNAVAILABLE`` (reason ``SERVICE_UNAVAILABLE``), JSON-RPC
 from __future__ import annotations
 
 from a2a.utils import errors as a2a_errors
-from a2a.utils.errors import ErrorMapping, InternalError
+from a2a.utils.errors import (
+    ContentTypeNotSupportedError,
+    ErrorMapping,
+    InternalError,
+    TaskNotCancelableError,
+)
 
 REASON = "SERVICE_UNAVAILABLE"
 
@@ -31,7 +36,15 @@ def unavailable(service: str, error: Exception | None = None) -> DependencyUnava
 
 
 def register() -> None:
-    """Teach a2a-sdk's error tables the gateway's error (idempotent)."""
+    """Teach a2a-sdk's error tables the gateway's error and the 1.0 HTTP statuses
+    (idempotent): a task that cannot be canceled is ``409 Conflict``, a media type the
+    agent does not take is ``415 Unsupported Media Type`` (a2a-sdk 1.3 answers 400)."""
+    a2a_errors.A2A_ERROR_MAPPING[TaskNotCancelableError] = ErrorMapping(
+        409, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"
+    )
+    a2a_errors.A2A_ERROR_MAPPING[ContentTypeNotSupportedError] = ErrorMapping(
+        415, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"
+    )
     mapping = ErrorMapping(503, "UNAVAILABLE", REASON)
     a2a_errors.A2A_ERROR_MAPPING[DependencyUnavailableError] = mapping
     a2a_errors.A2A_ERROR_REASONS[DependencyUnavailableError] = REASON

@@ -25,12 +25,19 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Message, Role, Task, TaskState, TaskStatus
 from a2a.utils.errors import InternalError
 
-from gateway_a2a.bridge import HUMAN_INPUT_EVENT, PROGRESS_EVENT, TIMEOUT_EVENT, Bridge
+from gateway_a2a.bridge import (
+    ARTIFACT_EVENT,
+    HUMAN_INPUT_EVENT,
+    PROGRESS_EVENT,
+    TIMEOUT_EVENT,
+    Bridge,
+)
 from gateway_a2a.mapping import (
     agent_message,
     error_text,
     result_artifacts,
     result_state,
+    to_part,
 )
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import Skill
@@ -51,6 +58,39 @@ def _now_status(state: TaskState) -> TaskStatus:
     status = TaskStatus(state=state)
     status.timestamp.FromDatetime(datetime.now(UTC))
     return status
+
+
+def _may_reply(context: RequestContext, skill: Skill) -> bool:
+    """The agent may answer this request with a direct message (no task announced yet).
+
+    Only on a blocking send without a push config: a non-blocking client, or a push
+    receiver, needs the task at once.
+    """
+    if not skill.reply_either:
+        return False
+    config = context.configuration
+    return config is None or not (
+        config.return_immediately or config.HasField("task_push_notification_config")
+    )
+
+
+def _as_message(event: Event) -> bool:
+    """The agent marked its answer as a direct message (``"reply": "message"``)."""
+    return str(event.data.get("reply") or "").lower() == "message"
+
+
+def _reply_message(data: dict[str, Any], context_id: str) -> Message:
+    """A direct agent message from an answer: the result's parts, or the error text."""
+    if result_state(data) == TaskState.TASK_STATE_COMPLETED:
+        parts = [p for a in result_artifacts(data.get("result")) for p in a.parts]
+        note = data.get("message")
+        if not parts and isinstance(note, str) and note:
+            parts = list(agent_message(note, "", "", "x").parts)
+    else:
+        parts = list(agent_message(error_text(data), "", "", "x").parts)
+    return Message(
+        message_id=str(uuid.uuid4()), context_id=context_id, role=Role.ROLE_AGENT, parts=parts
+    )
 
 
 class BusAgentExecutor(AgentExecutor):
@@ -78,7 +118,14 @@ class BusAgentExecutor(AgentExecutor):
             if skill.reply_message:
                 await self._reply_with_message(context, event_queue, skill, state)
             else:
-                await self._start(context, event_queue, updater, skill, state)
+                await self._start(
+                    context,
+                    event_queue,
+                    updater,
+                    skill,
+                    state,
+                    announce=not _may_reply(context, skill),
+                )
             return
         await self._answer(context, updater, state)
 
@@ -91,21 +138,29 @@ class BusAgentExecutor(AgentExecutor):
         updater: TaskUpdater,
         skill: Skill,
         state: MutableMapping[str, Any],
+        *,
+        announce: bool = True,
     ) -> None:
+        """Publish the request and follow the task.
+
+        ``announce=False`` (a skill whose agent chooses the reply per request, on a
+        blocking send): the task is announced only with the agent's first event, so an
+        answer marked ``"reply": "message"`` becomes a direct message and no task.
+        """
         task_id, context_id = str(context.task_id), str(context.context_id)
         tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
         message = context.message
+        submitted = Task(
+            id=task_id,
+            context_id=context_id,
+            status=_now_status(TaskState.TASK_STATE_SUBMITTED),
+            history=[message] if message is not None else [],
+        )
         # The SDK's consumer stores the task; the route is stored before the request is
         # published, so an answer arriving after a restart finds its task. (A client
         # only learns the task id once the SDK has stored it.)
-        await event_queue.enqueue_event(
-            Task(
-                id=task_id,
-                context_id=context_id,
-                status=_now_status(TaskState.TASK_STATE_SUBMITTED),
-                history=[message] if message is not None else [],
-            )
-        )
+        if announce:
+            await event_queue.enqueue_event(submitted)
         route = Route(
             task_id=task_id,
             tenant_id=tenant,
@@ -133,6 +188,16 @@ class BusAgentExecutor(AgentExecutor):
                 response_topic=ACTION_RESULTS,
                 session_id=context_id,
             )
+            if not announce:
+                first = await queue.get()
+                if first.type == self.settings.gateway_response_event and _as_message(first):
+                    await event_queue.enqueue_event(_reply_message(first.data, context_id))
+                    if not self.tasks.forget(task_id):
+                        await self.routes.update(task_id, finished=True)
+                    return
+                await event_queue.enqueue_event(submitted)
+                if await self._handle(updater, task_id, first):
+                    return
             # No separate "working" write: the agent's first progress (or its answer)
             # moves the task on; submitted -> completed is a valid transition.
             await self._wait(updater, task_id, queue)
@@ -169,19 +234,7 @@ class BusAgentExecutor(AgentExecutor):
                     break
         finally:
             self.bridge.stop_waiting(request_id)
-        data = event.data
-        if result_state(data) == TaskState.TASK_STATE_COMPLETED:
-            parts = [p for a in result_artifacts(data.get("result")) for p in a.parts]
-        else:
-            parts = list(agent_message(error_text(data), "", "", "x").parts)
-        await event_queue.enqueue_event(
-            Message(
-                message_id=str(uuid.uuid4()),
-                context_id=str(context.context_id),
-                role=Role.ROLE_AGENT,
-                parts=parts,
-            )
-        )
+        await event_queue.enqueue_event(_reply_message(event.data, str(context.context_id)))
 
     # -- answer to input-required ------------------------------------------------------
 
@@ -239,6 +292,9 @@ class BusAgentExecutor(AgentExecutor):
                 metadata={"progress": progress} if progress is not None else None,
             )
             return False
+        if event.type == ARTIFACT_EVENT:
+            await self._artifact(updater, data)
+            return False
         if event.type == HUMAN_INPUT_EVENT:
             await self._update_route(
                 task_id,
@@ -290,7 +346,12 @@ class BusAgentExecutor(AgentExecutor):
         # The route stays "unfinished": one write less per task; a late event for an
         # ended task finds the stored task terminal and is dropped (handler.resume).
         if state == TaskState.TASK_STATE_COMPLETED:
-            await updater.complete()
+            note = data.get("message")
+            await updater.complete(
+                agent_message(note, task_id, updater.context_id, message_id)
+                if isinstance(note, str) and note
+                else None
+            )
         else:
             reason = agent_message(error_text(data), task_id, updater.context_id, message_id)
             await (
@@ -299,6 +360,27 @@ class BusAgentExecutor(AgentExecutor):
                 else updater.failed(reason)
             )
         return True
+
+    @staticmethod
+    async def _artifact(updater: TaskUpdater, data: dict[str, Any]) -> None:
+        """An artifact, or one chunk of it, while the task runs (streamed to the client).
+
+        ``parts`` as in a result's artifacts (a string is a text part); ``append`` adds
+        the parts to the artifact of the same ``artifact_id`` (partial text streams so);
+        ``last_chunk`` says it is complete.
+        """
+        parts = data.get("parts")
+        specs = parts if isinstance(parts, list) else [parts] if parts is not None else []
+        if not specs:
+            return
+        name = data.get("name")
+        await updater.add_artifact(
+            [to_part(spec) for spec in specs],
+            artifact_id=str(data.get("artifact_id") or "output"),
+            name=str(name) if name else None,
+            append=bool(data.get("append")),
+            last_chunk=bool(data.get("last_chunk")),
+        )
 
     async def _update_route(self, task_id: str, **values: Any) -> None:
         if not await self.tasks.update_route(task_id, values):

@@ -10,11 +10,18 @@
   the service), never a bare 500.
 - ``CancelTask`` publishes the cancel event once the SDK recorded ``canceled`` (locally
   or, for a task this replica does not run, in the shared store).
+- A new message whose ``messageId`` this tenant already sent in the same ``contextId``
+  is a retry: it gets the first send's task back (a blocking retry waits for it, a
+  streaming one subscribes to it) and nothing is published again
+  (:class:`~gateway_a2a.store.MessageIdStore`, shared by the replicas).
 - :meth:`resume` applies an answer for a task no executor on this replica waits for.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -28,6 +35,7 @@ from a2a.types.a2a_pb2 import (
     DeleteTaskPushNotificationConfigRequest,
     Message,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     Task,
     TaskPushNotificationConfig,
     TaskState,
@@ -44,10 +52,13 @@ from gateway_a2a.bridge import Bridge
 from gateway_a2a.errors import unavailable
 from gateway_a2a.executor import ANSWER_KEY, PAYLOAD_KEY, RESUME_KEY, SKILL_KEY
 from gateway_a2a.mapping import MESSAGE_KEY, message_record, narrow, request_payload
+from gateway_a2a.pushpolicy import SETTING as PUSH_SETTING
+from gateway_a2a.pushpolicy import PushPolicy
+from gateway_a2a.routing import message_text
 from gateway_a2a.settings import Settings
-from gateway_a2a.skills import SkillCatalog
-from gateway_a2a.store import Route, RouteStore, tenant_context, tenant_of
-from gateway_a2a.taskstore import DEFER_KEY, NewTaskIdBuilder
+from gateway_a2a.skills import Skill, SkillCatalog
+from gateway_a2a.store import MessageIdStore, Route, RouteStore, tenant_context, tenant_of
+from gateway_a2a.taskstore import DEFER_KEY, PRESET_TASK_KEY, NewTaskIdBuilder
 from soorma.event import Event as BusEvent
 from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import SYSTEM_EVENTS
@@ -60,6 +71,13 @@ TERMINAL = {
     TaskState.TASK_STATE_CANCELED,
     TaskState.TASK_STATE_REJECTED,
 }
+# Where a blocking send returns: terminal, or waiting for the client.
+SETTLED = TERMINAL | {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+DUPLICATE_KEY = "soorma_retry_of_task"
+CLAIM_KEY = "soorma_message_id_claim"
+# A retry through another replica may arrive before the first send stored its task.
+RETRY_LOOKUPS = 40
+RETRY_LOOKUP_SECONDS = 0.05
 
 
 class GatewayRequestHandler(DefaultRequestHandler):
@@ -72,6 +90,7 @@ class GatewayRequestHandler(DefaultRequestHandler):
         catalog: SkillCatalog,
         bridge: Bridge,
         routes: RouteStore,
+        message_ids: MessageIdStore,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, request_context_builder=NewTaskIdBuilder(self._new_task), **kwargs)
@@ -79,6 +98,7 @@ class GatewayRequestHandler(DefaultRequestHandler):
         self.catalog = catalog
         self.bridge = bridge
         self.routes = routes
+        self.message_ids = message_ids
 
     async def _prepare(self, params: SendMessageRequest, context: ServerCallContext) -> None:
         message = params.message
@@ -114,12 +134,61 @@ class GatewayRequestHandler(DefaultRequestHandler):
                 metadata,
                 agent=context.state.get(AGENT_KEY),
                 default=self.settings.gateway_default_skill,
+                text=lambda: _words_of(message),
+                fits=lambda candidate: _takes(message, candidate),
             )
         except ServiceUnavailable as exc:
             raise unavailable("registry", exc) from exc
         context.state[SKILL_KEY] = skill
         context.state[PAYLOAD_KEY] = request_payload(message, skill.id, skill.schema)
         await self._require_bus(tenant)
+        if (
+            message.context_id
+            and message.message_id
+            and not skill.reply_message
+            and not skill.reply_either
+        ):
+            await self._claim_message_id(tenant, message, context)
+
+    async def _claim_message_id(
+        self, tenant: str, message: Message, context: ServerCallContext
+    ) -> None:
+        """A message id seen before in this context is a retry: it gets the task back."""
+        wanted = str(uuid.uuid4())
+        task_id = await self.message_ids.claim(
+            tenant, message.context_id, message.message_id, wanted
+        )
+        if task_id != wanted:
+            context.state[DUPLICATE_KEY] = task_id
+            return
+        context.state[PRESET_TASK_KEY] = task_id
+        context.state[CLAIM_KEY] = (tenant, message.context_id, message.message_id, task_id)
+
+    async def _release_message_id(self, context: ServerCallContext) -> None:
+        claim = context.state.pop(CLAIM_KEY, None)
+        if claim is not None:
+            await self.message_ids.release(*claim)
+
+    async def _retried_task(self, task_id: str, context: ServerCallContext) -> Task:
+        """The task a retried message started (written by its replica moments ago)."""
+        for _ in range(RETRY_LOOKUPS):
+            stored = await self._versioned_store.get(task_id, context)
+            if stored is not None:
+                return stored.task
+            await asyncio.sleep(RETRY_LOOKUP_SECONDS)
+        raise TaskNotFoundError(message=f"task {task_id} of this message id is not stored")
+
+    async def _answer_retry(
+        self, task_id: str, params: SendMessageRequest, context: ServerCallContext
+    ) -> Task:
+        task = await self._retried_task(task_id, context)
+        if params.configuration.return_immediately or task.status.state in SETTLED:
+            return task
+        # A blocking send: wait, as the first send does, until the task settles.
+        with contextlib.suppress(UnsupportedOperationError):  # it ended meanwhile
+            async for _ in self.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), context):
+                pass
+        return await self._retried_task(task_id, context)
 
     async def _require_bus(self, tenant: str) -> None:
         """The answer stream is open (so a publish can be answered), else 503."""
@@ -136,31 +205,62 @@ class GatewayRequestHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
         await self._prepare(params, context)
+        duplicate = context.state.get(DUPLICATE_KEY)
+        if duplicate:
+            return await self._answer_retry(duplicate, params, context)
         config = params.configuration
         if (
             not params.message.task_id
             and not config.return_immediately
             and not config.HasField("task_push_notification_config")
+            and CLAIM_KEY not in context.state
         ):
             # The client learns the task id only with the answer: write the task once.
-            # (Not with a push config: its receiver learns the id at once.)
+            # (Not with a push config: its receiver learns the id at once; nor when a
+            # retry of the message may reach another replica, which must find the task.)
             context.state[DEFER_KEY] = True
         try:
             # The SDK's method without its decorator: the parameters were validated above.
             return await _SDK_SEND(self, params, context)
         except ServiceUnavailable as exc:
+            await self._release_message_id(context)
             raise unavailable("event service", exc) from exc
+        except A2AError:
+            await self._release_message_id(context)
+            raise
 
     @validate_request_params
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         await self._prepare(params, context)
+        duplicate = context.state.get(DUPLICATE_KEY)
+        if duplicate:
+            task = await self._retried_task(duplicate, context)
+            if task.status.state in SETTLED:
+                yield task
+                return
+            streamed = False
+            try:
+                async for event in self.on_subscribe_to_task(
+                    SubscribeToTaskRequest(id=duplicate), context
+                ):
+                    streamed = True
+                    yield event
+            except UnsupportedOperationError:
+                if streamed:
+                    raise
+                yield await self._retried_task(duplicate, context)  # it ended meanwhile
+            return
         try:
             async for event in super().on_message_send_stream(params, context):
                 yield event
         except ServiceUnavailable as exc:
+            await self._release_message_id(context)
             raise unavailable("event service", exc) from exc
+        except A2AError:
+            await self._release_message_id(context)
+            raise
 
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
@@ -183,6 +283,16 @@ class GatewayRequestHandler(DefaultRequestHandler):
                 session_id=route.context_id,
             )
         return task
+
+    async def _reject_unsafe_push_url(self, url: str) -> None:
+        """A refused push URL is ``-32602`` naming the rule and the setting."""
+        policy = self._push_url_validator
+        if not isinstance(policy, PushPolicy):
+            await super()._reject_unsafe_push_url(url)
+            return
+        reason = await policy.refusal(url)
+        if reason is not None:
+            raise InvalidParamsError(message=reason, data={"field": "url", "setting": PUSH_SETTING})
 
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
@@ -229,6 +339,20 @@ class GatewayRequestHandler(DefaultRequestHandler):
             await self.routes.update(route.task_id, finished=True)
         except A2AError:
             raise
+
+
+def _words_of(message: Message) -> str:
+    record = message_record(message)
+    return message_text([record["text"]] if record["text"] else [], record["data"])
+
+
+def _takes(message: Message, skill: Skill) -> bool:
+    """Whether ``skill``'s input schema takes ``message`` (a candidate for matching)."""
+    try:
+        request_payload(message, skill.id, skill.schema)
+    except InvalidParamsError:
+        return False
+    return True
 
 
 def _check_parts(message: Message) -> None:

@@ -55,3 +55,14 @@ replicas = sa.Table(
     sa.Column("replica_id", sa.String(256), primary_key=True),
     sa.Column("seen_at", sa.DateTime(timezone=True), nullable=False),
 )
+
+# A client's message id within its context → the task it started (a retry gets it back).
+message_ids = sa.Table(
+    "gateway_message_ids",
+    metadata,
+    sa.Column("tenant_id", sa.String(128), primary_key=True),
+    sa.Column("context_id", sa.String(256), primary_key=True),
+    sa.Column("message_id", sa.String(256), primary_key=True),
+    sa.Column("task_id", sa.String(128), nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)

@@ -1,8 +1,7 @@
-"""Push notifications: a2a-sdk's sender with an operator allow-list and retries.
+"""Push notifications: a2a-sdk's sender with the gateway's URL policy and retries.
 
-A target host must be listed in ``SOORMA_GATEWAY_PUSH_ALLOW``. ``*`` in the list allows
-any host that resolves only to public addresses (a2a-sdk's own check); private, loopback
-and link-local addresses are refused unless their host is listed by name (no SSRF).
+Which targets are allowed is :mod:`gateway_a2a.pushpolicy`; it runs when a config is
+created and again before each delivery.
 """
 
 from __future__ import annotations
@@ -11,35 +10,23 @@ import asyncio
 import contextlib
 import logging
 import time
-from urllib.parse import urlsplit
 
 import httpx
 from a2a.server.tasks import BasePushNotificationSender, PushNotificationConfigStore
 from a2a.server.tasks.push_notification_sender import PushNotificationEvent
 from a2a.types.a2a_pb2 import TaskPushNotificationConfig
-from a2a.utils.push_url_validator import validate_push_notification_url
 
+from gateway_a2a.pushpolicy import PushPolicy
 from gateway_a2a.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 
-class PushPolicy:
-    """Which push URLs the operator allows."""
-
-    def __init__(self, allow: list[str]) -> None:
-        self.hosts = {h for h in allow if h != "*"}
-        self.any_public = "*" in allow
-
-    async def __call__(self, url: str) -> bool:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            return False
-        host = parts.hostname.lower()
-        hostport = f"{host}:{parts.port}" if parts.port else host
-        if host in self.hosts or hostport in self.hosts:
-            return True
-        return self.any_public and await validate_push_notification_url(url)
+def policy_for(settings: Settings) -> PushPolicy:
+    """The push-URL policy of these settings (a default list says it is the default)."""
+    default = settings.gateway_push_allow is None
+    origin = f"the default in {settings.auth_mode} mode" if default else ""
+    return PushPolicy(settings.push_allow_list, origin=origin)
 
 
 class DispatchConfigCache:
@@ -84,7 +71,7 @@ class RetryingPushSender(BasePushNotificationSender):
         super().__init__(
             http,
             self.configs,  # type: ignore[arg-type]  # only get_info_for_dispatch is used
-            push_url_validator=PushPolicy(settings.gateway_push_allow),
+            push_url_validator=policy_for(settings),
         )
         self.attempts = settings.gateway_push_attempts
         self.backoff = settings.gateway_push_backoff_seconds

@@ -55,8 +55,9 @@ class Settings(ServiceSettings):
     gateway_card_ttl_seconds: float = Field(default=2.0, ge=0)
     gateway_card_max_age_seconds: int = Field(default=5, ge=0)
     gateway_push_enabled: bool = True
-    # Push notifications: hosts allowed as targets. Private/loopback only when listed.
-    gateway_push_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Push notifications: targets allowed (gateway_a2a.pushpolicy). Unset: "*" (public
+    # hosts) and, in dev mode, "loopback" too (see push_allow_list).
+    gateway_push_allow: Annotated[list[str] | None, NoDecode] = None
     gateway_push_attempts: int = Field(default=4, ge=1)
     gateway_push_backoff_seconds: float = Field(default=0.5, gt=0)
     gateway_push_timeout_seconds: float = Field(default=5.0, gt=0)
@@ -86,9 +87,23 @@ class Settings(ServiceSettings):
             hashed[stored.lower()] = tenant
         return hashed
 
+    @property
+    def push_allow_list(self) -> list[str]:
+        """The push allow-list in force: the setting, or the default for the auth mode.
+
+        By default any public host is a target, and in dev mode (a developer's machine,
+        receivers on it) loopback addresses too; private and link-local addresses only
+        when listed.
+        """
+        if self.gateway_push_allow is not None:
+            return self.gateway_push_allow
+        return ["*", "loopback"] if self.auth_mode == "dev" else ["*"]
+
     @field_validator("gateway_push_allow", mode="before")
     @classmethod
     def _split_hosts(cls, value: Any) -> Any:
+        if value is None:
+            return None
         if isinstance(value, str):
             value = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
         return [str(h).strip().lower() for h in value if str(h).strip()]

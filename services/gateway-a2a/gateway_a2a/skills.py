@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from a2a.utils.errors import InvalidParamsError
 
+from gateway_a2a.routing import rank
 from soorma.client import Identity
 from soorma.registry import RegistryClient
 
@@ -21,6 +23,8 @@ REPLY_MODE_KEY = "a2a_reply"
 # change: EventDefinition(payload_schema={..., "x-a2a-reply": "message"})).
 SCHEMA_REPLY_KEY = "x-a2a-reply"
 REPLY_MESSAGE = "message"
+# The agent chooses per request: an answer with "reply": "message" is a direct message.
+REPLY_EITHER = "either"
 SKILL_KEYS = ("skill", "skillId", "skill_id")
 
 
@@ -36,6 +40,8 @@ class Skill:
     schema: dict[str, Any] | None
     tags: tuple[str, ...] = ()
     reply_message: bool = False
+    # The agent may answer a request with a direct message instead of a task.
+    reply_either: bool = False
 
 
 @dataclass(slots=True)
@@ -84,6 +90,7 @@ class SkillCatalog:
         seen: dict[str, Skill] = {}
         for agent in sorted(agents, key=lambda a: (a.name, a.agent_id)):
             agent_replies = agent.metadata.get(REPLY_MODE_KEY) == REPLY_MESSAGE
+            agent_chooses = agent.metadata.get(REPLY_MODE_KEY) == REPLY_EITHER
             for cap in agent.capabilities:
                 if cap.task_name in seen:
                     continue
@@ -102,17 +109,28 @@ class SkillCatalog:
                     tags=(agent.name, event.event_name),
                     reply_message=agent_replies
                     or (isinstance(schema, dict) and schema.get(SCHEMA_REPLY_KEY) == REPLY_MESSAGE),
+                    reply_either=agent_chooses
+                    or (isinstance(schema, dict) and schema.get(SCHEMA_REPLY_KEY) == REPLY_EITHER),
                 )
         return list(seen.values())
 
     async def resolve(
-        self, tenant: str, metadata: dict[str, Any], *, agent: str | None, default: str | None
+        self,
+        tenant: str,
+        metadata: dict[str, Any],
+        *,
+        agent: str | None,
+        default: str | None,
+        text: Callable[[], str] | None = None,
+        fits: Callable[[Skill], bool] | None = None,
     ) -> Skill:
         """The skill a message goes to: ``metadata.skill``, else the agent's only skill,
-        else the configured default.
+        else the configured default, else the skill whose words best match ``text``
+        among those that take the message (``text`` and ``fits`` are called only then;
+        :mod:`gateway_a2a.routing`).
 
         Raises:
-            InvalidParamsError: no such skill, or none named and no default.
+            InvalidParamsError: no such skill, or none named, no default and no clear match.
         """
         skills = await self.skills(tenant)
         if agent is not None:
@@ -128,10 +146,7 @@ class SkillCatalog:
         wanted = wanted or default
         names = sorted(s.id for s in skills)
         if wanted is None:
-            raise InvalidParamsError(
-                message=f"name the skill in message.metadata.skill (one of {names})",
-                data={"field": "message.metadata.skill"},
-            )
+            return _best_match(skills, names, text() if text else "", fits)
         for skill in skills:
             if wanted in (skill.id, skill.event):
                 return skill
@@ -139,3 +154,21 @@ class SkillCatalog:
             message=f"unknown skill {wanted!r}: message.metadata.skill must be one of {names}",
             data={"field": "message.metadata.skill"},
         )
+
+
+def _best_match(
+    skills: list[Skill], names: list[str], text: str, fits: Callable[[Skill], bool] | None
+) -> Skill:
+    ranked = [r for r in rank(skills, text) if fits is None or fits(r.skill)]
+    if len(ranked) == 1 or (len(ranked) > 1 and ranked[0].score > ranked[1].score):
+        best: Skill = ranked[0].skill
+        return best
+    if ranked:
+        tied = sorted(r.skill.id for r in ranked if r.score == ranked[0].score)
+        reason = f"the message matches the skills {tied} equally"
+    else:
+        reason = "no skill's description matches the message"
+    raise InvalidParamsError(
+        message=f"{reason}: name the skill in message.metadata.skill (one of {names})",
+        data={"field": "message.metadata.skill", "skills": names},
+    )

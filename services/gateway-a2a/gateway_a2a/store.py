@@ -14,7 +14,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabasePushNotificationConfigStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from gateway_a2a.models import routes
+from gateway_a2a.models import message_ids, routes
 from gateway_a2a.settings import Settings
 from gateway_a2a.taskstore import GatewayTaskStore
 from servicekit.db import database_url, is_sqlite, make_engine, migrate
@@ -103,6 +103,53 @@ class RouteStore:
         return row_route(row) if row else None
 
 
+class MessageIdStore:
+    """Which task a client's message (its id within its context) started.
+
+    A client that retries a send it got no answer for sends the same ``messageId``; the
+    gateway answers with the task the first send started instead of starting another.
+    Shared through the database, so a retry through another replica is recognised too.
+    """
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def claim(self, tenant_id: str, context_id: str, message_id: str, task_id: str) -> str:
+        """Record ``task_id`` for the message; the task id it has (an earlier one if seen)."""
+        key = {"tenant_id": tenant_id, "context_id": context_id, "message_id": message_id}
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(
+                    sa.insert(message_ids).values(
+                        **key, task_id=task_id, created_at=datetime.now(UTC)
+                    )
+                )
+            return task_id
+        except sa.exc.IntegrityError:
+            pass
+        async with self.engine.connect() as conn:
+            found = (
+                await conn.execute(
+                    sa.select(message_ids.c.task_id).where(
+                        *(message_ids.c[name] == value for name, value in key.items())
+                    )
+                )
+            ).scalar_one_or_none()
+        return str(found) if found is not None else task_id
+
+    async def release(self, tenant_id: str, context_id: str, message_id: str, task_id: str) -> None:
+        """Forget the message (its send failed before it started a task)."""
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                sa.delete(message_ids).where(
+                    message_ids.c.tenant_id == tenant_id,
+                    message_ids.c.context_id == context_id,
+                    message_ids.c.message_id == message_id,
+                    message_ids.c.task_id == task_id,
+                )
+            )
+
+
 def route_values(route: Route) -> dict[str, Any]:
     return {name: getattr(route, name) for name in Route.__slots__}
 
@@ -120,6 +167,7 @@ class Stores:
     events: DatabaseTaskEventStream
     push_configs: DatabasePushNotificationConfigStore
     routes: RouteStore
+    message_ids: MessageIdStore
 
     async def ping(self) -> None:
         async with self.engine.connect() as conn:
@@ -174,5 +222,10 @@ def build_stores(settings: Settings) -> Stores:
     )
     push = DatabasePushNotificationConfigStore(engine, create_table=False, owner_resolver=tenant_of)
     return Stores(
-        engine=engine, tasks=tasks, events=events, push_configs=push, routes=RouteStore(engine)
+        engine=engine,
+        tasks=tasks,
+        events=events,
+        push_configs=push,
+        routes=RouteStore(engine),
+        message_ids=MessageIdStore(engine),
     )

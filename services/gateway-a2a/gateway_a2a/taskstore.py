@@ -68,6 +68,8 @@ logger = logging.getLogger(__name__)
 NEW_TASK_KEY = "soorma_new_task_id"
 SAVED_KEY = "soorma_new_task_saved"
 DEFER_KEY = "soorma_defer_writes"
+# The id a new task must get (set by the handler when it recorded the client's message id).
+PRESET_TASK_KEY = "soorma_preset_task_id"
 
 TERMINAL = frozenset(
     {
@@ -183,6 +185,17 @@ class GatewayTaskStore(VersionedTaskStore):
         if pending is None and not self._defers(context, task_id):
             return False
         (pending or self._entry(task_id, self.owner_resolver(context))).route = values
+        return True
+
+    def forget(self, task_id: str) -> bool:
+        """Drop a task never announced (its agent answered with a message); False: its
+        route, if any, is already in the database."""
+        pending = self._pending.pop(task_id, None)
+        if pending is None:
+            return False
+        pending.done = True
+        if pending.timer is not None:
+            pending.timer.cancel()
         return True
 
     async def update_route(self, task_id: str, values: dict[str, Any]) -> bool:
@@ -465,7 +478,7 @@ class NewTaskIdBuilder(SimpleRequestContextBuilder):
         task: Task | None = None,
     ) -> RequestContext:
         if params is not None and not task_id and not params.message.task_id:
-            task_id = str(uuid.uuid4())
+            task_id = str(context.state.get(PRESET_TASK_KEY) or uuid.uuid4())
             context.state[NEW_TASK_KEY] = task_id
             if self.on_new is not None:
                 self.on_new(task_id, params)

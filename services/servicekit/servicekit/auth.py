@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -22,6 +23,9 @@ ROLE_HEADER = "x-soorma-role"
 ROLE_CLAIM = "soorma_role"
 SERVICE_ROLE = "service"
 DEFAULT_TOKEN_TTL_SECONDS = 3600.0
+# RFC 7519 NumericDate claims: a JSON number of seconds since 1970, at most 9999-12-31.
+TIME_CLAIMS = ("exp", "nbf", "iat")
+MAX_NUMERIC_DATE = 253402300799
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +43,7 @@ def _verify_token(token: str, settings: ServiceSettings) -> dict[str, Any]:
     if not key:
         raise Unauthenticated("server has no JWT key configured: set SOORMA_JWT_SECRET")
     try:
-        return jwt.decode(
+        claims = jwt.decode(
             token,
             key,
             algorithms=settings.jwt_algorithms,
@@ -52,6 +56,29 @@ def _verify_token(token: str, settings: ServiceSettings) -> dict[str, Any]:
         )
     except jwt.PyJWTError as exc:
         raise Unauthenticated(f"invalid bearer token: {exc}") from exc
+    for name in TIME_CLAIMS:
+        if name in claims:
+            _check_numeric_date(name, claims[name])
+    return claims
+
+
+def _check_numeric_date(name: str, value: Any) -> None:
+    """A time claim is a JSON number (not a string or a boolean) from 1970 to year 9999.
+
+    PyJWT reads it with ``int()``, which also takes ``"1700000000"``, ``true`` and
+    ``1e20`` (a token that never expires in practice).
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= MAX_NUMERIC_DATE
+    ):
+        raise Unauthenticated(
+            f"invalid bearer token: claim {name!r} must be a JSON number of seconds since "
+            "1970-01-01 (UTC), no later than 9999-12-31",
+            details={"claim": name},
+        )
 
 
 def _checked(identity: Identity) -> Identity:

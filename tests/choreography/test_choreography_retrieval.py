@@ -6,6 +6,7 @@ litellm's ``mock_response``, so the prompt the planner built is the one in the a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -109,13 +110,7 @@ async def test_without_the_option_the_planner_retrieves_nothing(context: Platfor
 @pytest.mark.asyncio
 async def test_another_users_private_memory_is_not_retrieved(context: PlatformContext):
     other = PlatformContext.from_env(
-        settings=context.settings.__class__(
-            memory_url=context.settings.memory_url,
-            registry_url=context.settings.registry_url,
-            event_service_url=context.settings.event_service_url,
-            tenant_id=context.settings.tenant_id,
-            user_id="someone-else",
-        )
+        settings=dataclasses.replace(context.settings, user_id="someone-else")
     )
     async with other:
         await other.memory.knowledge.add("A refund takes 30 days for someone else's order.")

@@ -12,7 +12,7 @@ import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from soorma._longterm import Send, deleted_count, records_of, request_body
+from soorma._longterm import Send, records_of, request_body
 from soorma._segments import path_segment
 from soorma_common.errors import NotFound
 from soorma_common.knowledge import (
@@ -180,14 +180,14 @@ class KnowledgeMemory:
             return False
         return True
 
-    async def delete_external(self, external_id: str) -> int:
+    async def delete_external(self, external_id: str) -> bool:
         """Delete the record with this ``external_id``, or every chunk of the document
-        stored under it; how many records were deleted (0 when none)."""
+        stored under it; ``False`` when there was none."""
         try:
-            data = await self._send("DELETE", f"{_BASE}/by-external-id/{path_segment(external_id)}")
+            await self._send("DELETE", f"{_BASE}/by-external-id/{path_segment(external_id)}")
         except NotFound:
-            return 0
-        return deleted_count(data)
+            return False
+        return True
 
     async def search(
         self,

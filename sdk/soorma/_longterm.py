@@ -50,11 +50,4 @@ def records_of(data: Any) -> list[Any]:
     raise ValueError(f"unexpected list answer from the memory service: {str(data)[:200]}")
 
 
-def deleted_count(data: Any) -> int:
-    """How many records a delete answer reports (``{"deleted": n}``; 1 when it is silent)."""
-    if isinstance(data, Mapping) and isinstance(data.get("deleted"), int):
-        return int(data["deleted"])
-    return 1
-
-
-__all__ = ["Send", "deleted_count", "records_of", "request_body"]
+__all__ = ["Send", "records_of", "request_body"]

@@ -48,9 +48,9 @@ async def test_external_id_upserts_and_equal_content_is_stored_once(memory):
     a = await memory.knowledge.add("Support answers in English and German.")
     b = await memory.knowledge.add("Support answers in English and German.")
     assert a.id == b.id
-    assert await memory.knowledge.delete_external("hours") == 1
+    assert await memory.knowledge.delete_external("hours") is True
     assert await memory.knowledge.get(first.id) is None
-    assert await memory.knowledge.delete_external("hours") == 0
+    assert await memory.knowledge.delete_external("hours") is False
 
 
 async def test_add_many_stores_in_order(memory):
@@ -76,7 +76,7 @@ async def test_a_document_is_chunked_under_its_id_and_replaced_as_a_whole(memory
     shorter = await memory.knowledge.add_document("shipping-guide", "Only one short chunk now.")
     assert len(shorter) == 1
     assert len(await memory.knowledge.list(parent_external_id="shipping-guide")) == 1
-    assert await memory.knowledge.delete_external("shipping-guide") == 1
+    assert await memory.knowledge.delete_external("shipping-guide") is True
     assert await memory.knowledge.list(parent_external_id="shipping-guide") == []
 
 

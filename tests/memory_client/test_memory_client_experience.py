@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from soorma_common.errors import ValidationFailed
+from soorma_common.errors import PermissionDenied, ValidationFailed
 from soorma_common.knowledge import (
     EmbeddingInfo,
     EpisodeRecord,
@@ -116,6 +116,8 @@ async def test_forget_user_deletes_every_memory_type_of_that_user_only(make_memo
     await alice.episodes.log("bot", "user", "hello from alice")
     await alice.procedures.add("Say hi to Alice.", situation="alice writes")
     kept = await bob.knowledge.add("Bob likes coffee.")
+    with pytest.raises(PermissionDenied):
+        await bob.forget_user("alice")  # only alice herself, or a platform service
 
     result = await alice.forget_user("alice")
 

@@ -124,6 +124,10 @@ class MemoryClient(ServiceClient):
         """Start rebuilding every vector with the service's current embedding model.
 
         Search keeps answering meanwhile; follow it with :meth:`reembed_status`.
+
+        Raises:
+            PermissionDenied: the caller is not a platform service
+                (``SOORMA_SERVICE_ROLE=service``).
         """
         return ReembedStatus.model_validate(await self._send("POST", "/v1/memory/reembed"))
 

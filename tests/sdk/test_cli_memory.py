@@ -131,7 +131,10 @@ async def test_info_and_reembed_report_the_model(memory_service: LiveServer):
     info = await soorma(url, "info")
     assert info.proc.returncode == 0, info.output
     assert info.lines[0].startswith("embedding model deterministic")
-    reembed = await soorma(url, "reembed", "--wait")
+    refused = await soorma(url, "reembed")
+    assert refused.proc.returncode == 1 and refused.lines[0].startswith("soorma: ")
+    assert "service" in refused.output
+    reembed = await soorma(url, "reembed", "--wait", SOORMA_SERVICE_ROLE="service")
     assert reembed.proc.returncode == 0, reembed.output
     assert reembed.lines[-1].startswith("re-embed to deterministic: ")
     assert reembed.lines[-1].split(": ")[1].split(" ")[0] in {"done", "idle"}

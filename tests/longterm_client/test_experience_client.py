@@ -136,18 +136,21 @@ async def test_forget_user_deletes_every_memory_type_of_that_user_only(make_memo
     assert await bob.knowledge.get(kept.id) is not None
 
 
-async def test_embedding_info_and_reembed_status(memory):
+async def test_embedding_info_and_reembed_status(memory, make_memory):
     info = await memory.embedding_info()
     assert isinstance(info, EmbeddingInfo)
     assert info.model.startswith("deterministic") and info.dimensions > 0
     assert info.records_on_other_models == 0
 
     await memory.knowledge.add("one record to re-embed")
-    started = await memory.reembed()
+    with pytest.raises(PermissionDenied):
+        await memory.reembed()  # platform services only
+    service = make_memory(role="service")
+    started = await service.reembed()
     assert isinstance(started, ReembedStatus) and started.model == info.model
     async with asyncio.timeout(20):
         status = started
         while status.state == "running":
             await asyncio.sleep(0.05)
-            status = await memory.reembed_status()
+            status = await service.reembed_status()
     assert status.state in {"done", "idle"}, status

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
+import pytest_asyncio
 from choreo_helpers import SEARCH_SCHEMA, complete, register_worker
 
 from soorma import PlatformContext
@@ -17,8 +21,49 @@ from soorma.ai import Retrieval
 from soorma.ai._retrieval import SECTION_TITLE, format_section
 from soorma.ai.choreography import ChoreographyPlanner
 from soorma_common.events import EventEnvelope
+from testsupport.pgvector import pgvector_server
+from testsupport.services import event_settings, memory_settings, registry_settings
 
 MODEL = "gpt-4o-mini"
+EMBEDDING_MODEL = "deterministic/256"
+
+
+@pytest.fixture(params=["sqlite", "pgvector"])
+def backends(request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
+    """The stack of conftest.py, with long-term memory on SQLite or PostgreSQL + pgvector
+    (the registry stays on SQLite) and the deterministic embedder."""
+    if request.param == "sqlite":
+        db = request.getfixturevalue("sqlite_url")
+    else:
+        db = request.getfixturevalue("pgvector_url")
+    return {
+        "event": event_settings(block_seconds=0.5),
+        "memory": memory_settings(db, tmp_path, embedding_model=EMBEDDING_MODEL),
+        "registry": registry_settings(f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path),
+    }
+
+
+@pytest.fixture(scope="session")
+def pgvector_server_url() -> Iterator[str]:
+    with pgvector_server() as url:
+        yield url
+
+
+@pytest_asyncio.fixture
+async def pgvector_url(pgvector_server_url: str) -> AsyncIterator[str]:
+    import asyncpg
+
+    name = f"soorma_cr_{uuid.uuid4().hex[:12]}"
+    admin_url = pgvector_server_url.format(database="postgres").replace("+asyncpg", "")
+    admin = await asyncpg.connect(admin_url)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    yield pgvector_server_url.format(database=name)
+    admin = await asyncpg.connect(admin_url)
+    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.close()
+
+
 ANSWER = {"mock_response": json.dumps(complete({"answer": "5 business days"}))}
 
 

@@ -181,12 +181,14 @@ async def test_08_rag_agent_answers_from_what_retrieval_put_in_the_prompt():
     async with PlatformHarness(user_id="customer-7") as platform:
         await ingest.ingest(platform.context, ingest.DEFAULT_FILES)
         llm = platform.scripted_llm(from_the_prompt)
-        await platform.start(example.build_planner(llm.model, offline=False))
+        planner = example.build_planner(llm.model, offline=False)
+        await platform.start(planner)
         answer = await platform.call(
             "support.question.asked",
             {"question": "Where is the data stored?"},
             response_event="support.question.answered",
         )
+        await platform.stop(planner)  # its handler logs the episodes after answering
         plan = await platform.plan(answer.data["plan_id"])
         episodes = await platform.context.memory.episodes.recent("nimbus-support")
 

@@ -37,12 +37,13 @@ DOCS = {"plans-and-billing.md", "sync.md", "security.md"}
 @pytest_asyncio.fixture
 async def services(sqlite_url: str, tmp_path: Any) -> AsyncIterator[dict[str, str]]:
     """Event, memory and registry services (embedded backends) under real uvicorn."""
+    memory = memory_settings(sqlite_url, tmp_path, embedding_model="deterministic/256")
     registry = RegistrySettings(
         registry_database_url=f"sqlite+aiosqlite:///{tmp_path}/registry.db", data_dir=tmp_path
     )
     async with (
         serve(create_event_app(EventSettings(event_backend="memory"))) as events,
-        serve(create_memory_app(memory_settings(sqlite_url, tmp_path))) as memories,
+        serve(create_memory_app(memory)) as memories,
         serve(create_registry_app(registry)) as registrar,
     ):
         yield {

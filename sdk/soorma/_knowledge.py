@@ -9,6 +9,7 @@ tenant finds them). Searches rank by vector similarity fused with keyword search
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from soorma._longterm import Send, records_of, request_body
 from soorma._segments import path_segment
 from soorma_common.errors import NotFound
 from soorma_common.knowledge import (
+    MAX_BATCH_ITEMS,
     SearchMode,
     SemanticDocumentCreate,
     SemanticMemoryCreate,
@@ -28,6 +30,8 @@ DEFAULT_SEARCH_LIMIT = 10
 DEFAULT_KNOWLEDGE_LIST_LIMIT = 100
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 100
+# JSON bytes per batch request: under the service's default body limit (256 KiB).
+DEFAULT_BATCH_BYTES = 192 * 1024
 
 _BASE = "/v1/memory/semantic"
 
@@ -89,18 +93,27 @@ class KnowledgeMemory:
         return SemanticMemoryRecord.model_validate(data)
 
     async def add_many(
-        self, items: Iterable[SemanticMemoryCreate | Mapping[str, Any] | str]
+        self,
+        items: Iterable[SemanticMemoryCreate | Mapping[str, Any] | str],
+        *,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
     ) -> builtins.list[SemanticMemoryRecord]:
-        """Store many pieces at once (one request, embedded in batches), in order.
+        """Store many pieces, in order, embedded in batches by the service.
+
+        Items are sent in as few requests as fit the service's limits (at most
+        ``MAX_BATCH_ITEMS`` items and about ``batch_bytes`` of JSON each); each request
+        is one transaction, so when one fails the earlier ones stay stored.
 
         Args:
             items: Texts, ``SemanticMemoryCreate`` objects or mappings of their fields.
+            batch_bytes: Most JSON bytes per request (keep it under the service's
+                ``SOORMA_MAX_PAYLOAD_BYTES``).
         """
-        body = [_create(item) for item in items]
-        if not body:
-            return []
-        data = await self._send("POST", f"{_BASE}/batch", json={"items": body})
-        return [SemanticMemoryRecord.model_validate(r) for r in records_of(data)]
+        stored: builtins.list[SemanticMemoryRecord] = []
+        for batch in _batches([_create(item) for item in items], batch_bytes):
+            data = await self._send("POST", f"{_BASE}/batch", json={"items": batch})
+            stored.extend(SemanticMemoryRecord.model_validate(r) for r in records_of(data))
+        return stored
 
     async def add_document(
         self,
@@ -234,6 +247,26 @@ class KnowledgeMemory:
         return SemanticSearchResult.model_validate(data)
 
 
+def _batches(
+    bodies: builtins.list[dict[str, Any]], max_bytes: int
+) -> builtins.list[builtins.list[dict[str, Any]]]:
+    """``bodies`` split into requests of at most ``MAX_BATCH_ITEMS`` items and about
+    ``max_bytes`` of JSON (an item larger than that goes alone)."""
+    batches: builtins.list[builtins.list[dict[str, Any]]] = []
+    current: builtins.list[dict[str, Any]] = []
+    size = 0
+    for body in bodies:
+        item_size = len(json.dumps(body, separators=(",", ":"))) + 1
+        if current and (len(current) >= MAX_BATCH_ITEMS or size + item_size > max_bytes):
+            batches.append(current)
+            current, size = [], 0
+        current.append(body)
+        size += item_size
+    if current:
+        batches.append(current)
+    return batches
+
+
 def _create(item: SemanticMemoryCreate | Mapping[str, Any] | str) -> dict[str, Any]:
     if isinstance(item, SemanticMemoryCreate):
         return item.model_dump(mode="json", exclude_none=True)
@@ -247,6 +280,7 @@ def _create(item: SemanticMemoryCreate | Mapping[str, Any] | str) -> dict[str, A
 
 
 __all__ = [
+    "DEFAULT_BATCH_BYTES",
     "DEFAULT_CHUNK_OVERLAP",
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_SEARCH_LIMIT",

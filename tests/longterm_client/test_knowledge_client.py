@@ -62,6 +62,15 @@ async def test_add_many_stores_in_order(memory):
     assert await memory.knowledge.add_many([]) == []
 
 
+async def test_add_many_splits_what_one_request_cannot_carry(memory):
+    # 1,500 items (the service takes 1,000 per request) of ~400 bytes (600 KB of JSON,
+    # over the service's 256 KiB body limit): sent as several requests, order kept.
+    texts = [f"fact number {i}: " + "lorem ipsum " * 30 for i in range(1500)]
+    records = await memory.knowledge.add_many(texts)
+    assert [r.content for r in records] == texts
+    assert len(await memory.knowledge.list(limit=1000)) == 1000
+
+
 async def test_a_document_is_chunked_under_its_id_and_replaced_as_a_whole(memory):
     text = " ".join(f"Paragraph {i} talks about shipping zone {i}." for i in range(40))
     chunks = await memory.knowledge.add_document(

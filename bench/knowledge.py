@@ -384,7 +384,9 @@ def report(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "search; raw pgvector = the same vectors in a plain table with an HNSW cosine index "
         "(pgvector defaults), `ORDER BY embedding <=> $1 LIMIT 10` over asyncpg, on the same "
         "PostgreSQL in the same run. The service embeds each query (the baseline is given "
-        "its vector).",
+        "its vector). Ingest sends batches of "
+        f"{BATCH} items from {WRITERS} writers (`SOORMA_MAX_PAYLOAD_BYTES` raised to "
+        f"{MAX_PAYLOAD_BYTES // (1024 * 1024)} MiB so a batch with its vectors fits).",
         "",
         f"Run {meta['when']} on {meta['machine']}, {meta['seconds']:g} s per measurement, "
         f"load average at the start {meta['load']}; the embedder alone ran at "

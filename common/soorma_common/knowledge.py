@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, model_validator
@@ -283,6 +283,11 @@ class EpisodeSearch(_Input):
     @model_validator(mode="after")
     def _check(self) -> Self:
         _check_text(self.query, "query")
+        # A time without an offset is UTC.
+        if self.since is not None and self.since.tzinfo is None:
+            self.since = self.since.replace(tzinfo=UTC)
+        if self.until is not None and self.until.tzinfo is None:
+            self.until = self.until.replace(tzinfo=UTC)
         if self.since and self.until and self.since >= self.until:
             raise ValueError("since must be before until")
         return self

@@ -511,6 +511,11 @@ async def main(args: argparse.Namespace) -> None:
                 results.append(await bench_backend("sqlite", url, args, data))
             else:
                 raise SystemExit(f"unknown backend {backend!r} (postgres, sqlite)")
+            # Kept as each backend finishes: a long run stopped half-way keeps its numbers.
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            (RESULTS / "knowledge-partial.json").write_text(
+                json.dumps(results, indent=2, default=float)
+            )
     finally:
         if server is not None:
             server.cleanup()

@@ -35,7 +35,10 @@ class Retrieval:
         procedures: Most procedures (rules, prompt fragments, examples); 0: off.
         episodes: Most past episodes of the planner with the user; 0: off.
         max_chars: Upper bound of the whole section in the prompt.
-        min_score: Leave out hits scoring lower (``None``: keep all).
+        min_score: Leave out hits less similar than this (cosine similarity, ``None``:
+            keep all). Applies to procedures, episodes and, with ``mode="vector"``,
+            knowledge; hybrid knowledge scores are rank-fusion scores (about 0.01-0.03),
+            so it does not cut those.
         tags: Only knowledge carrying these tags.
         include_public: Include the tenant's public knowledge and procedures.
         mode: Knowledge ranking, ``"hybrid"`` or ``"vector"``.
@@ -119,7 +122,7 @@ async def retrieve(
             limit=options.knowledge,
             include_public=options.include_public,
             tags=options.tags,
-            min_score=options.min_score,
+            min_score=options.min_score if options.mode == "vector" else None,
             mode=options.mode,
         )
         return list(found.hits)

@@ -202,3 +202,31 @@ def test_retrieval_options_are_checked():
         Retrieval(max_chars=10)
     with pytest.raises(TypeError, match=r"soorma\.ai\.Retrieval"):
         ChoreographyPlanner(name="p", retrieval={"knowledge": 5})  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_min_score_cuts_dissimilar_memory_but_not_hybrid_knowledge(context: PlatformContext):
+    ids = await remember(context)
+    unrelated = await context.memory.procedures.add(
+        "Water the office plants on Fridays.",
+        situation="the plants look dry",
+        agent_id="support-planner",
+    )
+    planner = ChoreographyPlanner(
+        name="support-planner",
+        reasoning_model=MODEL,
+        retrieval=Retrieval(knowledge=1, procedures=3, episodes=0, min_score=0.2),
+    )
+    plan = await planner.open_plan(refund_goal(), context)
+
+    await planner.reason_next_action("new goal", context, plan=plan, llm_options=ANSWER)
+
+    stored = await context.memory.get_plan_context(plan.plan_id)
+    assert stored is not None
+    (record,) = stored.bookkeeping.choreography.audit
+    # The hybrid knowledge hit scores ~0.03 (rank fusion) and is kept; the procedure about
+    # plants shares no word with the goal and is cut.
+    assert record["retrieved"]["knowledge"] == [ids["knowledge"]]
+    assert ids["procedure"] in record["retrieved"]["procedures"]
+    assert unrelated.id not in record["retrieved"]["procedures"]
+    assert record["retrieved"]["episodes"] == []

@@ -32,9 +32,10 @@ def add_parser(commands: Any) -> None:
 
     add = actions.add_parser(
         "add",
-        help="store knowledge: a text, or a file as a chunked document",
+        help="store knowledge (a text, or a file as a chunked document) or a procedure",
         description="Store a text (the service embeds it). With --file, the file is "
-        "stored as a document: chunks under one external id, replaced together.",
+        "stored as a document: chunks under one external id, replaced together. With "
+        "--situation, the text is a procedure (rule, prompt or example) for that situation.",
     )
     add.add_argument("text", nargs="*", help="the text to store")
     add.add_argument("--file", type=Path, help="store this file's text as a document")
@@ -45,6 +46,14 @@ def add_parser(commands: Any) -> None:
     add.add_argument("--source", help="where it came from")
     add.add_argument("--metadata", default="{}", help="JSON object of metadata fields")
     add.add_argument("--public", action="store_true", help="visible to every user of the tenant")
+    add.add_argument(
+        "--situation",
+        help="store a procedure (know-how) that applies in this situation instead",
+    )
+    add.add_argument(
+        "--kind", choices=("rule", "prompt", "example"), default="rule", help="with --situation"
+    )
+    add.add_argument("--agent", help="with --situation: the agent it is for (default: any)")
     add.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE)
     add.add_argument("--chunk-overlap", type=int, default=DEFAULT_CHUNK_OVERLAP)
     _common(add)
@@ -160,6 +169,8 @@ async def _add(args: argparse.Namespace) -> int:
         "source": args.source,
         "public": args.public,
     }
+    if args.situation:
+        return await _add_procedure(args, text, metadata)
     async with _context(args) as context:
         knowledge = context.memory.knowledge
         if args.file:
@@ -184,6 +195,28 @@ async def _add(args: argparse.Namespace) -> int:
         named = f" ({record.external_id})" if record.external_id else ""
         scope = "public" if record.public else f"private to {record.user_id}"
         print(f"stored {record.id}{named}, {scope}, model {record.embedding_model}")
+    return 0
+
+
+async def _add_procedure(args: argparse.Namespace, text: str, metadata: dict[str, Any]) -> int:
+    if not text:
+        return _fail("give the procedure's text (--file is for knowledge documents)", 2)
+    async with _context(args) as context:
+        record = await context.memory.procedures.add(
+            text,
+            situation=args.situation,
+            kind=args.kind,
+            agent_id=args.agent,
+            metadata=metadata,
+            tags=args.tag,
+            public=args.public,
+        )
+    if args.json:
+        _print_json(record.model_dump(mode="json"))
+    else:
+        scope = "public" if record.public else f"private to {record.user_id}"
+        agent = f" for {record.agent_id}" if record.agent_id else ""
+        print(f"stored {record.kind} {record.id}{agent}, {scope}")
     return 0
 
 

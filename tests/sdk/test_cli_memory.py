@@ -141,3 +141,26 @@ async def test_info_and_reembed_report_the_model(memory_service: LiveServer):
     assert re.fullmatch(r"re-embed to deterministic\S*: (done|idle) \(\d+/\d+\)", reembed.lines[-1])
     status = await soorma(url, "reembed", "--status", "--json")
     assert json.loads(status.lines[-1])["model"].startswith("deterministic")
+
+
+async def test_add_with_a_situation_stores_a_procedure(memory_service: LiveServer):
+    added = await soorma(
+        memory_service.url,
+        "add",
+        "Quote the order id in refund answers.",
+        "--situation",
+        "a customer asks about a refund",
+        "--agent",
+        "support-bot",
+        "--json",
+    )
+    assert added.proc.returncode == 0, added.output
+    record = json.loads(added.output)
+    assert (record["kind"], record["agent_id"], record["user_id"]) == ("rule", "support-bot", "ada")
+    assert record["situation"] == "a customer asks about a refund"
+    plain = await soorma(
+        memory_service.url, "add", "Be brief.", "--situation", "any answer", "--kind", "prompt"
+    )
+    assert plain.lines[-1].startswith("stored prompt ") and plain.lines[-1].endswith(
+        ", private to ada"
+    )

@@ -239,6 +239,11 @@ class LongTermStore:
                 )
             yield conn
 
+    def _by_distance(self, distance: str) -> str:
+        # PostgreSQL needs the indexed expression itself to order by the HNSW index;
+        # SQLite would evaluate the expression a second time, the alias reuses it.
+        return distance if self.d.pg else "distance"
+
     def new_id(self) -> str:
         return str(uuid.uuid4())
 
@@ -559,7 +564,7 @@ class LongTermStore:
                     text(
                         f"SELECT s.id, {distance} AS distance FROM memory_semantic s "
                         f"WHERE {scope} AND {_on_model(model, 's.')} "
-                        f"ORDER BY {distance} LIMIT :k"
+                        f"ORDER BY {self._by_distance(distance)} LIMIT :k"
                     ),
                     params,
                 )
@@ -719,7 +724,7 @@ class LongTermStore:
             result = await conn.execute(
                 text(
                     f"SELECT {EPISODE_COLUMNS}, {distance} AS distance FROM memory_episodes "
-                    f"WHERE {where} ORDER BY {distance} LIMIT :limit"
+                    f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit"
                 ),
                 params,
             )
@@ -855,7 +860,7 @@ class LongTermStore:
             result = await conn.execute(
                 text(
                     f"SELECT {PROCEDURE_COLUMNS}, {distance} AS distance FROM memory_procedures "
-                    f"WHERE {where} ORDER BY {distance} LIMIT :limit"
+                    f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit"
                 ),
                 params,
             )

@@ -3,6 +3,7 @@ timestamps, keyword search and the per-transaction tenant wall."""
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from array import array
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import orjson
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -133,17 +135,22 @@ def dialect_for(engine: AsyncEngine) -> Dialect:
     return PostgresDialect() if engine.dialect.name == "postgresql" else SqliteDialect()
 
 
-def _cosine_distance(a: bytes | None, b: bytes | None) -> float | None:
-    import numpy as np
-
+def _cosine_distance(
+    a: bytes | None,
+    b: bytes | None,
+    _frombuffer: Any = np.frombuffer,
+    _dot: Any = np.dot,
+    _float32: Any = np.float32,
+) -> float | None:
+    # Called once per candidate row: module lookups are bound as defaults.
     if a is None or b is None or len(a) != len(b):
         return None
-    x = np.frombuffer(a, dtype=np.float32)
-    y = np.frombuffer(b, dtype=np.float32)
-    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    x = _frombuffer(a, _float32)
+    y = _frombuffer(b, _float32)
+    norm = math.sqrt(float(_dot(x, x)) * float(_dot(y, y)))
     if norm == 0.0:
         return None
-    return 1.0 - float(np.dot(x, y)) / norm
+    return 1.0 - float(_dot(x, y)) / norm
 
 
 async def _load_vector_functions(conn: Any) -> None:

@@ -72,6 +72,9 @@ def _tables(*, pg: bool) -> list[str]:
         "(tenant_id, user_id, external_id) WHERE external_id IS NOT NULL",
         "CREATE UNIQUE INDEX ux_memory_semantic_hash ON memory_semantic "
         "(tenant_id, user_id, content_hash) WHERE external_id IS NULL",
+        # De-duplication looks up a content hash among all of a user's records.
+        "CREATE INDEX ix_memory_semantic_user_hash ON memory_semantic "
+        "(tenant_id, user_id, content_hash)",
         "CREATE INDEX ix_memory_semantic_parent ON memory_semantic "
         "(tenant_id, user_id, parent_external_id)",
         "CREATE INDEX ix_memory_semantic_public ON memory_semantic (tenant_id, is_public)",

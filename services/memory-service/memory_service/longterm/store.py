@@ -142,6 +142,13 @@ def procedure_record(row: Any) -> ProcedureRecord:
     )
 
 
+def _on_model(model: ActiveModel, alias: str = "") -> str:
+    """Rows on ``model``, as literals: a partial HNSW index is only usable when the
+    planner can match its predicate, which a generic plan's parameters would not."""
+    name = model.name.replace("'", "''")
+    return f"{alias}embedding_model = '{name}' AND {alias}embedding_dims = {int(model.dims)}"
+
+
 class _Clock:
     """UTC now, strictly increasing within the process (recent-N order has no ties)."""
 
@@ -232,6 +239,11 @@ class LongTermStore:
                 )
             yield conn
 
+    def _by_distance(self, distance: str) -> str:
+        # PostgreSQL needs the indexed expression itself to order by the HNSW index;
+        # SQLite would evaluate the expression a second time, the alias reuses it.
+        return distance if self.d.pg else "distance"
+
     def new_id(self) -> str:
         return str(uuid.uuid4())
 
@@ -290,9 +302,20 @@ class LongTermStore:
     ) -> list[tuple[SemanticMemoryRecord, bool]]:
         """Store ``items`` in one transaction: upsert by external id, else de-duplicate.
 
-        Returns each item's record and whether it was created (False: updated or found).
+        Set-based (a few statements per batch, not per item): existing external ids and
+        content hashes are looked up at once, then the rows are written with one
+        ``executemany`` per kind. Returns each item's record and whether it was created
+        (False: updated in place, or the same content was already stored).
         """
-        out: list[tuple[SemanticMemoryRecord, bool]] = []
+        now = self._clock.now()
+        rows = [
+            self._semantic_params(
+                tenant, user, item, vector, model, now, external_id=item.external_id
+            )
+            for item, vector in zip(items, vectors, strict=True)
+        ]
+        keyed = [row for row in rows if row["external_id"] is not None]
+        hashed = [row for row in rows if row["external_id"] is None]
         upsert = self._semantic_insert(
             "ON CONFLICT (tenant_id, user_id, external_id) WHERE external_id IS NOT NULL "
             "DO UPDATE SET content = excluded.content, content_hash = excluded.content_hash, "
@@ -305,62 +328,62 @@ class LongTermStore:
             "ON CONFLICT (tenant_id, user_id, content_hash) WHERE external_id IS NULL DO NOTHING"
         )
         async with self._tx(tenant) as conn:
-            for item, vector in zip(items, vectors, strict=True):
-                params = self._semantic_params(
-                    tenant,
-                    user,
-                    item,
-                    vector,
-                    model,
-                    self._clock.now(),
-                    external_id=item.external_id,
-                )
-                if item.external_id is not None:
-                    existed = await conn.execute(
-                        text(
-                            "SELECT 1 FROM memory_semantic WHERE tenant_id = :t AND "
-                            "user_id = :u AND external_id = :e"
-                        ),
-                        {"t": tenant, "u": user, "e": item.external_id},
-                    )
-                    created = existed.first() is None
-                    await conn.execute(text(upsert), params)
-                    where, args = "external_id = :e", {"e": item.external_id}
-                else:
-                    found = await self._semantic_by_hash(conn, tenant, user, params["hash"])
-                    if found is not None:
-                        out.append((found, False))
-                        continue
-                    await conn.execute(text(dedupe), params)
-                    created = True
-                    where = "content_hash = :h AND external_id IS NULL"
-                    args = {"h": params["hash"]}
-                row = (
-                    await conn.execute(
-                        text(
-                            f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE "
-                            f"tenant_id = :t AND user_id = :u AND {where}"
-                        ),
-                        {"t": tenant, "u": user, **args},
-                    )
-                ).first()
-                assert row is not None
-                out.append((semantic_record(row), created))
+            known_external = await self._semantic_lookup(
+                conn, tenant, user, "external_id", {r["external_id"] for r in keyed}
+            )
+            known_hash = await self._semantic_lookup(
+                conn, tenant, user, "content_hash", {r["hash"] for r in hashed}
+            )
+            # New content only, once per hash (a batch may repeat itself).
+            fresh = list(
+                {r["hash"]: r for r in reversed(hashed) if r["hash"] not in known_hash}.values()
+            )
+            if keyed:
+                await conn.execute(text(upsert), keyed)
+            if fresh:
+                await conn.execute(text(dedupe), fresh)
+            by_external = await self._semantic_lookup(
+                conn, tenant, user, "external_id", {r["external_id"] for r in keyed}
+            )
+            by_hash = await self._semantic_lookup(
+                conn, tenant, user, "content_hash", {r["hash"] for r in hashed}
+            )
+        out: list[tuple[SemanticMemoryRecord, bool]] = []
+        seen: set[str] = set()
+        for row in rows:
+            if row["external_id"] is not None:
+                record = by_external[row["external_id"]]
+                created = row["external_id"] not in known_external and record.id not in seen
+            else:
+                record = by_hash[row["hash"]]
+                created = row["hash"] not in known_hash and record.id not in seen
+            seen.add(record.id)
+            out.append((record, created))
         return out
 
-    async def _semantic_by_hash(
-        self, conn: AsyncConnection, tenant: str, user: str, digest: str
-    ) -> SemanticMemoryRecord | None:
-        row = (
-            await conn.execute(
+    async def _semantic_lookup(
+        self, conn: AsyncConnection, tenant: str, user: str, column: str, values: set[str]
+    ) -> dict[str, SemanticMemoryRecord]:
+        """The user's records whose ``column`` (external id or content hash) is in
+        ``values``, by that value (the oldest one for a hash stored more than once)."""
+        found: dict[str, SemanticMemoryRecord] = {}
+        ordered = sorted(values)
+        for start in range(0, len(ordered), 500):
+            chunk = ordered[start : start + 500]
+            marks = ", ".join(f":v{i}" for i in range(len(chunk)))
+            result = await conn.execute(
                 text(
                     f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE tenant_id = :t "
-                    "AND user_id = :u AND content_hash = :h ORDER BY created_at LIMIT 1"
+                    f"AND user_id = :u AND {column} IN ({marks}) ORDER BY created_at DESC, id"
                 ),
-                {"t": tenant, "u": user, "h": digest},
+                {"t": tenant, "u": user, **{f"v{i}": v for i, v in enumerate(chunk)}},
             )
-        ).first()
-        return semantic_record(row) if row is not None else None
+            for row in result:
+                record = semantic_record(row)
+                key = record.external_id if column == "external_id" else record.content_hash
+                assert key is not None
+                found[key] = record  # newest first: the oldest is written last and wins
+        return found
 
     async def semantic_replace_document(
         self,
@@ -536,14 +559,12 @@ class LongTermStore:
                     metadata=metadata,
                 )
                 distance = self.d.distance(model.dims)
-                params.update(
-                    q=self.d.vector_param(query_vector), m=model.name, dims=model.dims, k=k
-                )
+                params.update(q=self.d.vector_param(query_vector), k=k)
                 result = await conn.execute(
                     text(
                         f"SELECT s.id, {distance} AS distance FROM memory_semantic s "
-                        f"WHERE {scope} AND s.embedding_model = :m AND s.embedding_dims = :dims "
-                        f"ORDER BY {distance} LIMIT :k"
+                        f"WHERE {scope} AND {_on_model(model, 's.')} "
+                        f"ORDER BY {self._by_distance(distance)} LIMIT :k"
                     ),
                     params,
                 )
@@ -703,7 +724,7 @@ class LongTermStore:
             result = await conn.execute(
                 text(
                     f"SELECT {EPISODE_COLUMNS}, {distance} AS distance FROM memory_episodes "
-                    f"WHERE {where} ORDER BY {distance} LIMIT :limit"
+                    f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit"
                 ),
                 params,
             )
@@ -826,13 +847,8 @@ class LongTermStore:
             "u": user,
             "limit": limit,
             "q": d.vector_param(query_vector),
-            "m": model.name,
-            "dims": model.dims,
         }
-        where = (
-            "tenant_id = :t AND (user_id = :u OR is_public) AND embedding_model = :m "
-            "AND embedding_dims = :dims"
-        )
+        where = f"tenant_id = :t AND (user_id = :u OR is_public) AND {_on_model(model)}"
         if agent_id is not None:
             where += " AND (agent_id = :a OR agent_id IS NULL)"
             params["a"] = agent_id
@@ -844,7 +860,7 @@ class LongTermStore:
             result = await conn.execute(
                 text(
                     f"SELECT {PROCEDURE_COLUMNS}, {distance} AS distance FROM memory_procedures "
-                    f"WHERE {where} ORDER BY {distance} LIMIT :limit"
+                    f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit"
                 ),
                 params,
             )

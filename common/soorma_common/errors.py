@@ -100,6 +100,30 @@ class PayloadInvalid(ValidationFailed):
     code = "payload_invalid"
 
 
+class MemoryNotFound(NotFound):
+    """A long-term memory record (semantic, episode, procedure) is not there (or not yours)."""
+
+    code = "memory_not_found"
+
+
+class EmbeddingUnavailable(ServiceUnavailable):
+    """The embedding provider did not answer; nothing was written."""
+
+    code = "embedding_unavailable"
+
+
+class EmbeddingMismatch(Conflict):
+    """A vector's dimension or model does not match the active embedding model."""
+
+    code = "embedding_mismatch"
+
+
+class VectorSearchUnavailable(ServiceUnavailable):
+    """The database has no vector support (PostgreSQL without pgvector)."""
+
+    code = "vector_search_unavailable"
+
+
 def _all_subclasses(cls: type[SoormaError]) -> list[type[SoormaError]]:
     out: list[type[SoormaError]] = []
     for sub in cls.__subclasses__():
@@ -129,10 +153,13 @@ def error_from_payload(payload: Any, *, default_message: str = "request failed")
 __all__ = [
     "AgentNotFound",
     "Conflict",
+    "EmbeddingMismatch",
+    "EmbeddingUnavailable",
     "EventDefinitionNotFound",
     "EventNotFound",
     "InvalidTopic",
     "MemoryKeyNotFound",
+    "MemoryNotFound",
     "NotFound",
     "PayloadInvalid",
     "PayloadTooLarge",
@@ -145,6 +172,7 @@ __all__ = [
     "TaskNotFound",
     "Unauthenticated",
     "ValidationFailed",
+    "VectorSearchUnavailable",
     "VersionConflict",
     "error_class_for",
     "error_from_payload",

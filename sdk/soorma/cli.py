@@ -1,4 +1,4 @@
-"""The ``soorma`` command: ``dev``, ``init``, ``events``, ``plans`` and ``a2a``."""
+"""The ``soorma`` command: ``dev``, ``init``, ``events``, ``plans``, ``memory`` and ``a2a``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from soorma import _cli_a2a, _cli_plans
+from soorma import _cli_a2a, _cli_memory, _cli_plans
 from soorma._templates import AGENT_TYPES, write_skeleton
 
 
@@ -83,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument("--response-topic")
     publish.add_argument("--url", help="event service URL (default: SOORMA_EVENT_SERVICE_URL)")
     _cli_plans.add_parser(commands)
+    _cli_memory.add_parser(commands)
     _cli_a2a.add_parser(commands)
     return parser
 
@@ -97,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = _init(args)
         elif args.command == "plans":
             code = _cli_plans.run(args)
+        elif args.command == "memory":
+            code = _cli_memory.run(args)
         elif args.command == "a2a":
             code = _cli_a2a.run(args)
         elif args.events_command == "tail":

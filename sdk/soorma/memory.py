@@ -1,7 +1,9 @@
 """MemoryClient: the memory service from an agent (``context.memory``).
 
 Task contexts (async workers), plan contexts and plans (planners), sessions and
-plan-scoped working memory. Every call acts as the context's identity (inside a handler:
+plan-scoped working memory; and long-term memory through three views:
+``context.memory.knowledge`` (semantic), ``.episodes`` (episodic) and ``.procedures``
+(procedural), see docs/memory.md. Every call acts as the context's identity (inside a handler:
 the tenant of the event being handled), so one tenant never sees another's records.
 
 Return values are the ``soorma_common.memory`` DTOs. Failures raise the domain error the
@@ -25,9 +27,14 @@ from pydantic import BaseModel
 
 from soorma import _tracing
 from soorma._concurrency import CONFLICT_RETRIES, retry_on_conflict
+from soorma._episodes import EpisodicMemory
+from soorma._knowledge import KnowledgeMemory
+from soorma._procedures import ProceduralMemory
+from soorma._segments import path_segment as _seg
 from soorma.client import ServiceClient
 from soorma_common import tracing as otel
 from soorma_common.errors import NotFound
+from soorma_common.knowledge import EmbeddingInfo, ForgetResult, ReembedStatus
 from soorma_common.memory import (
     AnswerClaim,
     PlanContextRecord,
@@ -54,13 +61,6 @@ Mutator = Callable[[R], R | Awaitable[R | None] | None]
 _SERVER_FIELDS = {"version", "created_at", "updated_at"}
 
 
-def _seg(value: str) -> str:
-    """An id as one path segment (``:`` and spaces are fine; ``/`` cannot be routed)."""
-    if not isinstance(value, str) or not value or "/" in value:
-        raise ValueError(f"ids must be non-empty strings without '/', got {value!r}")
-    return quote(value, safe="")
-
-
 def _key(value: str) -> str:
     """A working-memory key: the last part of the path, so it may contain ``/``."""
     if not isinstance(value, str) or not value:
@@ -83,6 +83,57 @@ class MemoryClient(ServiceClient):
     Args:
         **kwargs: See :class:`soorma.client.ServiceClient`.
     """
+
+    # -- long-term memory ------------------------------------------------------------
+
+    @property
+    def knowledge(self) -> KnowledgeMemory:
+        """Semantic memory: facts and documents, searched by meaning."""
+        return KnowledgeMemory(self._send)
+
+    @property
+    def episodes(self) -> EpisodicMemory:
+        """Episodic memory: an agent's interactions with the user."""
+        return EpisodicMemory(self._send)
+
+    @property
+    def procedures(self) -> ProceduralMemory:
+        """Procedural memory: rules, prompt fragments and examples for situations."""
+        return ProceduralMemory(self._send)
+
+    async def forget_user(self, user_id: str) -> ForgetResult:
+        """Delete everything long-term memory holds for ``user_id`` in this tenant
+        (knowledge, episodes, procedures), public records they stored included.
+
+        Returns:
+            How many records of each type were deleted.
+
+        Raises:
+            PermissionDenied: the caller is neither that user nor a platform service
+                (``SOORMA_SERVICE_ROLE=service``).
+        """
+        data = await self._send("DELETE", f"/v1/memory/users/{_seg(user_id)}")
+        return ForgetResult.model_validate(data)
+
+    async def embedding_info(self) -> EmbeddingInfo:
+        """The service's embedding model, its dimensions and provider, and how many
+        records still carry vectors of another model (to re-embed)."""
+        return EmbeddingInfo.model_validate(await self._send("GET", "/v1/memory/embedding"))
+
+    async def reembed(self) -> ReembedStatus:
+        """Start rebuilding every vector with the service's current embedding model.
+
+        Search keeps answering meanwhile; follow it with :meth:`reembed_status`.
+
+        Raises:
+            PermissionDenied: the caller is not a platform service
+                (``SOORMA_SERVICE_ROLE=service``).
+        """
+        return ReembedStatus.model_validate(await self._send("POST", "/v1/memory/reembed"))
+
+    async def reembed_status(self) -> ReembedStatus:
+        """Progress of the last re-embed (``idle``, ``running``, ``done`` or ``failed``)."""
+        return ReembedStatus.model_validate(await self._send("GET", "/v1/memory/reembed"))
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -596,4 +647,11 @@ async def _read_modify_write(
     return await retry_on_conflict(attempt, retries=retries)
 
 
-__all__ = ["DEFAULT_LIST_LIMIT", "DEFAULT_UPDATE_RETRIES", "MemoryClient"]
+__all__ = [
+    "DEFAULT_LIST_LIMIT",
+    "DEFAULT_UPDATE_RETRIES",
+    "EpisodicMemory",
+    "KnowledgeMemory",
+    "MemoryClient",
+    "ProceduralMemory",
+]

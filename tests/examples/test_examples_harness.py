@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -157,4 +158,46 @@ async def test_05_choreography_planner_runs_fetch_analyze_report_on_scripted_dec
         "doc.fetch.completed",
         "doc.analyze.completed",
         "doc.report.completed",
+    ]
+
+
+async def test_08_rag_agent_answers_from_what_retrieval_put_in_the_prompt():
+    ingest = load("08-rag-agent", "ingest.py")
+    example = load("08-rag-agent", "planner.py")
+    answers = sys.modules["offline_answers"]  # imported by planner.py
+    knowledge_line = re.compile(r"^- \[[^\]]+\] \(score [^,)]+(?:, source ([^)]+))?\) (.*)$")
+
+    def from_the_prompt(call):
+        # The scripted model sees only the prompt: it answers from the knowledge lines of
+        # the "Retrieved memory" section, so the answer proves retrieval reached the model.
+        prompt = call.messages[1]["content"]
+        passages = [
+            (m.group(1), m.group(2))
+            for m in map(knowledge_line.match, prompt.splitlines())
+            if m is not None
+        ]
+        return answers.decision(call.trigger.partition(": ")[2], passages)
+
+    async with PlatformHarness(user_id="customer-7") as platform:
+        await ingest.ingest(platform.context, ingest.DEFAULT_FILES)
+        llm = platform.scripted_llm(from_the_prompt)
+        planner = example.build_planner(llm.model, offline=False)
+        await platform.start(planner)
+        answer = await platform.call(
+            "support.question.asked",
+            {"question": "Where is the data stored?"},
+            response_event="support.question.answered",
+        )
+        await platform.stop(planner)  # its handler logs the episodes after answering
+        plan = await platform.plan(answer.data["plan_id"])
+        episodes = await platform.context.memory.episodes.recent("nimbus-support")
+
+    assert answer.data["status"] == "completed", answer.data
+    assert "Frankfurt" in answer.data["result"]["answer"]
+    assert answer.data["result"]["sources"] == ["security.md"]
+    (record,) = plan.bookkeeping.choreography.audit
+    assert record["retrieved"]["knowledge"] and record["retrieved"]["procedures"]
+    assert [(e.role, e.plan_id) for e in episodes] == [
+        ("user", plan.plan_id),
+        ("assistant", plan.plan_id),
     ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest_asyncio
 
 from memory_service import create_app
 from memory_service.settings import Settings
+from testsupport.pgvector import pgvector_server
 from testsupport.services import db_url, in_process, memory_settings
 
 __all__ = ["db_url"]  # a fixture: pytest finds it by its name in this module
@@ -42,4 +44,62 @@ def make_client(make_settings: Callable[..., Settings]) -> ClientFactory:
 @pytest_asyncio.fixture
 async def client(make_client: ClientFactory) -> AsyncIterator[httpx.AsyncClient]:
     async with make_client() as c:
+        yield c
+
+
+# --- long-term memory: SQLite and PostgreSQL + pgvector, always both -------------------
+
+
+@pytest.fixture(scope="session")
+def pgvector_server_url() -> Iterator[str]:
+    """A PostgreSQL with pgvector for this test process (``{database}`` left to fill)."""
+    with pgvector_server() as url:
+        yield url
+
+
+@pytest_asyncio.fixture
+async def pgvector_url(pgvector_server_url: str) -> AsyncIterator[str]:
+    """A fresh database on the pgvector server, dropped after the test."""
+    import asyncpg
+
+    name = f"soorma_lt_{uuid.uuid4().hex[:12]}"
+    admin_url = pgvector_server_url.format(database="postgres").replace(
+        "postgresql+asyncpg://", "postgresql://"
+    )
+    admin = await asyncpg.connect(admin_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield pgvector_server_url.format(database=name)
+    admin = await asyncpg.connect(admin_url)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture(params=["sqlite", "pgvector"])
+def lt_db_url(request: pytest.FixtureRequest) -> str:
+    """Long-term memory runs on SQLite and on PostgreSQL with pgvector, never skipped."""
+    name = "sqlite_url" if request.param == "sqlite" else "pgvector_url"
+    url: str = request.getfixturevalue(name)
+    return url
+
+
+@pytest.fixture
+def make_lt_client(lt_db_url: str, tmp_path: Any) -> ClientFactory:
+    """A memory service on ``lt_db_url`` with the deterministic embedder (overridable)."""
+
+    def factory(**overrides: Any) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+        values = {"embedding_model": "deterministic/256", **overrides}
+        settings = memory_settings(lt_db_url, tmp_path, **values)
+        return in_process(create_app(settings), base_url="http://memory")
+
+    return factory
+
+
+@pytest_asyncio.fixture
+async def lt_client(make_lt_client: ClientFactory) -> AsyncIterator[httpx.AsyncClient]:
+    async with make_lt_client() as c:
         yield c

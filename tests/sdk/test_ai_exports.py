@@ -14,6 +14,7 @@ def test_ai_package_exports_are_pinned():
         "EventToolkit",
         "LLMNotConfigured",
         "PlannerError",
+        "Retrieval",
     ]
     for name in soorma.ai.__all__:
         assert getattr(soorma.ai, name) is not None, name

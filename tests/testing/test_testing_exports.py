@@ -8,6 +8,7 @@ import soorma.testing
 
 def test_testing_package_exports_are_pinned():
     assert sorted(soorma.testing.__all__) == [
+        "DeterministicEmbedder",
         "EventRecorder",
         "LLMCall",
         "PendingAnswer",

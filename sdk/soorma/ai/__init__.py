@@ -12,6 +12,7 @@ from soorma.ai._errors import (
     LLMNotConfigured,
     PlannerError,
 )
+from soorma.ai._retrieval import Retrieval
 from soorma.ai.toolkit import EventToolkit
 
 if TYPE_CHECKING:
@@ -35,4 +36,5 @@ __all__ = [
     "EventToolkit",
     "LLMNotConfigured",
     "PlannerError",
+    "Retrieval",
 ]

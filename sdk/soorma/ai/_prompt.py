@@ -88,8 +88,10 @@ def build_messages(
     system_instructions: str | None,
     plan_summary: Mapping[str, Any] | None,
     custom_context: Mapping[str, Any] | None,
+    memory_section: str | None = None,
 ) -> list[dict[str, str]]:
-    """The chat messages for one decision."""
+    """The chat messages for one decision (``memory_section``: what the planner's
+    retrieval found, already labelled and bounded)."""
     system = "\n\n".join(
         [
             system_instructions.strip() if system_instructions else DEFAULT_SYSTEM_INSTRUCTIONS,
@@ -106,6 +108,8 @@ def build_messages(
             "Additional context (consider it when deciding):\n"
             + json.dumps(dict(custom_context), indent=2, default=str, sort_keys=True)
         )
+    if memory_section:
+        parts.append(memory_section)
     parts.append("Available events:\n" + _event_listing(catalog))
     parts.append(_RULES + "\n" + json.dumps(decision_schema(), separators=(",", ":")))
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]

@@ -76,6 +76,7 @@ from soorma.ai._reasoning import (
     ask_fallback,
     ask_models,
 )
+from soorma.ai._retrieval import Retrieval, Retrieved, retrieval_query, retrieve
 from soorma.ai._screening import accept_event
 from soorma.planning.plan import PlanContext
 from soorma_common.bookkeeping import ChoreographyBookkeeping, PlanBookkeeping
@@ -137,6 +138,12 @@ class ChoreographyPlanner(Planner):
             so a trigger asked again after a crash sends the same key. A provider or LLM
             gateway that honours the key bills the repeated call once; one that
             ignores it bills it again.
+        retrieval: Retrieve long-term memory before each decision (off by default):
+            e.g. ``Retrieval(knowledge=5, procedures=3, episodes=5, max_chars=4000)``
+            looks up knowledge, procedures and past episodes relevant to the goal and
+            the trigger, adds them to the prompt in a labelled section of at most
+            ``max_chars``, and records the ids it added in each audit record
+            (``retrieved``). See docs/memory.md.
         description: Registry description.
         **llm_kwargs: Passed to ``litellm.acompletion`` (``max_tokens``, ``top_p``,
             ``mock_response`` ...) and, when they are Agent/Planner options
@@ -161,6 +168,7 @@ class ChoreographyPlanner(Planner):
         fallback_planner: FallbackPlanner | None = None,
         audit_limit: int = DEFAULT_AUDIT_LIMIT,
         idempotency_header: str | None = DEFAULT_IDEMPOTENCY_HEADER,
+        retrieval: Retrieval | None = None,
         description: str | None = None,
         **llm_kwargs: Any,
     ) -> None:
@@ -174,6 +182,8 @@ class ChoreographyPlanner(Planner):
             raise ValueError("repair_retries must be 0 or more")
         if not reasoning_model:
             raise ValueError("reasoning_model must name a litellm model, e.g. 'gpt-4o'")
+        if retrieval is not None and not isinstance(retrieval, Retrieval):
+            raise TypeError("retrieval must be a soorma.ai.Retrieval (or None)")
         if fallback_planner is not None and not callable(fallback_planner):
             raise TypeError("fallback_planner must be a callable (DecisionRequest) -> decision")
         if idempotency_header is not None and (
@@ -211,6 +221,7 @@ class ChoreographyPlanner(Planner):
         self.fallback_planner = fallback_planner
         self.audit_limit = audit_limit
         self.idempotency_header = idempotency_header
+        self.retrieval = retrieval
         self.llm_kwargs = llm_kwargs
         # Decisions taken but not yet recorded in their plan (memory unreachable), so
         # the retried trigger does not ask the model again.
@@ -329,6 +340,7 @@ class ChoreographyPlanner(Planner):
         current_state = (plan.current_state if plan is not None else None) or ""
         # Its own goals are not offered: the planner must not send itself its goal.
         catalog = without_consumer(await load_catalog(context), self.name, self._goal_events)
+        retrieved = await self._retrieve(trigger, context, plan)
         messages = build_messages(
             trigger=trigger,
             catalog=catalog,
@@ -336,6 +348,7 @@ class ChoreographyPlanner(Planner):
             system_instructions=self.system_instructions,
             plan_summary=self._plan_summary(plan),
             custom_context=custom_context,
+            memory_section=retrieved.section if retrieved is not None else None,
         )
         attempts = Attempts()
         decision = await ask_models(
@@ -371,6 +384,9 @@ class ChoreographyPlanner(Planner):
             attempts.failures,
             attempts.config_errors,
         )
+        if retrieved is not None:
+            for entry in records:
+                entry["retrieved"] = retrieved.provenance()
         if decision is not None:
             return decision, records
         if config_errors and len(config_errors) == len(failures):
@@ -621,6 +637,21 @@ class ChoreographyPlanner(Planner):
 
     # -- plumbing --------------------------------------------------------------------
 
+    async def _retrieve(
+        self, trigger: str, context: PlatformContext, plan: PlanContext | None
+    ) -> Retrieved | None:
+        """Long-term memory for this decision, when retrieval is on (else ``None``)."""
+        if self.retrieval is None:
+            return None
+        if context.memory is None:
+            return Retrieved(error="no memory client in the context")
+        query = retrieval_query(
+            plan.goal_event if plan is not None else None,
+            plan.goal_data if plan is not None else None,
+            trigger,
+        )
+        return await retrieve(self.retrieval, context.memory, query=query, agent_id=self.name)
+
     async def _check_breaker(self, plan: PlanContext) -> None:
         await _execution.check_breaker(plan, self.max_actions)
 
@@ -714,4 +745,5 @@ __all__ = [
     "DecisionRequest",
     "LLMNotConfigured",
     "PlannerError",
+    "Retrieval",
 ]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from soorma._services import load_service
+from soorma.testing._embeddings import DEFAULT_DIMENSIONS, DETERMINISTIC_MODEL
 
 EVENTS_HOST = "events.soorma.test"
 MEMORY_HOST = "memory.soorma.test"
@@ -23,6 +24,9 @@ GATEWAY_HOST = "gateway.soorma.test"
 
 # Redelivery of nacked or expired events is noticed within this many seconds.
 CLAIM_INTERVAL_SECONDS = 0.02
+# Long-term memory is embedded with the deterministic test embedder (no model, no network):
+# soorma.testing.DeterministicEmbedder reproduces its vectors.
+EMBEDDING_MODEL = f"{DETERMINISTIC_MODEL}/{DEFAULT_DIMENSIONS}"
 # Background pruning/purging runs at start-up, then never again during a test.
 QUIET_INTERVAL_SECONDS = 3600.0
 
@@ -72,6 +76,7 @@ def service_specs(data_dir: Path) -> tuple[ServiceSpec, ...]:
                 **common,
                 "memory_database_url": f"sqlite+aiosqlite:///{data_dir / 'memory.db'}",
                 "memory_prune_interval_seconds": QUIET_INTERVAL_SECONDS,
+                "embedding_model": EMBEDDING_MODEL,
             },
         ),
         ServiceSpec(

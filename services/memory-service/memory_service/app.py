@@ -11,13 +11,18 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from memory_service.embeddings import make_embedder
 from memory_service.fastpath import PlanContextFastPath
-from memory_service.retention import run_pruner
+from memory_service.longterm.service import LongTermMemory
+from memory_service.longterm.store import LongTermStore
+from memory_service.retention import long_term_retention, run_long_term_pruner, run_pruner
 from memory_service.routes import ROUTERS
 from memory_service.settings import Settings
 from memory_service.sql import open_sql_store
 from servicekit import create_service_app
 from servicekit.db import database_url
+
+LONG_TERM_MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 def create_app(
@@ -41,6 +46,20 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         url = database_url(settings, "memory", settings.memory_database_url)
         store = await open_sql_store(url)
+        longterm = LongTermMemory(
+            await LongTermStore.open(store.engine),
+            make_embedder(
+                settings.embedding_model,
+                api_base=settings.embedding_api_base,
+                api_key=settings.embedding_api_key,
+                dimensions=settings.embedding_dimensions,
+                batch_size=settings.embedding_batch_size,
+                retries=settings.embedding_retries,
+                timeout_seconds=settings.embedding_timeout_seconds,
+            ),
+            reembed_batch=settings.reembed_batch_size,
+        )
+        await longterm.start()
         pruner = None
         if settings.memory_retention_days > 0:
             pruner = asyncio.create_task(
@@ -50,6 +69,15 @@ def create_app(
                     interval=settings.memory_prune_interval_seconds,
                 ),
                 name="memory-retention",
+            )
+        retention = long_term_retention(settings)
+        long_term_pruner = None
+        if retention and longterm.store.available:
+            long_term_pruner = asyncio.create_task(
+                run_long_term_pruner(
+                    longterm, retention, interval=settings.memory_prune_interval_seconds
+                ),
+                name="memory-long-term-retention",
             )
         # Everything built so far (app, routes, models, SQLAlchemy metadata, statements)
         # lives as long as the process: moving it out of the collector's generations keeps
@@ -61,12 +89,18 @@ def create_app(
             # Requests get the store with each call timed (storage latency metrics).
             metrics = getattr(app, "metrics", None)
             served = metrics.timed_store(store) if metrics is not None else store
-            yield {"store": served, "ready_checks": {"database": store.ping}}
+            yield {
+                "store": served,
+                "longterm": longterm,
+                "ready_checks": {"database": store.ping},
+            }
         finally:
-            if pruner is not None:
-                pruner.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await pruner
+            for task in (pruner, long_term_pruner):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            await longterm.close()
             await store.close()
 
     if fast_path is True:
@@ -77,4 +111,7 @@ def create_app(
         lifespan=lifespan,
         routers=ROUTERS,
         fast_path=fast_path or None,
+        # Batches of 1,000 items and long documents: each body is still validated per
+        # field (content, query, item count) by the long-term memory DTOs.
+        max_body_bytes=max(settings.max_payload_bytes * 4, LONG_TERM_MAX_BODY_BYTES),
     )

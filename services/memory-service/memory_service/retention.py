@@ -5,9 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from memory_service.sql.base import utcnow
 from memory_service.store import MemoryStore
+
+if TYPE_CHECKING:
+    from memory_service.longterm.service import LongTermMemory
+    from memory_service.settings import Settings
 
 log = logging.getLogger("memory_service.retention")
 
@@ -42,4 +47,43 @@ async def run_pruner(store: MemoryStore, *, retention_days: float, interval: flo
         except Exception:
             # A failed run (database briefly away) must not end the pruner for good.
             log.exception("pruning finished plans failed; retrying next interval")
+        await asyncio.sleep(interval)
+
+
+def long_term_retention(settings: Settings) -> dict[str, float]:
+    """Retention days per long-term table, for the types that have one (``> 0``)."""
+    days = {
+        "memory_semantic": settings.memory_retention_semantic_days,
+        "memory_episodes": settings.memory_retention_episodic_days,
+        "memory_procedures": settings.memory_retention_procedural_days,
+    }
+    return {table: value for table, value in days.items() if value > 0}
+
+
+async def prune_long_term(
+    memory: LongTermMemory, retention: dict[str, float], *, now: datetime | None = None
+) -> dict[str, int]:
+    """Delete long-term records older than their type's retention (all tenants).
+
+    Semantic and procedural records age from their last update, episodes from when they
+    happened. ``now``: tests pass a later time instead of waiting.
+    """
+    current = now or utcnow()
+    pruned = {}
+    for table, days in retention.items():
+        pruned[table] = await memory.store.prune(table, older_than=current - timedelta(days=days))
+    return pruned
+
+
+async def run_long_term_pruner(
+    memory: LongTermMemory, retention: dict[str, float], *, interval: float
+) -> None:
+    """Prune long-term memory forever, every ``interval`` seconds."""
+    while True:
+        try:
+            pruned = await prune_long_term(memory, retention)
+            if any(pruned.values()):
+                log.info("pruned long-term memory", extra={"records": pruned})
+        except Exception:
+            log.exception("pruning long-term memory failed; retrying next interval")
         await asyncio.sleep(interval)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from servicekit.settings import ServiceSettings
 
 DEFAULT_PORT = 8083
@@ -19,8 +21,31 @@ class Settings(ServiceSettings):
         memory_retention_days: Finished plans (and their contexts and working memory)
             untouched for longer than this are pruned. ``0`` disables pruning.
         memory_prune_interval_seconds: How often the background pruner runs.
+        embedding_model: Model that embeds long-term memory: ``wordllama/l2_supercat_256``
+            (default, offline, weights in the wheel), ``deterministic`` (or
+            ``deterministic/<dims>``: hashed words, for tests) or any litellm embedding
+            model (``text-embedding-3-small``, ``ollama/nomic-embed-text``, ...).
+        embedding_api_base / embedding_api_key: The provider's endpoint and key (litellm).
+        embedding_dimensions: Vector size when the provider needs or supports one.
+        embedding_batch_size: Texts per provider call.
+        embedding_retries: Retries (with backoff) before a provider counts as down (503).
+        embedding_timeout_seconds: Per provider call.
+        memory_retention_semantic_days / _episodic_days / _procedural_days: Long-term
+            records older than this (since their last update) are pruned; ``0`` keeps them.
+        reembed_batch_size: Records re-embedded per step of ``POST /v1/memory/reembed``.
     """
 
     memory_database_url: str | None = None
     memory_retention_days: float = DEFAULT_RETENTION_DAYS
     memory_prune_interval_seconds: float = DEFAULT_PRUNE_INTERVAL_SECONDS
+    embedding_model: str = "wordllama/l2_supercat_256"
+    embedding_api_base: str | None = None
+    embedding_api_key: str | None = None
+    embedding_dimensions: int | None = Field(default=None, ge=1, le=8192)
+    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    embedding_retries: int = Field(default=2, ge=0, le=10)
+    embedding_timeout_seconds: float = Field(default=30.0, gt=0)
+    memory_retention_semantic_days: float = Field(default=0.0, ge=0)
+    memory_retention_episodic_days: float = Field(default=0.0, ge=0)
+    memory_retention_procedural_days: float = Field(default=0.0, ge=0)
+    reembed_batch_size: int = Field(default=256, ge=1, le=10_000)

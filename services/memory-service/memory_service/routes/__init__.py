@@ -2,8 +2,12 @@
 
 from memory_service.routes import (
     answers,
+    episodes,
+    longterm_admin,
     plan_context,
     plans,
+    procedures,
+    semantic,
     sessions,
     task_context,
     working_memory,
@@ -16,6 +20,10 @@ ROUTERS = (
     sessions.router,
     working_memory.router,
     answers.router,
+    semantic.router,
+    episodes.router,
+    procedures.router,
+    longterm_admin.router,
 )
 
 __all__ = ["ROUTERS"]

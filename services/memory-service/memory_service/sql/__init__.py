@@ -6,6 +6,7 @@ from pathlib import Path
 
 import orjson
 
+from memory_service.longterm.dialect import install_sqlite_vectors
 from memory_service.sql.plans import SqlPlans
 from memory_service.sql.sessions import SqlSessions
 from memory_service.sql.tasks import SqlTaskContexts
@@ -46,6 +47,8 @@ async def open_sql_store(url: str) -> SqlMemoryStore:
         pool_size=POOL_SIZE,
         max_overflow=0,
     )
+    if engine.dialect.name == "sqlite":
+        install_sqlite_vectors(engine)
     try:
         await migrate(engine, MIGRATIONS, version_table=VERSION_TABLE)
     except BaseException:

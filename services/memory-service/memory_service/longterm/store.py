@@ -1,0 +1,952 @@
+"""SQL storage of long-term memory, one code path for SQLite and PostgreSQL.
+
+Every method takes the caller's ``tenant`` (and ``user``) first and puts them in its SQL;
+on PostgreSQL each transaction also sets ``soorma.tenant_id`` and switches to the
+non-login role of the row-level-security policy, so a statement that forgot the tenant
+still sees only the tenant's rows. Vectors arrive computed (see
+:mod:`memory_service.longterm.service`); only rows on the active model and dimension
+take part in vector ranking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from memory_service.longterm.dialect import Dialect, dialect_for, keyword_terms
+from memory_service.longterm.schema import (
+    ALL_TENANTS,
+    RLS_ROLE,
+    TENANT_SETTING,
+    create_schema,
+    pgvector_available,
+    tables_exist,
+)
+from soorma_common.errors import MemoryNotFound, VectorSearchUnavailable
+from soorma_common.knowledge import (
+    EpisodeCreate,
+    EpisodeRecord,
+    ProcedureCreate,
+    ProcedureRecord,
+    SemanticMemoryCreate,
+    SemanticMemoryRecord,
+    content_hash,
+)
+
+SEMANTIC_COLUMNS = (
+    "id, external_id, parent_external_id, chunk_index, content, metadata, tags, source, "
+    "is_public, user_id, content_hash, embedding_model, created_at, updated_at"
+)
+EPISODE_COLUMNS = (
+    "id, agent_id, user_id, role, content, metadata, session_id, plan_id, created_at, "
+    "embedding_model"
+)
+PROCEDURE_COLUMNS = (
+    "id, agent_id, user_id, kind, content, situation, metadata, tags, is_public, "
+    "created_at, updated_at, embedding_model"
+)
+# Text each table embeds (re-embedding reads it back).
+EMBEDDED_TEXT = {
+    "memory_semantic": "content",
+    "memory_episodes": "content",
+    "memory_procedures": "situation",
+}
+AGE_COLUMN = {
+    "memory_semantic": "updated_at",
+    "memory_episodes": "created_at",
+    "memory_procedures": "updated_at",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveModel:
+    """The model new vectors come from; only rows on it are ranked by vector."""
+
+    name: str
+    dims: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    id: str
+    value: float  # cosine similarity (vector) or keyword relevance
+
+
+def _loads(value: Any) -> Any:
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _dt(value: Any) -> datetime:
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def semantic_record(row: Any) -> SemanticMemoryRecord:
+    return SemanticMemoryRecord(
+        id=row.id,
+        external_id=row.external_id,
+        parent_external_id=row.parent_external_id,
+        chunk_index=row.chunk_index,
+        content=row.content,
+        metadata=_loads(row.metadata),
+        tags=_loads(row.tags),
+        source=row.source,
+        public=bool(row.is_public),
+        user_id=row.user_id,
+        content_hash=row.content_hash.strip(),
+        embedding_model=row.embedding_model,
+        created_at=_dt(row.created_at),
+        updated_at=_dt(row.updated_at),
+    )
+
+
+def episode_record(row: Any) -> EpisodeRecord:
+    return EpisodeRecord(
+        id=row.id,
+        agent_id=row.agent_id,
+        user_id=row.user_id,
+        role=row.role,
+        content=row.content,
+        metadata=_loads(row.metadata),
+        session_id=row.session_id,
+        plan_id=row.plan_id,
+        created_at=_dt(row.created_at),
+        embedding_model=row.embedding_model,
+    )
+
+
+def procedure_record(row: Any) -> ProcedureRecord:
+    return ProcedureRecord(
+        id=row.id,
+        agent_id=row.agent_id,
+        user_id=row.user_id,
+        kind=row.kind,
+        content=row.content,
+        situation=row.situation,
+        metadata=_loads(row.metadata),
+        tags=_loads(row.tags),
+        public=bool(row.is_public),
+        created_at=_dt(row.created_at),
+        updated_at=_dt(row.updated_at),
+        embedding_model=row.embedding_model,
+    )
+
+
+def _on_model(model: ActiveModel, alias: str = "") -> str:
+    """Rows on ``model``, as literals: a partial HNSW index is only usable when the
+    planner can match its predicate, which a generic plan's parameters would not."""
+    name = model.name.replace("'", "''")
+    return f"{alias}embedding_model = '{name}' AND {alias}embedding_dims = {int(model.dims)}"
+
+
+class _Clock:
+    """UTC now, strictly increasing within the process (recent-N order has no ties)."""
+
+    def __init__(self) -> None:
+        self._last = datetime.min.replace(tzinfo=UTC)
+
+    def now(self) -> datetime:
+        current = datetime.now(UTC)
+        if current <= self._last:
+            current = self._last + timedelta(microseconds=1)
+        self._last = current
+        return current
+
+
+class LongTermStore:
+    """Semantic, episodic and procedural records on an injected engine (already migrated)."""
+
+    def __init__(self, engine: AsyncEngine, *, available: bool, rls_role: bool) -> None:
+        self.engine = engine
+        self.d: Dialect = dialect_for(engine)
+        self.available = available
+        self._rls_role = rls_role
+        self._clock = _Clock()
+
+    @classmethod
+    async def open(cls, engine: AsyncEngine) -> LongTermStore:
+        """Check (PostgreSQL: create if pgvector appeared since migrating) the tables."""
+        if engine.dialect.name != "postgresql":
+            return cls(engine, available=True, rls_role=False)
+        async with engine.begin() as conn:
+            if not await conn.run_sync(tables_exist):
+                if not await conn.run_sync(pgvector_available):
+                    return cls(engine, available=False, rls_role=False)
+                await conn.run_sync(create_schema)
+            role = (
+                await conn.execute(
+                    text(
+                        "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :r) "
+                        "AND pg_has_role(current_user, :r, 'MEMBER')"
+                    ),
+                    {"r": RLS_ROLE},
+                )
+            ).scalar()
+        return cls(engine, available=True, rls_role=bool(role))
+
+    async def prepare_model(self, model: ActiveModel) -> None:
+        """PostgreSQL: an HNSW index for ``model``'s vectors (built once, kept after)."""
+        if not (self.d.pg and self.available):
+            return
+        tag = hashlib.sha256(f"{model.name}@{model.dims}".encode()).hexdigest()[:12]
+        literal = model.name.replace("'", "''")
+        predicate = f"embedding_model = '{literal}' AND embedding_dims = {model.dims}"
+        async with self.engine.begin() as conn:
+            for table in ("memory_semantic", "memory_procedures"):
+                await conn.execute(
+                    text(
+                        f"CREATE INDEX IF NOT EXISTS ix_{table}_hnsw_{tag} ON {table} "
+                        f"USING hnsw ((embedding::vector({model.dims})) vector_cosine_ops) "
+                        f"WHERE {predicate}"
+                    )
+                )
+
+    def _require(self) -> None:
+        if not self.available:
+            raise VectorSearchUnavailable(
+                "pgvector not installed: this PostgreSQL has no 'vector' extension, so "
+                "semantic, episodic and procedural memory are unavailable; install "
+                "pgvector and restart the memory service",
+                details={"extension": "vector"},
+            )
+
+    @asynccontextmanager
+    async def _tx(self, tenant: str, *, search_k: int = 0) -> AsyncIterator[AsyncConnection]:
+        self._require()
+        async with self.engine.begin() as conn:
+            if self.d.pg:
+                role = f", set_config('role', '{RLS_ROLE}', true)" if self._rls_role else ""
+                tuning = ""
+                if search_k:
+                    # Filtered HNSW scans keep going until enough rows pass the filters.
+                    tuning = (
+                        ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                        f", set_config('hnsw.ef_search', '{max(40, min(search_k, 1000))}', true)"
+                    )
+                await conn.execute(
+                    text(f"SELECT set_config('{TENANT_SETTING}', :t, true){role}{tuning}"),
+                    {"t": tenant},
+                )
+            yield conn
+
+    def _by_distance(self, distance: str) -> str:
+        # PostgreSQL needs the indexed expression itself to order by the HNSW index;
+        # SQLite would evaluate the expression a second time, the alias reuses it.
+        return distance if self.d.pg else "distance"
+
+    def new_id(self) -> str:
+        return str(uuid.uuid4())
+
+    # --- semantic -------------------------------------------------------------------------
+
+    def _semantic_params(
+        self,
+        tenant: str,
+        user: str,
+        item: SemanticMemoryCreate,
+        vector: Sequence[float],
+        model: ActiveModel,
+        now: datetime,
+        *,
+        external_id: str | None,
+        parent: str | None = None,
+        chunk_index: int | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "id": self.new_id(),
+            "t": tenant,
+            "u": user,
+            "external_id": external_id,
+            "parent": parent,
+            "chunk_index": chunk_index,
+            "content": item.content,
+            "hash": content_hash(item.content),
+            "metadata": self.d.json_param(item.metadata),
+            "tags": self.d.json_param(item.tags),
+            "source": item.source,
+            "public": item.public,
+            "emb": self.d.vector_param(vector),
+            "model": model.name,
+            "dims": model.dims,
+            "now": self.d.ts(now),
+        }
+
+    def _semantic_insert(self, conflict: str) -> str:
+        d = self.d
+        return (
+            "INSERT INTO memory_semantic (id, tenant_id, user_id, external_id, "
+            "parent_external_id, chunk_index, content, content_hash, metadata, tags, source, "
+            "is_public, embedding, embedding_model, embedding_dims, created_at, updated_at) "
+            f"VALUES (:id, :t, :u, :external_id, :parent, :chunk_index, :content, :hash, "
+            f"{d.json_value('metadata')}, {d.json_value('tags')}, :source, :public, "
+            f"{d.vector_value('emb')}, :model, :dims, :now, :now) {conflict}"
+        )
+
+    async def semantic_put(
+        self,
+        tenant: str,
+        user: str,
+        items: Sequence[SemanticMemoryCreate],
+        vectors: Sequence[Sequence[float]],
+        model: ActiveModel,
+    ) -> list[tuple[SemanticMemoryRecord, bool]]:
+        """Store ``items`` in one transaction: upsert by external id, else de-duplicate.
+
+        Set-based (a few statements per batch, not per item): existing external ids and
+        content hashes are looked up at once, then the rows are written with one
+        ``executemany`` per kind. Returns each item's record and whether it was created
+        (False: updated in place, or the same content was already stored).
+        """
+        now = self._clock.now()
+        rows = [
+            self._semantic_params(
+                tenant, user, item, vector, model, now, external_id=item.external_id
+            )
+            for item, vector in zip(items, vectors, strict=True)
+        ]
+        keyed = [row for row in rows if row["external_id"] is not None]
+        hashed = [row for row in rows if row["external_id"] is None]
+        upsert = self._semantic_insert(
+            "ON CONFLICT (tenant_id, user_id, external_id) WHERE external_id IS NOT NULL "
+            "DO UPDATE SET content = excluded.content, content_hash = excluded.content_hash, "
+            "metadata = excluded.metadata, tags = excluded.tags, source = excluded.source, "
+            "is_public = excluded.is_public, embedding = excluded.embedding, "
+            "embedding_model = excluded.embedding_model, "
+            "embedding_dims = excluded.embedding_dims, updated_at = excluded.updated_at"
+        )
+        dedupe = self._semantic_insert(
+            "ON CONFLICT (tenant_id, user_id, content_hash) WHERE external_id IS NULL DO NOTHING"
+        )
+        async with self._tx(tenant) as conn:
+            known_external = await self._semantic_lookup(
+                conn, tenant, user, "external_id", {r["external_id"] for r in keyed}
+            )
+            known_hash = await self._semantic_lookup(
+                conn, tenant, user, "content_hash", {r["hash"] for r in hashed}
+            )
+            # New content only, once per hash (a batch may repeat itself).
+            fresh = list(
+                {r["hash"]: r for r in reversed(hashed) if r["hash"] not in known_hash}.values()
+            )
+            if keyed:
+                await conn.execute(text(upsert), keyed)
+            if fresh:
+                await conn.execute(text(dedupe), fresh)
+            by_external = await self._semantic_lookup(
+                conn, tenant, user, "external_id", {r["external_id"] for r in keyed}
+            )
+            by_hash = await self._semantic_lookup(
+                conn, tenant, user, "content_hash", {r["hash"] for r in hashed}
+            )
+        out: list[tuple[SemanticMemoryRecord, bool]] = []
+        seen: set[str] = set()
+        for row in rows:
+            if row["external_id"] is not None:
+                record = by_external[row["external_id"]]
+                created = row["external_id"] not in known_external and record.id not in seen
+            else:
+                record = by_hash[row["hash"]]
+                created = row["hash"] not in known_hash and record.id not in seen
+            seen.add(record.id)
+            out.append((record, created))
+        return out
+
+    async def _semantic_lookup(
+        self, conn: AsyncConnection, tenant: str, user: str, column: str, values: set[str]
+    ) -> dict[str, SemanticMemoryRecord]:
+        """The user's records whose ``column`` (external id or content hash) is in
+        ``values``, by that value (the oldest one for a hash stored more than once)."""
+        found: dict[str, SemanticMemoryRecord] = {}
+        ordered = sorted(values)
+        for start in range(0, len(ordered), 500):
+            chunk = ordered[start : start + 500]
+            marks = ", ".join(f":v{i}" for i in range(len(chunk)))
+            result = await conn.execute(
+                text(
+                    f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE tenant_id = :t "
+                    f"AND user_id = :u AND {column} IN ({marks}) ORDER BY created_at DESC, id"
+                ),
+                {"t": tenant, "u": user, **{f"v{i}": v for i, v in enumerate(chunk)}},
+            )
+            for row in result:
+                record = semantic_record(row)
+                key = record.external_id if column == "external_id" else record.content_hash
+                assert key is not None
+                found[key] = record  # newest first: the oldest is written last and wins
+        return found
+
+    async def semantic_replace_document(
+        self,
+        tenant: str,
+        user: str,
+        parent: str,
+        chunks: Sequence[SemanticMemoryCreate],
+        vectors: Sequence[Sequence[float]],
+        model: ActiveModel,
+    ) -> list[SemanticMemoryRecord]:
+        """Replace every chunk of document ``parent`` with ``chunks``, atomically."""
+        now = self._clock.now()
+        rows = [
+            self._semantic_params(
+                tenant,
+                user,
+                chunk,
+                vector,
+                model,
+                now,
+                external_id=f"{parent}#{i}",
+                parent=parent,
+                chunk_index=i,
+            )
+            for i, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True))
+        ]
+        async with self._tx(tenant) as conn:
+            await conn.execute(
+                text(
+                    "DELETE FROM memory_semantic WHERE tenant_id = :t AND user_id = :u AND "
+                    "(parent_external_id = :p OR external_id = :p)"
+                ),
+                {"t": tenant, "u": user, "p": parent},
+            )
+            if rows:
+                await conn.execute(text(self._semantic_insert("")), rows)
+            result = await conn.execute(
+                text(
+                    f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE tenant_id = :t AND "
+                    "user_id = :u AND parent_external_id = :p ORDER BY chunk_index"
+                ),
+                {"t": tenant, "u": user, "p": parent},
+            )
+            return [semantic_record(row) for row in result]
+
+    async def semantic_get(self, tenant: str, user: str, record_id: str) -> SemanticMemoryRecord:
+        async with self._tx(tenant) as conn:
+            row = (
+                await conn.execute(
+                    text(
+                        f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE tenant_id = :t "
+                        "AND id = :id AND (user_id = :u OR is_public)"
+                    ),
+                    {"t": tenant, "u": user, "id": record_id},
+                )
+            ).first()
+        if row is None:
+            raise MemoryNotFound(f"semantic memory {record_id!r} not found")
+        return semantic_record(row)
+
+    async def semantic_list(
+        self,
+        tenant: str,
+        user: str,
+        *,
+        external_id: str | None,
+        parent_external_id: str | None,
+        tag: str | None,
+        source: str | None,
+        limit: int,
+        offset: int,
+    ) -> list[SemanticMemoryRecord]:
+        params: dict[str, Any] = {"t": tenant, "u": user, "limit": limit, "offset": offset}
+        where = ["tenant_id = :t", "(user_id = :u OR is_public)"]
+        if external_id is not None:
+            where.append("external_id = :e")
+            params["e"] = external_id
+        if parent_external_id is not None:
+            where.append("parent_external_id = :p")
+            params["p"] = parent_external_id
+        if tag is not None:
+            where.append(self.d.tags_all([tag], params))
+        if source is not None:
+            where.append("source = :source")
+            params["source"] = source
+        async with self._tx(tenant) as conn:
+            result = await conn.execute(
+                text(
+                    f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE "
+                    f"{' AND '.join(where)} ORDER BY created_at, chunk_index, id "
+                    "LIMIT :limit OFFSET :offset"
+                ),
+                params,
+            )
+            return [semantic_record(row) for row in result]
+
+    async def semantic_delete(self, tenant: str, user: str, record_id: str) -> None:
+        async with self._tx(tenant) as conn:
+            result = await conn.execute(
+                text(
+                    "DELETE FROM memory_semantic WHERE tenant_id = :t AND user_id = :u AND id = :id"
+                ),
+                {"t": tenant, "u": user, "id": record_id},
+            )
+        if not result.rowcount:
+            raise MemoryNotFound(f"semantic memory {record_id!r} not found")
+
+    async def semantic_delete_external(self, tenant: str, user: str, external_id: str) -> int:
+        async with self._tx(tenant) as conn:
+            result = await conn.execute(
+                text(
+                    "DELETE FROM memory_semantic WHERE tenant_id = :t AND user_id = :u AND "
+                    "(external_id = :e OR parent_external_id = :e)"
+                ),
+                {"t": tenant, "u": user, "e": external_id},
+            )
+        if not result.rowcount:
+            raise MemoryNotFound(f"semantic memory with external_id {external_id!r} not found")
+        return int(result.rowcount)
+
+    def _semantic_scope(
+        self,
+        tenant: str,
+        user: str,
+        params: dict[str, Any],
+        *,
+        include_public: bool,
+        tags: list[str],
+        source: str | None,
+        metadata: dict[str, Any],
+    ) -> str:
+        params.update(t=tenant, u=user)
+        where = [
+            "s.tenant_id = :t",
+            "(s.user_id = :u OR s.is_public)" if include_public else "s.user_id = :u",
+        ]
+        if tags:
+            where.append(self.d.tags_all(tags, params, "s."))
+        if source is not None:
+            where.append("s.source = :source")
+            params["source"] = source
+        if metadata:
+            where.append(self.d.metadata_equals(metadata, params, "s."))
+        return " AND ".join(where)
+
+    async def semantic_candidates(
+        self,
+        tenant: str,
+        user: str,
+        query_vector: Sequence[float] | None,
+        query: str,
+        model: ActiveModel,
+        *,
+        k: int,
+        include_public: bool,
+        tags: list[str],
+        source: str | None,
+        metadata: dict[str, Any],
+    ) -> tuple[list[Ranked], list[Ranked], dict[str, SemanticMemoryRecord]]:
+        """Top ``k`` by vector (active model only) and top ``k`` by keyword, with records."""
+        vector_hits: list[Ranked] = []
+        keyword_hits: list[Ranked] = []
+        async with self._tx(tenant, search_k=k) as conn:
+            if query_vector is not None:
+                params: dict[str, Any] = {}
+                scope = self._semantic_scope(
+                    tenant,
+                    user,
+                    params,
+                    include_public=include_public,
+                    tags=tags,
+                    source=source,
+                    metadata=metadata,
+                )
+                distance = self.d.distance(model.dims)
+                params.update(q=self.d.vector_param(query_vector), k=k)
+                result = await conn.execute(
+                    text(
+                        f"SELECT s.id, {distance} AS distance FROM memory_semantic s "
+                        f"WHERE {scope} AND {_on_model(model, 's.')} "
+                        f"ORDER BY {self._by_distance(distance)} LIMIT :k"
+                    ),
+                    params,
+                )
+                vector_hits = [Ranked(r.id, 1.0 - float(r.distance)) for r in result]
+            terms = keyword_terms(query)
+            if terms:
+                params = {}
+                scope = self._semantic_scope(
+                    tenant,
+                    user,
+                    params,
+                    include_public=include_public,
+                    tags=tags,
+                    source=source,
+                    metadata=metadata,
+                )
+                params["k"] = k
+                if self.d.pg:
+                    params["kq"] = query
+                    sql = (
+                        "SELECT s.id, ts_rank_cd(s.tsv, kq) AS relevance FROM memory_semantic s, "
+                        "websearch_to_tsquery('simple', :kq) kq "
+                        f"WHERE s.tsv @@ kq AND {scope} ORDER BY relevance DESC, s.id LIMIT :k"
+                    )
+                else:
+                    params["kq"] = " ".join(f'"{term}"' for term in terms)
+                    sql = (
+                        "SELECT s.id, -bm25(memory_semantic_fts) AS relevance "
+                        "FROM memory_semantic_fts JOIN memory_semantic s "
+                        "ON s.seq = memory_semantic_fts.rowid "
+                        f"WHERE memory_semantic_fts MATCH :kq AND {scope} "
+                        "ORDER BY bm25(memory_semantic_fts), s.id LIMIT :k"
+                    )
+                result = await conn.execute(text(sql), params)
+                keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]
+            ids = list(dict.fromkeys([h.id for h in vector_hits] + [h.id for h in keyword_hits]))
+            records: dict[str, SemanticMemoryRecord] = {}
+            if ids:
+                marks = ", ".join(f":id{i}" for i in range(len(ids)))
+                result = await conn.execute(
+                    text(
+                        f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic "
+                        f"WHERE tenant_id = :t AND id IN ({marks})"
+                    ),
+                    {"t": tenant, **{f"id{i}": v for i, v in enumerate(ids)}},
+                )
+                records = {row.id: semantic_record(row) for row in result}
+        return vector_hits, keyword_hits, records
+
+    # --- episodic -------------------------------------------------------------------------
+
+    async def episode_add(
+        self,
+        tenant: str,
+        user: str,
+        body: EpisodeCreate,
+        vector: Sequence[float],
+        model: ActiveModel,
+    ) -> EpisodeRecord:
+        d = self.d
+        params = {
+            "id": self.new_id(),
+            "t": tenant,
+            "u": user,
+            "agent": body.agent_id,
+            "role": body.role,
+            "content": body.content,
+            "metadata": d.json_param(body.metadata),
+            "session": body.session_id,
+            "plan": body.plan_id,
+            "emb": d.vector_param(vector),
+            "model": model.name,
+            "dims": model.dims,
+            "now": d.ts(self._clock.now()),
+        }
+        async with self._tx(tenant) as conn:
+            await conn.execute(
+                text(
+                    "INSERT INTO memory_episodes (id, tenant_id, user_id, agent_id, role, "
+                    "content, metadata, session_id, plan_id, embedding, embedding_model, "
+                    "embedding_dims, created_at) VALUES (:id, :t, :u, :agent, :role, :content, "
+                    f"{d.json_value('metadata')}, :session, :plan, {d.vector_value('emb')}, "
+                    ":model, :dims, :now)"
+                ),
+                params,
+            )
+            row = (
+                await conn.execute(
+                    text(
+                        f"SELECT {EPISODE_COLUMNS} FROM memory_episodes "
+                        "WHERE tenant_id = :t AND id = :id"
+                    ),
+                    {"t": tenant, "id": params["id"]},
+                )
+            ).first()
+        assert row is not None
+        return episode_record(row)
+
+    async def episodes_recent(
+        self, tenant: str, user: str, agent_id: str, *, limit: int, session_id: str | None
+    ) -> list[EpisodeRecord]:
+        params: dict[str, Any] = {"t": tenant, "u": user, "a": agent_id, "limit": limit}
+        where = "tenant_id = :t AND user_id = :u AND agent_id = :a"
+        if session_id is not None:
+            where += " AND session_id = :s"
+            params["s"] = session_id
+        async with self._tx(tenant) as conn:
+            result = await conn.execute(
+                text(
+                    f"SELECT {EPISODE_COLUMNS} FROM memory_episodes WHERE {where} "
+                    "ORDER BY created_at DESC, id DESC LIMIT :limit"
+                ),
+                params,
+            )
+            rows = [episode_record(row) for row in result]
+        rows.reverse()
+        return rows
+
+    async def episode_search(
+        self,
+        tenant: str,
+        user: str,
+        agent_id: str,
+        query_vector: Sequence[float],
+        model: ActiveModel,
+        *,
+        limit: int,
+        since: datetime | None,
+        until: datetime | None,
+        session_id: str | None,
+    ) -> list[tuple[EpisodeRecord, float]]:
+        d = self.d
+        distance = d.distance(model.dims)
+        params: dict[str, Any] = {
+            "t": tenant,
+            "u": user,
+            "a": agent_id,
+            "limit": limit,
+            "q": d.vector_param(query_vector),
+            "m": model.name,
+            "dims": model.dims,
+        }
+        where = (
+            "tenant_id = :t AND user_id = :u AND agent_id = :a AND embedding_model = :m "
+            "AND embedding_dims = :dims"
+        )
+        if since is not None:
+            where += " AND created_at >= :since"
+            params["since"] = d.ts(_dt(since))
+        if until is not None:
+            where += " AND created_at < :until"
+            params["until"] = d.ts(_dt(until))
+        if session_id is not None:
+            where += " AND session_id = :s"
+            params["s"] = session_id
+        async with self._tx(tenant) as conn:
+            result = await conn.execute(
+                text(
+                    f"SELECT {EPISODE_COLUMNS}, {distance} AS distance FROM memory_episodes "
+                    f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit"
+                ),
+                params,
+            )
+            return [(episode_record(r), 1.0 - float(r.distance)) for r in result]
+
+    async def episode_delete(self, tenant: str, user: str, record_id: str) -> None:
+        async with self._tx(tenant) as conn:
+            result = await conn.execute(
+                text(
+                    "DELETE FROM memory_episodes WHERE tenant_id = :t AND user_id = :u AND id = :id"
+                ),
+                {"t": tenant, "u": user, "id": record_id},
+            )
+        if not result.rowcount:
+            raise MemoryNotFound(f"episode {record_id!r} not found")
+
+    # --- procedural -----------------------------------------------------------------------
+
+    async def procedure_add(
+        self,
+        tenant: str,
+        user: str,
+        body: ProcedureCreate,
+        vector: Sequence[float],
+        model: ActiveModel,
+    ) -> ProcedureRecord:
+        d = self.d
+        params = {
+            "id": self.new_id(),
+            "t": tenant,
+            "u": user,
+            "agent": body.agent_id,
+            "kind": body.kind,
+            "content": body.content,
+            "situation": body.situation,
+            "metadata": d.json_param(body.metadata),
+            "tags": d.json_param(body.tags),
+            "public": body.public,
+            "emb": d.vector_param(vector),
+            "model": model.name,
+            "dims": model.dims,
+            "now": d.ts(self._clock.now()),
+        }
+        async with self._tx(tenant) as conn:
+            await conn.execute(
+                text(
+                    "INSERT INTO memory_procedures (id, tenant_id, user_id, agent_id, kind, "
+                    "content, situation, metadata, tags, is_public, embedding, embedding_model, "
+                    "embedding_dims, created_at, updated_at) VALUES (:id, :t, :u, :agent, :kind, "
+                    f":content, :situation, {d.json_value('metadata')}, {d.json_value('tags')}, "
+                    f":public, {d.vector_value('emb')}, :model, :dims, :now, :now)"
+                ),
+                params,
+            )
+        return await self.procedure_get(tenant, user, params["id"])
+
+    async def procedure_get(self, tenant: str, user: str, record_id: str) -> ProcedureRecord:
+        async with self._tx(tenant) as conn:
+            row = (
+                await conn.execute(
+                    text(
+                        f"SELECT {PROCEDURE_COLUMNS} FROM memory_procedures WHERE "
+                        "tenant_id = :t AND id = :id AND (user_id = :u OR is_public)"
+                    ),
+                    {"t": tenant, "u": user, "id": record_id},
+                )
+            ).first()
+        if row is None:
+            raise MemoryNotFound(f"procedure {record_id!r} not found")
+        return procedure_record(row)
+
+    async def procedure_list(
+        self, tenant: str, user: str, *, agent_id: str | None, kind: str | None, limit: int
+    ) -> list[ProcedureRecord]:
+        params: dict[str, Any] = {"t": tenant, "u": user, "limit": limit}
+        where = "tenant_id = :t AND (user_id = :u OR is_public)"
+        if agent_id is not None:
+            where += " AND (agent_id = :a OR agent_id IS NULL)"
+            params["a"] = agent_id
+        if kind is not None:
+            where += " AND kind = :k"
+            params["k"] = kind
+        async with self._tx(tenant) as conn:
+            result = await conn.execute(
+                text(
+                    f"SELECT {PROCEDURE_COLUMNS} FROM memory_procedures WHERE {where} "
+                    "ORDER BY created_at, id LIMIT :limit"
+                ),
+                params,
+            )
+            return [procedure_record(r) for r in result]
+
+    async def procedure_delete(self, tenant: str, user: str, record_id: str) -> None:
+        async with self._tx(tenant) as conn:
+            result = await conn.execute(
+                text(
+                    "DELETE FROM memory_procedures WHERE tenant_id = :t AND user_id = :u "
+                    "AND id = :id"
+                ),
+                {"t": tenant, "u": user, "id": record_id},
+            )
+        if not result.rowcount:
+            raise MemoryNotFound(f"procedure {record_id!r} not found")
+
+    async def procedure_relevant(
+        self,
+        tenant: str,
+        user: str,
+        query_vector: Sequence[float],
+        model: ActiveModel,
+        *,
+        agent_id: str | None,
+        kinds: list[str] | None,
+        limit: int,
+    ) -> list[tuple[ProcedureRecord, float]]:
+        d = self.d
+        distance = d.distance(model.dims)
+        params: dict[str, Any] = {
+            "t": tenant,
+            "u": user,
+            "limit": limit,
+            "q": d.vector_param(query_vector),
+        }
+        where = f"tenant_id = :t AND (user_id = :u OR is_public) AND {_on_model(model)}"
+        if agent_id is not None:
+            where += " AND (agent_id = :a OR agent_id IS NULL)"
+            params["a"] = agent_id
+        if kinds:
+            marks = ", ".join(f":kind{i}" for i in range(len(kinds)))
+            where += f" AND kind IN ({marks})"
+            params.update({f"kind{i}": k for i, k in enumerate(kinds)})
+        async with self._tx(tenant, search_k=limit) as conn:
+            result = await conn.execute(
+                text(
+                    f"SELECT {PROCEDURE_COLUMNS}, {distance} AS distance FROM memory_procedures "
+                    f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit"
+                ),
+                params,
+            )
+            return [(procedure_record(r), 1.0 - float(r.distance)) for r in result]
+
+    # --- administration -------------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user: str) -> tuple[int, int, int]:
+        """Delete every long-term record of ``user`` in ``tenant`` (one transaction)."""
+        counts = []
+        async with self._tx(tenant) as conn:
+            for table in ("memory_semantic", "memory_episodes", "memory_procedures"):
+                result = await conn.execute(
+                    text(f"DELETE FROM {table} WHERE tenant_id = :t AND user_id = :u"),
+                    {"t": tenant, "u": user},
+                )
+                counts.append(int(result.rowcount or 0))
+        return counts[0], counts[1], counts[2]
+
+    async def count_other_models(self, tenant: str | None, model: ActiveModel) -> int:
+        """Records (of ``tenant``, or of every tenant) whose vectors are on another model."""
+        total = 0
+        scope = tenant if tenant is not None else ALL_TENANTS
+        where = "NOT (embedding_model = :m AND embedding_dims = :dims)"
+        params: dict[str, Any] = {"m": model.name, "dims": model.dims}
+        if tenant is not None:
+            where += " AND tenant_id = :t"
+            params["t"] = tenant
+        async with self._tx(scope) as conn:
+            for table in EMBEDDED_TEXT:
+                result = await conn.execute(
+                    text(f"SELECT COUNT(*) FROM {table} WHERE {where}"), params
+                )
+                total += int(result.scalar() or 0)
+        return total
+
+    async def stale_batch(
+        self, table: str, model: ActiveModel, limit: int
+    ) -> list[tuple[str, str]]:
+        """Up to ``limit`` (id, embedded text) of ``table`` not on ``model`` (all tenants)."""
+        async with self._tx(ALL_TENANTS) as conn:
+            result = await conn.execute(
+                text(
+                    f"SELECT id, {EMBEDDED_TEXT[table]} AS body FROM {table} WHERE NOT "
+                    "(embedding_model = :m AND embedding_dims = :dims) ORDER BY id LIMIT :n"
+                ),
+                {"m": model.name, "dims": model.dims, "n": limit},
+            )
+            return [(r.id, r.body) for r in result]
+
+    async def set_vectors(
+        self,
+        table: str,
+        rows: Sequence[tuple[str, str, Sequence[float]]],
+        model: ActiveModel,
+    ) -> int:
+        """Store re-embedded vectors; a row rewritten meanwhile (new text) is left alone."""
+        if not rows:
+            return 0
+        column = EMBEDDED_TEXT[table]
+        params = [
+            {
+                "id": record_id,
+                "body": body,
+                "emb": self.d.vector_param(vector),
+                "m": model.name,
+                "dims": model.dims,
+            }
+            for record_id, body, vector in rows
+        ]
+        async with self._tx(ALL_TENANTS) as conn:
+            await conn.execute(
+                text(
+                    f"UPDATE {table} SET embedding = {self.d.vector_value('emb')}, "
+                    "embedding_model = :m, embedding_dims = :dims WHERE id = :id AND "
+                    f"{column} = :body AND NOT (embedding_model = :m AND embedding_dims = :dims)"
+                ),
+                params,
+            )
+        return len(rows)
+
+    async def prune(self, table: str, *, older_than: datetime) -> int:
+        """Delete ``table``'s records (every tenant) not updated since ``older_than``."""
+        async with self._tx(ALL_TENANTS) as conn:
+            result = await conn.execute(
+                text(f"DELETE FROM {table} WHERE {AGE_COLUMN[table]} < :cutoff"),
+                {"cutoff": self.d.ts(older_than)},
+            )
+        return int(result.rowcount or 0)

@@ -151,7 +151,7 @@ async def stream_frames(
             else:
                 logger.warning(
                     "cannot open SSE stream %s (%s); retrying in %.1f s - is the event service "
-                    "running (./scripts/dev.sh) and SOORMA_EVENT_SERVICE_URL right?",
+                    "running (./scripts/dev.sh) and SOORMA_URL right?",
                     url,
                     exc,
                     backoff,

@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=PORT",
-        help="override a service's port (repeatable), e.g. --port events=9082",
+        help="override a port (repeatable), e.g. --port events=9082; "
+        "--port platform=PORT moves the one address serving them all (default 8080)",
     )
     dev.add_argument("--log-level", default="warning", help="uvicorn log level")
     dev.add_argument(
@@ -72,7 +73,9 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="colour the lines (auto: on a terminal, unless NO_COLOR is set)",
     )
-    tail.add_argument("--url", help="event service URL (default: SOORMA_EVENT_SERVICE_URL)")
+    tail.add_argument(
+        "--url", help="event service URL (default: from SOORMA_URL or SOORMA_EVENT_SERVICE_URL)"
+    )
 
     publish = events_commands.add_parser("publish", help="publish one event")
     publish.add_argument("--topic", required=True)
@@ -81,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument("--correlation-id")
     publish.add_argument("--response-event")
     publish.add_argument("--response-topic")
-    publish.add_argument("--url", help="event service URL (default: SOORMA_EVENT_SERVICE_URL)")
+    publish.add_argument(
+        "--url", help="event service URL (default: from SOORMA_URL or SOORMA_EVENT_SERVICE_URL)"
+    )
     _cli_plans.add_parser(commands)
     _cli_a2a.add_parser(commands)
     return parser
@@ -114,13 +119,14 @@ def _fail(message: str, code: int = 1) -> int:
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from soorma._dev import DevError, run_dev, select_services
+    from soorma._dev import DevError, run_dev, select_platform_port, select_services
 
     try:
         services = select_services(args.only, args.port)
         return asyncio.run(
             run_dev(
                 services,
+                platform_port=select_platform_port(args.port),
                 host=args.host,
                 log_level=args.log_level,
                 log_format=args.log_format,

@@ -29,6 +29,7 @@ from soorma.registry import RegistryClient
 from soorma.subscription import Subscription
 from soorma_common.errors import (
     AgentNotFound,
+    ConfigurationError,
     Conflict,
     EventDefinitionNotFound,
     EventNotFound,
@@ -55,6 +56,7 @@ __all__ = [
     "Agent",
     "AgentNotFound",
     "BusClient",
+    "ConfigurationError",
     "Conflict",
     "DelegationSpec",
     "Event",

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+import pydantic
+
+from soorma._config import warn_unknown_variables
 from soorma._platform_router import DISCOVERY_PATH, Mounted, PlatformRouter
 from soorma._services import load_service
 from soorma.context import SERVICE_PREFIXES
@@ -157,6 +160,7 @@ async def run_dev(
     if log_format not in LOG_FORMATS:
         raise DevError(f"--log-format must be one of {', '.join(LOG_FORMATS)}")
     check_ports_free(host, [(PLATFORM, platform_port), *((s.name, s.port) for s in services)])
+    warn_unknown_variables(os.environ)
     os.environ["SOORMA_LOG_FORMAT"] = log_format
     # Migrations log every step at INFO; the banner says where the data lives.
     for noisy in ("alembic",):
@@ -193,7 +197,7 @@ async def run_dev(
         # Started one by one, in dependency order (the event service before the
         # tracker and gateway that subscribe to it).
         for service in services:
-            app = load_service(service.name).create_app()
+            app = _create_app(service)
             where[service.name] = describe_backend(service, app.state.settings)
             server = _make_server(app, host, service.port, log_level)
             if not await start(service.name, server):
@@ -221,6 +225,24 @@ async def run_dev(
     for name, error in failed:
         print(f"soorma dev: {name} stopped with an error: {error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _create_app(service: DevService) -> Any:
+    """The service's app; a setting the environment gets wrong is a :class:`DevError`."""
+    package = load_service(service.name)
+    try:
+        return package.create_app()
+    except pydantic.ValidationError as exc:
+        raise DevError(describe_settings_error(exc)) from None
+
+
+def describe_settings_error(exc: pydantic.ValidationError) -> str:
+    """``SOORMA_EVENT_BACKEND='redsi' is not allowed: Input should be 'memory' or 'redis'``."""
+    problems = []
+    for error in exc.errors():
+        variable = "SOORMA_" + "_".join(str(part) for part in error["loc"]).upper()
+        problems.append(f"{variable}={error.get('input')!r} is not allowed: {error['msg']}")
+    return "; ".join(problems)
 
 
 def _redact(url: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from soorma import _cli_a2a, _cli_plans
 from soorma._templates import AGENT_TYPES, write_skeleton
+from soorma_common.errors import SoormaError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -110,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = asyncio.run(_publish(args))
     except KeyboardInterrupt:
         code = 0
+    except (SoormaError, TimeoutError) as exc:
+        # Expected failures (configuration, an unreachable platform, no answer): one
+        # line that names the cause, not a traceback.
+        code = _fail(str(exc) or type(exc).__name__)
     raise SystemExit(code)
 
 

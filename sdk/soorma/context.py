@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from soorma._config import check_url, warn_unknown_variables
 from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
 from soorma.client import Identity, make_http_client
@@ -68,13 +69,21 @@ class PlatformSettings:
         prefix there (:data:`SERVICE_PREFIXES`). A per-service variable
         (``SOORMA_MEMORY_URL``...) overrides it; without either, the local
         ``soorma dev`` ports.
+
+        Raises:
+            ConfigurationError: a URL variable is not an http(s) URL (fails at once
+                instead of being retried as an unreachable service). Unknown
+                ``SOORMA_*`` variables are logged, with the closest known name.
         """
         env = os.environ if environ is None else environ
+        warn_unknown_variables(env)
         platform = (env.get("SOORMA_URL") or "").rstrip("/")
+        if platform:
+            check_url("SOORMA_URL", platform)
 
         def get(name: str, service: str, default: str) -> str:
             if env.get(name):
-                return env[name]
+                return check_url(name, env[name])
             return f"{platform}{SERVICE_PREFIXES[service]}" if platform else default
 
         return cls(

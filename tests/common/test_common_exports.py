@@ -107,6 +107,7 @@ EXPECTED = {
     # errors
     "SoormaError",
     "ValidationFailed",
+    "ConfigurationError",
     "NotFound",
     "Conflict",
     "VersionConflict",

@@ -9,6 +9,7 @@ def test_top_level_exports_are_pinned():
         "Agent",
         "AgentNotFound",
         "BusClient",
+        "ConfigurationError",
         "Conflict",
         "DelegationSpec",
         "Event",

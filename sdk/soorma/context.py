@@ -172,6 +172,8 @@ class PlatformContext:
         # Action requests are checked against their registered schemas before they are
         # published (a caller learns of a bad payload at once); other topics are not.
         bus.payload_validator = registry.validate_envelope
+        # A call() nobody answers says who consumes its event type, or what was meant.
+        bus.consumers_hint = registry.consumers_hint
         toolkit = EventToolkit(registry=registry)
         tracker = TrackerClient(base_url=settings.tracker_url, http=client, identity=identity)
         return cls(

@@ -19,6 +19,7 @@ from soorma.agents import (
     TransitionContext,
     Worker,
 )
+from soorma.agents.tool import run_once
 from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
 from soorma.context import PlatformContext, PlatformSettings
@@ -94,4 +95,5 @@ __all__ = [
     "Worker",
     "__version__",
     "current_event",
+    "run_once",
 ]

@@ -6,6 +6,7 @@ platform's errors (:class:`VersionConflict`, :class:`PlanNotFound`, ...) are rai
 these classes, whichever service answered.
 """
 
+from soorma._client_main import run_client
 from soorma._propagation import current_event
 from soorma.agents import (
     Agent,
@@ -95,5 +96,6 @@ __all__ = [
     "Worker",
     "__version__",
     "current_event",
+    "run_client",
     "run_once",
 ]

@@ -207,7 +207,9 @@ async def run_dev(
         else:
             router = PlatformRouter(mounts)
             server = _make_server(router, host, platform_port, log_level, lifespan="off")
-            if await start(PLATFORM, server):
+            if await start(PLATFORM, server) and await wait_for_backends(
+                services, host, out=out, stop=stop
+            ):
                 print_banner(services, host, where, out, platform_port=platform_port)
                 await stop.wait()
                 print("\nsoorma dev: stopping...", file=out, flush=True)
@@ -225,6 +227,49 @@ async def run_dev(
     for name, error in failed:
         print(f"soorma dev: {name} stopped with an error: {error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+# How often ``soorma dev`` asks a service whose backends do not answer yet.
+BACKEND_POLL_SECONDS = 0.5
+
+
+async def wait_for_backends(
+    services: Sequence[DevService], host: str, *, out: TextIO, stop: asyncio.Event
+) -> bool:
+    """Wait until every service's ``/ready`` answers 200 (its database, Redis...),
+    saying once which backend each waits for; ``False`` when stopped first."""
+    import httpx
+
+    waiting: set[str] = set()
+    async with httpx.AsyncClient(timeout=5.0) as http:
+        pending = list(services)
+        while pending and not stop.is_set():
+            for service in list(pending):
+                url = f"http://{_url_host(host)}:{service.port}/ready"
+                try:
+                    response = await http.get(url)
+                    checks = response.json().get("checks", {})
+                except (httpx.HTTPError, ValueError) as exc:
+                    response, checks = None, {"service": f"error: {exc}"}
+                if response is not None and response.status_code == 200:
+                    pending.remove(service)
+                    if service.name in waiting:
+                        print(f"soorma dev: {service.name}: backends answer", file=out)
+                    continue
+                if service.name not in waiting:
+                    waiting.add(service.name)
+                    failed = "; ".join(
+                        f"{name} {result}" for name, result in checks.items() if result != "ok"
+                    )
+                    print(
+                        f"soorma dev: {service.name} is waiting for its backends ({failed})",
+                        file=out,
+                        flush=True,
+                    )
+            if pending:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), BACKEND_POLL_SECONDS)
+    return not stop.is_set()
 
 
 def _create_app(service: DevService) -> Any:

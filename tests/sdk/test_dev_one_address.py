@@ -67,3 +67,24 @@ async def test_one_address_serves_every_service_and_a_client_needs_only_soorma_u
         assert await proc.stop(signal.SIGINT) == 0, proc.output
     finally:
         await proc.kill()
+
+
+@pytest.mark.asyncio
+async def test_soorma_dev_is_not_ready_while_its_redis_does_not_answer(tmp_path: Path) -> None:
+    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    env = subprocess_env(
+        SOORMA_DATA_DIR=str(tmp_path / ".soorma"),
+        SOORMA_EVENT_BACKEND="redis",
+        SOORMA_REDIS_URL=nowhere,
+    )
+    args = ["--only", "events", f"--port=events={free_port()}", f"--port=platform={free_port()}"]
+    proc = await Proc.start(SOORMA, "dev", *args, env=env, cwd=str(tmp_path))
+    try:
+        line = await proc.wait_for("is waiting for its backends", within=60)
+        assert line.startswith("soorma dev: events is waiting for its backends (event_log error")
+        await asyncio.sleep(1.0)
+        assert "soorma dev: ready" not in proc.output
+        assert await proc.stop(signal.SIGINT) == 0, proc.output
+    finally:
+        await proc.kill()
+    assert "Traceback" not in proc.output

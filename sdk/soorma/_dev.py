@@ -46,6 +46,8 @@ SERVICES: tuple[DevService, ...] = (
     DevService("gateway", 8085, "SOORMA_GATEWAY_URL", "gateway"),
 )
 LOG_FORMATS = ("text", "json")
+# What requests in progress get when soorma dev stops, before their connections close.
+DEV_STOP_GRACE_SECONDS = 0.2
 SERVICE_NAMES = tuple(s.name for s in SERVICES)
 # The one address serving every service under its prefix (``--port platform=PORT``).
 PLATFORM = "platform"
@@ -123,6 +125,19 @@ def _make_server(
         def capture_signals(self) -> Iterator[None]:
             yield
 
+        async def shutdown(self, sockets: Any = None) -> None:
+            # A local platform stops at once: requests get a moment to finish, then
+            # open streams end as if their clients had left (no graceful drain).
+            for connection in list(self.server_state.connections):
+                connection.shutdown()
+            if self.server_state.connections:
+                await asyncio.sleep(DEV_STOP_GRACE_SECONDS)
+            for connection in list(self.server_state.connections):
+                transport = getattr(connection, "transport", None)
+                if transport is not None:
+                    transport.close()
+            await super().shutdown(sockets)
+
     # Request heads bounded in size and reading time, as the service's settings say
     # (SOORMA_MAX_HEADER_BYTES, SOORMA_HEADER_TIMEOUT_SECONDS): the app carries them.
     config = uvicorn.Config(
@@ -162,8 +177,9 @@ async def run_dev(
     check_ports_free(host, [(PLATFORM, platform_port), *((s.name, s.port) for s in services)])
     warn_unknown_variables(os.environ)
     os.environ["SOORMA_LOG_FORMAT"] = log_format
-    # Migrations log every step at INFO; the banner says where the data lives.
-    for noisy in ("alembic",):
+    # Migrations log every step at INFO (the banner says where the data lives), httpx
+    # every request the services make to each other.
+    for noisy in ("alembic", "httpx", "httpcore"):
         if logging.getLogger(noisy).level == logging.NOTSET:
             logging.getLogger(noisy).setLevel(logging.WARNING)
     # The services find each other through the same variables agents use.

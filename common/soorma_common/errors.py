@@ -58,6 +58,13 @@ class ServiceUnavailable(SoormaError):
     code = "service_unavailable"
 
 
+class ConfigurationError(SoormaError):
+    """A setting the user must fix (a URL without a scheme, a value not allowed...);
+    raised at once, never retried."""
+
+    code = "configuration_error"
+
+
 class InvalidTopic(ValidationFailed):
     code = "invalid_topic"
 
@@ -152,6 +159,7 @@ def error_from_payload(payload: Any, *, default_message: str = "request failed")
 
 __all__ = [
     "AgentNotFound",
+    "ConfigurationError",
     "Conflict",
     "EmbeddingMismatch",
     "EmbeddingUnavailable",

@@ -5,10 +5,9 @@ python client.py Ada        ->  Hello, Ada!
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
-from soorma import PlatformContext
+from soorma import PlatformContext, run_client
 
 
 async def main(name: str) -> int:
@@ -29,4 +28,4 @@ async def main(name: str) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(asyncio.run(main(" ".join(sys.argv[1:]) or "world")))
+    raise SystemExit(run_client(main(" ".join(sys.argv[1:]) or "world")))

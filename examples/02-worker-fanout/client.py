@@ -5,11 +5,10 @@ python client.py "I love the new laptop from Acme, but the flight to Berlin was 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 
-from soorma import PlatformContext
+from soorma import PlatformContext, run_client
 
 DEFAULT_TEXT = "I love the new laptop from Acme, but the flight to Berlin was late."
 
@@ -27,4 +26,4 @@ async def main(text: str) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(asyncio.run(main(" ".join(sys.argv[1:]) or DEFAULT_TEXT)))
+    raise SystemExit(run_client(main(" ".join(sys.argv[1:]) or DEFAULT_TEXT)))

@@ -8,11 +8,10 @@ then asks the parts checker about it with an event that carries just the key.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import uuid
 
-from soorma import PlatformContext
+from soorma import PlatformContext, run_client
 
 
 def vehicle_record(vehicle_id: str) -> dict:
@@ -59,4 +58,4 @@ async def main(vehicle_id: str) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "V-42")))
+    raise SystemExit(run_client(main(sys.argv[1] if len(sys.argv) > 1 else "V-42")))

@@ -6,10 +6,9 @@ python client.py broken     ->  failed: plan reached state 'failed'   (exit 1)
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
-from soorma import PlatformContext
+from soorma import PlatformContext, run_client
 
 
 async def main(topic: str) -> int:
@@ -25,4 +24,4 @@ async def main(topic: str) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(asyncio.run(main(" ".join(sys.argv[1:]) or "owls")))
+    raise SystemExit(run_client(main(" ".join(sys.argv[1:]) or "owls")))

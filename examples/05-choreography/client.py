@@ -9,10 +9,9 @@ of every LLM call are in the memory service (``GET /v1/memory/plan-context/{plan
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
-from soorma import PlatformContext
+from soorma import PlatformContext, run_client
 
 DEFAULT_TOPIC = "event-driven choreography"
 
@@ -48,4 +47,4 @@ if __name__ == "__main__":
         help="seconds to wait for the report (a real model takes a while)",
     )
     args = parser.parse_args()
-    raise SystemExit(asyncio.run(main(" ".join(args.topic) or DEFAULT_TOPIC, args.timeout)))
+    raise SystemExit(run_client(main(" ".join(args.topic) or DEFAULT_TOPIC, args.timeout)))

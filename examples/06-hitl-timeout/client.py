@@ -15,7 +15,7 @@ import uuid
 
 from approval import GOAL_EVENT, RESPONSE_EVENT
 
-from soorma import PlatformContext
+from soorma import PlatformContext, run_client
 from soorma_common.events import HUMAN_INPUT
 
 
@@ -67,4 +67,4 @@ async def main(answer: str | None) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answer", choices=["yes", "no"], help="answer as the person")
-    raise SystemExit(asyncio.run(main(parser.parse_args().answer)))
+    raise SystemExit(run_client(main(parser.parse_args().answer)))

@@ -11,7 +11,6 @@ final data artifact as JSON.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -23,6 +22,8 @@ from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, TaskState
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
+
+from soorma import run_client
 
 SKILL = "expense-review"
 
@@ -107,4 +108,4 @@ if __name__ == "__main__":
     parser.add_argument("purpose", nargs="?", default="team dinner")
     parser.add_argument("--answer", default="yes")
     args = parser.parse_args()
-    raise SystemExit(asyncio.run(main(args.amount, args.purpose, args.answer)))
+    raise SystemExit(run_client(main(args.amount, args.purpose, args.answer)))

@@ -6,6 +6,7 @@ platform's errors (:class:`VersionConflict`, :class:`PlanNotFound`, ...) are rai
 these classes, whichever service answered.
 """
 
+from soorma._client_main import run_client
 from soorma._propagation import current_event
 from soorma.agents.base import Agent
 from soorma.agents.planner import GoalContext, Planner, TransitionContext
@@ -23,6 +24,7 @@ from soorma.tasking.context import DelegationSpec, TaskContext
 from soorma.tasking.results import ResultContext
 from soorma_common.errors import (
     AgentNotFound,
+    ConfigurationError,
     Conflict,
     EventDefinitionNotFound,
     EventNotFound,
@@ -49,6 +51,7 @@ __all__ = [
     "Agent",
     "AgentNotFound",
     "BusClient",
+    "ConfigurationError",
     "Conflict",
     "DelegationSpec",
     "Event",
@@ -86,5 +89,6 @@ __all__ = [
     "Worker",
     "__version__",
     "current_event",
+    "run_client",
     "run_once",
 ]

@@ -16,9 +16,14 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
+import pydantic
+
+from soorma._config import warn_unknown_variables
+from soorma._platform_router import DISCOVERY_PATH, Mounted, PlatformRouter
 from soorma._services import load_service
+from soorma.context import SERVICE_PREFIXES
 from soorma_common import tracing as otel
 
 
@@ -41,7 +46,12 @@ SERVICES: tuple[DevService, ...] = (
     DevService("gateway", 8085, "SOORMA_GATEWAY_URL", "gateway"),
 )
 LOG_FORMATS = ("text", "json")
+# What requests in progress get when soorma dev stops, before their connections close.
+DEV_STOP_GRACE_SECONDS = 0.2
 SERVICE_NAMES = tuple(s.name for s in SERVICES)
+# The one address serving every service under its prefix (``--port platform=PORT``).
+PLATFORM = "platform"
+PLATFORM_PORT = 8080
 
 
 class DevError(Exception):
@@ -63,9 +73,10 @@ def select_services(only: str | None, ports: Sequence[str]) -> list[DevService]:
     overrides: dict[str, int] = {}
     for item in ports:
         name, sep, value = item.partition("=")
-        if not sep or name not in SERVICE_NAMES or not value.isdigit():
+        if not sep or name not in (*SERVICE_NAMES, PLATFORM) or not value.isdigit():
             raise DevError(
-                f"--port expects NAME=PORT with NAME in {', '.join(SERVICE_NAMES)}, got {item!r}"
+                f"--port expects NAME=PORT with NAME in {', '.join(SERVICE_NAMES)} or "
+                f"{PLATFORM}, got {item!r}"
             )
         overrides[name] = int(value)
     return [
@@ -73,18 +84,28 @@ def select_services(only: str | None, ports: Sequence[str]) -> list[DevService]:
     ]
 
 
-def check_ports_free(host: str, services: Sequence[DevService]) -> None:
+def select_platform_port(ports: Sequence[str]) -> int:
+    """The one address's port: ``--port platform=PORT`` or :data:`PLATFORM_PORT`."""
+    port = PLATFORM_PORT
+    for item in ports:
+        name, _, value = item.partition("=")
+        if name == PLATFORM and value.isdigit():
+            port = int(value)
+    return port
+
+
+def check_ports_free(host: str, named_ports: Sequence[tuple[str, int]]) -> None:
     """Fail early, naming the service, when a port is already taken."""
-    for service in services:
+    for name, port in named_ports:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
-                sock.bind((host, service.port))
+                sock.bind((host, port))
             except OSError as exc:
                 raise DevError(
-                    f"port {service.port} for {service.name} on {host} is not available "
+                    f"port {port} for {name} on {host} is not available "
                     f"({exc.strerror}); stop whatever uses it or pass "
-                    f"--port {service.name}=<free port>"
+                    f"--port {name}=<free port>"
                 ) from None
 
 
@@ -92,7 +113,9 @@ def _url_host(host: str) -> str:
     return "127.0.0.1" if host in {"0.0.0.0", "", "::"} else host
 
 
-def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
+def _make_server(
+    app: Any, host: str, port: int, log_level: str, *, lifespan: Literal["on", "off"] = "on"
+) -> Any:
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -101,6 +124,19 @@ def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             yield
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            # A local platform stops at once: requests get a moment to finish, then
+            # open streams end as if their clients had left (no graceful drain).
+            for connection in list(self.server_state.connections):
+                connection.shutdown()
+            if self.server_state.connections:
+                await asyncio.sleep(DEV_STOP_GRACE_SECONDS)
+            for connection in list(self.server_state.connections):
+                transport = getattr(connection, "transport", None)
+                if transport is not None:
+                    transport.close()
+            await super().shutdown(sockets)
 
     # Request heads bounded in size and reading time, as the service's settings say
     # (SOORMA_MAX_HEADER_BYTES, SOORMA_HEADER_TIMEOUT_SECONDS): the app carries them.
@@ -111,10 +147,10 @@ def _make_server(app: Any, host: str, port: int, log_level: str) -> Any:
         log_level=log_level,
         # uvicorn's records go to the root handler the services set up (one format).
         log_config=None,
-        lifespan="on",
+        lifespan=lifespan,
         timeout_graceful_shutdown=3,
         ws="none",
-        **app.state.uvicorn_options(),
+        **(app.state.uvicorn_options() if hasattr(app, "state") else {}),
     )
     return _Server(config)
 
@@ -126,18 +162,24 @@ async def run_dev(
     log_level: str,
     out: TextIO,
     log_format: str = "text",
+    platform_port: int = PLATFORM_PORT,
 ) -> int:
     """Start ``services`` in this process and serve until SIGINT/SIGTERM.
+
+    Each service listens on its own port and, under its prefix (``/events``,
+    ``/memory``...), on ``platform_port``: the one address agents need.
 
     ``log_format``: ``text`` (one readable line per record) or ``json`` (one object a
     line, as the containers write); the services' and uvicorn's records alike.
     """
     if log_format not in LOG_FORMATS:
         raise DevError(f"--log-format must be one of {', '.join(LOG_FORMATS)}")
-    check_ports_free(host, services)
+    check_ports_free(host, [(PLATFORM, platform_port), *((s.name, s.port) for s in services)])
+    warn_unknown_variables(os.environ)
     os.environ["SOORMA_LOG_FORMAT"] = log_format
-    # Migrations log every step at INFO; the banner says where the data lives.
-    for noisy in ("alembic",):
+    # Migrations log every step at INFO (the banner says where the data lives), httpx
+    # every request the services make to each other.
+    for noisy in ("alembic", "httpx", "httpcore"):
         if logging.getLogger(noisy).level == logging.NOTSET:
             logging.getLogger(noisy).setLevel(logging.WARNING)
     # The services find each other through the same variables agents use.
@@ -151,30 +193,42 @@ async def run_dev(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
-    running: list[tuple[DevService, Any, asyncio.Task[Any]]] = []
+    running: list[tuple[str, Any, asyncio.Task[Any]]] = []
     where: dict[str, str] = {}
+    mounts: list[Mounted] = []
+
+    async def start(name: str, server: Any) -> bool:
+        task = asyncio.create_task(server.serve(), name=f"soorma dev {name}")
+        running.append((name, server, task))
+        while not server.started:
+            if task.done():
+                exc = task.exception()
+                raise DevError(f"{name} failed to start: {exc or 'exited'}")
+            if stop.is_set():
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
     try:
         # Started one by one, in dependency order (the event service before the
         # tracker and gateway that subscribe to it).
         for service in services:
-            app = load_service(service.name).create_app()
+            app = _create_app(service)
             where[service.name] = describe_backend(service, app.state.settings)
             server = _make_server(app, host, service.port, log_level)
-            task = asyncio.create_task(server.serve(), name=f"soorma dev {service.name}")
-            running.append((service, server, task))
-            while not server.started:
-                if task.done():
-                    exc = task.exception()
-                    raise DevError(f"{service.name} failed to start: {exc or 'exited'}")
-                if stop.is_set():
-                    break
-                await asyncio.sleep(0.02)
-            if stop.is_set():
+            if not await start(service.name, server):
                 break
+            prefix = SERVICE_PREFIXES[service.name]
+            mounts.append(Mounted(service.name, prefix, app, server.lifespan.state))
         else:
-            print_banner(services, host, where, out)
-            await stop.wait()
-            print("\nsoorma dev: stopping...", file=out, flush=True)
+            router = PlatformRouter(mounts)
+            server = _make_server(router, host, platform_port, log_level, lifespan="off")
+            if await start(PLATFORM, server) and await wait_for_backends(
+                services, host, out=out, stop=stop
+            ):
+                print_banner(services, host, where, out, platform_port=platform_port)
+                await stop.wait()
+                print("\nsoorma dev: stopping...", file=out, flush=True)
     finally:
         for _, server, _ in reversed(running):
             server.should_exit = True
@@ -182,13 +236,74 @@ async def run_dev(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     failed = [
-        (s.name, r)
-        for (s, _, _), r in zip(running, results, strict=True)
+        (name, r)
+        for (name, _, _), r in zip(running, results, strict=True)
         if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)
     ]
     for name, error in failed:
         print(f"soorma dev: {name} stopped with an error: {error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+# How often ``soorma dev`` asks a service whose backends do not answer yet.
+BACKEND_POLL_SECONDS = 0.5
+
+
+async def wait_for_backends(
+    services: Sequence[DevService], host: str, *, out: TextIO, stop: asyncio.Event
+) -> bool:
+    """Wait until every service's ``/ready`` answers 200 (its database, Redis...),
+    saying once which backend each waits for; ``False`` when stopped first."""
+    import httpx
+
+    waiting: set[str] = set()
+    async with httpx.AsyncClient(timeout=5.0) as http:
+        pending = list(services)
+        while pending and not stop.is_set():
+            for service in list(pending):
+                url = f"http://{_url_host(host)}:{service.port}/ready"
+                try:
+                    response = await http.get(url)
+                    checks = response.json().get("checks", {})
+                except (httpx.HTTPError, ValueError) as exc:
+                    response, checks = None, {"service": f"error: {exc}"}
+                if response is not None and response.status_code == 200:
+                    pending.remove(service)
+                    if service.name in waiting:
+                        print(f"soorma dev: {service.name}: backends answer", file=out)
+                    continue
+                if service.name not in waiting:
+                    waiting.add(service.name)
+                    failed = "; ".join(
+                        f"{name} {result}" for name, result in checks.items() if result != "ok"
+                    )
+                    print(
+                        f"soorma dev: {service.name} is waiting for its backends ({failed})",
+                        file=out,
+                        flush=True,
+                    )
+            if pending:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), BACKEND_POLL_SECONDS)
+    return not stop.is_set()
+
+
+def _create_app(service: DevService) -> Any:
+    """The service's app; a setting the environment gets wrong is a :class:`DevError`."""
+    package = load_service(service.name)
+    try:
+        return package.create_app()
+    except pydantic.ValidationError as exc:
+        raise DevError(describe_settings_error(exc)) from None
+
+
+def describe_settings_error(exc: pydantic.ValidationError) -> str:
+    """``SOORMA_EVENT_BACKEND='redsi' is not allowed: Input should be 'memory' or 'redis'``."""
+    problems = []
+    for error in exc.errors():
+        variable = "SOORMA_" + "_".join(str(part) for part in error["loc"]).upper()
+        problems.append(f"{variable}={error.get('input')!r} is not allowed: {error['msg']}")
+    return "; ".join(problems)
 
 
 def _redact(url: str) -> str:
@@ -217,23 +332,32 @@ def describe_backend(service: DevService, settings: Any) -> str:
 
 
 def print_banner(
-    services: Sequence[DevService], host: str, where: dict[str, str], out: TextIO
+    services: Sequence[DevService],
+    host: str,
+    where: dict[str, str],
+    out: TextIO,
+    *,
+    platform_port: int = PLATFORM_PORT,
 ) -> None:
-    """What runs where, where the data lives, and what to do next."""
+    """What runs where, where the data lives, and the one line an agent needs."""
     url_host = _url_host(host)
-    rows = [(s.name, f"http://{url_host}:{s.port}", where.get(s.name, "")) for s in services]
+    platform = f"http://{url_host}:{platform_port}"
+    rows = [
+        (s.name, f"{platform}{SERVICE_PREFIXES[s.name]}", where.get(s.name, "")) for s in services
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(2)]
-    print("soorma dev: the platform is running (Ctrl-C to stop)", file=out)
-    for name, url, backend in rows:
-        print(f"  {name:<{widths[0]}}  {url:<{widths[1]}}  {backend}".rstrip(), file=out)
-    names = {s.name: s for s in services}
-    if "tracker" in names:
-        print(f"  tracker UI: http://{url_host}:{names['tracker'].port}/ui", file=out)
-    if "events" in names:
-        events = f"http://{url_host}:{names['events'].port}"
-        if events == "http://127.0.0.1:8082":
-            hint = "agents and `soorma events tail` connect here by default"
-        else:
-            hint = f"agents need SOORMA_EVENT_SERVICE_URL={events}"
-        print(f"  {hint}; watch every event: soorma events tail", file=out)
+    print(f"soorma dev: the platform is running at {platform} (Ctrl-C to stop)", file=out)
+    for (name, url, backend), service in zip(rows, services, strict=True):
+        direct = f"(also :{service.port})"
+        print(
+            f"  {name:<{widths[0]}}  {url:<{widths[1]}}  {direct:<13} {backend}".rstrip(),
+            file=out,
+        )
+    if any(s.name == "tracker" for s in services):
+        print(f"  tracker UI: {platform}{SERVICE_PREFIXES['tracker']}/ui", file=out)
+    print(
+        f"  services: {platform}{DISCOVERY_PATH}; watch every event: soorma events tail", file=out
+    )
+    print("agents, clients and the soorma command need one variable:", file=out)
+    print(f"  export SOORMA_URL={platform}", file=out)
     print("soorma dev: ready", file=out, flush=True)

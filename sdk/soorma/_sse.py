@@ -95,6 +95,7 @@ async def stream_frames(
     min_backoff: float = DEFAULT_MIN_BACKOFF,
     max_backoff: float = DEFAULT_MAX_BACKOFF,
     reconnect: bool = True,
+    on_error: Callable[[BaseException], None] | None = None,
 ) -> AsyncIterator[SSEFrame]:
     """Yield frames from ``url``, reconnecting until the consumer stops iterating.
 
@@ -108,6 +109,8 @@ async def stream_frames(
         min_backoff: First reconnect delay; doubles up to ``max_backoff``.
         max_backoff: Longest reconnect delay.
         reconnect: ``False`` to raise on the first disconnect instead.
+        on_error: Called with each failed connection (or lost stream) before retrying;
+            what it raises ends the stream.
 
     Raises:
         SoormaError: the service refused the stream with a non-retryable 4xx.
@@ -144,6 +147,8 @@ async def stream_frames(
         except SoormaError:
             raise
         except (SSEConnectionLost, httpx.TransportError) as exc:
+            if on_error is not None:
+                on_error(exc)
             if not reconnect:
                 raise SSEConnectionLost(str(exc)) from exc
             if ever_connected:
@@ -151,7 +156,7 @@ async def stream_frames(
             else:
                 logger.warning(
                     "cannot open SSE stream %s (%s); retrying in %.1f s - is the event service "
-                    "running (./scripts/dev.sh) and SOORMA_EVENT_SERVICE_URL right?",
+                    "running (./scripts/dev.sh) and SOORMA_URL right?",
                     url,
                     exc,
                     backoff,

@@ -31,6 +31,7 @@ from soorma.client import ServiceClient
 from soorma.event import Event
 from soorma.subscription import DEFAULT_BUFFER, STREAM_PATH, Subscription, stream_params
 from soorma_common import tracing as otel
+from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import (
     ACTION_REQUESTS,
     ACTION_RESULTS,
@@ -44,6 +45,10 @@ DEFAULT_SOURCE = "soorma-sdk"
 
 # Checks an envelope before it is sent (raises to refuse it); see BusClient.payload_validator.
 PayloadValidator = Callable[[EventEnvelope], Awaitable[None]]
+# Why an event type got no answer, in words (None: nothing to add); see BusClient.call.
+ConsumersHint = Callable[[str], Awaitable[str | None]]
+# Longest wait for the registry's hint once a call() has already timed out.
+HINT_TIMEOUT = 2.0
 
 
 def _as_tenant(body: dict[str, Any], tenant_id: str | None) -> dict[str, Any]:
@@ -67,6 +72,9 @@ class BusClient(ServiceClient):
         payload_validator: Awaited with every envelope before it is published; raising
             refuses the publish. ``PlatformContext.from_env`` installs the registry's
             schema check for ``action-requests`` (other topics are not checked).
+        consumers_hint: Awaited with an event type that got no answer in
+            :meth:`call`; its words end the ``TimeoutError``. ``PlatformContext.from_env``
+            installs the registry's (who consumes it, or "did you mean ...").
         coalesce: Publishes made while another of the same identity is in flight
             leave together in one ``publish-batch`` once it returned (see
             :mod:`soorma._coalesce`); ``False`` sends each publish on its own.
@@ -80,10 +88,12 @@ class BusClient(ServiceClient):
         heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         payload_validator: PayloadValidator | None = None,
+        consumers_hint: ConsumersHint | None = None,
         coalesce: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.consumers_hint = consumers_hint
         self.source = source
         self.heartbeat_timeout = heartbeat_timeout
         self.max_backoff = max_backoff
@@ -423,7 +433,11 @@ class BusClient(ServiceClient):
             The answer event.
 
         Raises:
-            TimeoutError: no answer within ``timeout`` seconds.
+            ServiceUnavailable: the event service cannot be reached (its URL named);
+                nothing was published.
+            TimeoutError: no answer within ``timeout`` seconds; says whether any live
+                agent consumes ``event_type`` and, when none does, the consumed event
+                names closest to it (``consumers_hint``).
         """
         if not response_event:
             raise ValueError("call() requires response_event")
@@ -431,27 +445,44 @@ class BusClient(ServiceClient):
         deadline = asyncio.get_running_loop().time() + timeout
         async with self.subscribe([response_topic], event_types=[response_event]) as sub:
             try:
-                await sub.wait_ready(timeout)
-                await self.request(
-                    event_type,
-                    data,
-                    response_event,
-                    correlation_id=correlation_id,
-                    response_topic=response_topic,
-                    topic=topic,
-                    **kwargs,
-                )
+                await sub.wait_ready(timeout, fail_fast=True)
+            except (TimeoutError, ServiceUnavailable) as exc:
+                # Nothing was published: the platform, not an agent, is what is missing.
+                raise ServiceUnavailable(
+                    f"{exc}; {event_type!r} was not sent", details={"url": self.base_url}
+                ) from None
+            await self.request(
+                event_type,
+                data,
+                response_event,
+                correlation_id=correlation_id,
+                response_topic=response_topic,
+                topic=topic,
+                **kwargs,
+            )
+            try:
                 remaining = max(deadline - asyncio.get_running_loop().time(), 0.0)
                 async with asyncio.timeout(remaining):
                     async for event in sub:
                         if event.correlation_id == correlation_id:
                             return event
             except TimeoutError:
+                hint = await self._no_answer_hint(event_type)
                 raise TimeoutError(
                     f"no {response_event!r} answer to {event_type!r} within {timeout:g} s "
-                    f"(correlation_id={correlation_id}); is an agent handling {event_type!r}?"
+                    f"(correlation_id={correlation_id}); {hint}"
                 ) from None
         raise TimeoutError(f"stream closed before {response_event!r} arrived")
+
+    async def _no_answer_hint(self, event_type: str) -> str:
+        generic = f"is an agent handling {event_type!r}?"
+        if self.consumers_hint is None:
+            return generic
+        try:
+            async with asyncio.timeout(HINT_TIMEOUT):
+                return await self.consumers_hint(event_type) or generic
+        except Exception:  # the hint is a courtesy: without the registry, the plain one
+            return generic
 
     # -- subscribing -----------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from soorma import _cli_a2a, _cli_memory, _cli_plans
 from soorma._templates import AGENT_TYPES, write_skeleton
+from soorma_common.errors import SoormaError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=PORT",
-        help="override a service's port (repeatable), e.g. --port events=9082",
+        help="override a port (repeatable), e.g. --port events=9082; "
+        "--port platform=PORT moves the one address serving them all (default 8080)",
     )
     dev.add_argument("--log-level", default="warning", help="uvicorn log level")
     dev.add_argument(
@@ -72,7 +74,9 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="colour the lines (auto: on a terminal, unless NO_COLOR is set)",
     )
-    tail.add_argument("--url", help="event service URL (default: SOORMA_EVENT_SERVICE_URL)")
+    tail.add_argument(
+        "--url", help="event service URL (default: from SOORMA_URL or SOORMA_EVENT_SERVICE_URL)"
+    )
 
     publish = events_commands.add_parser("publish", help="publish one event")
     publish.add_argument("--topic", required=True)
@@ -81,7 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument("--correlation-id")
     publish.add_argument("--response-event")
     publish.add_argument("--response-topic")
-    publish.add_argument("--url", help="event service URL (default: SOORMA_EVENT_SERVICE_URL)")
+    publish.add_argument(
+        "--url", help="event service URL (default: from SOORMA_URL or SOORMA_EVENT_SERVICE_URL)"
+    )
     _cli_plans.add_parser(commands)
     _cli_memory.add_parser(commands)
     _cli_a2a.add_parser(commands)
@@ -108,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = asyncio.run(_publish(args))
     except KeyboardInterrupt:
         code = 0
+    except (SoormaError, TimeoutError) as exc:
+        # Expected failures (configuration, an unreachable platform, no answer): one
+        # line that names the cause, not a traceback.
+        code = _fail(str(exc) or type(exc).__name__)
     raise SystemExit(code)
 
 
@@ -117,13 +127,14 @@ def _fail(message: str, code: int = 1) -> int:
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from soorma._dev import DevError, run_dev, select_services
+    from soorma._dev import DevError, run_dev, select_platform_port, select_services
 
     try:
         services = select_services(args.only, args.port)
         return asyncio.run(
             run_dev(
                 services,
+                platform_port=select_platform_port(args.port),
                 host=args.host,
                 log_level=args.log_level,
                 log_format=args.log_format,

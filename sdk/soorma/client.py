@@ -32,7 +32,7 @@ import httpx
 from soorma._propagation import current_event
 from soorma._transport import make_http_client
 from soorma_common import tracing as otel
-from soorma_common.errors import ServiceUnavailable, error_from_payload
+from soorma_common.errors import NotFound, ServiceUnavailable, SoormaError, error_from_payload
 
 logger = logging.getLogger("soorma.http")
 
@@ -104,8 +104,24 @@ def raise_for_error(response: httpx.Response) -> None:
         default_message=f"{response.request.method} {response.request.url} "
         f"failed with HTTP {response.status_code}",
     )
+    if response.status_code == 404 and _no_such_route(error):
+        # Not a record the service could not find: the service has no such path at all.
+        error = NotFound(
+            f"{response.request.method} {response.request.url}: no such path (HTTP 404); "
+            "the address does not serve the service this client needs - check SOORMA_URL "
+            "(or the service's own SOORMA_*_URL)",
+            details={"url": str(response.request.url)},
+        )
     error.status_code = response.status_code  # type: ignore[attr-defined]
     raise error
+
+
+def _no_such_route(error: SoormaError) -> bool:
+    # A framework's own 404 (a path no route serves: the generic "Not Found", or a body
+    # that is not a Soorma error at all), as opposed to a domain error naming a record.
+    if type(error) is SoormaError:
+        return True
+    return type(error) is NotFound and error.message == "Not Found"
 
 
 class ServiceClient:

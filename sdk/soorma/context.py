@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from soorma._config import check_url, warn_unknown_variables
 from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
 from soorma.client import Identity, make_http_client
@@ -22,6 +23,16 @@ DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
 DEFAULT_REGISTRY_URL = "http://127.0.0.1:8081"
 DEFAULT_TRACKER_URL = "http://127.0.0.1:8084"
 DEFAULT_GATEWAY_URL = "http://127.0.0.1:8085"
+
+# Where each service is under the platform's one address (``SOORMA_URL``): ``soorma dev``
+# serves them there, and lists them at ``/.well-known/soorma.json``.
+SERVICE_PREFIXES: dict[str, str] = {
+    "registry": "/registry",
+    "events": "/events",
+    "memory": "/memory",
+    "tracker": "/tracker",
+    "gateway": "/gateway",
+}
 
 # Pool sized for an agent's default concurrency plus its stream and acks.
 DEFAULT_HTTP_LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=32)
@@ -52,18 +63,35 @@ class PlatformSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PlatformSettings:
-        """Read ``SOORMA_*`` variables (defaults: the local ``soorma dev`` ports)."""
-        env = os.environ if environ is None else environ
+        """Read ``SOORMA_*`` variables.
 
-        def get(name: str, default: str) -> str:
-            return env.get(name) or default
+        ``SOORMA_URL`` is the platform's one address: each service is found under its
+        prefix there (:data:`SERVICE_PREFIXES`). A per-service variable
+        (``SOORMA_MEMORY_URL``...) overrides it; without either, the local
+        ``soorma dev`` ports.
+
+        Raises:
+            ConfigurationError: a URL variable is not an http(s) URL (fails at once
+                instead of being retried as an unreachable service). Unknown
+                ``SOORMA_*`` variables are logged, with the closest known name.
+        """
+        env = os.environ if environ is None else environ
+        warn_unknown_variables(env)
+        platform = (env.get("SOORMA_URL") or "").rstrip("/")
+        if platform:
+            check_url("SOORMA_URL", platform)
+
+        def get(name: str, service: str, default: str) -> str:
+            if env.get(name):
+                return check_url(name, env[name])
+            return f"{platform}{SERVICE_PREFIXES[service]}" if platform else default
 
         return cls(
-            event_service_url=get("SOORMA_EVENT_SERVICE_URL", DEFAULT_EVENT_SERVICE_URL),
-            memory_url=get("SOORMA_MEMORY_URL", DEFAULT_MEMORY_URL),
-            registry_url=get("SOORMA_REGISTRY_URL", DEFAULT_REGISTRY_URL),
-            tracker_url=get("SOORMA_TRACKER_URL", DEFAULT_TRACKER_URL),
-            gateway_url=get("SOORMA_GATEWAY_URL", DEFAULT_GATEWAY_URL),
+            event_service_url=get("SOORMA_EVENT_SERVICE_URL", "events", DEFAULT_EVENT_SERVICE_URL),
+            memory_url=get("SOORMA_MEMORY_URL", "memory", DEFAULT_MEMORY_URL),
+            registry_url=get("SOORMA_REGISTRY_URL", "registry", DEFAULT_REGISTRY_URL),
+            tracker_url=get("SOORMA_TRACKER_URL", "tracker", DEFAULT_TRACKER_URL),
+            gateway_url=get("SOORMA_GATEWAY_URL", "gateway", DEFAULT_GATEWAY_URL),
             api_token=env.get("SOORMA_API_TOKEN") or None,
             tenant_id=env.get("SOORMA_TENANT_ID") or None,
             user_id=env.get("SOORMA_USER_ID") or None,
@@ -144,6 +172,8 @@ class PlatformContext:
         # Action requests are checked against their registered schemas before they are
         # published (a caller learns of a bad payload at once); other topics are not.
         bus.payload_validator = registry.validate_envelope
+        # A call() nobody answers says who consumes its event type, or what was meant.
+        bus.consumers_hint = registry.consumers_hint
         toolkit = EventToolkit(registry=registry)
         tracker = TrackerClient(base_url=settings.tracker_url, http=client, identity=identity)
         return cls(
@@ -175,6 +205,7 @@ __all__ = [
     "DEFAULT_MEMORY_URL",
     "DEFAULT_REGISTRY_URL",
     "DEFAULT_TRACKER_URL",
+    "SERVICE_PREFIXES",
     "PlatformContext",
     "PlatformSettings",
 ]

@@ -15,6 +15,7 @@ events). :func:`build_agent_definition` turns any mix of them into one
 from __future__ import annotations
 
 import copy
+import difflib
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -222,6 +223,24 @@ class RegistryClient(ServiceClient):
         result = await self._send("GET", "/v1/agents", params=params)
         return [AgentDefinition.model_validate(item) for item in result]
 
+    async def consumers_hint(self, event_type: str) -> str | None:
+        """Why ``event_type`` may have had no answer, from the live agents' consumed events.
+
+        ``"agents a, b consume 'x' but none answered"`` when someone consumes it;
+        ``"no live agent consumes 'x'; did you mean 'y'?"`` when nobody does and a
+        consumed event name is close to it. Used by ``BusClient.call`` on a timeout.
+        """
+        agents = await self.without_retries().list_agents()
+        consumers = sorted({a.name for a in agents if event_type in _consumed(a)})
+        if consumers:
+            return f"agent(s) {', '.join(consumers)} consume {event_type!r} but none answered"
+        known = sorted({name for a in agents for name in _consumed(a)})
+        close = difflib.get_close_matches(event_type, known, n=3, cutoff=0.6)
+        if close:
+            guesses = " or ".join(repr(name) for name in close)
+            return f"no live agent consumes {event_type!r}; did you mean {guesses}?"
+        return f"no live agent consumes {event_type!r}; start one that handles it"
+
     async def discover(
         self,
         requirements: str | Sequence[str] = (),
@@ -341,6 +360,10 @@ class RegistryClient(ServiceClient):
     def _tenant_key(self) -> str:
         # Inside a handler the client acts as the handled event's tenant: cache per tenant.
         return self.headers().get("X-Tenant-ID", "")
+
+
+def _consumed(agent: AgentDefinition) -> set[str]:
+    return {*agent.events_consumed, *(c.consumed_event.event_name for c in agent.capabilities)}
 
 
 __all__ = [

@@ -6,15 +6,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import httpx
 
 from soorma import _tracing
 from soorma._sse import DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_BACKOFF, stream_frames
 from soorma.event import Event
 from soorma_common import tracing as otel
-
-if TYPE_CHECKING:
-    import httpx
+from soorma_common.errors import ServiceUnavailable
 
 logger = logging.getLogger("soorma.subscription")
 
@@ -70,6 +70,8 @@ class Subscription:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self.connections = 0
+        self.last_error: BaseException | None = None
+        self._fail_fast = False
 
     @property
     def last_event_id(self) -> str | None:
@@ -86,18 +88,49 @@ class Subscription:
         if self._task is None:
             self._task = asyncio.create_task(self._read(), name=f"soorma-sse {self._url}")
 
-    async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
+    async def wait_ready(
+        self,
+        timeout: float | None = None,  # noqa: ASYNC109
+        *,
+        fail_fast: bool = False,
+    ) -> None:
         """Wait until the stream is live, so events published from now on are seen.
 
+        Args:
+            timeout: Seconds to wait.
+            fail_fast: Raise on the first connection refused (one-shot callers such as
+                ``call()``) instead of retrying until ``timeout``.
+
         Raises:
-            TimeoutError: not live within ``timeout`` seconds.
+            TimeoutError: not live within ``timeout`` seconds (names the URL and the
+                last connection error).
+            ServiceUnavailable: (``fail_fast``) the event service refused the
+                connection.
             SoormaError: the service refused the stream.
         """
+        self._fail_fast = fail_fast
         self.start()
-        async with asyncio.timeout(timeout):
-            await self._ready.wait()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
+        except TimeoutError:
+            cause = f" (last error: {self.last_error})" if self.last_error else ""
+            raise TimeoutError(
+                f"no event stream from the event service at {self._url} within "
+                f"{timeout:g} s{cause}; is the platform running and SOORMA_URL right?"
+            ) from None
         if self._failure is not None:
             raise self._failure
+
+    def _connection_failed(self, exc: BaseException) -> None:
+        self.last_error = exc
+        if self._fail_fast and not self._ready.is_set() and isinstance(exc, httpx.ConnectError):
+            # Ends the stream (``_read`` hands it to ``wait_ready``), without a retry.
+            raise ServiceUnavailable(
+                f"cannot reach the event service at {self._url} ({exc}); is the platform "
+                "running and SOORMA_URL right?",
+                details={"url": self._url},
+            ) from exc
 
     async def _read(self) -> None:
         try:
@@ -109,6 +142,7 @@ class Subscription:
                 last_event_id=self._last_event_id,
                 heartbeat_timeout=self._heartbeat_timeout,
                 max_backoff=self._max_backoff,
+                on_error=self._connection_failed,
             ):
                 if frame.event == "ready":
                     self.connections += 1

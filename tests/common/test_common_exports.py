@@ -141,6 +141,7 @@ EXPECTED = {
     # errors
     "SoormaError",
     "ValidationFailed",
+    "ConfigurationError",
     "NotFound",
     "Conflict",
     "VersionConflict",

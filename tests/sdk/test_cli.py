@@ -24,7 +24,9 @@ SERVICES = ("registry", "events", "memory", "tracker", "gateway")
 
 async def test_soorma_dev_serves_all_five_services_and_stops_cleanly_on_ctrl_c(tmp_path: Path):
     ports = {name: free_port() for name in SERVICES}
+    platform_port = free_port()
     args = [f"--port={name}={port}" for name, port in ports.items()]
+    args.append(f"--port=platform={platform_port}")
     data = tmp_path / ".soorma"
     env = subprocess_env(SOORMA_DATA_DIR=str(data))
     proc = await Proc.start(SOORMA, "dev", *args, env=env, cwd=str(tmp_path))
@@ -39,14 +41,15 @@ async def test_soorma_dev_serves_all_five_services_and_stops_cleanly_on_ctrl_c(t
     finally:
         await proc.kill()
     for port in ports.values():
-        assert f"http://127.0.0.1:{port}" in proc.output
+        assert f"(also :{port})" in proc.output
     # The banner: backends, where the data lives, the tracker UI, how agents connect.
     out = proc.output
-    assert f"tracker UI: http://127.0.0.1:{ports['tracker']}/ui" in out
+    assert f"tracker UI: http://127.0.0.1:{platform_port}/tracker/ui" in out
     assert "in process memory" in out
     for name in ("registry", "memory", "tracker", "gateway"):
         assert f"SQLite {(data / f'{name}.db').resolve()}" in out, out
-    assert f"SOORMA_EVENT_SERVICE_URL=http://127.0.0.1:{ports['events']}" in out
+    # What an agent needs, on one line.
+    assert f"  export SOORMA_URL=http://127.0.0.1:{platform_port}" in proc.lines, out
     # Readable by default: no JSON lines, no migration step-by-step.
     assert not [line for line in proc.lines if line.startswith("{")], out
     assert "alembic" not in out

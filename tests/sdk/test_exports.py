@@ -9,6 +9,7 @@ def test_top_level_exports_are_pinned():
         "Agent",
         "AgentNotFound",
         "BusClient",
+        "ConfigurationError",
         "Conflict",
         "DelegationSpec",
         "Event",
@@ -46,6 +47,7 @@ def test_top_level_exports_are_pinned():
         "Worker",
         "__version__",
         "current_event",
+        "run_client",
         "run_once",
     ]
     for name in soorma.__all__:

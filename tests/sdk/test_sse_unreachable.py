@@ -25,4 +25,4 @@ async def test_unreachable_stream_warns_with_the_url(caplog: pytest.LogCaptureFi
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings, "no warning logged for an unreachable event service"
     assert url in warnings[0].getMessage()
-    assert "SOORMA_EVENT_SERVICE_URL" in warnings[0].getMessage()
+    assert "SOORMA_URL" in warnings[0].getMessage()

@@ -95,7 +95,7 @@ async def announce(agent: Agent) -> None:
             logging.WARNING,
             f"agent {agent.name}: no event service at {_url(agent.context.bus)}; is the "
             "platform running? Start it with `soorma dev` (or ./scripts/dev.sh), or set "
-            "SOORMA_EVENT_SERVICE_URL. Waiting for it...",
+            "SOORMA_URL (the address `soorma dev` prints). Waiting for it...",
         )
 
 

@@ -181,6 +181,8 @@ class Agent:
         self.max_deliveries = max_deliveries
         self.start_from = start_from
         self.shutdown_timeout = shutdown_timeout
+        # Set by a second Ctrl-C: stop() cancels the handlers instead of waiting.
+        self._stop_now = asyncio.Event()
         self.ack_window = ack_window
         self.ack_batch_size = ack_batch_size
         self._acks: AckBatcher | None = None
@@ -386,11 +388,33 @@ class Agent:
                 await self._consumer
         pending = list(self._intake.in_flight.values())
         if pending:
-            _, late = await asyncio.wait(pending, timeout=self.shutdown_timeout)
+            logger.warning(
+                "agent %s stopping: waiting up to %g s for %d handler(s) in progress "
+                "(Ctrl-C again to stop at once; their events are then redelivered)",
+                self.name,
+                self.shutdown_timeout,
+                len(pending),
+            )
+            finished = asyncio.ensure_future(asyncio.wait(pending))
+            abandon = asyncio.ensure_future(self._stop_now.wait())
+            await asyncio.wait(
+                {finished, abandon},
+                timeout=self.shutdown_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            finished.cancel()
+            abandon.cancel()
+            late = [task for task in pending if not task.done()]
             for task in late:
                 task.cancel()
             if late:
-                logger.warning("agent %s cancelled %d handler(s) at shutdown", self.name, len(late))
+                why = "on a second Ctrl-C" if self._stop_now.is_set() else "at shutdown"
+                logger.warning(
+                    "agent %s cancelled %d handler(s) %s; their events will be redelivered",
+                    self.name,
+                    len(late),
+                    why,
+                )
                 await asyncio.wait(late)
         await self._teardown()
         logger.info("agent %s stopped", self.name)
@@ -421,6 +445,7 @@ class Agent:
             self._consumer = None
             self._running = False
             self._stopping = False
+            self._stop_now = asyncio.Event()
 
     async def wait(self) -> None:
         """Wait until the agent's stream fails for good (re-raising why) or it stops."""
@@ -432,9 +457,16 @@ class Agent:
         loop = asyncio.get_running_loop()
         stop_requested = asyncio.Event()
         installed: list[signal.Signals] = []
+
+        def on_signal() -> None:
+            # The first signal stops gracefully; the next one abandons the handlers.
+            if stop_requested.is_set():
+                self._stop_now.set()
+            stop_requested.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop_requested.set)
+                loop.add_signal_handler(sig, on_signal)
                 installed.append(sig)
         failure: BaseException | None = None
         waiter = asyncio.create_task(stop_requested.wait())

@@ -36,11 +36,13 @@ skip) makes start-up fail with a message saying where to put it instead.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, ParamSpec, Protocol
 
@@ -55,11 +57,11 @@ from servicekit.errors import error_response, install_error_handlers
 from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
 from servicekit.metrics import RESPONSE_STATUS, RequestMetricsMiddleware, ServiceMetrics
+from servicekit.readiness import ReadyCheck, run_checks, watch_backends
 from servicekit.settings import ServiceSettings
 from servicekit.textguard import refuse_unstorable_text
 from servicekit.tracing import tracing_middleware
 
-ReadyCheck = Callable[[], Awaitable[Any]]
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] | None]]
 
 access_log = logging.getLogger("servicekit.access")
@@ -325,8 +327,20 @@ def create_service_app(
             return
         async with lifespan(app) as state:
             merged = dict(state or {})
-            merged.setdefault("ready_checks", {})
-            yield merged
+            checks = merged.setdefault("ready_checks", {})
+            if not checks or settings.backend_check_seconds <= 0:
+                yield merged
+                return
+            watch = asyncio.create_task(
+                watch_backends(name, checks, interval=settings.backend_check_seconds),
+                name=f"{name} backend watch",
+            )
+            try:
+                yield merged
+            finally:
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
 
     app = ServiceApp(
         title=name,
@@ -354,24 +368,22 @@ def create_service_app(
     install_error_handlers(app)
     _add_api_docs(app, name)
 
+    async def _checked(request: Request, ok_status: str, failed_status: str) -> Response:
+        checks: Mapping[str, ReadyCheck] = getattr(request.state, "ready_checks", {})
+        results = await run_checks(checks)
+        ok = all(result == "ok" for result in results.values())
+        body = {"status": ok_status if ok else failed_status, "service": name, "checks": results}
+        return ORJSONResponse(body, status_code=200 if ok else 503)
+
+    # Both answer 200 only when every backend answers: a service whose Redis or database
+    # is gone cannot do its work, whatever its process does.
     @app.get("/health", tags=["ops"])
-    async def health() -> dict[str, str]:
-        return {"status": "ok", "service": name}
+    async def health(request: Request) -> Response:
+        return await _checked(request, "ok", "unavailable")
 
     @app.get("/ready", tags=["ops"])
     async def ready(request: Request) -> Response:
-        checks: Mapping[str, ReadyCheck] = getattr(request.state, "ready_checks", {})
-        results: dict[str, str] = {}
-        ok = True
-        for check_name, check in checks.items():
-            try:
-                await check()
-                results[check_name] = "ok"
-            except Exception as exc:
-                ok = False
-                results[check_name] = f"error: {exc}"
-        body = {"status": "ready" if ok else "not_ready", "service": name, "checks": results}
-        return ORJSONResponse(body, status_code=200 if ok else 503)
+        return await _checked(request, "ready", "not_ready")
 
     for router in routers:
         app.include_router(router)

@@ -38,6 +38,10 @@ class ServiceSettings(BaseSettings):
     # it starts its next request), else it is answered 408 and closed.
     header_timeout_seconds: float = Field(default=10.0, gt=0)
 
+    # How often the backends (database, Redis) are checked, to log one lost and its
+    # return once each (servicekit.readiness); 0 turns the watch off.
+    backend_check_seconds: float = Field(default=5.0, ge=0)
+
     # Prometheus metrics on GET /metrics (servicekit.metrics; docs/operations.md).
     metrics_enabled: bool = True
     # When set, /metrics needs "Authorization: Bearer <token>"; unset, it is open on the

@@ -34,7 +34,7 @@ class PlatformSettings:
     Where the services are and who the SDK acts as is read from the environment only
     by :meth:`from_env`. Two settings are read where they are used instead: a
     replica's consumer id (``SOORMA_CONSUMER_ID``, ``SOORMA_REPLICA``, see
-    :mod:`soorma.agents._consumer_id`) and an LLM provider's key (``OPENAI_API_KEY``
+    :mod:`soorma.consumer_identity`) and an LLM provider's key (``OPENAI_API_KEY``
     ..., read by the ChoreographyPlanner when it calls the model). OpenTelemetry's
     standard ``OTEL_*`` variables are read once per process when an agent starts or a
     context is built (see ``soorma.otel.configure`` and docs/tracing.md).

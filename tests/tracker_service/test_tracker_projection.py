@@ -117,6 +117,28 @@ async def test_plan_lifecycle_actions_and_goal_correlation(stack: Stack) -> None
     assert metrics["agents"][0]["key"] == "searcher"
 
 
+async def test_a_pause_reason_ends_with_the_pause(stack: Stack) -> None:
+    """A plan that paused with a reason and then completed shows no reason."""
+    plan_id = str(uuid.uuid4())
+    await stack.publish(lifecycle(plan_id, "plan.started", status="running"))
+    await stack.publish(
+        lifecycle(plan_id, "plan.paused", status="paused", reason="need input from a person")
+    )
+    paused = await stack.plan_when(plan_id, lambda p: p["status"] == "paused")
+    assert paused["reason"] == "need input from a person"
+    await stack.publish(lifecycle(plan_id, "plan.resumed", status="running"))
+    await stack.publish(lifecycle(plan_id, "plan.completed", status="completed"))
+    done = await stack.plan_when(plan_id, lambda p: p["status"] == "completed")
+    assert done["reason"] is None
+    cancelled_id = str(uuid.uuid4())
+    await stack.publish(lifecycle(cancelled_id, "plan.started", status="running"))
+    await stack.publish(
+        lifecycle(cancelled_id, "plan.cancelled", status="cancelled", reason="by ada")
+    )
+    cancelled = await stack.plan_when(cancelled_id, lambda p: p["status"] == "cancelled")
+    assert cancelled["reason"] == "by ada"
+
+
 async def test_tenant_b_sees_nothing_of_tenant_a(stack: Stack) -> None:
     plan_id = str(uuid.uuid4())
     await stack.publish(lifecycle(plan_id, "plan.started", status="running"), tenant="acme")

@@ -135,7 +135,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AuthMiddleware, settings=settings)
     # Innermost (after the size limit): a body that is not UTF-8 is a parse error.
     app.user_middleware.append(Middleware(Utf8BodyGuard))
-    gateway_metrics.register(app, stores)  # open tasks by state on /metrics
+    gateway_metrics.register(app, stores, bridge)  # open tasks, refused events on /metrics
     app.state.handler = handler
     app.state.bridge = bridge
     return app

@@ -10,8 +10,12 @@ event, ``task.progress``, ``notification.human_input`` and ``task.timeout``.
 An event goes to the executor waiting for its task on this replica; an event for a task
 no executor here waits for, whose route names this replica (it restarted since), is
 applied to the stored task by the ``on_orphan`` callback; events for tasks another
-replica waits for are acknowledged and left to that replica's own group. The event's
-tenant must be the task's tenant.
+replica waits for are acknowledged and left to that replica's own group.
+
+Every path applies the same rule first (``accepts``): the tap carries every tenant's
+events, and any tenant can publish an event that names another tenant's task id, so an
+event changes a task only when the event service stamped it with the task's tenant. An
+event from another tenant is dropped and counted (``refused``), never queued.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -48,6 +53,14 @@ SERVICE_ROLE = "service"
 Orphan = Callable[[Route, Event], Awaitable[None]]
 
 
+@dataclass(frozen=True, slots=True)
+class Waiter:
+    """An executor on this replica waiting for one task's events, as its tenant."""
+
+    tenant_id: str
+    queue: asyncio.Queue[Event]
+
+
 def service_identity(settings: Settings, tenant: str | None = None) -> Identity:
     """The gateway as a platform service (``X-Soorma-Role: service`` / its service JWT)."""
     return Identity(tenant_id=tenant, role=SERVICE_ROLE, token=settings.api_token)
@@ -68,7 +81,9 @@ class Bridge:
             HUMAN_INPUT_EVENT,
             TIMEOUT_EVENT,
         ]
-        self.waiters: dict[str, asyncio.Queue[Event]] = {}
+        self.waiters: dict[str, Waiter] = {}
+        # Events dropped because their tenant is not their task's (forged or misrouted).
+        self.refused = 0
         self.on_orphan: Orphan | None = None
         self._bus: BusClient | None = None
         self._stream: asyncio.Task[None] | None = None
@@ -160,6 +175,23 @@ class Bridge:
             return str(value) if value else event.correlation_id
         return event.correlation_id
 
+    def accepts(self, event: Event, tenant_id: str) -> bool:
+        """``event`` may change a task of ``tenant_id``: the event service stamped it so.
+
+        The tap's events always carry the publisher's tenant; one without a tenant, or
+        with another tenant's, is refused whatever task id it names.
+        """
+        if event.tenant_id == tenant_id:
+            return True
+        self.refused += 1
+        logger.warning(
+            "gateway: refused %s %s from tenant %r for a task of another tenant",
+            event.type,
+            event.id,
+            event.tenant_id,
+        )
+        return False
+
     async def route(self, event: Event) -> None:
         """Hand the event to its waiting executor, or to ``on_orphan`` if it is ours."""
         task_id = self.task_of(event)
@@ -167,7 +199,8 @@ class Bridge:
             return
         waiter = self.waiters.get(task_id)
         if waiter is not None:
-            waiter.put_nowait(event)
+            if self.accepts(event, waiter.tenant_id):
+                waiter.queue.put_nowait(event)
             return
         if task_id in self._not_ours:
             return
@@ -182,7 +215,7 @@ class Bridge:
             if len(self._not_ours) > NOT_OURS_CAPACITY:
                 self._not_ours.popitem(last=False)
             return
-        if route.finished:
+        if route.finished or not self.accepts(event, route.tenant_id):
             return
         if route.replica != self.replica:
             if event.type != PROGRESS_EVENT:
@@ -191,15 +224,16 @@ class Bridge:
                 if len(self._seen) > NOT_OURS_CAPACITY:
                     self._seen.popitem(last=False)
             return
-        if event.tenant_id and event.tenant_id != route.tenant_id:
-            return
         if self.on_orphan is not None:
             await self.on_orphan(route, event)
 
-    def wait_for(self, task_id: str) -> asyncio.Queue[Event]:
-        """Register this replica as the one waiting for ``task_id``'s events."""
+    def wait_for(self, task_id: str, tenant_id: str) -> asyncio.Queue[Event]:
+        """Register this replica as the one waiting for ``task_id``'s events.
+
+        Only events the event service stamped with ``tenant_id`` reach the queue.
+        """
         queue: asyncio.Queue[Event] = asyncio.Queue()
-        self.waiters[task_id] = queue
+        self.waiters[task_id] = Waiter(tenant_id, queue)
         return queue
 
     def waiting(self, task_id: str) -> bool:

@@ -118,7 +118,7 @@ class BusAgentExecutor(AgentExecutor):
         # A blocking send's route is written with its task (GatewayTaskStore).
         if not self.tasks.defer_route(context.call_context, task_id, route_values(route)):
             await self.routes.insert(route)
-        queue = self.bridge.wait_for(task_id)
+        queue = self.bridge.wait_for(task_id, tenant)
         try:
             await self.bridge.ensure(tenant)
             await self.bridge.publish(
@@ -149,7 +149,7 @@ class BusAgentExecutor(AgentExecutor):
         """An agent that answers with messages: no task, one agent message back."""
         request_id = str(uuid.uuid4())
         tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
-        queue = self.bridge.wait_for(request_id)
+        queue = self.bridge.wait_for(request_id, tenant)
         try:
             await self.bridge.ensure(tenant)
             await self.bridge.publish(
@@ -192,7 +192,7 @@ class BusAgentExecutor(AgentExecutor):
         route = await self.routes.get(task_id)
         if route is None or not route.awaiting_event or not route.awaiting_correlation:
             raise InternalError(message=f"task {task_id} is not waiting for input")
-        queue = self.bridge.wait_for(task_id)
+        queue = self.bridge.wait_for(task_id, route.tenant_id)
         try:
             await self.routes.update(
                 task_id,

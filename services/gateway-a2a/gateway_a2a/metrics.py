@@ -3,7 +3,9 @@
 ``soorma_gateway_open_tasks{state}`` counts the tasks the gateway still routes (not
 finished), by A2A task state, over all tenants. It is read at scrape time (at most once
 per ``metrics_cache_seconds``) with one query bounded to :data:`MAX_ROWS` rows through
-the routes table's ``finished`` index; finished tasks are not scanned. Request rates and
+the routes table's ``finished`` index; finished tasks are not scanned.
+``soorma_gateway_refused_events_total`` counts the events the bridge dropped because
+their tenant was not their task's. Request rates and
 latencies of every A2A route come from servicekit's request metrics.
 """
 
@@ -16,6 +18,7 @@ import sqlalchemy as sa
 from fastapi import FastAPI
 from prometheus_client import Gauge
 
+from gateway_a2a.bridge import Bridge
 from gateway_a2a.models import routes
 from gateway_a2a.store import Stores
 
@@ -44,7 +47,7 @@ def state_label(status: Any) -> str:
     return name if name in STATES else "unknown"
 
 
-def register(app: FastAPI, stores: Stores) -> None:
+def register(app: FastAPI, stores: Stores, bridge: Bridge) -> None:
     """Add the gateway's gauges to the app's metrics (no-op when metrics are off)."""
     metrics = getattr(app, "metrics", None)
     if metrics is None:
@@ -60,6 +63,12 @@ def register(app: FastAPI, stores: Stores) -> None:
         f"1 when the last refresh counted every open task, 0 when it stopped at {MAX_ROWS}.",
         registry=metrics.registry,
     )
+    refused = Gauge(
+        "soorma_gateway_refused_events_total",
+        "Events from the tap dropped because their tenant is not their task's tenant.",
+        registry=metrics.registry,
+    )
+    refused.set_function(lambda: bridge.refused)
     tasks = sa.table("tasks", sa.column("id"), sa.column("status", sa.JSON))
     query = (
         sa.select(tasks.c.status)

@@ -155,7 +155,7 @@ class ReplicaWatch:
         )
         route.replica, route.taken_over_at = self.replica, now
         answer = self.bridge.seen_answer(route.task_id)
-        if answer is not None and answer.tenant_id in (None, route.tenant_id):
+        if answer is not None and answer.tenant_id == route.tenant_id:
             await self._resume(route, answer)
         return True
 

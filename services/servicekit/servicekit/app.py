@@ -44,7 +44,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, ParamSpec, Protocol
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from starlette.middleware import Middleware, _MiddlewareFactory
 from starlette.responses import Response
@@ -56,6 +56,7 @@ from servicekit.jsonresp import ORJSONResponse
 from servicekit.logging import configure_logging, request_id_var
 from servicekit.metrics import RESPONSE_STATUS, RequestMetricsMiddleware, ServiceMetrics
 from servicekit.settings import ServiceSettings
+from servicekit.textguard import refuse_unstorable_text
 from servicekit.tracing import tracing_middleware
 
 ReadyCheck = Callable[[], Awaitable[Any]]
@@ -332,6 +333,8 @@ def create_service_app(
         version=version,
         lifespan=_lifespan,
         default_response_class=ORJSONResponse,
+        # Every route: NUL in a path or query parameter is a 422 (servicekit.textguard).
+        dependencies=[Depends(refuse_unstorable_text)],
         # Served below, behind the same identity rules as every other route.
         openapi_url=None,
         docs_url=None,

@@ -13,10 +13,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from servicekit.jsonresp import ORJSONResponse
+from servicekit.textguard import unstorable_text_error
 from soorma_common import errors as e
 
 log = logging.getLogger("servicekit.errors")
@@ -196,6 +198,14 @@ async def _http_error(_: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, str(exc.detail))
 
 
+async def _database_error(request: Request, exc: Exception) -> Response:
+    refused = unstorable_text_error(exc)
+    if refused is None:
+        return await _unhandled(request, exc)
+    log.info("refused unstorable text on %s %s", request.method, request.url.path)
+    return error_response(422, refused.code, refused.message, refused.details)
+
+
 async def _unhandled(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return error_response(500, "internal_error", "internal server error")
@@ -206,4 +216,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(e.SoormaError, _soorma_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(DBAPIError, _database_error)
     app.add_exception_handler(Exception, _unhandled)

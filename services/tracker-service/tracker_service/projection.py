@@ -59,6 +59,8 @@ _PLAN_STATUS_BY_TYPE = {
     wire.PLAN_FAILED: "failed",
     wire.PLAN_CANCELLED: "cancelled",
 }
+# Statuses whose ``reason`` says why (kept until the row moves on).
+REASONED_STATUSES = frozenset({"failed", "paused", "cancelled"})
 _PLAN_ENDS = frozenset(
     {wire.PLAN_COMPLETED, wire.PLAN_FAILED, wire.PLAN_CANCELLED, wire.PLAN_RESUMED}
 )
@@ -77,7 +79,11 @@ class BatchResult:
 
 
 def _set_status(row: dict[str, Any], status: str, at: datetime, reason: str | None = None) -> bool:
-    """Move ``row`` to ``status`` if ``(class, at)`` is not older than the current one."""
+    """Move ``row`` to ``status`` if ``(class, at)`` is not older than the current one.
+
+    ``reason`` belongs to the status it came with: a row moving to a status that carries
+    none (running, completed, ...) drops the reason of an earlier pause or failure.
+    """
     new = (_CLASS[status], at)
     old = (_CLASS[row["status"]], utc(row["status_time"]))
     if new < old:
@@ -85,6 +91,8 @@ def _set_status(row: dict[str, Any], status: str, at: datetime, reason: str | No
     row["status"], row["status_rank"], row["status_time"] = status, _CLASS[status], at
     if reason is not None:
         row["reason"] = reason
+    elif status not in REASONED_STATUSES:
+        row["reason"] = None
     return True
 
 
@@ -464,7 +472,7 @@ def _apply_plan(b: _Batch, e: et.Ev) -> None:
             _set_status(p, status, e.time)
     status = _PLAN_STATUS_BY_TYPE.get(e.type)
     if status is not None:
-        reason = d.get("reason") if e.type in {wire.PLAN_FAILED, wire.PLAN_PAUSED} else None
+        reason = d.get("reason") if status in REASONED_STATUSES else None
         if (
             _set_status(p, status, e.time, str(reason) if reason is not None else None)
             and status in TERMINAL_PLAN_STATUSES

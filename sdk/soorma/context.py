@@ -16,6 +16,7 @@ from soorma.memory import MemoryClient
 from soorma.registry import RegistryClient
 from soorma.tracker import TrackerClient
 from soorma_common import tracing as otel
+from soorma_common.events import PLAN_CANCEL_REQUESTED, SYSTEM_EVENTS
 
 DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
 DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
@@ -155,6 +156,26 @@ class PlatformContext:
             settings=settings,
             http=client,
             owns_http=owns_http,
+        )
+
+    async def cancel_plan(self, plan_id: str, reason: str) -> str:
+        """Ask the planner that owns ``plan_id`` to cancel it.
+
+        Publishes ``plan.cancel_requested`` on ``system-events`` as this context's
+        identity; the owning planner ends the plan ``cancelled`` with ``reason``,
+        answers its goal with the cancellation and cancels its sub-plans. A plan of
+        another tenant is out of reach: the planner reads plans as the requester.
+        Follow the outcome with :meth:`TrackerClient.wait_for_plan`.
+
+        Returns:
+            The request's event id.
+        """
+        return await self.bus.publish(
+            SYSTEM_EVENTS,
+            PLAN_CANCEL_REQUESTED,
+            {"plan_id": plan_id, "reason": reason},
+            correlation_id=plan_id,
+            plan_id=plan_id,
         )
 
     async def close(self) -> None:

@@ -20,8 +20,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from soorma import Agent, PlatformContext
-from soorma.agents.tool import run_once
+from soorma import Agent, PlatformContext, run_once
 from soorma_common.events import HUMAN_INPUT
 
 searcher = Agent(name="web-searcher", description="Searches the web (simulated).")

@@ -43,7 +43,7 @@ Run the platform with `soorma dev`, then `python agent.py`.
 
 import logging
 
-from soorma.agents import Worker
+from soorma import Worker
 
 worker = Worker(name="{name}", description="Describe what {name} does.")
 
@@ -67,7 +67,7 @@ Run the platform with `soorma dev`, then `python agent.py`.
 
 import logging
 
-from soorma.agents import Planner
+from soorma import Planner
 
 planner = Planner(name="{name}", description="Describe the goals {name} pursues.")
 

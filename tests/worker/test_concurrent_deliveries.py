@@ -15,8 +15,7 @@ import time
 import pytest
 from worker_helpers import collect, next_event
 
-from soorma import PlatformContext, Tool, Worker
-from soorma.agents.tool import run_once
+from soorma import PlatformContext, Tool, Worker, run_once
 
 pytestmark = pytest.mark.asyncio
 

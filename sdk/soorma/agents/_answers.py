@@ -8,7 +8,9 @@ published again, under its original event id, and the handler does not run.
 
 Before the handler runs, the delivery claims the request (keyed like its answer) in
 the memory service, so two deliveries in flight at once do not both run it: the second
-waits for the first one's answer (see :mod:`soorma.agents._claims`).
+waits for the first one's answer. :meth:`AnswerLog.begin` gives the delivery its
+:class:`~soorma.agents._claims.Once` turn, which does the claiming, waiting, recording,
+re-sending and releasing.
 
 A memory-service outage does not make a request run twice. An agent that records
 answers (``answer_retention`` > 0 and a memory client, i.e. ``SOORMA_MEMORY_URL``) counts
@@ -26,8 +28,9 @@ strict:
 
 An agent meant to run without a memory service says so: ``answer_retention=0`` (it
 keeps no answers, claims nothing, and needs no memory service). An unreachable memory
-service is never taken for an absent one: a kill of the memory service at the moment
-an agent starts would otherwise let requests run twice.
+service is never taken for an absent one, and a memory service that answers a claim or a
+record with an error fails the delivery (it runs again later) rather than running the
+request unclaimed or sending its answer unrecorded.
 """
 
 from __future__ import annotations
@@ -35,17 +38,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from soorma._concurrency import retry_while_unavailable
-from soorma.agents._claims import DEFAULT_CLAIM_LEASE, HeldClaim, claim_or_wait
-from soorma_common.errors import ServiceUnavailable
+from soorma.agents._claims import DEFAULT_CLAIM_LEASE, Once, hold_until_written
 from soorma_common.events import EventEnvelope
 
 if TYPE_CHECKING:
     from soorma.agents.base import Agent
     from soorma.context import PlatformContext
-    from soorma.memory import MemoryClient
 
 logger = logging.getLogger("soorma.agent")
 
@@ -53,10 +53,6 @@ logger = logging.getLogger("soorma.agent")
 DEFAULT_ANSWER_RETENTION = 86_400.0
 # Seconds a finished request's answer waits for the memory service to record it.
 DEFAULT_RECORD_WAIT = 300.0
-# The memory service keeps an answer at most this long.
-MAX_RETENTION = 30 * 86_400.0
-# First and longest pause between attempts to record while the service is down.
-_FIRST_DELAY, _MAX_DELAY = 0.25, 4.0
 _NAMESPACE = uuid.UUID("2c9d0a8e-7b41-4f0e-8c55-6a1e3d9b2f70")
 
 T = TypeVar("T")
@@ -65,32 +61,6 @@ T = TypeVar("T")
 def answer_event_id(agent: str, request_id: str) -> str:
     """The id of ``agent``'s answer to ``request_id`` (the same every time)."""
     return str(uuid.uuid5(_NAMESPACE, f"{agent}/{request_id}"))
-
-
-async def hold_until_written(
-    write: Callable[[], Awaitable[T]], *, wait: float, what: str, who: str = "agent"
-) -> T:
-    """``write()``'s result; while it raises ``ServiceUnavailable``, try again (backoff)
-    for up to ``wait`` seconds, then raise it.
-
-    The caller holds what it is writing meanwhile (not published, its request not
-    acked): a crash now runs the request again, which is safe as nothing was sent.
-    """
-
-    def say(exc: ServiceUnavailable, _pause: float, waited: float) -> None:
-        if waited == 0:
-            logger.warning(
-                "%s: cannot record %s (%s); holding it until the memory service "
-                "is back (up to %.0f s)",
-                who,
-                what,
-                exc,
-                wait,
-            )
-
-    return await retry_while_unavailable(
-        write, wait=wait, first_pause=_FIRST_DELAY, max_pause=_MAX_DELAY, on_retry=say
-    )
 
 
 class AnswerLog:
@@ -123,8 +93,8 @@ class AnswerLog:
         # Seconds a claim on a running request holds unless renewed (renewed every
         # third of it): how long a request waits after its holder was killed.
         self.claim_lease = DEFAULT_CLAIM_LEASE
-        # Claims this process holds, by key: recording an answer ends its claim.
-        self._held: dict[str, HeldClaim] = {}
+        # Turns this process holds a claim for, by key: recording an answer ends it.
+        self._held: dict[str, Once] = {}
 
     @property
     def who(self) -> str:
@@ -139,21 +109,12 @@ class AnswerLog:
         """Whether answers are recorded (retention on, and a memory client)."""
         return self.retention > 0 and context.memory is not None
 
-    def _memory(self, context: PlatformContext) -> MemoryClient:
-        memory = context.memory
-        assert memory is not None
-        return memory
-
     async def look_for_memory(self, context: PlatformContext) -> None:
         """At start: say so when the memory service does not answer (requests wait)."""
-        if not self.records(context):
+        if not self.records(context) or context.memory is None:
             return
         try:
-            await (
-                self._memory(context)
-                .without_retries()
-                .recorded_answer(self.key("start-up look-up"))
-            )
+            await context.memory.without_retries().recorded_answer(self.key("start-up look-up"))
         except Exception as exc:
             logger.warning(
                 "%s: the memory service does not answer (%s); requests wait for it "
@@ -162,71 +123,38 @@ class AnswerLog:
                 exc,
             )
 
-    async def begin(
-        self, context: PlatformContext, request_id: str
-    ) -> EventEnvelope | HeldClaim | None:
-        """Before ``request_id`` runs: its recorded answer (send it, do not run), or the
-        claim to run it under (renewed until :meth:`HeldClaim.stop`/``release``);
-        ``None`` when answers are not recorded. Waits while another delivery runs it.
+    def _turn(self, context: PlatformContext, request_id: str) -> Once:
+        """A turn at ``request_id`` that holds no claim (e.g. a task finished from an
+        answer's delivery): it only records."""
+        return Once(
+            context.memory if self.records(context) else None,
+            self.key(request_id),
+            retention=self.retention,
+            record_wait=self.record_wait,
+            who=self.who,
+        )
+
+    async def begin(self, context: PlatformContext, request_id: str) -> Once:
+        """This delivery's turn at ``request_id``: its recorded answer (send it, do not
+        run), or the claim to run it under. Waits while another delivery runs it.
 
         Raises:
             ServiceUnavailable: the memory service cannot be reached: the request must
                 not run now; the agent runs it again later.
         """
-        if not self.records(context):
-            return None
-        memory = self._memory(context)
-        try:
-            got = await claim_or_wait(
-                memory, self.key(request_id), lease=self.claim_lease, who=self.who
-            )
-        except ServiceUnavailable:
-            raise
-        except Exception as exc:  # e.g. a memory service without claims: look up only
-            logger.warning("%s: cannot claim %s (%s)", self.who, request_id, exc)
-            return await self.recorded(context, request_id)
-        if isinstance(got, HeldClaim):
-            self._held[got.key] = got
-            got.on_done = self._let_go
-            return got
-        return _envelope(got.answer)
-
-    async def sent_again(
-        self,
-        context: PlatformContext,
-        request_id: str,
-        turn: EventEnvelope | HeldClaim | None,
-    ) -> bool:
-        """When :meth:`begin` found ``request_id`` answered before: publish that answer
-        again (its original event id, so consumers drop a copy) and say so."""
-        if not isinstance(turn, EventEnvelope):
-            return False
-        logger.info("%s: %s was answered before; sending that answer", self.who, request_id)
-        await context.bus.publish_event(turn)
-        return True
-
-    async def recorded(self, context: PlatformContext, request_id: str) -> EventEnvelope | None:
-        """The recorded answer to ``request_id``, if any.
-
-        Raises:
-            ServiceUnavailable: the memory service cannot be reached: the request must
-                not run now (it may have been answered); the agent runs it again later.
-        """
-        if not self.records(context):
-            return None
-        try:
-            found = await self._memory(context).recorded_answer(self.key(request_id))
-        except ServiceUnavailable:
-            raise
-        except Exception as exc:  # e.g. a memory service without recorded answers
-            logger.warning(
-                "%s: could not read recorded answers (%s); handling %s without",
-                self.who,
-                exc,
-                request_id,
-            )
-            return None
-        return _envelope(found)
+        turn = await Once.begin(
+            context.memory if self.records(context) else None,
+            self.key(request_id),
+            retention=self.retention,
+            record_wait=self.record_wait,
+            who=self.who,
+            lease=self.claim_lease,
+        )
+        if turn.recorded is None and turn.memory is not None:
+            # Recording the answer, from wherever the task is finished, ends this claim.
+            self._held[turn.key] = turn
+            turn.on_release(self._let_go)
+        return turn
 
     async def record(
         self, context: PlatformContext, request_id: str, answer: EventEnvelope
@@ -238,41 +166,14 @@ class AnswerLog:
             ServiceUnavailable: still unreachable after ``record_wait`` seconds (the
                 answer is not sent; the request is given back and may run again).
         """
-        if not self.records(context):
-            return answer
-        retention = min(max(self.retention, 1.0), MAX_RETENTION)
-        body = {"event": answer.model_dump(mode="json")}
+        turn = self._held.get(self.key(request_id)) or self._turn(context, request_id)
+        kept = await turn.record({"event": answer.model_dump(mode="json")})
+        raw = kept.get("event")
+        return EventEnvelope.model_validate(raw) if isinstance(raw, dict) else answer
 
-        async def write() -> dict[str, Any] | None:
-            memory = self._memory(context)
-            try:
-                return await memory.record_answer(
-                    self.key(request_id), body, retention_seconds=retention
-                )
-            except ServiceUnavailable:
-                raise  # held and retried
-            except Exception as exc:
-                logger.warning(
-                    "%s: could not record the answer to %s (%s); sending it unrecorded",
-                    self.who,
-                    request_id,
-                    exc,
-                )
-                return None
-
-        kept = await hold_until_written(
-            write, wait=self.record_wait, what=f"the answer to {request_id}", who=self.who
-        )
-        if kept is None:
-            return answer
-        held = self._held.get(self.key(request_id))
-        if held is not None:
-            held.answered()  # the memory service ended the claim with the answer
-        return _envelope(kept) or answer
-
-    def _let_go(self, claim: HeldClaim) -> None:
-        if self._held.get(claim.key) is claim:
-            del self._held[claim.key]
+    def _let_go(self, turn: Once) -> None:
+        if self._held.get(turn.key) is turn:
+            del self._held[turn.key]
 
     async def hold(self, what: str, write: Callable[[], Awaitable[T]]) -> T:
         """``write()`` (a record that must precede a send, e.g. a Worker's delegation),
@@ -311,17 +212,11 @@ class RecordWait:
         self.answers.record_wait = seconds
 
 
-def _envelope(stored: dict[str, Any] | None) -> EventEnvelope | None:
-    raw = (stored or {}).get("event")
-    return EventEnvelope.model_validate(raw) if isinstance(raw, dict) else None
-
-
 __all__ = [
     "DEFAULT_ANSWER_RETENTION",
     "DEFAULT_RECORD_WAIT",
     "AnswerLog",
     "RecordWait",
     "answer_event_id",
-    "hold_until_written",
     "keep_answers",
 ]

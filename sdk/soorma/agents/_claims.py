@@ -1,4 +1,5 @@
-"""Claims: one delivery of a request runs it at a time (issue 9).
+"""Running a request once: one delivery runs it at a time, and a repeat is answered from
+its record (:class:`Once`).
 
 Two deliveries of one request can be in flight at once (a lease ran out while the event
 service was down and another replica took the delivery; a restarted planner re-sent the
@@ -6,7 +7,8 @@ request). Looking up the recorded answer first does not keep both from running: 
 has recorded it yet. So before its handler runs, a delivery claims the request in the
 memory service (``PUT /v1/memory/answers/{key}/claim``), keyed like its answer, for a
 lease it renews while the handler runs (:class:`HeldClaim`). Recording the answer ends
-the claim; a handler that fails gives it back, so a redelivery runs at once.
+the claim; a handler that ends without an answer (it failed, or a Worker's task
+delegated) gives it back, so a redelivery runs at once.
 
 A delivery that finds the claim held waits: it asks again (backoff, never past the
 holder's lease) until the answer is recorded (it sends that) or the claim lapses (the
@@ -19,24 +21,33 @@ longer than the lease, not killed) loses the claim, and the request may run twic
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from soorma_common.memory import AnswerClaim
+from soorma._concurrency import retry_while_unavailable
+from soorma_common.errors import ServiceUnavailable
+from soorma_common.events import EventEnvelope
 
 if TYPE_CHECKING:
+    from soorma.bus import BusClient
     from soorma.memory import MemoryClient
 
 logger = logging.getLogger("soorma.agent")
 
 # Seconds a claim holds unless renewed; renewed every third of it while the handler runs.
 DEFAULT_CLAIM_LEASE = 10.0
+# The memory service keeps a recorded answer at most this long.
+MAX_RETENTION = 30 * 86_400.0
+# First and longest pause between attempts to record while the memory service is down.
+_FIRST_DELAY, _MAX_DELAY = 0.25, 4.0
+
+T = TypeVar("T")
 # First and longest pause between looks at a claim another delivery holds.
 _FIRST_POLL, _MAX_POLL = 0.05, 1.0
 _PROCESS = f"{socket.gethostname()}:{os.getpid()}"
@@ -55,8 +66,6 @@ class HeldClaim:
         self.key = key
         self.owner = owner
         self.lease = lease
-        # Called once the claim is done with (stopped or given back).
-        self.on_done: Callable[[HeldClaim], object] | None = None
         self._ended = False  # the recorded answer ended it in the memory service
         self._renewing: asyncio.Task[None] | None = None
 
@@ -102,9 +111,6 @@ class HeldClaim:
             except asyncio.CancelledError:
                 pass
             self._renewing = None
-        if self.on_done is not None:
-            self.on_done(self)
-            self.on_done = None
 
     async def release(self) -> None:
         """Stop renewing and give the claim back, so a redelivery runs at once (unless
@@ -119,49 +125,162 @@ class HeldClaim:
             logger.info("claim on %s not given back (%s); it lapses", self.key, exc)
 
 
-@contextlib.asynccontextmanager
-async def settled(claim: object) -> AsyncIterator[None]:
-    """Run a request's body under ``claim`` when it is a :class:`HeldClaim` (else, e.g.
-    ``None`` with answers not recorded, there is nothing to settle). If the body fails,
-    the claim is given back so a redelivery runs at once; if it succeeds, renewing
-    stops (recording the answer ended the claim)."""
-    held = claim if isinstance(claim, HeldClaim) else None
-    try:
-        yield
-    except BaseException:
-        if held is not None:
-            await held.release()
-        raise
-    if held is not None:
-        await held.stop()
+async def hold_until_written(
+    write: Callable[[], Awaitable[T]], *, wait: float, what: str, who: str = "agent"
+) -> T:
+    """``write()``'s result; while it raises ``ServiceUnavailable``, try again (backoff)
+    for up to ``wait`` seconds, then raise it.
 
-
-async def claim_or_wait(
-    memory: MemoryClient, key: str, *, lease: float, who: str
-) -> AnswerClaim | HeldClaim:
-    """Claim ``key``: a :class:`HeldClaim` (run the request), or the ``answered``
-    outcome (send its answer). While another delivery holds it, wait.
-
-    Raises:
-        ServiceUnavailable: the memory service cannot be reached (the agent runs the
-            request again later).
+    The caller holds what it is writing meanwhile (not published, its request not
+    acked): a crash now runs the request again, which is safe as nothing was sent.
     """
-    owner = new_owner()
-    pause = _FIRST_POLL
-    waited = False
-    while True:
-        got = await memory.claim_request(key, owner, lease_seconds=lease)
-        if got.status == "granted":
-            return HeldClaim(memory, key, owner, lease).start()
-        if got.status == "answered":
-            return got
-        if not waited:
-            waited = True
-            logger.info(
-                "%s: %s is being handled by %s; waiting for its answer", who, key, got.owner
+
+    def say(exc: ServiceUnavailable, _pause: float, waited: float) -> None:
+        if waited == 0:
+            logger.warning(
+                "%s: cannot record %s (%s); holding it until the memory service "
+                "is back (up to %.0f s)",
+                who,
+                what,
+                exc,
+                wait,
             )
-        await asyncio.sleep(min(pause, _until(got.expires_at)))
-        pause = min(pause * 2, _MAX_POLL)
+
+    return await retry_while_unavailable(
+        write, wait=wait, first_pause=_FIRST_DELAY, max_pause=_MAX_DELAY, on_retry=say
+    )
+
+
+class Once:
+    """One delivery's turn at a request that must run at most once.
+
+    :meth:`begin` claims the request's key in the memory service, waiting while another
+    delivery holds it. Then either :attr:`recorded` is the answer an earlier run recorded
+    (send that again, :meth:`resend`; do not run), or this delivery holds the claim,
+    renewed in the background, and runs the request: :meth:`record` records its answer
+    (which ends the claim), :meth:`release` gives the claim back when no answer was
+    recorded. ``async with`` releases on the way out, whatever happened.
+
+    A turn built with ``memory=None`` records nothing and claims nothing (an agent with
+    ``answer_retention=0``): the request simply runs.
+    """
+
+    def __init__(
+        self,
+        memory: MemoryClient | None,
+        key: str,
+        *,
+        retention: float,
+        record_wait: float,
+        who: str,
+        recorded: dict[str, Any] | None = None,
+        claim: HeldClaim | None = None,
+    ) -> None:
+        self.memory = memory
+        self.key = key
+        self.retention = retention
+        self.record_wait = record_wait
+        self.who = who
+        #: The answer recorded by an earlier run (``None``: run the request).
+        self.recorded = recorded
+        self._claim = claim
+        self._on_release: list[Callable[[Once], object]] = []
+
+    @classmethod
+    async def begin(
+        cls,
+        memory: MemoryClient | None,
+        key: str,
+        *,
+        retention: float,
+        record_wait: float,
+        who: str,
+        lease: float = DEFAULT_CLAIM_LEASE,
+    ) -> Once:
+        """Claim ``key`` (or find its recorded answer); wait while another delivery runs it.
+
+        Raises:
+            ServiceUnavailable: the memory service cannot be reached: the request must
+                not run now (it may have been answered, or be running elsewhere).
+        """
+        kwargs: dict[str, Any] = {"retention": retention, "record_wait": record_wait, "who": who}
+        if memory is None:
+            return cls(None, key, **kwargs)
+        owner = new_owner()
+        pause = _FIRST_POLL
+        waited = False
+        while True:
+            got = await memory.claim_request(key, owner, lease_seconds=lease)
+            if got.status == "granted":
+                claim = HeldClaim(memory, key, owner, lease).start()
+                return cls(memory, key, claim=claim, **kwargs)
+            if got.status == "answered":
+                return cls(memory, key, recorded=dict(got.answer or {}), **kwargs)
+            if not waited:
+                waited = True
+                logger.info(
+                    "%s: %s is being handled by %s; waiting for its answer", who, key, got.owner
+                )
+            await asyncio.sleep(min(pause, _until(got.expires_at)))
+            pause = min(pause * 2, _MAX_POLL)
+
+    def on_release(self, callback: Callable[[Once], object]) -> None:
+        """Call ``callback(self)`` once the turn is over (released or answered)."""
+        self._on_release.append(callback)
+
+    async def resend(self, bus: BusClient) -> bool:
+        """When an earlier run recorded an answer event: publish it again (under its
+        original event id, so consumers drop a copy) and say so."""
+        event = (self.recorded or {}).get("event")
+        if not isinstance(event, dict):
+            return False
+        logger.info("%s: %s was answered before; sending that answer", self.who, self.key)
+        await bus.publish_event(EventEnvelope.model_validate(event))
+        return True
+
+    async def record(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """Record ``answer`` before it is sent; the answer to send (if another delivery
+        recorded one first, that one). An outage is waited out for ``record_wait``.
+
+        Raises:
+            ServiceUnavailable: still unreachable after ``record_wait`` seconds (the
+                answer is not sent; the request is given back and may run again).
+        """
+        memory = self.memory
+        if memory is None:
+            return answer
+        retention = min(max(self.retention, 1.0), MAX_RETENTION)
+
+        async def write() -> dict[str, Any]:
+            return await memory.record_answer(self.key, answer, retention_seconds=retention)
+
+        kept = await hold_until_written(
+            write, wait=self.record_wait, what=f"the answer to {self.key}", who=self.who
+        )
+        if self._claim is not None:
+            self._claim.answered()  # the memory service ended the claim with the answer
+        return kept
+
+    async def release(self) -> None:
+        """The turn is over: stop renewing, and give the claim back unless an answer
+        ended it, so a redelivery (or a copy waiting for the answer) goes on at once."""
+        if self._claim is not None:
+            await self._claim.release()
+            self._claim = None
+        callbacks, self._on_release = self._on_release, []
+        for callback in callbacks:
+            callback(self)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.release()
 
 
 def _until(expires_at: datetime | None) -> float:
@@ -173,8 +292,9 @@ def _until(expires_at: datetime | None) -> float:
 
 __all__ = [
     "DEFAULT_CLAIM_LEASE",
+    "MAX_RETENTION",
     "HeldClaim",
-    "claim_or_wait",
+    "Once",
+    "hold_until_written",
     "new_owner",
-    "settled",
 ]

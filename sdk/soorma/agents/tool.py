@@ -15,12 +15,8 @@ read, the handler does not run (the agent runs the request again once the servic
 back, as for any ``ServiceUnavailable``); and an answer that cannot be recorded is held
 in the process, retried for up to ``record_wait`` seconds, and neither published nor
 acked before it is recorded. The price: while the memory service is down a tool
-answers nothing (its requests wait, leased, and are answered when it is back).
-
-This holds once the memory service has answered this process (a look-up at start, or
-any call since). A tool run without a memory service (nothing answering at its URL)
-handles requests without records, as before, and says so once; so does a tool started
-while the memory service is down, until it answers.
+answers nothing (its requests wait, leased, and are answered when it is back). A tool
+meant to run without a memory service says so with ``answer_retention=0``.
 """
 
 from __future__ import annotations
@@ -33,20 +29,16 @@ from typing import Any, TypeVar
 from soorma.agents._answers import (
     DEFAULT_ANSWER_RETENTION,
     DEFAULT_RECORD_WAIT,
-    MAX_RETENTION,
     RecordWait,
     answer_event_id,
-    hold_until_written,
     keep_answers,
 )
-from soorma.agents._claims import DEFAULT_CLAIM_LEASE, HeldClaim, claim_or_wait, settled
+from soorma.agents._claims import Once
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
-from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, EventEnvelope
-from soorma_common.memory import AnswerClaim
 
 logger = logging.getLogger("soorma.tool")
 
@@ -186,10 +178,9 @@ class Tool(RecordWait, Agent):
                 event.type,
             )
             return
-        turn = await self.answers.begin(context, request.request_id)
-        if await self.answers.sent_again(context, request.request_id, turn):
-            return
-        async with settled(turn):
+        async with await self.answers.begin(context, request.request_id) as turn:
+            if await turn.resend(context.bus):
+                return
             answer = await self._answer(func, request, event, context)
         # Publishing the answer may fail (service down): that raises, the request runs
         # again here and is answered from the record.
@@ -258,33 +249,12 @@ async def run_once(
         retention: Seconds the result is kept (1 s to 30 days).
         record_wait: Seconds to wait for an unreachable memory service to record it.
     """
-    memory = context.memory
-    if memory is None:
-        return await work()
-    try:
-        got: HeldClaim | AnswerClaim | None = await claim_or_wait(
-            memory, key, lease=DEFAULT_CLAIM_LEASE, who=key
-        )
-    except ServiceUnavailable:
-        raise
-    except Exception as exc:  # a memory service without claims: look up only
-        logger.warning("cannot claim %s (%s)", key, exc)
-        got = None
-        found = await memory.recorded_answer(key)
-        if found is not None:
-            return found
-    if isinstance(got, AnswerClaim):
-        return dict(got.answer or {})
-    async with settled(got):
-        result = await work()
-
-        async def write() -> dict[str, Any]:
-            return await memory.record_answer(
-                key, result, retention_seconds=min(max(retention, 1.0), MAX_RETENTION)
-            )
-
-        kept = await hold_until_written(write, wait=record_wait, what=f"the result of {key}")
-    return kept
+    async with await Once.begin(
+        context.memory, key, retention=retention, record_wait=record_wait, who=key
+    ) as turn:
+        if turn.recorded is not None:
+            return turn.recorded
+        return await turn.record(await work())
 
 
 __all__ = ["InvocationContext", "Tool", "run_once"]

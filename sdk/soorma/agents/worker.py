@@ -36,7 +36,6 @@ from soorma.agents._answers import (
     RecordWait,
     keep_answers,
 )
-from soorma.agents._claims import HeldClaim
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
@@ -146,20 +145,17 @@ class Worker(RecordWait, Agent):
             check_handler(func, params=("task", "context"), decorator="on_task()")
 
             async def run_task(event: Event, context: PlatformContext) -> None:
-                turn = await self.answers.begin(context, event.id)
-                if await self.answers.sent_again(context, event.id, turn):
-                    return
-                try:
+                # Leaving the turn (answered, delegated or failed) releases the claim: a
+                # copy waiting for the answer, or a redelivery, goes on at once.
+                async with await self.answers.begin(context, event.id) as turn:
+                    if await turn.resend(context.bus):
+                        return
                     if await self._handled_before(event, context):
                         return
-                    task = TaskContext.from_event(event, context, agent_id=self.name)
-                    task._answers = self.answers
+                    task = TaskContext.from_event(
+                        event, context, agent_id=self.name, answers=self.answers
+                    )
                     await func(task, context)
-                finally:
-                    if isinstance(turn, HeldClaim):
-                        # Done (answered, delegated or failed): a copy waiting for the
-                        # answer, or a redelivery, goes on at once.
-                        await turn.release()
 
             self._add_handler(
                 HandlerSpec(
@@ -243,11 +239,10 @@ class Worker(RecordWait, Agent):
         record = await context.memory.get_task_by_subtask(sub_task_id)
         if record is None:
             return  # not a task of ours, or it has ended
-        task = TaskContext.from_record(record, context)
+        task = TaskContext.from_record(record, context, answers=self.answers)
         sub = task.sub_tasks.get(sub_task_id)
         if task.agent_id != self.name or sub is None or sub.status is not SubTaskStatus.PENDING:
             return  # another worker's task, or the human answered first
-        task._answers = self.answers
         if self._timeout_handler is not None:
             await self._timeout_handler(task, data, context)
             return
@@ -283,8 +278,7 @@ class Worker(RecordWait, Agent):
             check_handler(func, params=("result", "context"), decorator="on_result()")
 
             async def run_result(event: Event, context: PlatformContext) -> None:
-                result = ResultContext.from_event(event, context)
-                result._answers = self.answers
+                result = ResultContext.from_event(event, context, answers=self.answers)
                 try:
                     await func(result, context)
                 except TaskNotFound as exc:

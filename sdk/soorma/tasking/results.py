@@ -46,8 +46,11 @@ class ResultContext:
     _answers: AnswerLog | None = field(default=None, repr=False)
 
     @classmethod
-    def from_event(cls, event: Event, context: PlatformContext) -> ResultContext:
-        """The result an answer event carries."""
+    def from_event(
+        cls, event: Event, context: PlatformContext, *, answers: AnswerLog | None = None
+    ) -> ResultContext:
+        """The result an answer event carries (``answers``: the worker's answer log, used
+        by the task it restores)."""
         data = dict(event.data)
         error = data.get("error")
         return cls(
@@ -58,6 +61,7 @@ class ResultContext:
             error=None if error is None else str(error),
             event=event,
             _context=context,
+            _answers=answers,
         )
 
     async def restore_task(self) -> TaskContext:
@@ -93,6 +97,5 @@ class ResultContext:
             status=SubTaskStatus.COMPLETED if self.success else SubTaskStatus.FAILED,
             error=self.error,
         )
-        self._task = TaskContext.from_record(record, self._context)
-        self._task._answers = self._answers
+        self._task = TaskContext.from_record(record, self._context, answers=self._answers)
         return self._task

@@ -70,10 +70,17 @@ class StoredTask:
 
     @classmethod
     def from_event(
-        cls, event: Event, context: PlatformContext, *, agent_id: str | None = None
+        cls,
+        event: Event,
+        context: PlatformContext,
+        *,
+        agent_id: str | None = None,
+        answers: AnswerLog | None = None,
     ) -> Self:
-        """The task a request event asks for (not yet saved)."""
+        """The task a request event asks for (not yet saved); ``answers``: the worker's
+        answer log (its answer is recorded there before it is sent)."""
         return cls(
+            _answers=answers,
             task_id=event.id,
             event_type=event.type,
             plan_id=event.plan_id,
@@ -89,10 +96,17 @@ class StoredTask:
         )
 
     @classmethod
-    def from_record(cls, record: TaskContextRecord, context: PlatformContext) -> Self:
-        """Rebuild a task from its stored context."""
+    def from_record(
+        cls,
+        record: TaskContextRecord,
+        context: PlatformContext,
+        *,
+        answers: AnswerLog | None = None,
+    ) -> Self:
+        """Rebuild a task from its stored context (``answers`` as in :meth:`from_event`)."""
         meta = record.bookkeeping.model_dump()
         return cls(
+            _answers=answers,
             task_id=record.task_id,
             event_type=record.event_type,
             plan_id=record.plan_id,

@@ -54,7 +54,8 @@ class PlanBookkeeping(BaseDTO):
         applied: Trigger key → the state it led to (the redelivery guard).
         resume_status: Status to return to when a paused plan resumes.
         pause_reason: Why the plan is paused.
-        failure_reason: Why the plan failed.
+        failure_reason: Why the plan failed or was cancelled.
+        cancelled_by: Who asked to cancel the plan (the request's user or tenant).
         deferred_events: Events that arrived while paused (replayed on resume).
         choreography: A ChoreographyPlanner's bookkeeping (``None`` for other plans).
     """
@@ -68,6 +69,7 @@ class PlanBookkeeping(BaseDTO):
     resume_status: str | None = None
     pause_reason: str | None = None
     failure_reason: str | None = None
+    cancelled_by: str | None = None
     deferred_events: list[dict[str, Any]] = Field(default_factory=list)
     choreography: ChoreographyBookkeeping | None = None
 

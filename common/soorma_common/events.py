@@ -43,6 +43,9 @@ PLAN_RESUMED: Final = "plan.resumed"
 PLAN_COMPLETED: Final = "plan.completed"
 PLAN_FAILED: Final = "plan.failed"
 PLAN_CANCELLED: Final = "plan.cancelled"
+#: A request to cancel a plan (``reason`` in the data), published with the caller's
+#: identity; the plan's owning planner ends it ``cancelled``.
+PLAN_CANCEL_REQUESTED: Final = "plan.cancel_requested"
 #: A ChoreographyPlanner's WAIT began (``timeout_seconds`` in the data).
 PLAN_WAITING_FOR_INPUT: Final = "plan.waiting_for_input"
 #: The tracker's answer to a WAIT that got no event in time.
@@ -71,6 +74,7 @@ PLAN_LIFECYCLE_EVENTS: Final[frozenset[str]] = frozenset(
 )
 #: Platform event types that never answer a request.
 NOT_ANSWERS: Final[frozenset[str]] = PLAN_LIFECYCLE_EVENTS | {
+    PLAN_CANCEL_REQUESTED,
     TASK_PROGRESS,
     TASK_TIMEOUT,
     HUMAN_INPUT,
@@ -191,6 +195,7 @@ __all__ = [
     "NOTIFICATION_EVENTS",
     "NOT_ANSWERS",
     "PLAN_CANCELLED",
+    "PLAN_CANCEL_REQUESTED",
     "PLAN_COMPLETED",
     "PLAN_EVENTS",
     "PLAN_FAILED",

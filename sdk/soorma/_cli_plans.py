@@ -1,4 +1,5 @@
-"""``soorma plans list|show``: the tracker's view of plans, in a terminal."""
+"""``soorma plans list|show|cancel``: the tracker's view of plans, in a terminal, and
+acting on them through the event service."""
 
 from __future__ import annotations
 
@@ -42,11 +43,24 @@ def add_parser(commands: Any) -> None:
     )
     show.add_argument("--json", action="store_true", help="print JSON (lines with --follow)")
     show.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
+    cancel = actions.add_parser(
+        "cancel", help="ask the plan's planner to cancel it (publishes plan.cancel_requested)"
+    )
+    cancel.add_argument("plan_id", metavar="ID", help="plan id (or the goal's correlation id)")
+    cancel.add_argument("--reason", required=True, help="why (recorded and sent to the caller)")
+    cancel.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long for the plan to end and print how it ended",
+    )
+    cancel.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``soorma plans ...``; the exit code."""
-    handler = _list if args.plans_command == "list" else _show
+    handler = {"list": _list, "show": _show, "cancel": _cancel}[args.plans_command]
     return asyncio.run(handler(args))
 
 
@@ -221,6 +235,29 @@ async def _show(args: argparse.Namespace) -> int:
         except SoormaError as exc:
             return _fail(str(exc))
     return 0
+
+
+async def _cancel(args: argparse.Namespace) -> int:
+    from soorma_common.errors import SoormaError
+
+    async with _context(args.url) as context:
+        try:
+            plan = await _resolve(context.tracker, args.plan_id)
+            if plan.status.value in ("completed", "failed", "cancelled"):
+                return _fail(f"plan {plan.plan_id} has already ended ({plan.status.value})")
+            event_id = await context.cancel_plan(plan.plan_id, args.reason)
+            print(f"cancel requested for plan {plan.plan_id} (event {event_id})")
+            if args.wait <= 0:
+                return 0
+            ended = await context.tracker.wait_for_plan(
+                plan.plan_id, until_finished=True, timeout=args.wait
+            )
+        except TimeoutError:
+            return _fail(f"plan {args.plan_id} did not end within {args.wait:g} s")
+        except SoormaError as exc:
+            return _fail(str(exc))
+    print(f"plan {ended.status.value}" + (f" ({ended.reason})" if ended.reason else ""))
+    return 0 if ended.status.value == "cancelled" else 1
 
 
 __all__ = ["add_parser", "format_entry", "format_plan", "format_plan_row", "run"]

@@ -17,6 +17,7 @@ from soorma.memory import MemoryClient
 from soorma.registry import RegistryClient
 from soorma.tracker import TrackerClient
 from soorma_common import tracing as otel
+from soorma_common.events import PLAN_CANCEL_REQUESTED, SYSTEM_EVENTS
 
 DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
 DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
@@ -45,7 +46,7 @@ class PlatformSettings:
     Where the services are and who the SDK acts as is read from the environment only
     by :meth:`from_env`. Two settings are read where they are used instead: a
     replica's consumer id (``SOORMA_CONSUMER_ID``, ``SOORMA_REPLICA``, see
-    :mod:`soorma.agents._consumer_id`) and an LLM provider's key (``OPENAI_API_KEY``
+    :mod:`soorma.consumer_identity`) and an LLM provider's key (``OPENAI_API_KEY``
     ..., read by the ChoreographyPlanner when it calls the model). OpenTelemetry's
     standard ``OTEL_*`` variables are read once per process when an agent starts or a
     context is built (see ``soorma.otel.configure`` and docs/tracing.md).
@@ -185,6 +186,26 @@ class PlatformContext:
             settings=settings,
             http=client,
             owns_http=owns_http,
+        )
+
+    async def cancel_plan(self, plan_id: str, reason: str) -> str:
+        """Ask the planner that owns ``plan_id`` to cancel it.
+
+        Publishes ``plan.cancel_requested`` on ``system-events`` as this context's
+        identity; the owning planner ends the plan ``cancelled`` with ``reason``,
+        answers its goal with the cancellation and cancels its sub-plans. A plan of
+        another tenant is out of reach: the planner reads plans as the requester.
+        Follow the outcome with :meth:`TrackerClient.wait_for_plan`.
+
+        Returns:
+            The request's event id.
+        """
+        return await self.bus.publish(
+            SYSTEM_EVENTS,
+            PLAN_CANCEL_REQUESTED,
+            {"plan_id": plan_id, "reason": reason},
+            correlation_id=plan_id,
+            plan_id=plan_id,
         )
 
     async def close(self) -> None:

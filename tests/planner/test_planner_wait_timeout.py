@@ -85,4 +85,6 @@ async def test_a_planner_without_timeout_transitions_does_not_listen_for_them(pl
         context=platform.context(),
         plan_definition=PlanDefinition(plan_type="q.goal", states=states),
     )
-    assert "system-events" not in {h.topic for h in planner.handlers}
+    assert ("system-events", "plan.wait_timeout") not in {
+        (h.topic, h.event_type) for h in planner.handlers
+    }

@@ -21,7 +21,7 @@ import pytest
 from sdk_helpers import Proc, eventually, make_context, subprocess_env
 
 from soorma import Agent, Event, PlatformContext
-from soorma.agents._consumer_id import ConsumerIdentity
+from soorma.consumer_identity import ConsumerIdentity
 from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from soorma import Agent
-from soorma.agents._consumer_id import ConsumerIdentity
+from soorma.consumer_identity import ConsumerIdentity
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ name, so replicas share the work), dispatches each event to the handlers whose t
 event-type pattern match, acks after they return and nacks when one raises. Acks and nacks
 are sent in batches (see :mod:`soorma.agents._acks`), never before the handlers finished.
 
-Recovery: each replica has a stable consumer id (see :mod:`soorma.agents._consumer_id`),
+Recovery: each replica has a stable consumer id (see :mod:`soorma.consumer_identity`),
 so a restarted replica gets back at once what its previous life held; while a handler
 runs, the agent renews the lease of its delivery every third of ``visibility_timeout``,
 so a short timeout only redelivers events whose replica actually died.
@@ -30,7 +30,6 @@ from soorma import _tracing
 from soorma._propagation import handling
 from soorma.agents._acks import DEFAULT_ACK_BATCH, DEFAULT_ACK_WINDOW, AckBatcher
 from soorma.agents._banner import announce
-from soorma.agents._consumer_id import ConsumerIdentity, check_consumer_id
 from soorma.agents._dispatch import DispatchTable, call_while_unavailable
 from soorma.agents._handlers import (
     EventHandler,
@@ -45,6 +44,7 @@ from soorma.agents._intake import Intake
 from soorma.agents._leases import LeaseRenewer
 from soorma.agents._lru import RecentIds
 from soorma.agents._registration import RegistryPresence
+from soorma.consumer_identity import ConsumerIdentity, check_consumer_id
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.subscription import Subscription

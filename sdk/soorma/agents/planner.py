@@ -25,7 +25,6 @@ its transitions name, on ``action-results`` (not its own step requests on
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -38,9 +37,16 @@ from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.planning.cache import PlanCache
 from soorma.planning.plan import PlanContext
+from soorma.planning.steps import goal_plan_id
 from soorma.planning.stored import START_STATE
 from soorma_common.errors import VersionConflict
-from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, PLAN_WAIT_TIMEOUT, SYSTEM_EVENTS
+from soorma_common.events import (
+    ACTION_REQUESTS,
+    ACTION_RESULTS,
+    PLAN_CANCEL_REQUESTED,
+    PLAN_WAIT_TIMEOUT,
+    SYSTEM_EVENTS,
+)
 from soorma_common.memory import PlanStatus
 from soorma_common.registry import AgentCapability, EventDefinition
 from soorma_common.state import PlanDefinition, StateConfig
@@ -56,8 +62,6 @@ DEFAULT_TRANSITION_TOPICS = (ACTION_RESULTS, ACTION_REQUESTS)
 # A plan_definition's machine moves on answers; requests (its own step requests
 # included) never answer a step, so it does not read them unless asked to.
 DEFINITION_TRANSITION_TOPICS = (ACTION_RESULTS,)
-# Published by the tracker when a plan's WAIT outlives its timeout.
-_GOAL_NAMESPACE = uuid.UUID("0b8e6a4e-3d51-4b8e-a3c3-9f0f3f7d2c11")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +119,7 @@ class GoalContext:
 
     def plan_id_for(self) -> str:
         """A plan id derived from the goal: a redelivered goal finds its plan again."""
-        return str(uuid.uuid5(_GOAL_NAMESPACE, self.goal_id))
+        return goal_plan_id(self.goal_id)
 
     async def open_plan(
         self,
@@ -241,6 +245,14 @@ class Planner(Agent):
         self._goal_patterns: list[str] = []
         # Plans this process wrote last, so answers skip the by-correlation read.
         self.plan_cache = PlanCache()
+        self._add_handler(
+            HandlerSpec(
+                topic=SYSTEM_EVENTS,
+                event_type=PLAN_CANCEL_REQUESTED,
+                func=self._cancel_requested,
+                name="plan.cancel_requested",
+            )
+        )
         if plan_definition is not None:
             states = plan_definition.states
             from soorma.planning.machine import validate_state_machine
@@ -410,6 +422,22 @@ class Planner(Agent):
         if not self._goal_patterns:
             return True
         return any(fnmatchcase(plan.goal_event, p) for p in self._goal_patterns)
+
+    async def _cancel_requested(self, event: Event, context: PlatformContext) -> None:
+        """Cancel the requested plan when it is one of ours.
+
+        The plan is read as the request's tenant (the handled event's identity), so a
+        request from another tenant finds no plan and changes nothing.
+        """
+        plan_id = event.data.get("plan_id") or event.plan_id
+        if not isinstance(plan_id, str) or not plan_id:
+            return
+        plan = await PlanContext.restore(plan_id, context)
+        if plan is None or not self.owns(plan):
+            return
+        reason = str(event.data.get("reason") or "cancelled")
+        await plan.cancel(reason, by=event.user_id or event.tenant_id)
+        self.plan_cache.put(plan.to_record())
 
     # -- the declarative driver ------------------------------------------------------
 

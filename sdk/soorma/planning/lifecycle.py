@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from soorma._propagation import current_event
 from soorma.planning.steps import derived_id
 from soorma_common.events import (
+    PLAN_CANCELLED,
     PLAN_COMPLETED,
     PLAN_FAILED,
     PLAN_STARTED,
@@ -46,11 +47,21 @@ class Ending:
 
     @classmethod
     def failed(cls, plan_id: str, reason: str, status: str = PlanStatus.FAILED.value) -> Ending:
-        """The end of a plan that failed (or was cancelled) for ``reason``."""
+        """The end of a plan that failed for ``reason``."""
         return cls(
             PLAN_FAILED,
             {"status": status, "reason": reason},
             {"plan_id": plan_id, "status": "failed", "error": reason},
+        )
+
+    @classmethod
+    def cancelled(cls, plan_id: str, reason: str, by: str | None) -> Ending:
+        """The end of a plan cancelled by ``by`` for ``reason``."""
+        status = PlanStatus.CANCELLED.value
+        return cls(
+            PLAN_CANCELLED,
+            {"status": status, "reason": reason, "cancelled_by": by},
+            {"plan_id": plan_id, "status": status, "error": reason, "cancelled_by": by},
         )
 
 

@@ -36,16 +36,18 @@ from soorma.planning.lifecycle import (
 )
 from soorma.planning.machine import as_state_machine, validate_state_machine
 from soorma.planning.records import initial_correlations, plan_memory
-from soorma.planning.steps import derived_id, step_key
+from soorma.planning.steps import derived_id, goal_plan_id, step_key
 from soorma.planning.stored import START_STATE
 from soorma.planning.transitions import FAILED_STATE_NAMES, PlanMachine
 from soorma_common.bookkeeping import PlanBookkeeping
 from soorma_common.events import (
     ACTION_RESULTS,
+    PLAN_CANCEL_REQUESTED,
     PLAN_PAUSED,
     PLAN_RESUMED,
     PLAN_STARTED,
     PLAN_STATE_CHANGED,
+    SYSTEM_EVENTS,
     EventEnvelope,
 )
 from soorma_common.memory import PlanContextRecord, PlanStatus
@@ -69,7 +71,8 @@ class PlanContext(PlanMachine):
         response_event: Event type :meth:`finalize` answers the goal with.
         response_topic: Topic of that answer.
         correlation_id: The goal's correlation id (carried by the answer).
-        status: ``pending``, ``running``, ``paused``, ``completed`` or ``failed``.
+        status: ``pending``, ``running``, ``paused``, ``completed``, ``failed`` or
+            ``cancelled``.
         state_machine: State name → :class:`~soorma_common.state.StateConfig`.
         current_state: Where the plan is.
         results: Step results by state name (``results["searching"]``), plus ``final``
@@ -394,6 +397,52 @@ class PlanContext(PlanMachine):
     async def fail(self, reason: str) -> None:
         """End the plan as failed and answer the goal with ``status: failed``."""
         await self._end_once(lambda plan: plan._fail_locally(reason))
+
+    async def cancel(self, reason: str, *, by: str | None = None) -> bool:
+        """End the plan as cancelled, answer its goal, and ask its sub-plans to cancel.
+
+        The end is stored first (a versioned write, like every step), then announced
+        with ``plan.cancelled``, the goal's answer (``status: cancelled``) and one
+        ``plan.cancel_requested`` per outstanding step request whose goal opened a
+        sub-plan, all under ids derived from the plan. Calling it again on a cancelled
+        plan announces the same events again (consumers drop the copies), so a cancel
+        request redelivered after a crash completes what the first handling began.
+        Answers that arrive afterwards change nothing: an ended plan takes no transition.
+
+        Args:
+            reason: Why (recorded, and sent with the answer).
+            by: Who asked (recorded as ``bookkeeping.cancelled_by``).
+
+        Returns:
+            Whether the plan is cancelled (``False``: it had ended otherwise first).
+        """
+
+        def cancelled(plan: PlanContext) -> None:
+            plan._cancel_locally(reason, by)
+
+        if not self.is_finished():
+            await self._transition_status(cancelled)
+        if self.status != PlanStatus.CANCELLED:
+            return False
+        ending = self._recorded_ending()
+        requests = [
+            self._context.bus.build_event(
+                SYSTEM_EVENTS,
+                PLAN_CANCEL_REQUESTED,
+                {
+                    "plan_id": goal_plan_id(corr),
+                    "parent_plan_id": self.plan_id,
+                    "reason": f"parent plan {self.plan_id} cancelled: {ending.reply['error']}",
+                },
+                correlation_id=goal_plan_id(corr),
+                plan_id=goal_plan_id(corr),
+                session_id=self.session_id,
+                event_id=derived_id(self.plan_id, "cancel", corr),
+            )
+            for corr in sorted(self._steps.pending)
+        ]
+        await publish(self, [*end_events(self, ending), *requests])
+        return True
 
     async def _end_once(self, end: Callable[[PlanContext], Ending]) -> None:
         """End the plan through ``end`` and announce it, unless it has already ended."""

@@ -18,11 +18,21 @@ from soorma_common.events import EventEnvelope
 # Triggers remembered per plan for the redelivery guard (oldest dropped first).
 APPLIED_MEMORY = 200
 ID_NAMESPACE = uuid.UUID("6f1f4c2e-58a8-4f43-9b0e-5b1c0c1a9d21")
+# A goal's plan id derives from the goal event's id (a redelivered goal finds its plan).
+GOAL_NAMESPACE = uuid.UUID("0b8e6a4e-3d51-4b8e-a3c3-9f0f3f7d2c11")
 
 
 def derived_id(*parts: str) -> str:
     """A stable id for ``parts``: the same step or end always gets the same id."""
     return str(uuid.uuid5(ID_NAMESPACE, "/".join(parts)))
+
+
+def goal_plan_id(goal_id: str) -> str:
+    """The id of the plan a planner opens for the goal event ``goal_id``.
+
+    A plan's step request is the sub-plan's goal, so a parent knows its sub-plans' ids.
+    """
+    return str(uuid.uuid5(GOAL_NAMESPACE, goal_id))
 
 
 def step_key(trigger: EventEnvelope | None) -> str | None:

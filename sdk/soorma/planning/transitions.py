@@ -132,6 +132,11 @@ class PlanMachine(StoredPlan):
         """The end of a finished plan, rebuilt from what it stored."""
         if self.status == PlanStatus.COMPLETED:
             return Ending.completed(self.plan_id, self.results.get("final"))
+        if self.status == PlanStatus.CANCELLED:
+            book = self.bookkeeping
+            return Ending.cancelled(
+                self.plan_id, str(book.failure_reason or "cancelled"), book.cancelled_by
+            )
         reason = str(self.bookkeeping.failure_reason or self.status)
         return Ending.failed(self.plan_id, reason, str(self.status))
 
@@ -152,6 +157,14 @@ class PlanMachine(StoredPlan):
         self.status = PlanStatus.COMPLETED
         self.results["final"] = final
         return Ending.completed(self.plan_id, final)
+
+    def _cancel_locally(self, reason: str, by: str | None) -> Ending:
+        """End the local copy as cancelled (pure, like :meth:`_end`)."""
+        self.status = PlanStatus.CANCELLED
+        self.bookkeeping.failure_reason = reason
+        self.bookkeeping.cancelled_by = by
+        self.bookkeeping.pause_reason = None
+        return Ending.cancelled(self.plan_id, reason, by)
 
     def _fail_locally(self, reason: str) -> Ending:
         self.status = PlanStatus.FAILED

@@ -15,8 +15,9 @@ from servicekit.db import database_url
 from soorma import MemoryClient
 from soorma.bus import BusClient
 from soorma.client import Identity
+from soorma.consumer_identity import ConsumerIdentity
 from tracker_service.db import open_engine
-from tracker_service.projector import Projector, default_consumer
+from tracker_service.projector import GROUP, Projector
 from tracker_service.routes import router
 from tracker_service.settings import Settings
 from tracker_service.state import TrackerState
@@ -58,7 +59,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             timeout=5.0,
             connect_retries=0,
         )
-        consumer = settings.tracker_consumer or default_consumer()
+        # A stable id per replica: a restarted tracker takes back at once what its
+        # previous life held, instead of waiting out the visibility timeout.
+        replica = ConsumerIdentity(GROUP, settings.tracker_consumer)
+        consumer = replica.consumer_id
         projector = Projector(
             engine=engine,
             bus=bus,
@@ -98,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await asyncio.wait(tasks, timeout=SHUTDOWN_SECONDS)
             await http.aclose()
             await engine.dispose()
+            replica.release()
 
     return create_service_app(
         name="tracker-service",

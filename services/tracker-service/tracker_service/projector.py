@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import re
-import socket
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -39,12 +36,6 @@ TAP_TOPICS = (
 MAX_ACK = 1000
 MAX_PREFETCH = 1000
 RETRY_SECONDS = 1.0
-
-
-def default_consumer() -> str:
-    """One consumer id per process: ``tracker-<host>-<pid>``."""
-    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:64] or "host"
-    return f"tracker-{host}-{os.getpid()}"
 
 
 # Lock wait timed out, statement cancelled, server shutting down: retry, never skip.

@@ -18,8 +18,10 @@ class Settings(ServiceSettings):
         event_service_url: Where the tap is read and timeouts are published.
         memory_url: Where plan contexts (state machine, LLM audit) are read.
         api_token: Bearer token with ``soorma_role=service`` (jwt mode).
-        tracker_consumer: This replica's consumer id in group ``tracker`` (default: one
-            per process).
+        tracker_consumer: This replica's consumer id in group ``tracker``. Default: a
+            stable id per replica, resolved as agents resolve theirs
+            (:mod:`soorma.consumer_identity`: ``SOORMA_CONSUMER_ID``, ``SOORMA_REPLICA``,
+            else a replica slot on this host), so a restarted tracker resumes at once.
         tracker_projector: Consume the tap (off: API only).
         tracker_batch: Most events projected in one transaction.
         tracker_batch_wait_seconds: How long a batch waits to fill once it has one event.

@@ -1,0 +1,116 @@
+"""``soorma plans cancel`` end to end: the CLI publishes the request as its caller, the
+owning planner ends the plan, and the tracker shows it cancelled with the reason."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from tracker_stack import Listener, Stack
+
+from soorma import PlatformContext, PlatformSettings
+from soorma.agents.planner import Planner
+from soorma.cli import main
+from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
+
+pytestmark = pytest.mark.asyncio
+
+STATES = {
+    "start": StateConfig(state_name="start", default_next="review"),
+    "review": StateConfig(
+        state_name="review",
+        action=StateAction(event_type="doc.review", response_event="doc.reviewed"),
+        transitions=[StateTransition(on_event="doc.reviewed", to_state="done")],
+    ),
+    "done": StateConfig(state_name="done", is_terminal=True),
+}
+
+
+def _context(stack: Stack, **identity: Any) -> PlatformContext:
+    context = PlatformContext.from_env(
+        settings=PlatformSettings(
+            event_service_url=stack.events.url,
+            memory_url=stack.memory.url,
+            tracker_url=stack.tracker.url,
+            **identity,
+        )
+    )
+    # This stack runs no registry: nothing to register with or validate against.
+    context.registry = None
+    context.bus.payload_validator = None
+    return context
+
+
+async def _cli(*argv: str) -> int:
+    def call() -> int:
+        try:
+            main(list(argv))
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+
+    return await asyncio.to_thread(call)
+
+
+async def test_soorma_plans_cancel_ends_a_running_plan_with_its_reason(
+    stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planner = Planner(
+        name="reviewer",
+        context=_context(stack, tenant_id="acme"),
+        plan_definition=PlanDefinition(plan_type="doc.goal", states=STATES),
+    )
+    await planner.start()
+    try:
+        async with (
+            _context(stack, tenant_id="acme") as context,
+            Listener(stack, ["plan.cancel_requested"]) as requests,
+        ):
+            await context.bus.request("doc.goal", {}, "doc.done", correlation_id="doc-1")
+            plan = await context.tracker.wait_for_plan(correlation_id="doc-1", until_finished=False)
+            await stack.plan_when(plan.plan_id, lambda p: p["current_state"] == "review")
+            env = {"SOORMA_EVENT_SERVICE_URL": stack.events.url, "SOORMA_USER_ID": "alice"}
+            for name, value in env.items():
+                monkeypatch.setenv(name, value)
+            # Another tenant does not reach the plan at all.
+            monkeypatch.setenv("SOORMA_TENANT_ID", "globex")
+            assert (
+                await _cli("plans", "cancel", "doc-1", "--reason", "x", "--url", stack.tracker.url)
+                == 1
+            )
+            assert "doc-1" in capsys.readouterr().err
+            monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
+            code = await _cli(
+                "plans",
+                "cancel",
+                "doc-1",
+                "--reason",
+                "wrong document",
+                "--wait",
+                "20",
+                "--url",
+                stack.tracker.url,
+            )
+            out = capsys.readouterr().out
+            assert code == 0, out
+            assert f"cancel requested for plan {plan.plan_id}" in out
+            assert out.rstrip().endswith("plan cancelled (wrong document)")
+            # The caller's request, then the plan's own to the step's (possible) sub-plan.
+            asked, cascaded = await requests.wait_for(2)
+            assert (asked.tenant_id, asked.user_id) == ("acme", "alice")
+            assert asked.data == {"plan_id": plan.plan_id, "reason": "wrong document"}
+            assert cascaded.data["parent_plan_id"] == plan.plan_id
+            shown = await stack.ok(f"/plans/{plan.plan_id}", context="false")
+            assert (shown["status"], shown["reason"]) == ("cancelled", "wrong document")
+            # Cancelling an ended plan is refused before anything is published.
+            assert (
+                await _cli(
+                    "plans", "cancel", plan.plan_id, "--reason", "again", "--url", stack.tracker.url
+                )
+                == 1
+            )
+            assert "already ended (cancelled)" in capsys.readouterr().err
+    finally:
+        await planner.stop()
+        await planner.context.close()

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
-from soorma_common._base import BaseDTO
+from soorma_common.base import BaseDTO
 
 MAX_CONTENT_CHARS = 32_000
 MAX_DOCUMENT_CHARS = 2_000_000

@@ -6,7 +6,17 @@ import importlib
 
 import soorma_common
 
-CONTRACT_MODULES = ("a2a", "bus", "decisions", "errors", "events", "memory", "registry", "state")
+CONTRACT_MODULES = (
+    "a2a",
+    "bus",
+    "decisions",
+    "errors",
+    "events",
+    "knowledge",
+    "memory",
+    "registry",
+    "state",
+)
 
 EXPECTED = {
     # events

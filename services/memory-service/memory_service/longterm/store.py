@@ -211,7 +211,7 @@ class LongTermStore:
                     )
                 )
 
-    def _require(self) -> None:
+    def require_available(self) -> None:
         if not self.available:
             raise VectorSearchUnavailable(
                 "pgvector not installed: this PostgreSQL has no 'vector' extension, so "
@@ -222,7 +222,7 @@ class LongTermStore:
 
     @asynccontextmanager
     async def _tx(self, tenant: str, *, search_k: int = 0) -> AsyncIterator[AsyncConnection]:
-        self._require()
+        self.require_available()
         async with self.engine.begin() as conn:
             if self.d.pg:
                 role = f", set_config('role', '{RLS_ROLE}', true)" if self._rls_role else ""

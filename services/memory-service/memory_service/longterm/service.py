@@ -172,14 +172,26 @@ class LongTermMemory:
         self.store.require_available()
         model = await self.model()
         query_vector = (await self._embed([body.query]))[0]
-        k = min(200, max(50, body.limit * 5))
-        vector_hits, keyword_hits, records = await self.store.semantic_candidates(
+        vector_mode = body.mode == "vector"
+        # Fusion needs deeper lists than the hits it returns; pure vector ranking does not.
+        k = body.limit if vector_mode else min(200, max(50, body.limit * 5))
+        fused: list[tuple[str, float, int | None, int | None]] = []
+
+        def pick(vector: list[Ranked], keyword: list[Ranked]) -> list[str]:
+            if vector_mode:
+                return [hit.id for hit in vector[: body.limit]]
+            fused.extend(fuse(vector, keyword)[: body.limit])
+            return [record_id for record_id, *_ in fused]
+
+        vector_hits, _, records = await self.store.semantic_candidates(
             tenant,
             user,
             query_vector,
             body.query,
             model,
             k=k,
+            keyword=not vector_mode,
+            pick=pick,
             include_public=body.include_public,
             tags=body.tags,
             source=body.source,
@@ -187,14 +199,14 @@ class LongTermMemory:
         )
         similarity = {hit.id: hit.value for hit in vector_hits}
         hits: list[SemanticHit] = []
-        if body.mode == "vector":
+        if vector_mode:
             for hit in vector_hits:
                 if hit.id in records:
                     hits.append(
                         SemanticHit(record=records[hit.id], score=hit.value, vector_score=hit.value)
                     )
         else:
-            for record_id, score, _vr, kr in fuse(vector_hits, keyword_hits):
+            for record_id, score, _vr, kr in fused:
                 if record_id in records:
                     hits.append(
                         SemanticHit(

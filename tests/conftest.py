@@ -124,6 +124,16 @@ async def postgres_url(postgres_server_url: str) -> AsyncIterator[str]:
         await admin.close()
 
 
+@pytest.fixture(scope="session")
+def pgvector_server_url() -> Iterator[str]:
+    """A PostgreSQL with pgvector for this test process, never skipped (see
+    ``testsupport.pgvector``); ``{database}`` in the URL is left to fill."""
+    from testsupport.pgvector import pgvector_server
+
+    with pgvector_server() as url:
+        yield url
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: object) -> str:
     return f"sqlite+aiosqlite:///{tmp_path}/test.db"

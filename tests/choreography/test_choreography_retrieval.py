@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -21,7 +21,6 @@ from soorma.ai import Retrieval
 from soorma.ai._retrieval import SECTION_TITLE, format_section
 from soorma.ai.choreography import ChoreographyPlanner
 from soorma_common.events import EventEnvelope
-from testsupport.pgvector import pgvector_server
 from testsupport.services import event_settings, memory_settings, registry_settings
 
 MODEL = "gpt-4o-mini"
@@ -41,12 +40,6 @@ def backends(request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
         "memory": memory_settings(db, tmp_path, embedding_model=EMBEDDING_MODEL),
         "registry": registry_settings(f"sqlite+aiosqlite:///{tmp_path}/registry.db", tmp_path),
     }
-
-
-@pytest.fixture(scope="session")
-def pgvector_server_url() -> Iterator[str]:
-    with pgvector_server() as url:
-        yield url
 
 
 @pytest_asyncio.fixture

@@ -7,6 +7,7 @@ variants get their own database / key prefix per module, removed afterwards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from fuzz_support import ThreadedServer, serve_in_thread
 
+from testsupport.pgvector import pgvector_database
 from testsupport.services import event_settings, memory_settings, registry_settings
 
 RUN = uuid.uuid4().hex[:8]
@@ -52,11 +54,21 @@ def sql_url(request: pytest.FixtureRequest, tmp_path_factory: Any) -> Iterator[s
 
 
 @pytest.fixture(scope="module")
-def memory_server(sql_url: str, tmp_path_factory: Any) -> Iterator[ThreadedServer]:
+def memory_server(
+    request: pytest.FixtureRequest, sql_url: str, tmp_path_factory: Any
+) -> Iterator[ThreadedServer]:
     from memory_service import create_app
 
-    settings = memory_settings(sql_url, tmp_path_factory.mktemp("mem"))
-    with serve_in_thread(create_app(settings)) as server:
+    with contextlib.ExitStack() as stack:
+        url = sql_url
+        if not sql_url.startswith("sqlite"):
+            # Long-term memory needs pgvector, which the CI PostgreSQL lacks (its routes
+            # would answer 503 there): the PostgreSQL variant runs on the pgvector server.
+            url = stack.enter_context(
+                pgvector_database(request.getfixturevalue("pgvector_server_url"))
+            )
+        settings = memory_settings(url, tmp_path_factory.mktemp("mem"))
+        server = stack.enter_context(serve_in_thread(create_app(settings)))
         yield server
 
 

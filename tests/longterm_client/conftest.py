@@ -5,7 +5,7 @@ both."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -16,18 +16,11 @@ from memory_service import create_app
 from soorma import Identity
 from soorma.memory import MemoryClient
 from soorma.testing._embeddings import DEFAULT_DIMENSIONS, DETERMINISTIC_MODEL
-from testsupport.pgvector import pgvector_server
 from testsupport.services import in_process, memory_settings
 
 EMBEDDING_MODEL = f"{DETERMINISTIC_MODEL}/{DEFAULT_DIMENSIONS}"
 
 MemoryFactory = Callable[..., MemoryClient]
-
-
-@pytest.fixture(scope="session")
-def pgvector_server_url() -> Iterator[str]:
-    with pgvector_server() as url:
-        yield url
 
 
 @pytest_asyncio.fixture

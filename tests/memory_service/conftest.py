@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest_asyncio
 
 from memory_service import create_app
 from memory_service.settings import Settings
-from testsupport.pgvector import pgvector_server
+from testsupport.pgvector import create_database, drop_database
 from testsupport.services import db_url, in_process, memory_settings
 
 __all__ = ["db_url"]  # a fixture: pytest finds it by its name in this module
@@ -50,33 +49,12 @@ async def client(make_client: ClientFactory) -> AsyncIterator[httpx.AsyncClient]
 # --- long-term memory: SQLite and PostgreSQL + pgvector, always both -------------------
 
 
-@pytest.fixture(scope="session")
-def pgvector_server_url() -> Iterator[str]:
-    """A PostgreSQL with pgvector for this test process (``{database}`` left to fill)."""
-    with pgvector_server() as url:
-        yield url
-
-
 @pytest_asyncio.fixture
 async def pgvector_url(pgvector_server_url: str) -> AsyncIterator[str]:
-    """A fresh database on the pgvector server, dropped after the test."""
-    import asyncpg
-
-    name = f"soorma_lt_{uuid.uuid4().hex[:12]}"
-    admin_url = pgvector_server_url.format(database="postgres").replace(
-        "postgresql+asyncpg://", "postgresql://"
-    )
-    admin = await asyncpg.connect(admin_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield pgvector_server_url.format(database=name)
-    admin = await asyncpg.connect(admin_url)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    """A fresh database on the pgvector server (``tests/conftest.py``), dropped after."""
+    name, url = await create_database(pgvector_server_url)
+    yield url
+    await drop_database(pgvector_server_url, name)
 
 
 @pytest.fixture(params=["sqlite", "pgvector"])

@@ -18,13 +18,12 @@ from memory_service.embeddings import (
 )
 from memory_service.sql import open_sql_store
 
-pytestmark = pytest.mark.asyncio
-
 
 def _cos(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
 
 
+@pytest.mark.asyncio
 async def test_wordllama_loads_from_the_wheel_without_network(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -43,6 +42,7 @@ async def test_wordllama_loads_from_the_wheel_without_network(
     assert _cos(query, near) > _cos(query, far)
 
 
+@pytest.mark.asyncio
 async def test_model_names_select_embedders() -> None:
     det = make_embedder("deterministic/32")
     assert isinstance(det, DeterministicEmbedder)
@@ -54,6 +54,7 @@ async def test_model_names_select_embedders() -> None:
     assert (remote.provider, remote.model) == ("ollama", "ollama/nomic-embed-text")
 
 
+@pytest.mark.asyncio
 async def test_sqlite_vector_distance_is_cosine_distance(tmp_path: Any) -> None:
     store = await open_sql_store(f"sqlite+aiosqlite:///{tmp_path}/v.db")
     try:
@@ -75,3 +76,69 @@ async def test_sqlite_vector_distance_is_cosine_distance(tmp_path: Any) -> None:
     assert same == pytest.approx(0.0, abs=1e-6)
     assert diagonal == pytest.approx(1 - 2**-0.5, abs=1e-6)
     assert opposite == pytest.approx(2.0, abs=1e-6)
+
+
+_SQLITE_VEC_PROBE = """
+import json, sqlite3, sys
+from array import array
+conn = sqlite3.connect(":memory:")
+conn.enable_load_extension(True)
+conn.load_extension(sys.argv[1])
+pairs = json.loads(sys.argv[2])
+out = [
+    conn.execute(
+        "SELECT vec_distance_cosine(?, ?)",
+        (array("f", a).tobytes(), array("f", b).tobytes()),
+    ).fetchone()[0]
+    for a, b in pairs
+]
+print(json.dumps(out))
+"""
+
+
+def _interpreter_loading_sqlite_extensions() -> str | None:
+    import shutil
+    import subprocess
+    import sys
+
+    for candidate in (sys.executable, shutil.which("python3"), "/usr/bin/python3"):
+        if candidate is None:
+            continue
+        probe = subprocess.run(
+            [candidate, "-c", "import sqlite3; sqlite3.connect(':memory:').enable_load_extension"],
+            capture_output=True,
+        )
+        if probe.returncode == 0:
+            return candidate
+    return None
+
+
+def test_python_stand_in_answers_like_sqlite_vec() -> None:
+    """The SQLite path uses sqlite-vec where the interpreter can load it and a Python
+    stand-in elsewhere: both must rank alike."""
+    import json
+    import random
+    import subprocess
+
+    import sqlite_vec
+
+    from memory_service.longterm.dialect import _cosine_distance
+
+    interpreter = _interpreter_loading_sqlite_extensions()
+    if interpreter is None:
+        pytest.skip("no Python here can load SQLite extensions")
+    rng = random.Random(7)
+    pairs = [
+        ([rng.uniform(-1, 1) for _ in range(dims)], [rng.uniform(-1, 1) for _ in range(dims)])
+        for dims in (3, 64, 256, 256)
+    ]
+    pairs.append(([1.0, 0.0], [1.0, 0.0]))
+    result = subprocess.run(
+        [interpreter, "-c", _SQLITE_VEC_PROBE, sqlite_vec.loadable_path(), json.dumps(pairs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    from_sqlite_vec = json.loads(result.stdout)
+    ours = [_cosine_distance(array("f", a).tobytes(), array("f", b).tobytes()) for a, b in pairs]
+    assert ours == pytest.approx(from_sqlite_vec, abs=1e-5)

@@ -30,9 +30,19 @@ SERVICES = {
 }
 
 
+# Tables created by raw, engine-specific DDL rather than from models (pgvector columns,
+# generated tsvector, FTS5 and its shadow tables): tests/memory_service covers them.
+RAW_DDL_PREFIXES = ("memory_semantic", "memory_episodes", "memory_procedures")
+
+
+def _modelled(name: str | None, type_: str, _parents: Any) -> bool:
+    return not (type_ == "table" and name is not None and name.startswith(RAW_DDL_PREFIXES))
+
+
 def differences(connection: Connection, metadata: MetaData, version_table: str) -> list[Any]:
     context = MigrationContext.configure(
-        connection, opts={"compare_type": True, "version_table": version_table}
+        connection,
+        opts={"compare_type": True, "version_table": version_table, "include_name": _modelled},
     )
     return [
         diff

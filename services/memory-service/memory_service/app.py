@@ -22,7 +22,7 @@ from memory_service.sql import open_sql_store
 from servicekit import create_service_app
 from servicekit.db import database_url
 
-LONG_TERM_MAX_BODY_BYTES = 16 * 1024 * 1024
+LONG_TERM_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 def create_app(

@@ -82,16 +82,26 @@ class LongTermMemory:
         self._reembed_batch = reembed_batch
         self._job = ReembedJob()
         self._model: ActiveModel | None = None
+        self._model_lock = asyncio.Lock()
 
     async def model(self) -> ActiveModel:
+        """The active model; on PostgreSQL its HNSW index is built when first known."""
         if self._model is None:
-            self._model = ActiveModel(self.embedder.model, await self.embedder.dimensions())
+            async with self._model_lock:
+                if self._model is None:
+                    model = ActiveModel(self.embedder.model, await self.embedder.dimensions())
+                    if self.store.available and self.store.d.pg:
+                        await self.store.prepare_model(model)
+                    self._model = model
         return self._model
 
     async def start(self) -> None:
-        """Prepare the vector index of the active model when its size is known offline."""
-        if self.store.available and self.embedder.provider in ("deterministic", "wordllama"):
-            await self.store.prepare_model(await self.model())
+        """Build the active model's vector index now when that needs no provider call."""
+        # Only PostgreSQL has an index to build; SQLite must not pay the model's load time
+        # (WordLlama: seconds) at every start-up.
+        local = self.embedder.provider in ("deterministic", "wordllama")
+        if self.store.available and self.store.d.pg and local:
+            await self.model()
 
     async def close(self) -> None:
         task = self._job.task
@@ -132,14 +142,14 @@ class LongTermMemory:
     async def add_semantic(
         self, tenant: str, user: str, items: Sequence[SemanticMemoryCreate]
     ) -> list[tuple[SemanticMemoryRecord, bool]]:
-        self.store._require()
+        self.store.require_available()
         vectors = await self._vectors_for(items)
         return await self.store.semantic_put(tenant, user, items, vectors, await self.model())
 
     async def add_document(
         self, tenant: str, user: str, body: SemanticDocumentCreate
     ) -> list[SemanticMemoryRecord]:
-        self.store._require()
+        self.store.require_available()
         pieces = chunk_text(body.content, body.chunk_size, body.chunk_overlap)
         chunks = [
             SemanticMemoryCreate(
@@ -159,17 +169,29 @@ class LongTermMemory:
     async def search_semantic(
         self, tenant: str, user: str, body: SemanticSearch
     ) -> SemanticSearchResult:
-        self.store._require()
+        self.store.require_available()
         model = await self.model()
         query_vector = (await self._embed([body.query]))[0]
-        k = min(200, max(50, body.limit * 5))
-        vector_hits, keyword_hits, records = await self.store.semantic_candidates(
+        vector_mode = body.mode == "vector"
+        # Fusion needs deeper lists than the hits it returns; pure vector ranking does not.
+        k = body.limit if vector_mode else min(200, max(50, body.limit * 5))
+        fused: list[tuple[str, float, int | None, int | None]] = []
+
+        def pick(vector: list[Ranked], keyword: list[Ranked]) -> list[str]:
+            if vector_mode:
+                return [hit.id for hit in vector[: body.limit]]
+            fused.extend(fuse(vector, keyword)[: body.limit])
+            return [record_id for record_id, *_ in fused]
+
+        vector_hits, _, records = await self.store.semantic_candidates(
             tenant,
             user,
             query_vector,
             body.query,
             model,
             k=k,
+            keyword=not vector_mode,
+            pick=pick,
             include_public=body.include_public,
             tags=body.tags,
             source=body.source,
@@ -177,14 +199,14 @@ class LongTermMemory:
         )
         similarity = {hit.id: hit.value for hit in vector_hits}
         hits: list[SemanticHit] = []
-        if body.mode == "vector":
+        if vector_mode:
             for hit in vector_hits:
                 if hit.id in records:
                     hits.append(
                         SemanticHit(record=records[hit.id], score=hit.value, vector_score=hit.value)
                     )
         else:
-            for record_id, score, _vr, kr in fuse(vector_hits, keyword_hits):
+            for record_id, score, _vr, kr in fused:
                 if record_id in records:
                     hits.append(
                         SemanticHit(
@@ -203,14 +225,14 @@ class LongTermMemory:
     # --- episodic -------------------------------------------------------------------------
 
     async def add_episode(self, tenant: str, user: str, body: EpisodeCreate) -> EpisodeRecord:
-        self.store._require()
+        self.store.require_available()
         vector = (await self._embed([body.content]))[0]
         return await self.store.episode_add(tenant, user, body, vector, await self.model())
 
     async def search_episodes(
         self, tenant: str, user: str, body: EpisodeSearch
     ) -> EpisodeSearchResult:
-        self.store._require()
+        self.store.require_available()
         vector = (await self._embed([body.query]))[0]
         found = await self.store.episode_search(
             tenant,
@@ -231,14 +253,14 @@ class LongTermMemory:
     # --- procedural -----------------------------------------------------------------------
 
     async def add_procedure(self, tenant: str, user: str, body: ProcedureCreate) -> ProcedureRecord:
-        self.store._require()
+        self.store.require_available()
         vector = (await self._embed([body.situation]))[0]
         return await self.store.procedure_add(tenant, user, body, vector, await self.model())
 
     async def relevant_procedures(
         self, tenant: str, user: str, body: ProcedureQuery
     ) -> ProcedureQueryResult:
-        self.store._require()
+        self.store.require_available()
         vector = (await self._embed([body.query]))[0]
         found = await self.store.procedure_relevant(
             tenant,
@@ -284,7 +306,7 @@ class LongTermMemory:
 
     async def start_reembed(self) -> ReembedStatus:
         """Start re-embedding records on other models (no-op while one is running)."""
-        self.store._require()
+        self.store.require_available()
         if self._job.task is None or self._job.task.done():
             model = await self.model()
             await self.store.prepare_model(model)

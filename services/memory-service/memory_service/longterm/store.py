@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -211,7 +211,7 @@ class LongTermStore:
                     )
                 )
 
-    def _require(self) -> None:
+    def require_available(self) -> None:
         if not self.available:
             raise VectorSearchUnavailable(
                 "pgvector not installed: this PostgreSQL has no 'vector' extension, so "
@@ -222,7 +222,7 @@ class LongTermStore:
 
     @asynccontextmanager
     async def _tx(self, tenant: str, *, search_k: int = 0) -> AsyncIterator[AsyncConnection]:
-        self._require()
+        self.require_available()
         async with self.engine.begin() as conn:
             if self.d.pg:
                 role = f", set_config('role', '{RLS_ROLE}', true)" if self._rls_role else ""
@@ -538,12 +538,16 @@ class LongTermStore:
         model: ActiveModel,
         *,
         k: int,
+        keyword: bool,
+        pick: Callable[[list[Ranked], list[Ranked]], list[str]],
         include_public: bool,
         tags: list[str],
         source: str | None,
         metadata: dict[str, Any],
     ) -> tuple[list[Ranked], list[Ranked], dict[str, SemanticMemoryRecord]]:
-        """Top ``k`` by vector (active model only) and top ``k`` by keyword, with records."""
+        """Top ``k`` by vector (active model only) and, with ``keyword``, top ``k`` by
+        keyword relevance; the records of the ids ``pick`` chooses from the two lists
+        (the final hits: candidates' text is not read), all in one transaction."""
         vector_hits: list[Ranked] = []
         keyword_hits: list[Ranked] = []
         async with self._tx(tenant, search_k=k) as conn:
@@ -569,7 +573,7 @@ class LongTermStore:
                     params,
                 )
                 vector_hits = [Ranked(r.id, 1.0 - float(r.distance)) for r in result]
-            terms = keyword_terms(query)
+            terms = keyword_terms(query) if keyword else []
             if terms:
                 params = {}
                 scope = self._semantic_scope(
@@ -600,7 +604,7 @@ class LongTermStore:
                     )
                 result = await conn.execute(text(sql), params)
                 keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]
-            ids = list(dict.fromkeys([h.id for h in vector_hits] + [h.id for h in keyword_hits]))
+            ids = pick(vector_hits, keyword_hits)
             records: dict[str, SemanticMemoryRecord] = {}
             if ids:
                 marks = ", ".join(f":id{i}" for i in range(len(ids)))

@@ -40,7 +40,7 @@ async def recent_episodes(
     session_id: OptionalId = None,
 ) -> list[EpisodeRecord]:
     """The ``limit`` most recent episodes of this agent with the caller, oldest first."""
-    memory.store._require()
+    memory.store.require_available()
     return await memory.store.episodes_recent(
         identity.tenant_id, identity.user_id, agent_id, limit=limit, session_id=session_id
     )

@@ -42,7 +42,7 @@ async def list_procedures(
 ) -> list[ProcedureRecord]:
     """The caller's procedures and the tenant-wide ones (for ``agent_id``: its own and
     those for any agent)."""
-    memory.store._require()
+    memory.store.require_available()
     return await memory.store.procedure_list(
         identity.tenant_id, identity.user_id, agent_id=agent_id, kind=kind, limit=limit
     )

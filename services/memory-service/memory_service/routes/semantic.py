@@ -86,7 +86,7 @@ async def list_semantic(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> list[SemanticMemoryRecord]:
     """The caller's records and the tenant's public ones, oldest first (chunks in order)."""
-    memory.store._require()
+    memory.store.require_available()
     return await memory.store.semantic_list(
         identity.tenant_id,
         identity.user_id,

@@ -1,4 +1,4 @@
-"""The ``soorma`` command: ``dev``, ``init``, ``events``, ``plans`` and ``a2a``."""
+"""The ``soorma`` command: ``dev``, ``init``, ``call``, ``events``, ``plans`` and ``a2a``."""
 
 from __future__ import annotations
 
@@ -88,6 +88,20 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument(
         "--url", help="event service URL (default: from SOORMA_URL or SOORMA_EVENT_SERVICE_URL)"
     )
+    call = commands.add_parser(
+        "call",
+        help="send a request and print its answer",
+        description="Publish EVENT on action-requests, wait for the answer carrying the "
+        "same correlation id and print its data as JSON (exit 1 when the handler failed).",
+    )
+    call.add_argument("event_type", metavar="EVENT", help="request event, e.g. greet.requested")
+    call.add_argument("--data", default="{}", help="JSON object payload")
+    call.add_argument(
+        "--response-event",
+        help="the answer's event type (default: EVENT with .requested -> .completed)",
+    )
+    call.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (30)")
+    call.add_argument("--url", help="event service URL (default: from SOORMA_URL)")
     _cli_plans.add_parser(commands)
     _cli_a2a.add_parser(commands)
     return parser
@@ -105,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = _cli_plans.run(args)
         elif args.command == "a2a":
             code = _cli_a2a.run(args)
+        elif args.command == "call":
+            code = asyncio.run(_call(args))
         elif args.events_command == "tail":
             code = asyncio.run(_tail(args))
         else:
@@ -156,6 +172,9 @@ def _init(args: argparse.Namespace) -> int:
     for path in files:
         print(f"wrote {path}")
     print(f"next: soorma dev (platform), then: python {target / 'agent.py'}")
+    if args.agent_type == "tool":
+        prefix = args.name.replace("-", "_")
+        print(f'then try it: soorma call {prefix}.requested --data \'{{"text": "hello"}}\'')
     return 0
 
 
@@ -241,15 +260,47 @@ async def _tail(args: argparse.Namespace) -> int:
     return 0
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f'--data is not valid JSON ({exc}); e.g. --data \'{{"key": "value"}}\''
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError('--data must be a JSON object, e.g. \'{"key": "value"}\'')
+    return data
+
+
+def default_response_event(event_type: str) -> str:
+    """``greet.requested`` -> ``greet.completed``; otherwise ``<event>.completed``."""
+    stem = event_type.removesuffix(".requested")
+    return f"{stem}.completed"
+
+
+async def _call(args: argparse.Namespace) -> int:
+    try:
+        data = _json_object(args.data)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    response_event = args.response_event or default_response_event(args.event_type)
+    async with _context(args.url) as context:
+        answer = await context.bus.call(
+            args.event_type, data, response_event=response_event, timeout=args.timeout
+        )
+    print(json.dumps(answer.data, default=str))
+    if answer.data.get("success") is False:
+        return _fail(f"the handler failed: {answer.data.get('error')}")
+    return 0
+
+
 async def _publish(args: argparse.Namespace) -> int:
     from soorma_common.errors import SoormaError
 
     try:
-        data = json.loads(args.data)
-    except json.JSONDecodeError as exc:
-        return _fail(f'--data is not valid JSON ({exc}); e.g. --data \'{{"key": "value"}}\'', 2)
-    if not isinstance(data, dict):
-        return _fail('--data must be a JSON object, e.g. \'{"key": "value"}\'', 2)
+        data = _json_object(args.data)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
     async with _context(args.url) as context:
         try:
             event_id = await context.bus.publish(
@@ -266,4 +317,4 @@ async def _publish(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["format_event_line", "main", "tail_topics"]
+__all__ = ["default_response_event", "format_event_line", "main", "tail_topics"]

@@ -3,12 +3,7 @@
 A record's ``state`` is the user's: it holds only what handlers put there. The SDK's own
 bookkeeping (the goal's correlation id and caller, outstanding requests, applied
 triggers, a ChoreographyPlanner's counters, steps, WAIT and audit trail) lives in the
-record's typed ``bookkeeping`` field.
-
-Records written before that field existed kept the bookkeeping inside ``state`` (under
-``_plan``, ``__soorma__``, ``choreography_*``, ``_waiting_for`` ...). :func:`lift_plan`
-and :func:`lift_task` move such keys into ``bookkeeping`` whenever a record is read or
-written, so old records stay readable and are migrated by their next write.
+record's typed ``bookkeeping`` field, never in ``state``.
 """
 
 from __future__ import annotations
@@ -97,84 +92,8 @@ class TaskBookkeeping(BaseDTO):
     sent: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
-# Where older records kept the bookkeeping inside ``state``.
-LEGACY_PLAN_META = "_plan"
-LEGACY_TASK_META = "__soorma__"
-# state key -> PlanBookkeeping field
-LEGACY_PLAN_KEYS = {
-    "resume_status": "resume_status",
-    "pause_reason": "pause_reason",
-    "failure_reason": "failure_reason",
-    "deferred_events": "deferred_events",
-}
-# state key -> ChoreographyBookkeeping field
-LEGACY_CHOREOGRAPHY_KEYS = {
-    "choreography_planner": "planner",
-    "choreography_actions": "actions",
-    "choreography_pending": "pending",
-    "choreography_steps": "steps",
-    "choreography_answered": "answered",
-    "_waiting_for": "waiting_for",
-    "_wait_timeout": "wait_timeout",
-    "_resumed_by": "resumed_by",
-    "llm_audit": "audit",
-}
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    if isinstance(value, BaseDTO):
-        return value.model_dump()
-    return dict(value) if isinstance(value, dict) else {}
-
-
-def lift_plan(data: Any) -> Any:
-    """``data`` (a plan record's raw fields) with legacy bookkeeping moved out of state.
-
-    Only a record whose state holds the ``_plan`` entry is one: every plan such an SDK
-    wrote had it. Without it, keys like ``pause_reason`` are the user's and stay. The
-    keys found in ``state`` win over ``bookkeeping``'s: they were written last.
-    """
-    if not isinstance(data, dict):
-        return data
-    state = data.get("state")
-    if not isinstance(state, dict) or LEGACY_PLAN_META not in state:
-        return data
-    state = dict(state)
-    book = _as_dict(data.get("bookkeeping"))
-    meta = state.pop(LEGACY_PLAN_META, None)
-    if isinstance(meta, dict):
-        for name in ("correlation_id", "response_topic", "tenant_id", "user_id"):
-            if name in meta:
-                book[name] = meta[name]
-        for name in ("pending", "applied"):
-            if isinstance(meta.get(name), dict):
-                book[name] = meta[name]
-    for key, name in LEGACY_PLAN_KEYS.items():
-        if key in state:
-            book[name] = state.pop(key)
-    moved = {name: state.pop(key) for key, name in LEGACY_CHOREOGRAPHY_KEYS.items() if key in state}
-    if moved:
-        book["choreography"] = {**_as_dict(book.get("choreography")), **moved}
-    return {**data, "state": state, "bookkeeping": book}
-
-
-def lift_task(data: Any) -> Any:
-    """``data`` (a task record's raw fields) with legacy bookkeeping moved out of state."""
-    if not isinstance(data, dict):
-        return data
-    state = data.get("state")
-    if not isinstance(state, dict) or LEGACY_TASK_META not in state:
-        return data
-    state = dict(state)
-    meta = state.pop(LEGACY_TASK_META)
-    book = {**_as_dict(data.get("bookkeeping")), **(meta if isinstance(meta, dict) else {})}
-    return {**data, "state": state, "bookkeeping": book}
-
-
 __all__ = [
     "ChoreographyBookkeeping",
     "PlanBookkeeping",
     "TaskBookkeeping",
-    "lift_plan",
-    "lift_task",
 ]

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from soorma_common.base import BaseDTO
-from soorma_common.bookkeeping import (
-    LEGACY_PLAN_META,
-    LEGACY_TASK_META,
-    PlanBookkeeping,
-    TaskBookkeeping,
-    lift_plan,
-    lift_task,
-)
+from soorma_common.bookkeeping import PlanBookkeeping, TaskBookkeeping
 from soorma_common.events import ACTION_RESULTS
 
 
@@ -53,9 +46,7 @@ class SubTaskRecord(BaseDTO):
 class TaskContextRecord(BaseDTO):
     """Persisted state of a worker task, so it can complete asynchronously.
 
-    ``state`` is the user's; the SDK's own bookkeeping is in ``bookkeeping`` (records
-    that kept it in ``state`` are lifted on validation, see
-    :mod:`soorma_common.bookkeeping`).
+    ``state`` is the user's; the SDK's own bookkeeping is in ``bookkeeping``.
     """
 
     task_id: str = Field(min_length=1, max_length=256)
@@ -72,15 +63,6 @@ class TaskContextRecord(BaseDTO):
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
-    @model_validator(mode="after")
-    def _lift_legacy_bookkeeping(self) -> Self:
-        # After validation: checking one key keeps pydantic's JSON fast path for the rest.
-        if LEGACY_TASK_META in self.state:
-            lifted = lift_task({"state": self.state, "bookkeeping": self.bookkeeping})
-            self.state = lifted["state"]
-            self.bookkeeping = TaskBookkeeping.model_validate(lifted["bookkeeping"])
-        return self
-
 
 class SubTaskResultRequest(BaseDTO):
     """Body of ``POST /v1/memory/task-context/{task_id}/sub-tasks/{sub_task_id}/result``."""
@@ -93,9 +75,7 @@ class SubTaskResultRequest(BaseDTO):
 class PlanContextRecord(BaseDTO):
     """Persisted state of a planner's plan.
 
-    ``state`` is the user's; the SDK's own bookkeeping is in ``bookkeeping`` (records
-    that kept it in ``state`` are lifted on validation, see
-    :mod:`soorma_common.bookkeeping`).
+    ``state`` is the user's; the SDK's own bookkeeping is in ``bookkeeping``.
     """
 
     plan_id: str = Field(min_length=1, max_length=256)
@@ -114,15 +94,6 @@ class PlanContextRecord(BaseDTO):
     version: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
-
-    @model_validator(mode="after")
-    def _lift_legacy_bookkeeping(self) -> Self:
-        # After validation: checking one key keeps pydantic's JSON fast path for the rest.
-        if LEGACY_PLAN_META in self.state:
-            lifted = lift_plan({"state": self.state, "bookkeeping": self.bookkeeping})
-            self.state = lifted["state"]
-            self.bookkeeping = PlanBookkeeping.model_validate(lifted["bookkeeping"])
-        return self
 
 
 class PlanCreate(BaseDTO):

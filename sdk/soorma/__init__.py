@@ -8,19 +8,10 @@ these classes, whichever service answered.
 
 from soorma._client_main import run_client
 from soorma._propagation import current_event
-from soorma.agents import (
-    Agent,
-    DelegationSpec,
-    GoalContext,
-    InvocationContext,
-    Planner,
-    ResultContext,
-    TaskContext,
-    Tool,
-    TransitionContext,
-    Worker,
-)
-from soorma.agents.tool import run_once
+from soorma.agents.base import Agent
+from soorma.agents.planner import GoalContext, Planner, TransitionContext
+from soorma.agents.tool import InvocationContext, Tool, run_once
+from soorma.agents.worker import Worker
 from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
 from soorma.context import PlatformContext, PlatformSettings
@@ -29,6 +20,8 @@ from soorma.memory import MemoryClient
 from soorma.planning.plan import PlanContext
 from soorma.registry import RegistryClient
 from soorma.subscription import Subscription
+from soorma.tasking.context import DelegationSpec, TaskContext
+from soorma.tasking.results import ResultContext
 from soorma_common.errors import (
     AgentNotFound,
     ConfigurationError,

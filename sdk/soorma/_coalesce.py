@@ -1,7 +1,7 @@
 """Publishes of one identity share a request while another of theirs is in flight.
 
 No publish waits for a timer: when nothing of its identity is being sent, a publish goes
-out at once, as before. Publishes made while such a request is in flight queue up and
+out at once. Publishes made while such a request is in flight queue up and
 leave together, as one ``publish-batch``, as soon as it returned. Under load (many
 handlers publishing at once) that turns many small requests into a few; alone, nothing
 changes.

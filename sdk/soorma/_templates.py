@@ -42,7 +42,7 @@ Run the platform with `soorma dev`, then `python agent.py`.
 
 import logging
 
-from soorma.agents import Worker
+from soorma import Worker
 
 worker = Worker(name="{name}", description="Describe what {name} does.")
 
@@ -66,7 +66,7 @@ Run the platform with `soorma dev`, then `python agent.py`.
 
 import logging
 
-from soorma.agents import Planner
+from soorma import Planner
 
 planner = Planner(name="{name}", description="Describe the goals {name} pursues.")
 

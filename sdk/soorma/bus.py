@@ -418,7 +418,7 @@ class BusClient(ServiceClient):
         data: Mapping[str, Any] | None = None,
         *,
         response_event: str,
-        timeout: float = DEFAULT_CALL_TIMEOUT,  # noqa: ASYNC109 - the seed's call() API
+        timeout: float = DEFAULT_CALL_TIMEOUT,  # noqa: ASYNC109 - call()'s documented API
         topic: str = ACTION_REQUESTS,
         response_topic: str = ACTION_RESULTS,
         correlation_id: str | None = None,

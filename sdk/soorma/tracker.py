@@ -148,7 +148,7 @@ class TrackerClient(ServiceClient):
         plan_id: str | None = None,
         *,
         correlation_id: str | None = None,
-        timeout: float = DEFAULT_WAIT_TIMEOUT,  # noqa: ASYNC109 - the issue's API
+        timeout: float = DEFAULT_WAIT_TIMEOUT,  # noqa: ASYNC109 - wait_for()'s documented API
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         until_finished: bool = True,
     ) -> PlanDetail:

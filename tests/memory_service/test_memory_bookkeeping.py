@@ -1,7 +1,7 @@
 """SDK bookkeeping lives in its own column: a record's ``state`` holds only the user's keys.
 
 Records from before the column (the SDK's keys inside ``state``) are moved out by the
-0004 migration, and ones an older SDK still writes are lifted when they arrive.
+0004 migration; after it, ``state`` is the user's whole, whatever its keys are named.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
-from memory_bodies import plan_body, task_body
+from memory_bodies import plan_body
 
 from memory_service.models import plans, task_contexts
 from memory_service.sql import MIGRATIONS, VERSION_TABLE, open_sql_store
@@ -146,26 +146,6 @@ async def test_the_upgrade_moves_sdk_keys_out_of_stored_state(db_url: str) -> No
         assert stored == {"mine": 1}
     finally:
         await store.close()
-
-
-async def test_an_old_sdk_write_is_lifted_and_read_back_clean(client: httpx.AsyncClient) -> None:
-    body = plan_body("p-old", state=LEGACY_PLAN_STATE)
-    assert (await client.post("/v1/memory/plan-context", json=body, headers=T)).status_code == 200
-    got = await client.get("/v1/memory/plan-context/p-old", headers=T)  # the fast path
-    assert_plan_lifted(PlanContextRecord.model_validate(got.json()))
-    # A PUT in the old shape (fast path) is lifted the same way.
-    put = await client.put(
-        "/v1/memory/plan-context/p-old",
-        json={**got.json(), "state": {**LEGACY_PLAN_STATE, "mine": 1}},
-        headers={**T, "If-Match": f'"{got.json()["version"]}"'},
-    )
-    assert put.status_code == 200, put.text
-    assert_plan_lifted(PlanContextRecord.model_validate(put.json()))
-
-    task = task_body("t-old", state=LEGACY_TASK_STATE)
-    assert (await client.post("/v1/memory/task-context", json=task, headers=T)).status_code == 200
-    got = await client.get("/v1/memory/task-context/t-old", headers=T)
-    assert_task_lifted(TaskContextRecord.model_validate(got.json()))
 
 
 async def test_bookkeeping_round_trips_and_user_keys_named_like_sdk_keys_stay(

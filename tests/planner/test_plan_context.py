@@ -240,24 +240,3 @@ async def test_the_sdk_keeps_its_bookkeeping_out_of_the_users_state(platform):
     assert stored.state == {"mine": 1}
     assert stored.bookkeeping.correlation_id == "goal-1"
     assert stored.bookkeeping.applied and stored.bookkeeping.pause_reason is None
-
-
-async def test_a_plan_stored_in_the_old_shape_continues_where_it_was(platform):
-    # An SDK before the bookkeeping field kept it under state["_plan"]: the plan still
-    # finds its pending request, and the step it took is recognised when redelivered.
-    context = platform.context()
-    plan = await new_plan(context, state={"mine": 1})
-    assert await plan.execute_next() == "searching"
-    old = plan.to_dict()
-    book = old.pop("bookkeeping")
-    old["state"] = {**old["state"], "_plan": book}
-    await context.memory._send("PUT", f"/v1/memory/plan-context/{plan.plan_id}", json=old)
-
-    restored = await PlanContext.restore(plan.plan_id, context)
-    assert restored is not None and restored.state == {"mine": 1}
-    assert restored.correlation_id == "goal-1" and restored._steps.pending
-    reply = answer(restored, "web.search.completed", {"hits": 3}, event_id="answer-1")
-    assert await restored.execute_next(reply) == "done"
-    again = await PlanContext.restore(plan.plan_id, context)
-    assert again is not None and await again.execute_next(reply) is None
-    assert again.results["searching"] == {"hits": 3}

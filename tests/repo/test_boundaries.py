@@ -164,6 +164,26 @@ def test_the_sdk_and_servicekit_import_no_service_and_common_imports_nothing() -
     assert edges["servicekit"] == {"soorma_common"}
 
 
+def test_every_service_is_found_through_its_entry_point() -> None:
+    import tomllib
+    from importlib.metadata import entry_points
+
+    from soorma._dev import SERVICES
+
+    declared = {}
+    for room in rooms():
+        pyproject = room.path.parent / "pyproject.toml"
+        if room.path.parent.parent.name != "services" or room.name == "servicekit":
+            continue
+        project = tomllib.loads(pyproject.read_text())["project"]
+        group = project["entry-points"]["soorma.services"]
+        assert list(group.values()) == [room.name], pyproject
+        declared.update(group)
+    assert {service.name for service in SERVICES} == set(declared)
+    installed = {ep.name: ep.value for ep in entry_points(group="soorma.services")}
+    assert installed == declared
+
+
 def test_platform_event_types_are_spelled_once() -> None:
     """``plan.*``, ``task.timeout``, ... are written in soorma_common.events only."""
     from soorma_common import events

@@ -26,7 +26,7 @@ async def test_published_event_carries_response_event_and_reaches_subscribers(
     assert event.response_event == "research.completed"
     assert event.response_topic == "action-results"
     assert event.correlation_id == event_id
-    assert event["data"] == {"topic": "ai"}
+    assert event.data == {"topic": "ai"}
     assert event.tenant_id == "default"
 
 

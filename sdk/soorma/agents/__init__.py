@@ -1,22 +1,6 @@
-"""Agent types: :class:`Agent` (raw events), :class:`Tool` (request/response)
-and :class:`Worker` (async tasks with delegation)."""
+"""Agent types: :class:`~soorma.Agent` (raw events), :class:`~soorma.Tool`
+(request/response), :class:`~soorma.Worker` (async tasks with delegation) and
+:class:`~soorma.Planner` (state machines). Import them from :mod:`soorma`; this package
+holds their implementation and exports nothing of its own."""
 
-from soorma.agents.base import Agent
-from soorma.agents.planner import GoalContext, Planner, TransitionContext
-from soorma.agents.tool import InvocationContext, Tool
-from soorma.agents.worker import Worker
-from soorma.tasking.context import DelegationSpec, TaskContext
-from soorma.tasking.results import ResultContext
-
-__all__ = [
-    "Agent",
-    "DelegationSpec",
-    "GoalContext",
-    "InvocationContext",
-    "Planner",
-    "ResultContext",
-    "TaskContext",
-    "Tool",
-    "TransitionContext",
-    "Worker",
-]
+__all__: list[str] = []

@@ -5,7 +5,7 @@ Called once from :meth:`Agent.start`, before anything connects:
 * one line naming the agent, its type, the topics and event types it listens to, its
   group, and the event, memory and registry services it talks to;
 * when the event service does not answer, one clear line saying so and what to do
-  (the agent keeps waiting for it, as before: starting it later is fine);
+  (the agent keeps waiting for it: starting it later is fine);
 * the HTTP client's own per-request lines (``httpx`` / ``httpcore`` at INFO: one per
   publish, ack and heartbeat) are left out, unless the application chose a level
   for those loggers itself.

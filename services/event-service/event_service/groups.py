@@ -14,8 +14,8 @@ One consumer id, one stream: a stream opened with the id of a stream still open 
 process (a restarted agent reconnecting before its old connection was found dead)
 supersedes it. The old one stops reading and claiming at once, its response ends, and
 the new one re-delivers what the old one took, once the old one's reads have stopped.
-Otherwise the old session kept taking new deliveries for a client that is gone, each
-lost until its visibility timeout (the late takeovers of issue 9).
+Otherwise the old session would keep taking new deliveries for a client that is gone,
+each lost until its visibility timeout.
 
 Across processes (several event-service replicas on one Redis) the same holds: each
 stream records its session id as its consumer id's newest (``EventLog.open_session``)

@@ -1,4 +1,4 @@
-"""The ``soorma`` command: ``dev``, ``init``, ``call``, ``events``, ``plans`` and ``a2a``."""
+"""The ``soorma`` command: ``dev``, ``run``, ``init``, ``call``, ``events``, ``plans``, ``a2a``."""
 
 from __future__ import annotations
 
@@ -88,6 +88,18 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument(
         "--url", help="event service URL (default: from SOORMA_URL or SOORMA_EVENT_SERVICE_URL)"
     )
+    run = commands.add_parser(
+        "run",
+        help="run a project's agents in one process, restarted when their code changes",
+        description="Import each TARGET (a .py file, a folder of them, or a module name such "
+        "as myproject.agents or 'myproject.agents.*'), start every agent it defines at module "
+        "level, and restart them when a file beside them changes.",
+    )
+    run.add_argument("targets", nargs="+", metavar="TARGET")
+    run.add_argument(
+        "--no-reload", dest="reload", action="store_false", help="do not watch for changes"
+    )
+
     call = commands.add_parser(
         "call",
         help="send a request and print its answer",
@@ -119,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = _cli_plans.run(args)
         elif args.command == "a2a":
             code = _cli_a2a.run(args)
+        elif args.command == "run":
+            code = _run(args)
         elif args.command == "call":
             code = asyncio.run(_call(args))
         elif args.events_command == "tail":
@@ -270,6 +284,19 @@ def _json_object(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError('--data must be a JSON object, e.g. \'{"key": "value"}\'')
     return data
+
+
+def _run(args: argparse.Namespace) -> int:
+    from soorma._run import RunError, configure_logging, load_agents, run_agents, supervise
+
+    try:
+        if args.reload:
+            return supervise(args.targets, out=sys.stdout)
+        configure_logging()
+        agents = load_agents(args.targets)
+        return asyncio.run(run_agents(agents, out=sys.stdout))
+    except RunError as exc:
+        return _fail(str(exc))
 
 
 def default_response_event(event_type: str) -> str:

@@ -178,6 +178,11 @@ def supervise(targets: Sequence[str], *, out: TextIO) -> int:
     watched = watched_files(targets)
     print(f"soorma run: watching {len(watched)} file(s) for changes", file=out, flush=True)
     child: subprocess.Popen[bytes] | None = None
+
+    def terminated(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops the agents too, never orphans them
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
         while True:
             # Its own session: a terminal's Ctrl-C reaches the supervisor only, which

@@ -85,3 +85,19 @@ async def test_run_says_when_a_target_defines_no_agent(tmp_path: Path) -> None:
     assert run.lines == [
         f"soorma: no agent (Agent, Tool, Worker, Planner) defined in {tmp_path / 'empty.py'}"
     ]
+
+
+async def test_run_stopped_with_sigterm_stops_its_agents_too(tmp_path: Path) -> None:
+    (tmp_path / "one.py").write_text(AGENT.format(name="one", version="v1"))
+    async with serve(create_app(Settings(event_backend="memory"))) as events:
+        env = subprocess_env(
+            SOORMA_EVENT_SERVICE_URL=events.url, SOORMA_REGISTRY_URL="http://127.0.0.1:9"
+        )
+        run = await Proc.start(SOORMA, "run", str(tmp_path / "one.py"), env=env)
+        try:
+            await run.wait_for("soorma run: running", within=60)
+            # The output closes only once the agents' process has exited as well.
+            assert await run.stop(signal.SIGTERM, within=20) == 0, run.output
+        finally:
+            await run.kill()
+    assert "agent one stopped" in run.output

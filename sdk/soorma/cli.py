@@ -192,10 +192,14 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _context(url: str | None) -> Any:
+async def _context(url: str | None) -> Any:
+    """The platform's clients: found from ``SOORMA_URL``'s discovery document when set."""
+    import httpx
+
     from soorma.context import PlatformContext, PlatformSettings
 
-    settings = PlatformSettings.from_env()
+    async with httpx.AsyncClient() as http:
+        settings = await PlatformSettings.discover(http)
     if url:
         from dataclasses import replace
 
@@ -252,7 +256,7 @@ async def _tail(args: argparse.Namespace) -> int:
 
     color = use_color(args.color, sys.stdout)
     seen = 0
-    async with _context(args.url) as context:
+    async with await _context(args.url) as context:
         topics = args.topic or await tail_topics(context)
         event_types = [args.event_type] if args.event_type else None
         try:
@@ -311,7 +315,7 @@ async def _call(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc), 2)
     response_event = args.response_event or default_response_event(args.event_type)
-    async with _context(args.url) as context:
+    async with await _context(args.url) as context:
         answer = await context.bus.call(
             args.event_type, data, response_event=response_event, timeout=args.timeout
         )
@@ -328,7 +332,7 @@ async def _publish(args: argparse.Namespace) -> int:
         data = _json_object(args.data)
     except ValueError as exc:
         return _fail(str(exc), 2)
-    async with _context(args.url) as context:
+    async with await _context(args.url) as context:
         try:
             event_id = await context.bus.publish(
                 args.topic,

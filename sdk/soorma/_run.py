@@ -18,6 +18,7 @@ import fnmatch
 import importlib
 import importlib.util
 import logging
+import os
 import pkgutil
 import signal
 import subprocess
@@ -28,7 +29,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+import httpx
+
 from soorma.agents.base import Agent
+from soorma.context import _SERVICE_FIELDS, PlatformSettings
 
 # How often the supervisor looks at the watched files' modification times.
 POLL_SECONDS = 0.5
@@ -121,8 +125,20 @@ def watched_files(targets: Sequence[str]) -> list[Path]:
     return sorted(p for folder in folders for p in folder.glob("*.py"))
 
 
+async def use_discovery() -> None:
+    """With ``SOORMA_URL`` set, the agents connect where the platform's discovery
+    document says (their ``from_env()`` reads the per-service variables set here)."""
+    if not os.environ.get("SOORMA_URL"):
+        return
+    async with httpx.AsyncClient() as http:
+        settings = await PlatformSettings.discover(http)
+    for field, variable in _SERVICE_FIELDS.values():
+        os.environ.setdefault(variable, getattr(settings, field))
+
+
 async def run_agents(agents: Sequence[tuple[str, Agent]], *, out: TextIO) -> int:
     """Start ``agents`` together, serve until SIGINT/SIGTERM, then stop them all."""
+    await use_discovery()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 

@@ -101,3 +101,13 @@ async def test_run_stopped_with_sigterm_stops_its_agents_too(tmp_path: Path) -> 
         finally:
             await run.kill()
     assert "agent one stopped" in run.output
+
+
+async def test_run_connects_where_the_platforms_discovery_document_says(tmp_path: Path) -> None:
+    (tmp_path / "one.py").write_text(AGENT.format(name="one", version="v1"))
+    async with serve(create_app(Settings(event_backend="memory"))) as events:
+        # SOORMA_URL at a lone event service: no discovery document there.
+        env = subprocess_env(SOORMA_URL=events.url)
+        run = await Proc.start(SOORMA, "run", "--no-reload", str(tmp_path / "one.py"), env=env)
+        assert await run.wait(within=60) == 1, run.output
+    assert run.lines[-1].startswith(f"soorma: SOORMA_URL={events.url} is not a Soorma platform")

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 import httpx
 
 from soorma.agents.base import Agent
-from soorma.context import _SERVICE_FIELDS, PlatformSettings
+from soorma.context import PlatformSettings
 
 # How often the supervisor looks at the watched files' modification times.
 POLL_SECONDS = 0.5
@@ -132,8 +132,8 @@ async def use_discovery() -> None:
         return
     async with httpx.AsyncClient() as http:
         settings = await PlatformSettings.discover(http)
-    for field, variable in _SERVICE_FIELDS.values():
-        os.environ.setdefault(variable, getattr(settings, field))
+    for variable, url in settings.service_variables().items():
+        os.environ.setdefault(variable, url)
 
 
 async def run_agents(agents: Sequence[tuple[str, Agent]], *, out: TextIO) -> int:

@@ -152,6 +152,11 @@ class PlatformSettings:
                 found[field] = check_url(f"{url} services.{service}", services[service])
         return dataclasses.replace(settings, **found)
 
+    def service_variables(self) -> dict[str, str]:
+        """Each service's URL under its own variable (``SOORMA_MEMORY_URL``...), e.g. to
+        hand what :meth:`discover` found to processes that read :meth:`from_env`."""
+        return {variable: getattr(self, field) for field, variable in _SERVICE_FIELDS.values()}
+
     @property
     def identity(self) -> Identity:
         """The identity every client of this context acts as."""

@@ -60,13 +60,44 @@ def _one_postgres_heavy_test_at_a_time(request: pytest.FixtureRequest) -> Iterat
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+# The reason a PostgreSQL/Redis variant skips with when its server is not configured.
+VARIANT_SKIP = " not set"
+VARIANT_VARIABLES = ("SOORMA_TEST_DATABASE_URL", "SOORMA_TEST_REDIS_URL")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Skips, short: the variants skipped for an unset backend URL in one line, any
+    other skip on its own line (pytest's ``-rs`` would list each variant)."""
+    variants: dict[str, int] = {}
+    others: dict[tuple[str, str], int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        if not isinstance(report.longrepr, tuple):
+            continue
+        path, lineno, reason = report.longrepr
+        reason = reason.removeprefix("Skipped: ")
+        variable = reason.removesuffix(VARIANT_SKIP)
+        if reason.endswith(VARIANT_SKIP) and variable in VARIANT_VARIABLES:
+            variants[variable] = variants.get(variable, 0) + 1
+        else:
+            key = (f"{path}:{lineno + 1}", reason)
+            others[key] = others.get(key, 0) + 1
+    if variants:
+        counts = ", ".join(f"{count} need {name}" for name, count in sorted(variants.items()))
+        terminalreporter.write_line(
+            f"SKIPPED {sum(variants.values())} PostgreSQL/Redis variant(s) ({counts}); "
+            "set these variables to run them"
+        )
+    for (where, reason), count in sorted(others.items()):
+        terminalreporter.write_line(f"SKIPPED [{count}] {where}: {reason}")
+
+
 def _require(var: str) -> str:
     value = os.environ.get(var)
     if value:
         return value
     if IN_CI:
         pytest.fail(f"{var} must be set in CI; the Postgres/Redis variants may not skip")
-    pytest.skip(f"{var} not set")
+    pytest.skip(f"{var}{VARIANT_SKIP}")
 
 
 @pytest.fixture(scope="session")

@@ -20,10 +20,11 @@ import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, TaskState
+from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 
-from soorma import run_client
+from soorma import PlatformSettings, run_client
 
 SKILL = "expense-review"
 
@@ -66,7 +67,17 @@ async def stream(client, request: SendMessageRequest) -> tuple[str, str, int, li
 
 
 async def main(amount: float, purpose: str, answer: str) -> int:
-    url = os.environ.get("SOORMA_GATEWAY_URL", "http://127.0.0.1:8085")
+    url = PlatformSettings.from_env().gateway_url  # SOORMA_GATEWAY_URL, or SOORMA_URL's
+    try:
+        return await review(url, amount, purpose, answer)
+    except A2AError as exc:  # e.g. a payload the skill's schema refuses
+        print(f"error: the gateway at {url} refused the task: {exc}", file=sys.stderr)
+    except httpx.HTTPError as exc:
+        print(f"error: cannot reach the gateway at {url}: {exc}", file=sys.stderr)
+    return 1
+
+
+async def review(url: str, amount: float, purpose: str, answer: str) -> int:
     headers = (
         {"X-API-Key": os.environ["SOORMA_GATEWAY_API_KEY"]}
         if os.environ.get("SOORMA_GATEWAY_API_KEY")

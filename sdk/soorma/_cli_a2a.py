@@ -22,7 +22,11 @@ def add_parser(commands: Any) -> None:
     a2a = commands.add_parser("a2a", help="talk to an A2A gateway (card, send)")
     actions = a2a.add_subparsers(dest="a2a_command", required=True, metavar="ACTION")
     card = actions.add_parser("card", help="print the gateway's agent card and skills")
-    card.add_argument("url", help="gateway URL, e.g. http://127.0.0.1:8085")
+    card.add_argument(
+        "url",
+        nargs="?",
+        help="gateway URL (default: SOORMA_GATEWAY_URL, or SOORMA_URL's /gateway)",
+    )
     card.add_argument("--json", action="store_true", help="print the whole card as JSON")
     send = actions.add_parser("send", help="send a message to a skill and stream the task")
     send.add_argument("url", help="gateway URL, e.g. http://127.0.0.1:8085")
@@ -69,6 +73,10 @@ async def _card(args: argparse.Namespace) -> int:
     from a2a.client import A2ACardResolver
     from google.protobuf.json_format import MessageToDict
 
+    from soorma.context import PlatformSettings
+
+    if not args.url:
+        args.url = PlatformSettings.from_env().gateway_url
     async with httpx.AsyncClient(headers=_headers(args), timeout=30) as http:
         try:
             card = await A2ACardResolver(http, args.url).get_agent_card()
@@ -122,6 +130,7 @@ async def _send(args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
     state = TaskState.TASK_STATE_UNSPECIFIED
+    task_ids: list[str] = []
     async with httpx.AsyncClient(headers=_headers(args), timeout=None) as http:
         factory = ClientFactory(
             ClientConfig(
@@ -135,6 +144,7 @@ async def _send(args: argparse.Namespace) -> int:
             async with client:
                 async for event in client.send_message(SendMessageRequest(message=_message(args))):
                     state = _print_event(event, MessageToDict) or state
+                    task_ids.append(_task_id(event))
         except A2AError as exc:
             print(f"soorma: {type(exc).__name__}: {exc}", file=sys.stderr)
             return EXIT_TASK_FAILED
@@ -142,12 +152,28 @@ async def _send(args: argparse.Namespace) -> int:
             print(f"soorma: cannot reach the gateway at {args.url}: {exc}", file=sys.stderr)
             return EXIT_TASK_FAILED
     if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        task_id = next((t for t in reversed(task_ids) if t), "TASK_ID")
+        print(
+            f"soorma: the task waits for your answer; send it on the same task:\n"
+            f"  soorma a2a send {args.url} {args.skill} '<answer>' --task {task_id}",
+            file=sys.stderr,
+        )
         return EXIT_INPUT_REQUIRED
     return (
         EXIT_OK
         if state in (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_UNSPECIFIED)
         else EXIT_TASK_FAILED
     )
+
+
+def _task_id(event: Any) -> str:
+    """The id of the task an event is about ("" for a bare message)."""
+    if event.HasField("task"):
+        return str(event.task.id)
+    for field in ("status_update", "artifact_update"):
+        if event.HasField(field):
+            return str(getattr(event, field).task_id)
+    return ""
 
 
 def _print_event(event: Any, to_dict: Any) -> Any:

@@ -174,7 +174,7 @@ async def run_dev(
     """
     if log_format not in LOG_FORMATS:
         raise DevError(f"--log-format must be one of {', '.join(LOG_FORMATS)}")
-    check_ports_free(host, [(PLATFORM, platform_port), *((s.name, s.port) for s in services)])
+    check_ports_free(host, [*((s.name, s.port) for s in services), (PLATFORM, platform_port)])
     warn_unknown_variables(os.environ)
     os.environ["SOORMA_LOG_FORMAT"] = log_format
     # Migrations log every step at INFO (the banner says where the data lives), httpx

@@ -13,13 +13,13 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from soorma.context import DISCOVERY_PATH
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-DISCOVERY_PATH = "/.well-known/soorma.json"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -120,6 +121,8 @@ async def stream_frames(
     # Until a stream has ever answered, a failure most likely means the platform is not
     # running or the URL is wrong: say so at WARNING, since default logging hides INFO.
     ever_connected = False
+    # When the stream was lost (or first failed to open): its return is logged too.
+    failed_since: float | None = None
     while True:
         request_headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
         if headers is not None:
@@ -137,6 +140,13 @@ async def stream_frames(
                     if 400 <= status < 500 and status not in _RETRYABLE_STATUS:
                         raise_for_error(response)
                     raise SSEConnectionLost(f"stream answered HTTP {status}")
+                if failed_since is not None:
+                    away = time.monotonic() - failed_since
+                    if ever_connected:
+                        logger.info("SSE stream %s reconnected after %.1f s", url, away)
+                    else:
+                        logger.warning("SSE stream %s open after %.1f s of retries", url, away)
+                    failed_since = None
                 ever_connected = True
                 async for frame in _frames(response, heartbeat_timeout):
                     if frame.id is not None:
@@ -149,6 +159,8 @@ async def stream_frames(
         except (SSEConnectionLost, httpx.TransportError) as exc:
             if on_error is not None:
                 on_error(exc)
+            if failed_since is None:
+                failed_since = time.monotonic()
             if not reconnect:
                 raise SSEConnectionLost(str(exc)) from exc
             if ever_connected:

@@ -12,8 +12,7 @@ _TOOL = '''"""{name}: a Soorma tool (request/response).
 
 Run the platform with `soorma dev`, then `python agent.py`, then try it:
 
-    soorma events publish --topic action-requests --type {prefix}.requested \\
-        --response-event {prefix}.completed --data '{{"text": "hello"}}'
+    soorma call {prefix}.requested --data '{{"text": "hello"}}'
 """
 
 import logging
@@ -88,11 +87,12 @@ _README = """# {name}
 A Soorma {agent_type} created with `soorma init {name} --type {agent_type}`.
 
 ```bash
-soorma dev            # in another terminal: the platform on localhost
-python agent.py       # this agent
+soorma dev                                # in another terminal: the platform on localhost
+export SOORMA_URL=http://127.0.0.1:8080   # the address `soorma dev` prints
+python agent.py                           # this agent
 ```
 
-Configuration comes from the environment (`SOORMA_EVENT_SERVICE_URL`, `SOORMA_API_TOKEN`, ...);
+Configuration comes from the environment (`SOORMA_URL`, `SOORMA_API_TOKEN`, ...);
 see docs/sdk.md.
 """
 

@@ -1,4 +1,5 @@
-"""The ``soorma`` command: ``dev``, ``init``, ``events``, ``plans``, ``memory`` and ``a2a``."""
+"""The ``soorma`` command: ``dev``, ``run``, ``init``, ``call``, ``events``, ``plans``,
+``memory`` and ``a2a``."""
 
 from __future__ import annotations
 
@@ -88,6 +89,32 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument(
         "--url", help="event service URL (default: from SOORMA_URL or SOORMA_EVENT_SERVICE_URL)"
     )
+    run = commands.add_parser(
+        "run",
+        help="run a project's agents in one process, restarted when their code changes",
+        description="Import each TARGET (a .py file, a folder of them, or a module name such "
+        "as myproject.agents or 'myproject.agents.*'), start every agent it defines at module "
+        "level, and restart them when a file beside them changes.",
+    )
+    run.add_argument("targets", nargs="+", metavar="TARGET")
+    run.add_argument(
+        "--no-reload", dest="reload", action="store_false", help="do not watch for changes"
+    )
+
+    call = commands.add_parser(
+        "call",
+        help="send a request and print its answer",
+        description="Publish EVENT on action-requests, wait for the answer carrying the "
+        "same correlation id and print its data as JSON (exit 1 when the handler failed).",
+    )
+    call.add_argument("event_type", metavar="EVENT", help="request event, e.g. greet.requested")
+    call.add_argument("--data", default="{}", help="JSON object payload")
+    call.add_argument(
+        "--response-event",
+        help="the answer's event type (default: EVENT with .requested -> .completed)",
+    )
+    call.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (30)")
+    call.add_argument("--url", help="event service URL (default: from SOORMA_URL)")
     _cli_plans.add_parser(commands)
     _cli_memory.add_parser(commands)
     _cli_a2a.add_parser(commands)
@@ -108,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = _cli_memory.run(args)
         elif args.command == "a2a":
             code = _cli_a2a.run(args)
+        elif args.command == "run":
+            code = _run(args)
+        elif args.command == "call":
+            code = asyncio.run(_call(args))
         elif args.events_command == "tail":
             code = asyncio.run(_tail(args))
         else:
@@ -159,13 +190,20 @@ def _init(args: argparse.Namespace) -> int:
     for path in files:
         print(f"wrote {path}")
     print(f"next: soorma dev (platform), then: python {target / 'agent.py'}")
+    if args.agent_type == "tool":
+        prefix = args.name.replace("-", "_")
+        print(f'then try it: soorma call {prefix}.requested --data \'{{"text": "hello"}}\'')
     return 0
 
 
-def _context(url: str | None) -> Any:
+async def _context(url: str | None) -> Any:
+    """The platform's clients: found from ``SOORMA_URL``'s discovery document when set."""
+    import httpx
+
     from soorma.context import PlatformContext, PlatformSettings
 
-    settings = PlatformSettings.from_env()
+    async with httpx.AsyncClient() as http:
+        settings = await PlatformSettings.discover(http)
     if url:
         from dataclasses import replace
 
@@ -222,7 +260,7 @@ async def _tail(args: argparse.Namespace) -> int:
 
     color = use_color(args.color, sys.stdout)
     seen = 0
-    async with _context(args.url) as context:
+    async with await _context(args.url) as context:
         topics = args.topic or await tail_topics(context)
         event_types = [args.event_type] if args.event_type else None
         try:
@@ -244,16 +282,61 @@ async def _tail(args: argparse.Namespace) -> int:
     return 0
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f'--data is not valid JSON ({exc}); e.g. --data \'{{"key": "value"}}\''
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError('--data must be a JSON object, e.g. \'{"key": "value"}\'')
+    return data
+
+
+def _run(args: argparse.Namespace) -> int:
+    from soorma._run import RunError, configure_logging, load_agents, run_agents, supervise
+
+    try:
+        if args.reload:
+            return supervise(args.targets, out=sys.stdout)
+        configure_logging()
+        agents = load_agents(args.targets)
+        return asyncio.run(run_agents(agents, out=sys.stdout))
+    except RunError as exc:
+        return _fail(str(exc))
+
+
+def default_response_event(event_type: str) -> str:
+    """``greet.requested`` -> ``greet.completed``; otherwise ``<event>.completed``."""
+    stem = event_type.removesuffix(".requested")
+    return f"{stem}.completed"
+
+
+async def _call(args: argparse.Namespace) -> int:
+    try:
+        data = _json_object(args.data)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    response_event = args.response_event or default_response_event(args.event_type)
+    async with await _context(args.url) as context:
+        answer = await context.bus.call(
+            args.event_type, data, response_event=response_event, timeout=args.timeout
+        )
+    print(json.dumps(answer.data, default=str))
+    if answer.data.get("success") is False:
+        return _fail(f"the handler failed: {answer.data.get('error')}")
+    return 0
+
+
 async def _publish(args: argparse.Namespace) -> int:
     from soorma_common.errors import SoormaError
 
     try:
-        data = json.loads(args.data)
-    except json.JSONDecodeError as exc:
-        return _fail(f'--data is not valid JSON ({exc}); e.g. --data \'{{"key": "value"}}\'', 2)
-    if not isinstance(data, dict):
-        return _fail('--data must be a JSON object, e.g. \'{"key": "value"}\'', 2)
-    async with _context(args.url) as context:
+        data = _json_object(args.data)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    async with await _context(args.url) as context:
         try:
             event_id = await context.bus.publish(
                 args.topic,
@@ -269,4 +352,4 @@ async def _publish(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["format_event_line", "main", "tail_topics"]
+__all__ = ["default_response_event", "format_event_line", "main", "tail_topics"]

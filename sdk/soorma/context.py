@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from soorma.memory import MemoryClient
 from soorma.registry import RegistryClient
 from soorma.tracker import TrackerClient
 from soorma_common import tracing as otel
+from soorma_common.errors import ConfigurationError, ServiceUnavailable
 from soorma_common.events import PLAN_CANCEL_REQUESTED, SYSTEM_EVENTS
 
 DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
@@ -33,6 +35,17 @@ SERVICE_PREFIXES: dict[str, str] = {
     "memory": "/memory",
     "tracker": "/tracker",
     "gateway": "/gateway",
+}
+
+DISCOVERY_PATH = "/.well-known/soorma.json"
+DISCOVERY_TIMEOUT = 5.0
+# Each service of the discovery document: its settings field and its own variable.
+_SERVICE_FIELDS = {
+    "events": ("event_service_url", "SOORMA_EVENT_SERVICE_URL"),
+    "memory": ("memory_url", "SOORMA_MEMORY_URL"),
+    "registry": ("registry_url", "SOORMA_REGISTRY_URL"),
+    "tracker": ("tracker_url", "SOORMA_TRACKER_URL"),
+    "gateway": ("gateway_url", "SOORMA_GATEWAY_URL"),
 }
 
 # Pool sized for an agent's default concurrency plus its stream and acks.
@@ -98,6 +111,52 @@ class PlatformSettings:
             user_id=env.get("SOORMA_USER_ID") or None,
             service_role=env.get("SOORMA_SERVICE_ROLE") or None,
         )
+
+    @classmethod
+    async def discover(
+        cls, http: httpx.AsyncClient, environ: Mapping[str, str] | None = None
+    ) -> PlatformSettings:
+        """:meth:`from_env`, with each service's URL as the platform at ``SOORMA_URL``
+        lists it (``GET /.well-known/soorma.json``); per-service variables still win.
+
+        Raises:
+            ServiceUnavailable: nothing answers at ``SOORMA_URL``.
+            ConfigurationError: what answers there is not a Soorma platform.
+        """
+        env = os.environ if environ is None else environ
+        settings = cls.from_env(env)
+        platform = (env.get("SOORMA_URL") or "").rstrip("/")
+        if not platform:
+            return settings
+        url = f"{platform}{DISCOVERY_PATH}"
+        try:
+            response = await http.get(url, timeout=DISCOVERY_TIMEOUT)
+        except httpx.TransportError as exc:
+            raise ServiceUnavailable(
+                f"cannot reach the platform at SOORMA_URL={platform} ({exc or type(exc).__name__});"
+                " is it running (`soorma dev`)?",
+                details={"url": platform},
+            ) from None
+        try:
+            services = response.json()["services"] if response.is_success else None
+        except (ValueError, KeyError, TypeError):
+            services = None
+        if not isinstance(services, dict):
+            raise ConfigurationError(
+                f"SOORMA_URL={platform} is not a Soorma platform address (GET {url} answered "
+                f"HTTP {response.status_code}); use the address `soorma dev` prints",
+                details={"url": platform},
+            )
+        found: dict[str, str] = {}
+        for service, (field, variable) in _SERVICE_FIELDS.items():
+            if isinstance(services.get(service), str) and not env.get(variable):
+                found[field] = check_url(f"{url} services.{service}", services[service])
+        return dataclasses.replace(settings, **found)
+
+    def service_variables(self) -> dict[str, str]:
+        """Each service's URL under its own variable (``SOORMA_MEMORY_URL``...), e.g. to
+        hand what :meth:`discover` found to processes that read :meth:`from_env`."""
+        return {variable: getattr(self, field) for field, variable in _SERVICE_FIELDS.values()}
 
     @property
     def identity(self) -> Identity:

@@ -106,6 +106,14 @@ async def test_client_streams_a_task_with_progress_and_one_human_answer(
             "by": "human",
             "note": "yes",
         }
+        # A payload the skill's schema refuses: one line naming the gateway, no traceback.
+        refused = await Proc.start(
+            sys.executable, str(EXAMPLE / "client.py"), "-5", "x", env=services
+        )
+        assert await refused.wait() == 1, refused.output
+        assert len(refused.lines) == 2, refused.output  # the skills line, then the error
+        assert refused.lines[1].startswith("error: the gateway at ")
+        assert "refused the task" in refused.lines[1]
         assert await worker.stop(signal.SIGINT) == 0, worker.output
     finally:
         await worker.kill()

@@ -16,8 +16,8 @@ from soorma import _cli_a2a
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def soorma(*args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "SOORMA_GATEWAY_API_KEY": KEY_A}
+async def soorma(*args: str, **extra_env: str) -> tuple[int, str, str]:
+    env = {**os.environ, "SOORMA_GATEWAY_API_KEY": KEY_A, **extra_env}
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -37,6 +37,12 @@ async def test_card(platform: Platform):
     assert "echo - echo skill (needs: text)" in out
     assert "review - review skill (needs: doc, mode)" in out
     assert f"HTTP+JSON 1.0: {platform.url}" in out
+
+
+async def test_card_finds_the_gateway_from_the_environment(platform: Platform):
+    code, out, err = await soorma("a2a", "card", SOORMA_GATEWAY_URL=platform.url)
+    assert code == 0, err
+    assert "echo - echo skill (needs: text)" in out
 
 
 async def test_send_exit_codes(platform: Platform, capsys: pytest.CaptureFixture[str]):
@@ -59,7 +65,11 @@ async def test_send_exit_codes(platform: Platform, capsys: pytest.CaptureFixture
         )
         == 3
     )
-    assert "TASK_STATE_INPUT_REQUIRED Approve the document?" in capsys.readouterr().out
+    waiting = capsys.readouterr()
+    assert "TASK_STATE_INPUT_REQUIRED Approve the document?" in waiting.out
+    # How to answer: the same command on the same task.
+    task_id = waiting.out.split("task ", 1)[1].split(":", 1)[0]
+    assert f"soorma a2a send {platform.url} review '<answer>' --task {task_id}" in waiting.err
     assert await send(platform.url, "echo", '{"text": 1}') == 1
     assert "InvalidParamsError" in capsys.readouterr().err
     assert await send(platform.url, "echo", "plain words") == 0

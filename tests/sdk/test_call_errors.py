@@ -67,3 +67,16 @@ async def test_the_wrong_service_at_an_address_says_so(tmp_path: Path) -> None:
                 await context.bus.publish("custom.x", "x.happened", {})
     assert f"{memory.url}/v1/events" in str(caught.value)
     assert "does not serve the service this client needs" in str(caught.value)
+
+
+async def test_an_agent_registers_the_event_types_its_handlers_take() -> None:
+    from soorma import Tool
+
+    tool = Tool(name="hello-world", answer_retention=0)
+
+    @tool.on_invoke("greet.requested")
+    async def greet(request, context):
+        return {}
+
+    definition, _ = tool.agent_definition()
+    assert "greet.requested" in definition.events_consumed

@@ -67,6 +67,8 @@ async def test_soorma_dev_names_the_service_whose_port_is_taken(tmp_path: Path):
             "events",
             "--port",
             f"events={port}",
+            "--port",
+            f"platform={free_port()}",
             env=subprocess_env(),
             cwd=str(tmp_path),
         )

@@ -31,8 +31,9 @@ TEXT_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} (INFO|WARN|ERROR|DEBUG) +[\w.]+:
 async def test_soorma_dev_logs_one_readable_line_per_record_or_json(
     tmp_path: Path, log_format: str
 ):
-    port = free_port()
+    port, platform = free_port(), free_port()
     args = ["dev", "--only", "events", "--port", f"events={port}", "--log-level", "info"]
+    args += ["--port", f"platform={platform}"]
     if log_format == "json":
         args += ["--log-format", "json"]
     proc = await Proc.start(SOORMA, *args, env=subprocess_env(), cwd=str(tmp_path))
@@ -50,7 +51,8 @@ async def test_soorma_dev_logs_one_readable_line_per_record_or_json(
             assert record["level"] and record["logger"].startswith("uvicorn"), line
         else:
             assert TEXT_LINE.match(line), line
-    assert f"events  http://127.0.0.1:{port}  in process memory" in proc.output
+    assert f"events  http://127.0.0.1:{platform}/events  (also :{port})" in proc.output
+    assert "in process memory" in proc.output
 
 
 @memory_only

@@ -11,8 +11,11 @@ import httpx
 import pytest
 from sdk_helpers import Proc, subprocess_env
 
+from event_service import create_app as create_event_app
+from event_service.settings import Settings
 from soorma import PlatformContext, PlatformSettings
-from testsupport.server import free_port
+from soorma._platform_router import Mounted, PlatformRouter
+from testsupport.server import free_port, serve
 
 SOORMA = str(Path(sys.executable).with_name("soorma"))
 SERVICES = ("registry", "events", "memory", "tracker", "gateway")
@@ -88,3 +91,34 @@ async def test_soorma_dev_is_not_ready_while_its_redis_does_not_answer(tmp_path:
     finally:
         await proc.kill()
     assert "Traceback" not in proc.output
+
+
+async def _nothing(scope: dict, receive: object, send: object) -> None:
+    raise AssertionError("discovery must not reach a service")
+
+
+@pytest.mark.asyncio
+async def test_the_cli_finds_the_services_from_the_platforms_discovery_document() -> None:
+    router = PlatformRouter(
+        [Mounted("events", "/bus", _nothing, {}), Mounted("memory", "/mem", _nothing, {})]
+    )
+    async with serve(router) as platform, httpx.AsyncClient() as http:
+        env = {"SOORMA_URL": platform.url, "SOORMA_MEMORY_URL": "http://mine:1"}
+        settings = await PlatformSettings.discover(http, env)
+    assert settings.event_service_url == f"{platform.url}/bus"  # as the platform says
+    assert settings.memory_url == "http://mine:1"  # the service's own variable wins
+    assert settings.registry_url == f"{platform.url}/registry"  # not listed: the convention
+
+
+@pytest.mark.asyncio
+async def test_soorma_url_at_something_else_is_named_in_one_line() -> None:
+    async with serve(create_event_app(Settings(event_backend="memory"))) as events:
+        call = await Proc.start(
+            SOORMA, "call", "greet.requested", env=subprocess_env(SOORMA_URL=events.url)
+        )
+        assert await call.wait(within=60) == 1, call.output
+    assert call.lines == [
+        f"soorma: SOORMA_URL={events.url} is not a Soorma platform address (GET "
+        f"{events.url}/.well-known/soorma.json answered HTTP 404); use the address "
+        "`soorma dev` prints"
+    ]

@@ -505,6 +505,14 @@ class Agent:
         """The :class:`AgentDefinition` this agent registers, and its standalone events."""
         from soorma.registry import build_agent_definition
 
+        # The event types its handlers take are consumed too, declared or not: the
+        # registry then knows who answers what (a caller's "did you mean ...").
+        declared = {getattr(e, "event_name", e) for e in self.events_consumed}
+        handled = [
+            t
+            for t in self.event_type_filters or []
+            if t not in declared and not any(ch in t for ch in "*?[")
+        ]
         return build_agent_definition(
             agent_id=self.agent_id,
             name=self.name,
@@ -512,7 +520,7 @@ class Agent:
             version=self.version,
             agent_type=self.agent_type,
             capabilities=self.capabilities,
-            events_consumed=self.events_consumed,
+            events_consumed=[*self.events_consumed, *handled],
             events_produced=self.events_produced,
             ttl_seconds=self.ttl_seconds,
         )

@@ -6,6 +6,7 @@ ChoreographyPlanner first reasons), never when ``soorma`` is imported.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -14,6 +15,8 @@ from typing import Any
 
 from soorma import _tracing
 from soorma.ai._errors import LLMNotConfigured
+
+logger = logging.getLogger("soorma.ai")
 
 # Provider prefixes -> the environment variable that holds their key. Checked before a
 # call so a missing key is reported as "set OPENAI_API_KEY", not as a provider 401.
@@ -44,6 +47,9 @@ def load_litellm() -> Any:
     """
     global _litellm
     if _litellm is None:
+        # Seconds of silence otherwise, the first time a planner thinks.
+        logger.info("loading the model library (litellm); this takes a few seconds")
+        started = time.monotonic()
         try:
             import litellm
         except ImportError as exc:  # pragma: no cover - litellm is installed in dev/CI
@@ -52,6 +58,7 @@ def load_litellm() -> Any:
                 "`pip install 'soorma[ai]'` (or `pip install litellm`)"
             ) from exc
         _litellm = litellm
+        logger.info("model library loaded in %.1f s", time.monotonic() - started)
     return _litellm
 
 

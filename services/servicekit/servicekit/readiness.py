@@ -12,7 +12,7 @@ logger = logging.getLogger("servicekit.readiness")
 
 ReadyCheck = Callable[[], Awaitable[Any]]
 # A check that has not answered this soon counts as failed (a backend that hangs).
-CHECK_TIMEOUT_SECONDS = 2.0
+CHECK_TIMEOUT_SECONDS = 5.0
 
 
 async def run_checks(checks: Mapping[str, ReadyCheck]) -> dict[str, str]:
@@ -50,11 +50,12 @@ async def watch_backends(
     """Run ``checks`` every ``interval`` seconds until cancelled, logging changes only."""
     last: dict[str, str] = {}
     while True:
+        # First after one interval: start-up (migrations, a busy machine) is not a loss.
+        await asyncio.sleep(interval)
         results = await run_checks(checks)
         for level, message in transitions(last, results):
             logger.log(level, "%s: %s", service, message)
         last = results
-        await asyncio.sleep(interval)
 
 
 __all__ = ["CHECK_TIMEOUT_SECONDS", "ReadyCheck", "run_checks", "transitions", "watch_backends"]

@@ -1,0 +1,256 @@
+"""``soorma run``: a project's agents in one process, restarted when their code changes.
+
+Targets are Python files (``agents/*.py``), folders (every ``*.py`` inside) or module
+names (``myproject.agents``, ``myproject.agents.*``). Each is imported (not run as
+``__main__``, so its ``agent.run()`` guard stays off) and every :class:`Agent` it
+defines at module level is started; Ctrl-C stops them all (a second: at once).
+
+With reload (the default) a supervisor runs the agents in a child process and
+restarts it when a watched file changes: the targets' files and the ``*.py`` files
+beside them, which they may import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import importlib
+import importlib.util
+import logging
+import os
+import pkgutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+import httpx
+
+from soorma.agents.base import Agent
+from soorma.context import PlatformSettings
+
+# How often the supervisor looks at the watched files' modification times.
+POLL_SECONDS = 0.5
+# How long a child asked to stop (for a change) gets before it is told to stop at once.
+RESTART_GRACE_SECONDS = 2.0
+
+
+class RunError(Exception):
+    """A target that cannot be found, imported, or defines no agent."""
+
+
+def _module_from_file(path: Path) -> ModuleType:
+    # Siblings import each other by bare name (``from approval import ...``).
+    folder = str(path.parent.resolve())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = f"soorma_run_{abs(hash(str(path.resolve())))}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RunError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _modules_from_name(pattern: str) -> list[ModuleType]:
+    if not any(ch in pattern for ch in "*?["):
+        return [importlib.import_module(pattern)]
+    package_name, _, leaf = pattern.rpartition(".")
+    package = importlib.import_module(package_name)
+    found = [
+        importlib.import_module(f"{package_name}.{info.name}")
+        for info in pkgutil.iter_modules(getattr(package, "__path__", []))
+        if fnmatch.fnmatch(info.name, leaf)
+    ]
+    if not found:
+        raise RunError(f"no module of {package_name} matches {leaf!r}")
+    return found
+
+
+def target_files(targets: Sequence[str]) -> list[Path]:
+    """The Python files named by ``targets`` (files, folders, or none for module names)."""
+    files: list[Path] = []
+    for target in targets:
+        path = Path(target)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.glob("*.py") if not p.name.startswith("_")))
+        elif path.suffix == ".py":
+            if not path.is_file():
+                raise RunError(f"no such file: {target}")
+            files.append(path)
+    return files
+
+
+def load_agents(targets: Sequence[str]) -> list[tuple[str, Agent]]:
+    """Import ``targets`` and return every module-level agent, with where it was found."""
+    found: list[tuple[str, Agent]] = []
+    modules: list[tuple[str, ModuleType]] = []
+    for target in targets:
+        path = Path(target)
+        if path.is_dir() or path.suffix == ".py":
+            modules.extend((str(p), _module_from_file(p)) for p in target_files([target]))
+        else:
+            try:
+                modules.extend((m.__name__, m) for m in _modules_from_name(target))
+            except ImportError as exc:
+                raise RunError(f"cannot import {target}: {exc}") from None
+    for where, module in modules:
+        agents = [value for value in vars(module).values() if isinstance(value, Agent)]
+        found.extend((where, agent) for agent in agents)
+    if not found:
+        raise RunError(f"no agent (Agent, Tool, Worker, Planner) defined in {' '.join(targets)}")
+    return found
+
+
+def watched_files(targets: Sequence[str]) -> list[Path]:
+    """The files whose change restarts the agents: each target's folder's ``*.py``."""
+    folders: set[Path] = set()
+    for target in targets:
+        path = Path(target)
+        if path.is_dir():
+            folders.add(path)
+        elif path.suffix == ".py":
+            folders.add(path.parent)
+        else:
+            spec = importlib.util.find_spec(target.rpartition(".")[0] or target)
+            if spec is not None and spec.origin:
+                folders.add(Path(spec.origin).parent)
+    return sorted(p for folder in folders for p in folder.glob("*.py"))
+
+
+async def use_discovery() -> None:
+    """With ``SOORMA_URL`` set, the agents connect where the platform's discovery
+    document says (their ``from_env()`` reads the per-service variables set here)."""
+    if not os.environ.get("SOORMA_URL"):
+        return
+    async with httpx.AsyncClient() as http:
+        settings = await PlatformSettings.discover(http)
+    for variable, url in settings.service_variables().items():
+        os.environ.setdefault(variable, url)
+
+
+async def run_agents(agents: Sequence[tuple[str, Agent]], *, out: TextIO) -> int:
+    """Start ``agents`` together, serve until SIGINT/SIGTERM, then stop them all."""
+    await use_discovery()
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_signal() -> None:
+        if stop.is_set():  # the second Ctrl-C: no more waiting for handlers
+            for _, agent in agents:
+                agent._stop_now.set()
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        starting: asyncio.Future[list[None]] = asyncio.gather(
+            *(agent.start() for _, agent in agents)
+        )
+        stopped: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
+        first: list[asyncio.Future[Any]] = [starting, stopped]
+        await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+        if starting.done():
+            starting.result()
+            names = ", ".join(f"{agent.name} ({where})" for where, agent in agents)
+            print(f"soorma run: running {names} (Ctrl-C to stop)", file=out, flush=True)
+            # Until a signal, or until an agent's stream fails for good.
+            failing: list[asyncio.Future[object]] = [
+                asyncio.ensure_future(agent.wait()) for _, agent in agents
+            ]
+            await asyncio.wait([stopped, *failing], return_when=asyncio.FIRST_COMPLETED)
+            for task in failing:
+                task.cancel()
+        else:
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await starting
+        stopped.cancel()
+    finally:
+        await asyncio.gather(*(agent.stop() for _, agent in agents), return_exceptions=True)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return 0
+
+
+def _mtimes(files: Iterable[Path]) -> dict[Path, float]:
+    times: dict[Path, float] = {}
+    for path in files:
+        with contextlib.suppress(OSError):
+            times[path] = path.stat().st_mtime
+    return times
+
+
+def supervise(targets: Sequence[str], *, out: TextIO) -> int:
+    """Run the agents in a child process; restart it whenever a watched file changes."""
+    command = [sys.executable, "-c", "from soorma.cli import main; main()", "run", "--no-reload"]
+    watched = watched_files(targets)
+    print(f"soorma run: watching {len(watched)} file(s) for changes", file=out, flush=True)
+    child: subprocess.Popen[bytes] | None = None
+
+    def terminated(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops the agents too, never orphans them
+
+    signal.signal(signal.SIGTERM, terminated)
+    try:
+        while True:
+            # Its own session: a terminal's Ctrl-C reaches the supervisor only, which
+            # passes each one on (the second one stops the agents at once).
+            child = subprocess.Popen([*command, *targets], start_new_session=True)
+            before = _mtimes(watched_files(targets))
+            changed: list[Path] = []
+            while not changed:
+                time.sleep(POLL_SECONDS)
+                now = _mtimes(watched_files(targets))
+                # A child that exited (e.g. a syntax error) waits here for the fix.
+                changed = sorted(
+                    p for p in now.keys() | before.keys() if now.get(p) != before.get(p)
+                )
+            names = ", ".join(p.name for p in changed)
+            print(f"soorma run: {names} changed; restarting", file=out, flush=True)
+            _stop(child)
+    except KeyboardInterrupt:
+        if child is not None:
+            _stop(child, interrupted=True)
+        return 0
+
+
+def _stop(child: subprocess.Popen[bytes], *, interrupted: bool = False) -> None:
+    if child.poll() is not None:
+        return
+    child.send_signal(signal.SIGINT)
+    while True:
+        try:
+            child.wait(timeout=None if interrupted else RESTART_GRACE_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGINT)  # a change waits for no handler
+            interrupted = True
+        except KeyboardInterrupt:
+            child.send_signal(signal.SIGINT)  # a second Ctrl-C: at once
+
+
+def configure_logging() -> None:
+    """Agents' lines (ready, lost, reconnected) at INFO, without httpx's per request."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+__all__ = [
+    "RunError",
+    "configure_logging",
+    "load_agents",
+    "run_agents",
+    "supervise",
+    "target_files",
+    "watched_files",
+]

@@ -1,0 +1,113 @@
+"""``soorma run``: a project's agents in one process, restarted when their code changes."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from sdk_helpers import Proc, subprocess_env
+
+from event_service import create_app
+from event_service.settings import Settings
+from soorma import PlatformContext, PlatformSettings
+from testsupport.server import serve
+
+pytestmark = pytest.mark.asyncio
+
+SOORMA = str(Path(sys.executable).with_name("soorma"))
+
+AGENT = textwrap.dedent(
+    """
+    from soorma import Tool
+
+    tool = Tool(name="{name}", description="Says its version.", answer_retention=0)
+
+    @tool.on_invoke("{name}.requested")
+    async def handle(request, context):
+        return {{"version": "{version}"}}
+
+    if __name__ == "__main__":
+        raise SystemExit("soorma run imports this file; it must not run it as __main__")
+    """
+)
+
+
+async def _ask(context: PlatformContext, name: str) -> str:
+    answer = await context.bus.call(
+        f"{name}.requested", {}, response_event=f"{name}.completed", timeout=20
+    )
+    return str(answer.data["result"]["version"])
+
+
+async def test_run_starts_every_agent_of_a_folder_and_restarts_them_on_a_change(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "agents"
+    project.mkdir()
+    (project / "one.py").write_text(AGENT.format(name="one", version="v1"))
+    (project / "two.py").write_text(AGENT.format(name="two", version="v1"))
+    async with serve(create_app(Settings(event_backend="memory"))) as events:
+        env = subprocess_env(
+            SOORMA_EVENT_SERVICE_URL=events.url, SOORMA_REGISTRY_URL="http://127.0.0.1:9"
+        )
+        run = await Proc.start(SOORMA, "run", str(project), env=env, cwd=str(tmp_path))
+        try:
+            await run.wait_for("soorma run: running", within=60)
+            settings = PlatformSettings(event_service_url=events.url)
+            async with PlatformContext.from_env(settings=settings) as context:
+                assert await _ask(context, "one") == "v1"
+                assert await _ask(context, "two") == "v1"
+                await asyncio.sleep(1.1)  # a coarse file clock still sees a new mtime
+                (project / "two.py").write_text(AGENT.format(name="two", version="v2"))
+                await run.wait_for("soorma run: two.py changed; restarting", within=30)
+                async with asyncio.timeout(60):
+                    while sum("soorma run: running" in line for line in run.lines) < 2:  # noqa: ASYNC110
+                        await asyncio.sleep(0.1)
+                assert await _ask(context, "two") == "v2"
+            assert await run.stop(signal.SIGINT, within=20) == 0, run.output
+        finally:
+            await run.kill()
+    running = next(line for line in run.lines if "soorma run: running" in line)
+    assert "one (" in running and "two (" in running
+    assert "Traceback" not in run.output
+
+
+async def test_run_says_when_a_target_defines_no_agent(tmp_path: Path) -> None:
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    run = await Proc.start(
+        SOORMA, "run", "--no-reload", str(tmp_path / "empty.py"), env=subprocess_env()
+    )
+    assert await run.wait(within=60) == 1
+    assert run.lines == [
+        f"soorma: no agent (Agent, Tool, Worker, Planner) defined in {tmp_path / 'empty.py'}"
+    ]
+
+
+async def test_run_stopped_with_sigterm_stops_its_agents_too(tmp_path: Path) -> None:
+    (tmp_path / "one.py").write_text(AGENT.format(name="one", version="v1"))
+    async with serve(create_app(Settings(event_backend="memory"))) as events:
+        env = subprocess_env(
+            SOORMA_EVENT_SERVICE_URL=events.url, SOORMA_REGISTRY_URL="http://127.0.0.1:9"
+        )
+        run = await Proc.start(SOORMA, "run", str(tmp_path / "one.py"), env=env)
+        try:
+            await run.wait_for("soorma run: running", within=60)
+            # The output closes only once the agents' process has exited as well.
+            assert await run.stop(signal.SIGTERM, within=20) == 0, run.output
+        finally:
+            await run.kill()
+    assert "agent one stopped" in run.output
+
+
+async def test_run_connects_where_the_platforms_discovery_document_says(tmp_path: Path) -> None:
+    (tmp_path / "one.py").write_text(AGENT.format(name="one", version="v1"))
+    async with serve(create_app(Settings(event_backend="memory"))) as events:
+        # SOORMA_URL at a lone event service: no discovery document there.
+        env = subprocess_env(SOORMA_URL=events.url)
+        run = await Proc.start(SOORMA, "run", "--no-reload", str(tmp_path / "one.py"), env=env)
+        assert await run.wait(within=60) == 1, run.output
+    assert run.lines[-1].startswith(f"soorma: SOORMA_URL={events.url} is not a Soorma platform")

@@ -1,4 +1,9 @@
-"""HTTP routes under ``/v1/tracker`` (read-only; every answer scoped to the caller's tenant)."""
+"""HTTP routes under ``/v1/tracker``, every answer scoped to the caller's tenant.
+
+The tracker's data is read-only. The one action, ``POST /plans/{id}/cancel``, changes
+nothing here: it publishes ``plan.cancel_requested`` through the event service as the
+caller (tenant and user), and the plan's own planner decides.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,15 @@ from typing import Annotated
 
 import orjson
 from fastapi import APIRouter, Header, Query, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
 from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
-from soorma_common.errors import ValidationFailed
+from soorma_common.errors import Conflict, ValidationFailed
+from soorma_common.events import PLAN_CANCEL_REQUESTED, SYSTEM_EVENTS
 from soorma_common.tracker import (
     ActionList,
     DelegationGroup,
@@ -32,6 +38,22 @@ from tracker_service.state import Tracker
 from tracker_service.stream import plan_stream
 
 router = APIRouter(prefix="/v1/tracker", tags=["tracker"], responses=error_responses(422))
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class CancelRequest(BaseModel):
+    """Why the caller cancels the plan."""
+
+    reason: str = Field(min_length=1, max_length=1000)
+
+
+class CancelRequested(BaseModel):
+    """The published request: follow the plan to see it end ``cancelled``."""
+
+    plan_id: str
+    event_id: str
+
 
 Limit = Annotated[int, Query(ge=1, le=500, description="Page size")]
 Cursor = Annotated[str | None, Query(description="next_cursor of the previous page")]
@@ -228,6 +250,36 @@ async def stream_plan(
     )
     # ping=0: the stream sends its own ``heartbeat`` frames (clients time out on them).
     return EventSourceResponse(body, headers=SSE_HEADERS, ping=0)
+
+
+@router.post(
+    "/plans/{plan_id}/cancel",
+    response_model=CancelRequested,
+    status_code=202,
+    summary="Ask the plan's planner to cancel it (publishes plan.cancel_requested)",
+)
+async def cancel_plan(
+    plan_id: str, body: CancelRequest, identity: CurrentIdentity, tracker: Tracker
+) -> CancelRequested:
+    async with tracker.engine.connect() as conn:
+        row = await queries.get_plan_row(conn, identity.tenant_id, plan_id)
+    if row.status in TERMINAL:
+        raise Conflict(
+            f"plan {plan_id!r} has already ended ({row.status})",
+            details={"plan_id": plan_id, "status": row.status},
+        )
+    assert tracker.bus is not None
+    event_id = await tracker.bus.publish(
+        SYSTEM_EVENTS,
+        PLAN_CANCEL_REQUESTED,
+        {"plan_id": plan_id, "reason": body.reason},
+        tenant_id=identity.tenant_id,
+        user_id=identity.user_id,
+        correlation_id=plan_id,
+        plan_id=plan_id,
+        source="soorma-tracker-ui",
+    )
+    return CancelRequested(plan_id=plan_id, event_id=event_id)
 
 
 @router.get(

@@ -51,6 +51,39 @@
       fact(dl, "Result", h("code", null, ui.short(JSON.stringify(plan.result), 300)));
     }
     if (plan.context_error) fact(dl, "Context", h("span", { class: "muted" }, plan.context_error));
+    document.getElementById("plan-actions").hidden = TERMINAL.includes(plan.status);
+  }
+
+  /* Cancel: the tracker publishes plan.cancel_requested as the user; the plan's planner
+   * ends it, and the stream brings the outcome. Two steps, so a click alone never cancels. */
+  function setupCancel() {
+    const form = document.getElementById("cancel-form");
+    const open = document.getElementById("cancel-open");
+    const note = document.getElementById("cancel-note");
+    open.addEventListener("click", () => {
+      form.hidden = false;
+      open.hidden = true;
+      document.getElementById("cancel-reason").focus();
+    });
+    document.getElementById("cancel-back").addEventListener("click", () => {
+      form.hidden = true;
+      open.hidden = false;
+    });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const reason = document.getElementById("cancel-reason").value.trim();
+      if (!reason) return;
+      document.getElementById("cancel-confirm").disabled = true;
+      try {
+        const sent = await ui.post("/plans/" + enc + "/cancel", { reason });
+        note.textContent = "cancel requested (event " + sent.event_id + "); waiting for the planner";
+        document.body.dataset.cancelRequested = sent.event_id;
+        ui.showError(null);
+      } catch (err) {
+        document.getElementById("cancel-confirm").disabled = false;
+        ui.showError(err);
+      }
+    });
   }
 
   /** The path taken: PlanDetail.state_path, plus moves seen live since. */
@@ -300,6 +333,7 @@
   let retries = 0;
 
   async function start() {
+    if (!start.wired) { setupCancel(); start.wired = true; }
     const err = await load();
     if (!plan) {
       // Not projected yet (a plan opened as it starts) or the service unreachable: try

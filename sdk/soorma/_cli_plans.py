@@ -1,5 +1,5 @@
-"""``soorma plans list|show|cancel``: the tracker's view of plans, in a terminal, and
-acting on them through the event service."""
+"""``soorma plans list|show|cancel`` and ``soorma tasks answer``: the tracker's view of
+plans, in a terminal, and acting on them through the event service."""
 
 from __future__ import annotations
 
@@ -57,9 +57,20 @@ def add_parser(commands: Any) -> None:
     )
     cancel.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
 
+    tasks = commands.add_parser("tasks", help="act on tasks (tracker)")
+    task_actions = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
+    answer = task_actions.add_parser(
+        "answer", help="answer a pending human input as yourself (publishes its response)"
+    )
+    answer.add_argument("task_id", metavar="ID", help="the human input's sub-task id, or its task")
+    answer.add_argument("--data", required=True, help="the answer, a JSON object")
+    answer.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
+
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``soorma plans ...``; the exit code."""
+    """Run ``soorma plans ...`` or ``soorma tasks ...``; the exit code."""
+    if args.command == "tasks":
+        return asyncio.run(_answer(args))
     handler = {"list": _list, "show": _show, "cancel": _cancel}[args.plans_command]
     return asyncio.run(handler(args))
 
@@ -234,6 +245,24 @@ async def _show(args: argparse.Namespace) -> int:
                     )
         except SoormaError as exc:
             return _fail(str(exc))
+    return 0
+
+
+async def _answer(args: argparse.Namespace) -> int:
+    from soorma_common.errors import SoormaError
+
+    try:
+        data = json.loads(args.data)
+    except ValueError as exc:
+        return _fail(f"--data is not JSON: {exc}", 2)
+    if not isinstance(data, dict):
+        return _fail("--data must be a JSON object", 2)
+    async with _context(args.url) as context:
+        try:
+            event_id = await context.tracker.answer_task(args.task_id, data)
+        except SoormaError as exc:
+            return _fail(str(exc))
+    print(f"answered {args.task_id} (event {event_id})")
     return 0
 
 

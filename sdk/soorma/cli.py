@@ -1,4 +1,4 @@
-"""The ``soorma`` command: ``dev``, ``init``, ``events``, ``plans`` and ``a2a``."""
+"""The ``soorma`` command: ``dev``, ``init``, ``events``, ``plans``, ``tasks`` and ``a2a``."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = _dev(args)
         elif args.command == "init":
             code = _init(args)
-        elif args.command == "plans":
+        elif args.command in ("plans", "tasks"):
             code = _cli_plans.run(args)
         elif args.command == "a2a":
             code = _cli_a2a.run(args)

@@ -37,8 +37,10 @@ DEFAULT_POLL_INTERVAL = 0.25
 
 
 class TrackerClient(ServiceClient):
-    """Read-only client of the tracker service (``SOORMA_TRACKER_URL``).
+    """Client of the tracker service (``SOORMA_TRACKER_URL``).
 
+    The tracker's data is read-only; :meth:`answer_task` acts by having the tracker
+    publish the answer through the event service as the caller.
     Every call is scoped to the caller's tenant. Unknown ids raise ``PlanNotFound`` /
     ``TaskNotFound``; bad filters or cursors raise ``ValidationFailed``.
     """
@@ -133,6 +135,23 @@ class TrackerClient(ServiceClient):
     async def task(self, task_id: str) -> TaskDetail:
         """One task (a request's event id, or a human-input sub-task id)."""
         return TaskDetail.model_validate(await self._send("GET", f"{PREFIX}/tasks/{task_id}"))
+
+    async def answer_task(self, task_id: str, data: dict[str, Any]) -> str:
+        """Answer a pending human-input request as this client's identity.
+
+        The tracker finds the request (by its sub-task id, or the id of the task that
+        asked) and publishes ``data`` as its ``response_event`` on its
+        ``response_topic``, correlated to the request, so the asking worker receives it.
+
+        Returns:
+            The answer's event id.
+
+        Raises:
+            TaskNotFound: no human input by that id in the caller's tenant.
+            Conflict: it was already answered or timed out.
+        """
+        sent = await self._send("POST", f"{PREFIX}/tasks/{task_id}/answer", json={"data": data})
+        return str(sent["event_id"])
 
     async def delegation_group(self, group_id: str) -> DelegationGroup:
         """One ``delegate_parallel`` fan-out and its members."""

@@ -416,6 +416,44 @@ async def task_detail(conn: AsyncConnection, tenant: str, task_id: str) -> TaskD
     )
 
 
+async def human_input(conn: AsyncConnection, tenant: str, ident: str) -> tuple[Any, dict[str, Any]]:
+    """The human-input wait ``ident`` names (its sub-task id, or the task that asked),
+    and the data of the request that opened it (``response_event``/``response_topic``).
+
+    Raises:
+        TaskNotFound: the caller's tenant has no human-input wait by that id.
+    """
+    row = (
+        await conn.execute(
+            sa.select(waits)
+            .where(
+                waits.c.tenant_id == tenant,
+                waits.c.kind == "human_input",
+                sa.or_(waits.c.wait_id == ident, waits.c.task_id == ident),
+            )
+            .order_by(sa.case((waits.c.status == "waiting", 0), else_=1), waits.c.created_at)
+            .limit(1)
+        )
+    ).first()
+    if row is None:
+        raise TaskNotFound(
+            f"no human input {ident!r} asked in this tenant", details={"task_id": ident}
+        )
+    asked = (
+        await conn.execute(
+            sa.select(events.c.data)
+            .where(
+                events.c.tenant_id == tenant,
+                events.c.type == wire.HUMAN_INPUT,
+                events.c.correlation_id == row.wait_id,
+            )
+            .order_by(events.c.seq.desc())
+            .limit(1)
+        )
+    ).scalar()
+    return row, dict(asked) if isinstance(asked, dict) else {}
+
+
 async def delegation_group(conn: AsyncConnection, tenant: str, group_id: str) -> DelegationGroup:
     rows = (
         await conn.execute(

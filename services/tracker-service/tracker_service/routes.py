@@ -8,7 +8,7 @@ caller (tenant and user), and the plan's own planner decides.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Header, Query, Request
@@ -20,7 +20,7 @@ from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
 from soorma_common.errors import Conflict, ValidationFailed
-from soorma_common.events import PLAN_CANCEL_REQUESTED, SYSTEM_EVENTS
+from soorma_common.events import ACTION_RESULTS, PLAN_CANCEL_REQUESTED, SYSTEM_EVENTS
 from soorma_common.tracker import (
     ActionList,
     DelegationGroup,
@@ -53,6 +53,20 @@ class CancelRequested(BaseModel):
 
     plan_id: str
     event_id: str
+
+
+class AnswerRequest(BaseModel):
+    """A person's answer to a pending human-input request."""
+
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class AnswerSent(BaseModel):
+    """The published answer: the asking worker receives it as its request's reply."""
+
+    task_id: str
+    event_id: str
+    event_type: str
 
 
 Limit = Annotated[int, Query(ge=1, le=500, description="Page size")]
@@ -280,6 +294,39 @@ async def cancel_plan(
         source="soorma-tracker-ui",
     )
     return CancelRequested(plan_id=plan_id, event_id=event_id)
+
+
+@router.post(
+    "/tasks/{task_id}/answer",
+    response_model=AnswerSent,
+    status_code=202,
+    summary="Answer a pending human input (publishes its response_event as the caller)",
+)
+async def answer_task(
+    task_id: str, body: AnswerRequest, identity: CurrentIdentity, tracker: Tracker
+) -> AnswerSent:
+    async with tracker.engine.connect() as conn:
+        wait, asked = await queries.human_input(conn, identity.tenant_id, task_id)
+    if wait.status != "waiting":
+        raise Conflict(
+            f"human input {wait.wait_id!r} is no longer pending ({wait.status})",
+            details={"task_id": wait.wait_id, "status": wait.status},
+        )
+    event_type = str(wait.expected_event)
+    topic = asked.get("response_topic")
+    assert tracker.bus is not None
+    event_id = await tracker.bus.publish(
+        topic if isinstance(topic, str) and topic else ACTION_RESULTS,
+        event_type,
+        body.data,
+        tenant_id=identity.tenant_id,
+        user_id=identity.user_id,
+        correlation_id=wait.wait_id,
+        plan_id=wait.plan_id,
+        session_id=wait.session_id,
+        source="soorma-tracker-ui",
+    )
+    return AnswerSent(task_id=wait.wait_id, event_id=event_id, event_type=event_type)
 
 
 @router.get(

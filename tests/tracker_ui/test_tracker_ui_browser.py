@@ -374,6 +374,42 @@ def test_plan_page_cancels_a_running_plan_after_confirmation(driver, stack):
     screenshot(driver, "tracker-plan-cancelled.png")
 
 
+def test_plan_page_answers_a_pending_human_input(driver, stack):
+    held = stack.run(
+        plan_with(stack, stack.run(ask(stack, "obscure-answer", wait=False)), "ask_user")
+    )
+    stack.run(ask_a_human(stack, held, seconds=120))
+    page(driver, stack, f"/ui/plans/{held}")
+    loaded(driver)
+    wait_for(driver, lambda d: css(d, "form.answer-form"), message="no answer form")
+    form = css(driver, "form.answer-form")[0]
+    assert form.get_attribute("data-wait-id") == f"sub-{held}"
+    form.find_element("css selector", "textarea").send_keys("[1]")
+    form.find_element("css selector", "button").click()
+    assert "JSON object" in form.find_element("css selector", ".answer-note").text
+    area = form.find_element("css selector", "textarea")
+    area.clear()
+    area.send_keys('{"approved": true, "by": "<b>dana</b>"}')
+    form.find_element("css selector", "button").click()
+    wait_for(
+        driver,
+        lambda d: attrs(d, "#waits-body .pill", "data-status") == {"answered"},
+        timeout=20,
+        message="the wait never showed answered",
+    )
+    assert css(driver, "form.answer-form") == []
+    wait_for(
+        driver,
+        lambda d: "approval.answered" in attrs(d, "#timeline-body tr", "data-event-type"),
+        message="the answer never reached the timeline",
+    )
+    task = stack.run(tracked(stack, f"/tasks/sub-{held}"))
+    assert task["waits"][0]["status"] == "answered"
+    no_injection(driver)
+    assert console_errors(driver) == []
+    screenshot(driver, "tracker-plan-answer.png")
+
+
 def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
     held = stack.run(
         plan_with(stack, stack.run(ask(stack, "obscure-live", wait=False)), "ask_user")

@@ -195,7 +195,48 @@
         h("td", { class: "nowrap" }, ui.fmtTime(w.deadline)),
         h("td", { class: "nowrap" }, ui.fmtTime(w.answered_at || w.timed_out_at)),
         h("td", null, w.late_answer_at ? "late answer at " + ui.fmtTime(w.late_answer_at) : "")));
+      if (w.kind === "human_input" && w.status === "waiting") body.append(answerRow(w));
     }
+  }
+
+  /* A person answers a pending human input here: the tracker publishes the JSON as the
+   * request's response_event, as the chosen identity; the stream then shows it answered. */
+  const answerRows = new Map();  // wait id -> its row: kept across re-renders (typing, focus)
+
+  function answerRow(w) {
+    if (answerRows.has(w.wait_id)) return answerRows.get(w.wait_id);
+    const text = h("textarea", { class: "answer-data mono", rows: 2, "aria-label": "answer (JSON)",
+      placeholder: '{"approved": true}' });
+    const send = h("button", { type: "submit", class: "primary" }, "Send answer");
+    const note = h("span", { class: "muted answer-note", role: "status" });
+    const form = h("form", { class: "answer-form", "data-wait-id": w.wait_id },
+      h("label", null, "Answer as JSON "), text, send, note);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      let data;
+      try {
+        data = JSON.parse(text.value || "{}");
+      } catch (err) {
+        note.textContent = "not JSON: " + err.message;
+        return;
+      }
+      if (data === null || typeof data !== "object" || Array.isArray(data)) {
+        note.textContent = "the answer must be a JSON object";
+        return;
+      }
+      send.disabled = true;
+      try {
+        const sent = await ui.post("/tasks/" + encodeURIComponent(w.wait_id) + "/answer", { data });
+        note.textContent = "sent (" + sent.event_type + ")";
+        refreshSoon();
+      } catch (err) {
+        send.disabled = false;
+        ui.showError(err);
+      }
+    });
+    const row = h("tr", { class: "answer-row" }, h("td", { colspan: 6 }, form));
+    answerRows.set(w.wait_id, row);
+    return row;
   }
 
   function renderSubPlans(plans) {

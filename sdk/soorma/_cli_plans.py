@@ -30,11 +30,18 @@ def add_parser(commands: Any) -> None:
     listing.add_argument("--status", help="pending|running|paused|completed|failed|cancelled")
     listing.add_argument("--goal-event", help="the goal's event type")
     listing.add_argument("--session", help="plans of one session")
+    listing.add_argument(
+        "--search", help="a plan, correlation or event id, or a prefix of one (4+ chars)"
+    )
     listing.add_argument("--limit", type=int, default=20)
     listing.add_argument("--json", action="store_true", help="print the API's JSON")
     listing.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
     show = actions.add_parser("show", help="one plan: state path, timeline, waits")
-    show.add_argument("plan_id", metavar="ID", help="plan id (or the goal's correlation id)")
+    show.add_argument(
+        "plan_id",
+        metavar="ID",
+        help="plan id, the goal's correlation id, an event id, or a prefix of one",
+    )
     show.add_argument(
         "--follow",
         "-f",
@@ -167,6 +174,7 @@ async def _list(args: argparse.Namespace) -> int:
                 status=args.status,
                 goal_event=args.goal_event,
                 session_id=args.session,
+                search=args.search,
                 limit=args.limit,
             )
         except SoormaError as exc:
@@ -182,15 +190,35 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _resolve(tracker: Any, ident: str) -> PlanDetail:
+    """The plan ``ident`` names: its id, its goal's correlation id, or (at least 4
+    characters) a prefix of a plan, correlation or event id that only one plan matches."""
     from soorma_common.errors import PlanNotFound
 
     try:
         plan: PlanDetail = await tracker.get_plan(ident)
         return plan
     except PlanNotFound:
+        pass
+    try:
         found = await tracker.plan_by_correlation(ident)
-        plan = await tracker.get_plan(found.plan_id)
+    except PlanNotFound:
+        if len(ident) < 4:
+            raise
+        page = await tracker.list_plans(search=ident, limit=10)
+        matches = [p.plan_id for p in page.plans]
+        if not matches:
+            raise
+        if len(matches) > 1:
+            listed = ", ".join(matches[:5]) + (" ..." if page.next_cursor else "")
+            raise PlanNotFound(
+                f"{ident!r} matches {len(matches)}{'+' if page.next_cursor else ''} plans "
+                f"({listed}); give more of the id",
+                details={"matches": matches},
+            ) from None
+        plan = await tracker.get_plan(matches[0])
         return plan
+    plan = await tracker.get_plan(found.plan_id)
+    return plan
 
 
 async def _show(args: argparse.Namespace) -> int:

@@ -53,6 +53,7 @@ class TrackerClient(ServiceClient):
         session_id: str | None = None,
         parent_plan_id: str | None = None,
         planner: str | None = None,
+        search: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int = 50,
@@ -67,6 +68,8 @@ class TrackerClient(ServiceClient):
             session_id: Plans of one session.
             parent_plan_id: Sub-plans of one plan.
             planner: The ``source`` of the plan's events (the planner agent).
+            search: A plan id, goal correlation id or event id, or a prefix of one
+                (at least 4 characters).
             since: Created at or after.
             until: Created before.
             limit: Page size (1-500).
@@ -79,6 +82,7 @@ class TrackerClient(ServiceClient):
             ("session_id", session_id),
             ("parent_plan_id", parent_plan_id),
             ("planner", planner),
+            ("q", search),
             ("cursor", cursor),
         ):
             if value is not None:

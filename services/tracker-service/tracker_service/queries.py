@@ -185,6 +185,28 @@ async def get_plan_row(conn: AsyncConnection, tenant: str, plan_id: str) -> Any:
     return row
 
 
+def _matches_id(tenant: str, text: str) -> Any:
+    """Plans whose id, one of whose correlation ids, or one of whose events' ids is
+    ``text`` or starts with it."""
+    pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    by_correlation = sa.select(correlations.c.plan_id).where(
+        correlations.c.tenant_id == tenant,
+        correlations.c.correlation_id.like(pattern, escape="\\"),
+    )
+    by_event = sa.select(events.c.plan_id).where(
+        events.c.tenant_id == tenant,
+        events.c.plan_id.is_not(None),
+        events.c.event_id.like(pattern, escape="\\"),
+    )
+    return sa.or_(
+        plans.c.plan_id.like(pattern, escape="\\"),
+        plans.c.goal_correlation_id.like(pattern, escape="\\"),
+        plans.c.goal_event_id.like(pattern, escape="\\"),
+        plans.c.plan_id.in_(by_correlation),
+        plans.c.plan_id.in_(by_event),
+    )
+
+
 async def list_plans(
     conn: AsyncConnection,
     tenant: str,
@@ -198,7 +220,9 @@ async def list_plans(
     for name, value in (filters or {}).items():
         if value is None:
             continue
-        if name == "since":
+        if name == "q":
+            query = query.where(_matches_id(tenant, str(value)))
+        elif name == "since":
             query = query.where(plans.c.created_at >= value)
         elif name == "until":
             query = query.where(plans.c.created_at < value)

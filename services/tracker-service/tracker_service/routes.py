@@ -93,6 +93,14 @@ async def list_plans(
     session_id: Annotated[str | None, Query(max_length=256)] = None,
     parent_plan_id: Annotated[str | None, Query(max_length=256)] = None,
     planner: Annotated[str | None, Query(max_length=256)] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            min_length=4,
+            max_length=128,
+            description="A plan id, goal correlation id or event id, or a prefix of one",
+        ),
+    ] = None,
     since: Annotated[datetime | None, Query(description="created at or after")] = None,
     until: Annotated[datetime | None, Query(description="created before")] = None,
     limit: Limit = 50,
@@ -105,6 +113,7 @@ async def list_plans(
         "session_id": session_id,
         "parent_plan_id": parent_plan_id,
         "planner": planner,
+        "q": q,
         "since": since,
         "until": until,
     }

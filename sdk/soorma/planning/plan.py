@@ -250,7 +250,7 @@ class PlanContext(PlanMachine):
             changed, previous, entered = self._apply(trigger_event, key)
             moved_status, ending = self.status, None
             if finish and entered is not None and self.at_terminal_state():
-                ending = self._end(self._step_results())
+                ending = self._end(self._step_results(), failed_at=previous, trigger=trigger_event)
             if not changed and self._cached:
                 # Nothing to do by a possibly stale copy: ask the service before
                 # dropping the event (the fresh copy is not cached: this runs once).

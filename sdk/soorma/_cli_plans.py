@@ -67,9 +67,14 @@ def add_parser(commands: Any) -> None:
     tasks = commands.add_parser("tasks", help="act on tasks (tracker)")
     task_actions = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
     answer = task_actions.add_parser(
-        "answer", help="answer a pending human input as yourself (publishes its response)"
+        "answer",
+        help="answer a pending human input, or release a planner WAIT, as yourself",
     )
-    answer.add_argument("task_id", metavar="ID", help="the human input's sub-task id, or its task")
+    answer.add_argument(
+        "task_id",
+        metavar="ID",
+        help="a human input's sub-task id or task id; a planner WAIT's id or plan id",
+    )
     answer.add_argument("--data", required=True, help="the answer, a JSON object")
     answer.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
 

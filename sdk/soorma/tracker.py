@@ -141,17 +141,20 @@ class TrackerClient(ServiceClient):
         return TaskDetail.model_validate(await self._send("GET", f"{PREFIX}/tasks/{task_id}"))
 
     async def answer_task(self, task_id: str, data: dict[str, Any]) -> str:
-        """Answer a pending human-input request as this client's identity.
+        """Answer a pending human input, or release a planner WAIT, as this identity.
 
-        The tracker finds the request (by its sub-task id, or the id of the task that
-        asked) and publishes ``data`` as its ``response_event`` on its
-        ``response_topic``, correlated to the request, so the asking worker receives it.
+        A human input (named by its sub-task id, or the id of the task that asked) gets
+        ``data`` as its ``response_event`` on its ``response_topic``, correlated to the
+        request, so the asking worker receives it. A planner WAIT (named by its id or
+        its plan's) gets the event it expects, correlated to its plan on
+        ``action-results``, which resumes the plan. The tracker publishes it through
+        the event service as the caller; it shows on the plan's timeline.
 
         Returns:
             The answer's event id.
 
         Raises:
-            TaskNotFound: no human input by that id in the caller's tenant.
+            TaskNotFound: nothing waits by that id in the caller's tenant.
             Conflict: it was already answered or timed out.
         """
         sent = await self._send("POST", f"{PREFIX}/tasks/{task_id}/answer", json={"data": data})

@@ -93,4 +93,29 @@ async def test_soorma_tasks_answer_publishes_the_answer_as_the_caller(
     timeline = await stack.ok(f"/plans/{ids['plan_id']}/timeline")
     assert "human.answered" in [e["type"] for e in timeline["entries"]]
     assert await _cli("tasks", "answer", ids["sub"], "--data", data, *url) == 1
-    assert "no longer pending (answered)" in capsys.readouterr().err
+    assert "waits no longer (answered)" in capsys.readouterr().err
+
+
+async def test_soorma_tasks_answer_releases_a_planner_wait_with_its_expected_event(
+    stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan_id = str(uuid.uuid4())
+    await stack.publish(
+        {
+            "topic": "system-events",
+            "type": "plan.waiting_for_input",
+            "correlation_id": plan_id,
+            "plan_id": plan_id,
+            "data": {"plan_id": plan_id, "expected_event": "user.replied", "timeout_seconds": 60},
+        }
+    )
+    await stack.plan_when(plan_id, lambda p: p["waits"] and p["waits"][0]["status"] == "waiting")
+    monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
+    async with Listener(stack, ["user.replied"], topic="action-results") as released:
+        code = await _cli(
+            "tasks", "answer", plan_id, "--data", '{"go": true}', "--url", stack.tracker.url
+        )
+        assert code == 0, capsys.readouterr().err
+        (event,) = await released.wait_for(1)
+    assert (event.correlation_id, event.plan_id, event.data) == (plan_id, plan_id, {"go": True})
+    await stack.plan_when(plan_id, lambda p: p["waits"][0]["status"] == "answered")

@@ -440,29 +440,35 @@ async def task_detail(conn: AsyncConnection, tenant: str, task_id: str) -> TaskD
     )
 
 
-async def human_input(conn: AsyncConnection, tenant: str, ident: str) -> tuple[Any, dict[str, Any]]:
-    """The human-input wait ``ident`` names (its sub-task id, or the task that asked),
-    and the data of the request that opened it (``response_event``/``response_topic``).
+async def pending_wait(
+    conn: AsyncConnection, tenant: str, ident: str
+) -> tuple[Any, dict[str, Any]]:
+    """The wait ``ident`` names, a pending one first: a human input (by its sub-task id or
+    the task that asked) or a planner WAIT (by its id or its plan's), with the data of
+    the human-input request that opened it (``response_topic``; empty for a WAIT).
 
     Raises:
-        TaskNotFound: the caller's tenant has no human-input wait by that id.
+        TaskNotFound: the caller's tenant has no wait by that id.
     """
     row = (
         await conn.execute(
             sa.select(waits)
             .where(
                 waits.c.tenant_id == tenant,
-                waits.c.kind == "human_input",
-                sa.or_(waits.c.wait_id == ident, waits.c.task_id == ident),
+                sa.or_(
+                    waits.c.wait_id == ident,
+                    waits.c.task_id == ident,
+                    sa.and_(waits.c.kind == "plan_wait", waits.c.plan_id == ident),
+                ),
             )
             .order_by(sa.case((waits.c.status == "waiting", 0), else_=1), waits.c.created_at)
             .limit(1)
         )
     ).first()
     if row is None:
-        raise TaskNotFound(
-            f"no human input {ident!r} asked in this tenant", details={"task_id": ident}
-        )
+        raise TaskNotFound(f"nothing waits as {ident!r} in this tenant", details={"task_id": ident})
+    if row.kind != "human_input":
+        return row, {}
     asked = (
         await conn.execute(
             sa.select(events.c.data)

@@ -309,28 +309,38 @@ async def cancel_plan(
     "/tasks/{task_id}/answer",
     response_model=AnswerSent,
     status_code=202,
-    summary="Answer a pending human input (publishes its response_event as the caller)",
+    summary="Answer a pending human input, or release a planner WAIT, as the caller",
 )
 async def answer_task(
     task_id: str, body: AnswerRequest, identity: CurrentIdentity, tracker: Tracker
 ) -> AnswerSent:
+    """A human input gets its ``response_event`` (on its ``response_topic``, correlated
+    to the request); a planner WAIT gets the event it expects, correlated to its plan
+    on ``action-results``: what the worker or the planner waits for, sent as the caller.
+    """
     async with tracker.engine.connect() as conn:
-        wait, asked = await queries.human_input(conn, identity.tenant_id, task_id)
+        wait, asked = await queries.pending_wait(conn, identity.tenant_id, task_id)
     if wait.status != "waiting":
         raise Conflict(
-            f"human input {wait.wait_id!r} is no longer pending ({wait.status})",
+            f"{wait.wait_id!r} waits no longer ({wait.status})",
             details={"task_id": wait.wait_id, "status": wait.status},
+        )
+    if not wait.expected_event:
+        raise Conflict(
+            f"{wait.wait_id!r} does not say which event it waits for",
+            details={"task_id": wait.wait_id},
         )
     event_type = str(wait.expected_event)
     topic = asked.get("response_topic")
+    human = wait.kind == "human_input"
     assert tracker.bus is not None
     event_id = await tracker.bus.publish(
-        topic if isinstance(topic, str) and topic else ACTION_RESULTS,
+        topic if human and isinstance(topic, str) and topic else ACTION_RESULTS,
         event_type,
         body.data,
         tenant_id=identity.tenant_id,
         user_id=identity.user_id,
-        correlation_id=wait.wait_id,
+        correlation_id=wait.wait_id if human else wait.plan_id,
         plan_id=wait.plan_id,
         session_id=wait.session_id,
         source="soorma-tracker-ui",

@@ -195,19 +195,21 @@
         h("td", { class: "nowrap" }, ui.fmtTime(w.deadline)),
         h("td", { class: "nowrap" }, ui.fmtTime(w.answered_at || w.timed_out_at)),
         h("td", null, w.late_answer_at ? "late answer at " + ui.fmtTime(w.late_answer_at) : "")));
-      if (w.kind === "human_input" && w.status === "waiting") body.append(answerRow(w));
+      if (w.status === "waiting" && w.expected_event) body.append(answerRow(w));
     }
   }
 
-  /* A person answers a pending human input here: the tracker publishes the JSON as the
-   * request's response_event, as the chosen identity; the stream then shows it answered. */
+  /* A person answers a pending human input, or releases a planner WAIT, here: the tracker
+   * publishes the JSON as the event waited for, as the chosen identity; the stream then
+   * shows the wait answered. */
   const answerRows = new Map();  // wait id -> its row: kept across re-renders (typing, focus)
 
   function answerRow(w) {
     if (answerRows.has(w.wait_id)) return answerRows.get(w.wait_id);
     const text = h("textarea", { class: "answer-data mono", rows: 2, "aria-label": "answer (JSON)",
       placeholder: '{"approved": true}' });
-    const send = h("button", { type: "submit", class: "primary" }, "Send answer");
+    const label = w.kind === "human_input" ? "Send answer" : "Release with " + w.expected_event;
+    const send = h("button", { type: "submit", class: "primary" }, label);
     const note = h("span", { class: "muted answer-note", role: "status" });
     const form = h("form", { class: "answer-form", "data-wait-id": w.wait_id },
       h("label", null, "Answer as JSON "), text, send, note);

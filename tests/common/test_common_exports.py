@@ -61,6 +61,7 @@ EXPECTED = {
     # state machine
     "StateAction",
     "StateTransition",
+    "StateWait",
     "StateConfig",
     "PlanDefinition",
     "PlanRegistrationRequest",

@@ -40,7 +40,6 @@ async def main(vehicle_id: str) -> int:
                 "parts.check.requested",
                 {"vehicle_id": vehicle_id, "plan_id": plan_id, "memory_key": key},
                 response_event="parts.check.completed",
-                plan_id=plan_id,
                 timeout=30,
             )
         finally:

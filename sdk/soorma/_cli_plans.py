@@ -1,5 +1,5 @@
-"""``soorma plans list|show|cancel``: the tracker's view of plans, in a terminal, and
-acting on them through the event service."""
+"""``soorma plans list|show|cancel`` and ``soorma tasks answer``: the tracker's view of
+plans, in a terminal, and acting on them through the event service."""
 
 from __future__ import annotations
 
@@ -30,11 +30,18 @@ def add_parser(commands: Any) -> None:
     listing.add_argument("--status", help="pending|running|paused|completed|failed|cancelled")
     listing.add_argument("--goal-event", help="the goal's event type")
     listing.add_argument("--session", help="plans of one session")
+    listing.add_argument(
+        "--search", help="a plan, correlation or event id, or a prefix of one (4+ chars)"
+    )
     listing.add_argument("--limit", type=int, default=20)
     listing.add_argument("--json", action="store_true", help="print the API's JSON")
     listing.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
     show = actions.add_parser("show", help="one plan: state path, timeline, waits")
-    show.add_argument("plan_id", metavar="ID", help="plan id (or the goal's correlation id)")
+    show.add_argument(
+        "plan_id",
+        metavar="ID",
+        help="plan id, the goal's correlation id, an event id, or a prefix of one",
+    )
     show.add_argument(
         "--follow",
         "-f",
@@ -57,9 +64,25 @@ def add_parser(commands: Any) -> None:
     )
     cancel.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
 
+    tasks = commands.add_parser("tasks", help="act on tasks (tracker)")
+    task_actions = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
+    answer = task_actions.add_parser(
+        "answer",
+        help="answer a pending human input, or release a planner WAIT, as yourself",
+    )
+    answer.add_argument(
+        "task_id",
+        metavar="ID",
+        help="a human input's sub-task id or task id; a planner WAIT's id or plan id",
+    )
+    answer.add_argument("--data", required=True, help="the answer, a JSON object")
+    answer.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
+
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``soorma plans ...``; the exit code."""
+    """Run ``soorma plans ...`` or ``soorma tasks ...``; the exit code."""
+    if args.command == "tasks":
+        return asyncio.run(_answer(args))
     handler = {"list": _list, "show": _show, "cancel": _cancel}[args.plans_command]
     return asyncio.run(handler(args))
 
@@ -156,6 +179,7 @@ async def _list(args: argparse.Namespace) -> int:
                 status=args.status,
                 goal_event=args.goal_event,
                 session_id=args.session,
+                search=args.search,
                 limit=args.limit,
             )
         except SoormaError as exc:
@@ -171,15 +195,35 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _resolve(tracker: Any, ident: str) -> PlanDetail:
+    """The plan ``ident`` names: its id, its goal's correlation id, or (at least 4
+    characters) a prefix of a plan, correlation or event id that only one plan matches."""
     from soorma_common.errors import PlanNotFound
 
     try:
         plan: PlanDetail = await tracker.get_plan(ident)
         return plan
     except PlanNotFound:
+        pass
+    try:
         found = await tracker.plan_by_correlation(ident)
-        plan = await tracker.get_plan(found.plan_id)
+    except PlanNotFound:
+        if len(ident) < 4:
+            raise
+        page = await tracker.list_plans(search=ident, limit=10)
+        matches = [p.plan_id for p in page.plans]
+        if not matches:
+            raise
+        if len(matches) > 1:
+            listed = ", ".join(matches[:5]) + (" ..." if page.next_cursor else "")
+            raise PlanNotFound(
+                f"{ident!r} matches {len(matches)}{'+' if page.next_cursor else ''} plans "
+                f"({listed}); give more of the id",
+                details={"matches": matches},
+            ) from None
+        plan = await tracker.get_plan(matches[0])
         return plan
+    plan = await tracker.get_plan(found.plan_id)
+    return plan
 
 
 async def _show(args: argparse.Namespace) -> int:
@@ -234,6 +278,24 @@ async def _show(args: argparse.Namespace) -> int:
                     )
         except SoormaError as exc:
             return _fail(str(exc))
+    return 0
+
+
+async def _answer(args: argparse.Namespace) -> int:
+    from soorma_common.errors import SoormaError
+
+    try:
+        data = json.loads(args.data)
+    except ValueError as exc:
+        return _fail(f"--data is not JSON: {exc}", 2)
+    if not isinstance(data, dict):
+        return _fail("--data must be a JSON object", 2)
+    async with _context(args.url) as context:
+        try:
+            event_id = await context.tracker.answer_task(args.task_id, data)
+        except SoormaError as exc:
+            return _fail(str(exc))
+    print(f"answered {args.task_id} (event {event_id})")
     return 0
 
 

@@ -1,5 +1,5 @@
 """The ``soorma`` command: ``dev``, ``run``, ``init``, ``call``, ``events``, ``plans``,
-``memory`` and ``a2a``."""
+``tasks``, ``memory`` and ``a2a``."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = _dev(args)
         elif args.command == "init":
             code = _init(args)
-        elif args.command == "plans":
+        elif args.command in ("plans", "tasks"):
             code = _cli_plans.run(args)
         elif args.command == "memory":
             code = _cli_memory.run(args)

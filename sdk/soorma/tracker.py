@@ -37,8 +37,10 @@ DEFAULT_POLL_INTERVAL = 0.25
 
 
 class TrackerClient(ServiceClient):
-    """Read-only client of the tracker service (``SOORMA_TRACKER_URL``).
+    """Client of the tracker service (``SOORMA_TRACKER_URL``).
 
+    The tracker's data is read-only; :meth:`answer_task` acts by having the tracker
+    publish the answer through the event service as the caller.
     Every call is scoped to the caller's tenant. Unknown ids raise ``PlanNotFound`` /
     ``TaskNotFound``; bad filters or cursors raise ``ValidationFailed``.
     """
@@ -51,6 +53,7 @@ class TrackerClient(ServiceClient):
         session_id: str | None = None,
         parent_plan_id: str | None = None,
         planner: str | None = None,
+        search: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int = 50,
@@ -65,6 +68,8 @@ class TrackerClient(ServiceClient):
             session_id: Plans of one session.
             parent_plan_id: Sub-plans of one plan.
             planner: The ``source`` of the plan's events (the planner agent).
+            search: A plan id, goal correlation id or event id, or a prefix of one
+                (at least 4 characters).
             since: Created at or after.
             until: Created before.
             limit: Page size (1-500).
@@ -77,6 +82,7 @@ class TrackerClient(ServiceClient):
             ("session_id", session_id),
             ("parent_plan_id", parent_plan_id),
             ("planner", planner),
+            ("q", search),
             ("cursor", cursor),
         ):
             if value is not None:
@@ -133,6 +139,26 @@ class TrackerClient(ServiceClient):
     async def task(self, task_id: str) -> TaskDetail:
         """One task (a request's event id, or a human-input sub-task id)."""
         return TaskDetail.model_validate(await self._send("GET", f"{PREFIX}/tasks/{task_id}"))
+
+    async def answer_task(self, task_id: str, data: dict[str, Any]) -> str:
+        """Answer a pending human input, or release a planner WAIT, as this identity.
+
+        A human input (named by its sub-task id, or the id of the task that asked) gets
+        ``data`` as its ``response_event`` on its ``response_topic``, correlated to the
+        request, so the asking worker receives it. A planner WAIT (named by its id or
+        its plan's) gets the event it expects, correlated to its plan on
+        ``action-results``, which resumes the plan. The tracker publishes it through
+        the event service as the caller; it shows on the plan's timeline.
+
+        Returns:
+            The answer's event id.
+
+        Raises:
+            TaskNotFound: nothing waits by that id in the caller's tenant.
+            Conflict: it was already answered or timed out.
+        """
+        sent = await self._send("POST", f"{PREFIX}/tasks/{task_id}/answer", json={"data": data})
+        return str(sent["event_id"])
 
     async def delegation_group(self, group_id: str) -> DelegationGroup:
         """One ``delegate_parallel`` fan-out and its members."""

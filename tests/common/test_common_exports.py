@@ -72,6 +72,7 @@ EXPECTED = {
     # state machine
     "StateAction",
     "StateTransition",
+    "StateWait",
     "StateConfig",
     "PlanDefinition",
     "PlanRegistrationRequest",

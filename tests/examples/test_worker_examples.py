@@ -19,6 +19,8 @@ from memory_service import create_app as create_memory_app
 from memory_service.settings import Settings as MemorySettings
 from soorma import PlatformContext, PlatformSettings
 from testsupport.server import free_port, serve
+from tracker_service import create_app as create_tracker_app
+from tracker_service.settings import Settings as TrackerSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
 from sdk_helpers import Proc, subprocess_env
@@ -90,13 +92,22 @@ async def test_fanout_client_prints_the_aggregate_of_three_tools(services: dict[
             await proc.kill()
 
 
-async def test_working_memory_worker_reads_the_record_by_key(services: dict[str, str]):
+async def test_working_memory_worker_reads_the_record_by_key(
+    services: dict[str, str], tmp_path: Any
+):
+    tracker_settings = TrackerSettings(
+        tracker_database_url=f"sqlite+aiosqlite:///{tmp_path}/tracker.db",
+        data_dir=tmp_path,
+        event_service_url=services["SOORMA_EVENT_SERVICE_URL"],
+        memory_url=services["SOORMA_MEMORY_URL"],
+    )
     (worker,) = await start_all(
         services, (WORKING_MEMORY / "worker.py", "agent parts-checker ready")
     )
     settings = PlatformSettings(event_service_url=services["SOORMA_EVENT_SERVICE_URL"])
     try:
         async with (
+            serve(create_tracker_app(tracker_settings)) as tracker,
             PlatformContext.from_env(settings=settings) as watcher,
             watcher.bus.subscribe(
                 ["action-requests"], event_types=["parts.check.requested"]
@@ -108,6 +119,14 @@ async def test_working_memory_worker_reads_the_record_by_key(services: dict[str,
             )
             assert await planner.wait() == 0, planner.output + "\n" + worker.output
             request = await anext(requests)
+            # The id scopes working memory; no plan runs, so the tracker lists none
+            # (a request carrying a plan id would leave one ``pending`` forever).
+            assert request.plan_id is None
+            api = f"{tracker.url}/v1/tracker"
+            async with asyncio.timeout(20):
+                while (await watcher.http.get(f"{api}/tasks/{request.id}")).status_code != 200:  # noqa: ASYNC110
+                    await asyncio.sleep(0.1)
+            assert (await watcher.http.get(f"{api}/plans")).json()["plans"] == []
         assert planner.lines[-1] == (
             "vehicle V-42: 600 history entries; in stock: brake_pads, wiper_blades; "
             "to order: oil_filter"
@@ -115,7 +134,6 @@ async def test_working_memory_worker_reads_the_record_by_key(services: dict[str,
         # The event carried the key, not the ~100 KB record.
         assert set(request.data) == {"vehicle_id", "plan_id", "memory_key"}
         assert len(json.dumps(request.data)) < 300
-        assert request.plan_id == request.data["plan_id"]
         assert await worker.stop(signal.SIGINT) == 0, worker.output
     finally:
         await worker.kill()

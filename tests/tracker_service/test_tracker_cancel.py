@@ -4,6 +4,7 @@ owning planner ends the plan, and the tracker shows it cancelled with the reason
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
@@ -114,3 +115,46 @@ async def test_soorma_plans_cancel_ends_a_running_plan_with_its_reason(
     finally:
         await planner.stop()
         await planner.context.close()
+
+
+async def test_the_cancel_route_publishes_the_request_as_the_caller(stack: Stack) -> None:
+    plan_id = str(uuid.uuid4())
+    await stack.publish(
+        {
+            "topic": "system-events",
+            "type": "plan.started",
+            "correlation_id": plan_id,
+            "plan_id": plan_id,
+            "data": {"plan_id": plan_id, "current_state": "review"},
+        }
+    )
+    await stack.plan_when(plan_id, lambda p: p["status"] == "running")
+    url = f"{stack.tracker.url}/v1/tracker/plans/{plan_id}/cancel"
+    async with Listener(stack, ["plan.cancel_requested"]) as requests:
+        other = await stack.client.post(
+            url, json={"reason": "x"}, headers={"X-Tenant-ID": "globex"}
+        )
+        assert other.status_code == 404, other.text
+        empty = await stack.client.post(url, json={"reason": ""}, headers={"X-Tenant-ID": "acme"})
+        assert empty.status_code == 422
+        sent = await stack.client.post(
+            url, json={"reason": "stop"}, headers={"X-Tenant-ID": "acme", "X-User-ID": "bob"}
+        )
+        assert sent.status_code == 202, sent.text
+        (request,) = await requests.wait_for(1)
+    assert sent.json() == {"plan_id": plan_id, "event_id": request.id}
+    assert (request.tenant_id, request.user_id) == ("acme", "bob")
+    assert request.data == {"plan_id": plan_id, "reason": "stop"}
+    assert (request.plan_id, request.correlation_id) == (plan_id, plan_id)
+    await stack.publish(
+        {
+            "topic": "system-events",
+            "type": "plan.cancelled",
+            "correlation_id": plan_id,
+            "plan_id": plan_id,
+            "data": {"plan_id": plan_id, "reason": "stop", "cancelled_by": "bob"},
+        }
+    )
+    await stack.plan_when(plan_id, lambda p: p["status"] == "cancelled")
+    ended = await stack.client.post(url, json={"reason": "x"}, headers={"X-Tenant-ID": "acme"})
+    assert ended.status_code == 409, ended.text

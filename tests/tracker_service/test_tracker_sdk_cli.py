@@ -133,3 +133,54 @@ async def test_soorma_plans_list_show_and_follow(
     assert "failed: no seats" in out and out.rstrip().endswith("plan failed (no seats)")
     assert await _cli("plans", "show", "nope", "--url", stack.tracker.url) == 1
     assert "'nope'" in capsys.readouterr().err
+
+
+async def _started(stack: Stack, plan_id: str, event_id: str) -> None:
+    await stack.publish(
+        {
+            "id": event_id,
+            "topic": "system-events",
+            "type": "plan.started",
+            "correlation_id": plan_id,
+            "plan_id": plan_id,
+            "data": {"plan_id": plan_id, "current_state": "book"},
+        }
+    )
+    await stack.plan_when(plan_id, lambda p: p["status"] == "running")
+
+
+async def test_plans_are_found_by_a_prefix_of_their_plan_correlation_or_event_id(
+    stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
+    tag = uuid.uuid4().hex[:8]
+    one, two = f"{tag}-aaaa-plan", f"{tag}-bbbb-plan"
+    await _started(stack, one, f"ev{tag}-first")
+    await _started(stack, two, f"ev{tag}-second")
+    done = await _plan(stack)
+    await stack.plan_when(done["plan_id"], lambda p: p["status"] == "completed")
+    url = ("--url", stack.tracker.url)
+
+    async def search(q: str) -> list[str]:
+        return [p["plan_id"] for p in (await stack.ok("/plans", q=q))["plans"]]
+
+    assert sorted(await search(tag)) == [one, two]
+    assert await search(f"{tag}-bb") == [two]
+    assert await search(f"ev{tag}-fi") == [one]
+    assert await search(done["cid"][:12]) == [done["plan_id"]]
+    assert await search("%%%%") == [] and await search("____") == []
+    assert (await stack.get("/plans", q="abc")).status_code == 422
+    assert await _cli("plans", "show", f"{tag}-bb", *url) == 0
+    assert f"plan {two}" in capsys.readouterr().out
+    assert await _cli("plans", "show", f"ev{tag}-sec", *url) == 0
+    assert f"plan {two}" in capsys.readouterr().out
+    assert await _cli("plans", "show", done["plan_id"][:8], *url) == 0
+    assert f"plan {done['plan_id']}" in capsys.readouterr().out
+    assert await _cli("plans", "show", tag, *url) == 1
+    err = capsys.readouterr().err
+    assert "matches 2 plans" in err and one in err and two in err
+    assert await _cli("plans", "list", "--search", f"{tag}-aa", *url) == 0
+    listed = capsys.readouterr().out
+    assert one in listed and two not in listed
+    # Another tenant finds nothing by the same prefix.
+    assert (await stack.ok("/plans", tenant="globex", q=tag))["plans"] == []

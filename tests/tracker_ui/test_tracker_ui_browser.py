@@ -332,6 +332,84 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
     assert driver.find_element("id", "empty").is_displayed()
 
 
+async def cancel_as(stack: Stack, plan_id: str, tenant: str) -> Any:
+    """``POST /plans/{id}/cancel`` as ``tenant`` (what the page's form sends)."""
+    async with stack.context(tenant) as context:
+        return await context.http.post(
+            f"{stack.urls['tracker']}/v1/tracker/plans/{plan_id}/cancel",
+            json={"reason": "not yours"},
+            headers={"X-Tenant-ID": tenant},
+        )
+
+
+def test_plan_page_cancels_a_running_plan_after_confirmation(driver, stack):
+    held = stack.run(
+        plan_with(stack, stack.run(ask(stack, "obscure-cancel", wait=False)), "ask_user")
+    )
+    # Another tenant does not see the plan, so cannot cancel it.
+    refused = stack.run(cancel_as(stack, held, "globex"))
+    assert refused.status_code == 404, refused.text
+    page(driver, stack, f"/ui/plans/{held}")
+    loaded(driver)
+    wait_for(driver, lambda d: d.find_element("id", "cancel-open").is_displayed())
+    form = driver.find_element("id", "cancel-form")
+    assert not form.is_displayed()
+    driver.find_element("id", "cancel-open").click()  # one click only opens the form
+    assert form.is_displayed() and status(driver) == "running"
+    driver.find_element("id", "cancel-back").click()
+    assert not form.is_displayed()
+    driver.find_element("id", "cancel-open").click()
+    driver.find_element("id", "cancel-reason").send_keys("wrong topic")
+    driver.find_element("id", "cancel-confirm").click()
+    wait_for(driver, lambda d: status(d) == "cancelled", timeout=20, message="plan never cancelled")
+    wait_for(driver, lambda d: "wrong topic" in d.find_element("id", "facts").text)
+    assert not driver.find_element("id", "plan-actions").is_displayed()
+    settled(driver)
+    assert "plan.cancel_requested" in attrs(driver, "#timeline-body tr", "data-event-type")
+    detail = stack.run(tracked(stack, f"/plans/{held}"))
+    assert (detail["status"], detail["reason"]) == ("cancelled", "wrong topic")
+    again = stack.run(cancel_as(stack, held, TENANT))
+    assert again.status_code == 409, again.text
+    assert console_errors(driver) == []
+    screenshot(driver, "tracker-plan-cancelled.png")
+
+
+def test_plan_page_answers_a_pending_human_input(driver, stack):
+    held = stack.run(
+        plan_with(stack, stack.run(ask(stack, "obscure-answer", wait=False)), "ask_user")
+    )
+    stack.run(ask_a_human(stack, held, seconds=120))
+    page(driver, stack, f"/ui/plans/{held}")
+    loaded(driver)
+    wait_for(driver, lambda d: css(d, "form.answer-form"), message="no answer form")
+    form = css(driver, "form.answer-form")[0]
+    assert form.get_attribute("data-wait-id") == f"sub-{held}"
+    form.find_element("css selector", "textarea").send_keys("[1]")
+    form.find_element("css selector", "button").click()
+    assert "JSON object" in form.find_element("css selector", ".answer-note").text
+    area = form.find_element("css selector", "textarea")
+    area.clear()
+    area.send_keys('{"approved": true, "by": "<b>dana</b>"}')
+    form.find_element("css selector", "button").click()
+    wait_for(
+        driver,
+        lambda d: attrs(d, "#waits-body .pill", "data-status") == {"answered"},
+        timeout=20,
+        message="the wait never showed answered",
+    )
+    assert css(driver, "form.answer-form") == []
+    wait_for(
+        driver,
+        lambda d: "approval.answered" in attrs(d, "#timeline-body tr", "data-event-type"),
+        message="the answer never reached the timeline",
+    )
+    task = stack.run(tracked(stack, f"/tasks/sub-{held}"))
+    assert task["waits"][0]["status"] == "answered"
+    no_injection(driver)
+    assert console_errors(driver) == []
+    screenshot(driver, "tracker-plan-answer.png")
+
+
 def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
     held = stack.run(
         plan_with(stack, stack.run(ask(stack, "obscure-live", wait=False)), "ask_user")

@@ -47,6 +47,7 @@ from soorma_common.events import (
     PLAN_RESUMED,
     PLAN_STARTED,
     PLAN_STATE_CHANGED,
+    PLAN_WAITING_FOR_INPUT,
     SYSTEM_EVENTS,
     EventEnvelope,
 )
@@ -250,7 +251,7 @@ class PlanContext(PlanMachine):
             changed, previous, entered = self._apply(trigger_event, key)
             moved_status, ending = self.status, None
             if finish and entered is not None and self.at_terminal_state():
-                ending = self._end(self._step_results())
+                ending = self._end(self._step_results(), failed_at=previous, trigger=trigger_event)
             if not changed and self._cached:
                 # Nothing to do by a possibly stale copy: ask the service before
                 # dropping the event (the fresh copy is not cached: this runs once).
@@ -316,6 +317,19 @@ class PlanContext(PlanMachine):
         events: list[EventEnvelope] = [
             lifecycle_event(self, event_type, data) for event_type, data in lifecycle
         ]
+        wait = self.state_machine[state_name].wait
+        if wait is not None and lifecycle:
+            events.append(
+                lifecycle_event(
+                    self,
+                    PLAN_WAITING_FOR_INPUT,
+                    {
+                        "expected_event": wait.event,
+                        "timeout_seconds": wait.timeout_seconds,
+                        "reason": wait.reason or f"waiting for {wait.event}",
+                    },
+                )
+            )
         action = self.state_machine[state_name].action
         corr = self._steps.correlation_for(state_name)
         if action is not None and corr is not None:

@@ -144,19 +144,44 @@ class PlanMachine(StoredPlan):
         """What the declarative driver answers a goal with: the step results."""
         return {k: v for k, v in self.results.items() if k != "final"}
 
-    def _end(self, result: Mapping[str, Any] | None) -> Ending:
+    def _end(
+        self,
+        result: Mapping[str, Any] | None,
+        *,
+        failed_at: str | None = None,
+        trigger: EventEnvelope | None = None,
+    ) -> Ending:
         """End the local copy as :meth:`finalize` would; the events announcing it.
 
+        A failed end without an explicit ``reason`` says where and why: the step the
+        plan left (``failed_at``) and the answer that moved it (``trigger``).
         Pure (no I/O), like :meth:`_apply`: it is re-run on a fresh copy after a
         version conflict.
         """
         if self.current_state.lower() in FAILED_STATE_NAMES:
             reason = (result or {}).get("reason") if isinstance(result, Mapping) else None
-            return self._fail_locally(str(reason or f"plan reached state {self.current_state!r}"))
+            return self._fail_locally(str(reason or self._failure(failed_at, trigger)))
         final = dict(result) if result is not None else None
         self.status = PlanStatus.COMPLETED
         self.results["final"] = final
         return Ending.completed(self.plan_id, final)
+
+    def _failure(self, failed_at: str | None, trigger: EventEnvelope | None) -> str:
+        """``step 'searching' got web.search.failed: backend timed out``, or as much of
+        it as is known."""
+        if trigger is None:
+            return f"plan reached state {self.current_state!r}"
+        detail = next(
+            (
+                str(trigger.data[key])
+                for key in ("error", "reason", "message")
+                if isinstance(trigger.data.get(key), str) and trigger.data[key]
+            ),
+            None,
+        )
+        where = failed_at if failed_at and failed_at != self.current_state else None
+        what = trigger.type + (f": {detail}" if detail else "")
+        return f"step {where!r} got {what}" if where else what
 
     def _cancel_locally(self, reason: str, by: str | None) -> Ending:
         """End the local copy as cancelled (pure, like :meth:`_end`)."""

@@ -87,7 +87,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     name="tracker-timeouts",
                 )
             )
-        state = TrackerState(engine=engine, settings=settings, memory=memory, projector=projector)
+        state = TrackerState(
+            engine=engine, settings=settings, memory=memory, projector=projector, bus=bus
+        )
 
         async def ready() -> None:
             async with engine.connect() as conn:

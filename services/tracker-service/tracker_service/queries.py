@@ -185,6 +185,28 @@ async def get_plan_row(conn: AsyncConnection, tenant: str, plan_id: str) -> Any:
     return row
 
 
+def _matches_id(tenant: str, text: str) -> Any:
+    """Plans whose id, one of whose correlation ids, or one of whose events' ids is
+    ``text`` or starts with it."""
+    pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    by_correlation = sa.select(correlations.c.plan_id).where(
+        correlations.c.tenant_id == tenant,
+        correlations.c.correlation_id.like(pattern, escape="\\"),
+    )
+    by_event = sa.select(events.c.plan_id).where(
+        events.c.tenant_id == tenant,
+        events.c.plan_id.is_not(None),
+        events.c.event_id.like(pattern, escape="\\"),
+    )
+    return sa.or_(
+        plans.c.plan_id.like(pattern, escape="\\"),
+        plans.c.goal_correlation_id.like(pattern, escape="\\"),
+        plans.c.goal_event_id.like(pattern, escape="\\"),
+        plans.c.plan_id.in_(by_correlation),
+        plans.c.plan_id.in_(by_event),
+    )
+
+
 async def list_plans(
     conn: AsyncConnection,
     tenant: str,
@@ -198,7 +220,9 @@ async def list_plans(
     for name, value in (filters or {}).items():
         if value is None:
             continue
-        if name == "since":
+        if name == "q":
+            query = query.where(_matches_id(tenant, str(value)))
+        elif name == "since":
             query = query.where(plans.c.created_at >= value)
         elif name == "until":
             query = query.where(plans.c.created_at < value)
@@ -414,6 +438,50 @@ async def task_detail(conn: AsyncConnection, tenant: str, task_id: str) -> TaskD
         sub_tasks=[task_summary(r) for r in subs],
         waits=[wait_model(r) for r in wait_rows],
     )
+
+
+async def pending_wait(
+    conn: AsyncConnection, tenant: str, ident: str
+) -> tuple[Any, dict[str, Any]]:
+    """The wait ``ident`` names, a pending one first: a human input (by its sub-task id or
+    the task that asked) or a planner WAIT (by its id or its plan's), with the data of
+    the human-input request that opened it (``response_topic``; empty for a WAIT).
+
+    Raises:
+        TaskNotFound: the caller's tenant has no wait by that id.
+    """
+    row = (
+        await conn.execute(
+            sa.select(waits)
+            .where(
+                waits.c.tenant_id == tenant,
+                sa.or_(
+                    waits.c.wait_id == ident,
+                    waits.c.task_id == ident,
+                    sa.and_(waits.c.kind == "plan_wait", waits.c.plan_id == ident),
+                ),
+            )
+            .order_by(sa.case((waits.c.status == "waiting", 0), else_=1), waits.c.created_at)
+            .limit(1)
+        )
+    ).first()
+    if row is None:
+        raise TaskNotFound(f"nothing waits as {ident!r} in this tenant", details={"task_id": ident})
+    if row.kind != "human_input":
+        return row, {}
+    asked = (
+        await conn.execute(
+            sa.select(events.c.data)
+            .where(
+                events.c.tenant_id == tenant,
+                events.c.type == wire.HUMAN_INPUT,
+                events.c.correlation_id == row.wait_id,
+            )
+            .order_by(events.c.seq.desc())
+            .limit(1)
+        )
+    ).scalar()
+    return row, dict(asked) if isinstance(asked, dict) else {}
 
 
 async def delegation_group(conn: AsyncConnection, tenant: str, group_id: str) -> DelegationGroup:

@@ -1,20 +1,26 @@
-"""HTTP routes under ``/v1/tracker`` (read-only; every answer scoped to the caller's tenant)."""
+"""HTTP routes under ``/v1/tracker``, every answer scoped to the caller's tenant.
+
+The tracker's data is read-only. The one action, ``POST /plans/{id}/cancel``, changes
+nothing here: it publishes ``plan.cancel_requested`` through the event service as the
+caller (tenant and user), and the plan's own planner decides.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Header, Query, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
 from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
-from soorma_common.errors import ValidationFailed
+from soorma_common.errors import Conflict, ValidationFailed
+from soorma_common.events import ACTION_RESULTS, PLAN_CANCEL_REQUESTED, SYSTEM_EVENTS
 from soorma_common.tracker import (
     ActionList,
     DelegationGroup,
@@ -32,6 +38,36 @@ from tracker_service.state import Tracker
 from tracker_service.stream import plan_stream
 
 router = APIRouter(prefix="/v1/tracker", tags=["tracker"], responses=error_responses(422))
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class CancelRequest(BaseModel):
+    """Why the caller cancels the plan."""
+
+    reason: str = Field(min_length=1, max_length=1000)
+
+
+class CancelRequested(BaseModel):
+    """The published request: follow the plan to see it end ``cancelled``."""
+
+    plan_id: str
+    event_id: str
+
+
+class AnswerRequest(BaseModel):
+    """A person's answer to a pending human-input request."""
+
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class AnswerSent(BaseModel):
+    """The published answer: the asking worker receives it as its request's reply."""
+
+    task_id: str
+    event_id: str
+    event_type: str
+
 
 Limit = Annotated[int, Query(ge=1, le=500, description="Page size")]
 Cursor = Annotated[str | None, Query(description="next_cursor of the previous page")]
@@ -57,6 +93,14 @@ async def list_plans(
     session_id: Annotated[str | None, Query(max_length=256)] = None,
     parent_plan_id: Annotated[str | None, Query(max_length=256)] = None,
     planner: Annotated[str | None, Query(max_length=256)] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            min_length=4,
+            max_length=128,
+            description="A plan id, goal correlation id or event id, or a prefix of one",
+        ),
+    ] = None,
     since: Annotated[datetime | None, Query(description="created at or after")] = None,
     until: Annotated[datetime | None, Query(description="created before")] = None,
     limit: Limit = 50,
@@ -69,6 +113,7 @@ async def list_plans(
         "session_id": session_id,
         "parent_plan_id": parent_plan_id,
         "planner": planner,
+        "q": q,
         "since": since,
         "until": until,
     }
@@ -228,6 +273,79 @@ async def stream_plan(
     )
     # ping=0: the stream sends its own ``heartbeat`` frames (clients time out on them).
     return EventSourceResponse(body, headers=SSE_HEADERS, ping=0)
+
+
+@router.post(
+    "/plans/{plan_id}/cancel",
+    response_model=CancelRequested,
+    status_code=202,
+    summary="Ask the plan's planner to cancel it (publishes plan.cancel_requested)",
+)
+async def cancel_plan(
+    plan_id: str, body: CancelRequest, identity: CurrentIdentity, tracker: Tracker
+) -> CancelRequested:
+    async with tracker.engine.connect() as conn:
+        row = await queries.get_plan_row(conn, identity.tenant_id, plan_id)
+    if row.status in TERMINAL:
+        raise Conflict(
+            f"plan {plan_id!r} has already ended ({row.status})",
+            details={"plan_id": plan_id, "status": row.status},
+        )
+    assert tracker.bus is not None
+    event_id = await tracker.bus.publish(
+        SYSTEM_EVENTS,
+        PLAN_CANCEL_REQUESTED,
+        {"plan_id": plan_id, "reason": body.reason},
+        tenant_id=identity.tenant_id,
+        user_id=identity.user_id,
+        correlation_id=plan_id,
+        plan_id=plan_id,
+        source="soorma-tracker-ui",
+    )
+    return CancelRequested(plan_id=plan_id, event_id=event_id)
+
+
+@router.post(
+    "/tasks/{task_id}/answer",
+    response_model=AnswerSent,
+    status_code=202,
+    summary="Answer a pending human input, or release a planner WAIT, as the caller",
+)
+async def answer_task(
+    task_id: str, body: AnswerRequest, identity: CurrentIdentity, tracker: Tracker
+) -> AnswerSent:
+    """A human input gets its ``response_event`` (on its ``response_topic``, correlated
+    to the request); a planner WAIT gets the event it expects, correlated to its plan
+    on ``action-results``: what the worker or the planner waits for, sent as the caller.
+    """
+    async with tracker.engine.connect() as conn:
+        wait, asked = await queries.pending_wait(conn, identity.tenant_id, task_id)
+    if wait.status != "waiting":
+        raise Conflict(
+            f"{wait.wait_id!r} waits no longer ({wait.status})",
+            details={"task_id": wait.wait_id, "status": wait.status},
+        )
+    if not wait.expected_event:
+        raise Conflict(
+            f"{wait.wait_id!r} does not say which event it waits for",
+            details={"task_id": wait.wait_id},
+        )
+    event_type = str(wait.expected_event)
+    topic = asked.get("response_topic")
+    human = wait.kind == "human_input"
+    assert tracker.bus is not None
+    event_id = await tracker.bus.publish(
+        topic if human and isinstance(topic, str) and topic else ACTION_RESULTS,
+        event_type,
+        body.data,
+        tenant_id=identity.tenant_id,
+        user_id=identity.user_id,
+        correlation_id=wait.wait_id if human else wait.plan_id,
+        plan_id=wait.plan_id,
+        session_id=wait.session_id,
+        source="soorma-tracker-ui",
+    )
+    return AnswerSent(task_id=wait.wait_id, event_id=event_id, event_type=event_type)
 
 
 @router.get(

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from soorma import MemoryClient
+from soorma import BusClient, MemoryClient
 from tracker_service.settings import Settings
 
 
@@ -18,6 +18,7 @@ class TrackerState:
     settings: Settings
     memory: MemoryClient | None  # acting as a platform service
     projector: Any = None
+    bus: BusClient | None = None  # acting as a platform service, on a caller's behalf
 
 
 async def get_tracker(request: Request) -> TrackerState:

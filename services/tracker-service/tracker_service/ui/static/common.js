@@ -128,6 +128,15 @@
     return response.json();
   };
 
+  /** POST {apiBase}{path} with a JSON body and the chosen identity; JSON back or ApiError. */
+  ui.post = async function (path, body) {
+    const headers = ui.headers();
+    headers["Content-Type"] = "application/json";
+    const response = await fetch(ui.apiBase + path, { method: "POST", headers, body: JSON.stringify(body) });
+    if (!response.ok) throw await failure(response);
+    return response.json();
+  };
+
   /* ---------- SSE over fetch ----------
    * EventSource cannot send headers, and the API's identity is in headers (X-Tenant-ID or a
    * bearer token, which must not leak into URLs and logs). So the stream is read with fetch

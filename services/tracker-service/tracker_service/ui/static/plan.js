@@ -51,6 +51,39 @@
       fact(dl, "Result", h("code", null, ui.short(JSON.stringify(plan.result), 300)));
     }
     if (plan.context_error) fact(dl, "Context", h("span", { class: "muted" }, plan.context_error));
+    document.getElementById("plan-actions").hidden = TERMINAL.includes(plan.status);
+  }
+
+  /* Cancel: the tracker publishes plan.cancel_requested as the user; the plan's planner
+   * ends it, and the stream brings the outcome. Two steps, so a click alone never cancels. */
+  function setupCancel() {
+    const form = document.getElementById("cancel-form");
+    const open = document.getElementById("cancel-open");
+    const note = document.getElementById("cancel-note");
+    open.addEventListener("click", () => {
+      form.hidden = false;
+      open.hidden = true;
+      document.getElementById("cancel-reason").focus();
+    });
+    document.getElementById("cancel-back").addEventListener("click", () => {
+      form.hidden = true;
+      open.hidden = false;
+    });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const reason = document.getElementById("cancel-reason").value.trim();
+      if (!reason) return;
+      document.getElementById("cancel-confirm").disabled = true;
+      try {
+        const sent = await ui.post("/plans/" + enc + "/cancel", { reason });
+        note.textContent = "cancel requested (event " + sent.event_id + "); waiting for the planner";
+        document.body.dataset.cancelRequested = sent.event_id;
+        ui.showError(null);
+      } catch (err) {
+        document.getElementById("cancel-confirm").disabled = false;
+        ui.showError(err);
+      }
+    });
   }
 
   /** The path taken: PlanDetail.state_path, plus moves seen live since. */
@@ -162,7 +195,50 @@
         h("td", { class: "nowrap" }, ui.fmtTime(w.deadline)),
         h("td", { class: "nowrap" }, ui.fmtTime(w.answered_at || w.timed_out_at)),
         h("td", null, w.late_answer_at ? "late answer at " + ui.fmtTime(w.late_answer_at) : "")));
+      if (w.status === "waiting" && w.expected_event) body.append(answerRow(w));
     }
+  }
+
+  /* A person answers a pending human input, or releases a planner WAIT, here: the tracker
+   * publishes the JSON as the event waited for, as the chosen identity; the stream then
+   * shows the wait answered. */
+  const answerRows = new Map();  // wait id -> its row: kept across re-renders (typing, focus)
+
+  function answerRow(w) {
+    if (answerRows.has(w.wait_id)) return answerRows.get(w.wait_id);
+    const text = h("textarea", { class: "answer-data mono", rows: 2, "aria-label": "answer (JSON)",
+      placeholder: '{"approved": true}' });
+    const label = w.kind === "human_input" ? "Send answer" : "Release with " + w.expected_event;
+    const send = h("button", { type: "submit", class: "primary" }, label);
+    const note = h("span", { class: "muted answer-note", role: "status" });
+    const form = h("form", { class: "answer-form", "data-wait-id": w.wait_id },
+      h("label", null, "Answer as JSON "), text, send, note);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      let data;
+      try {
+        data = JSON.parse(text.value || "{}");
+      } catch (err) {
+        note.textContent = "not JSON: " + err.message;
+        return;
+      }
+      if (data === null || typeof data !== "object" || Array.isArray(data)) {
+        note.textContent = "the answer must be a JSON object";
+        return;
+      }
+      send.disabled = true;
+      try {
+        const sent = await ui.post("/tasks/" + encodeURIComponent(w.wait_id) + "/answer", { data });
+        note.textContent = "sent (" + sent.event_type + ")";
+        refreshSoon();
+      } catch (err) {
+        send.disabled = false;
+        ui.showError(err);
+      }
+    });
+    const row = h("tr", { class: "answer-row" }, h("td", { colspan: 6 }, form));
+    answerRows.set(w.wait_id, row);
+    return row;
   }
 
   function renderSubPlans(plans) {
@@ -300,6 +376,7 @@
   let retries = 0;
 
   async function start() {
+    if (!start.wired) { setupCancel(); start.wired = true; }
     const err = await load();
     if (!plan) {
       // Not projected yet (a plan opened as it starts) or the service unreachable: try

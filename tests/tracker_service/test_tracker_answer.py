@@ -1,0 +1,121 @@
+"""``soorma tasks answer``: a person answers a pending human input from the terminal. The
+tracker publishes the answer as the caller, the wait shows answered, and the answer is on
+the plan's timeline. Another tenant cannot answer it; an answered input refuses a second."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from tracker_stack import Listener, Stack
+
+from soorma.cli import main
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _ask(stack: Stack) -> dict[str, str]:
+    plan_id, sub = str(uuid.uuid4()), str(uuid.uuid4())
+    task_id = await stack.publish(
+        {
+            "topic": "action-requests",
+            "type": "review.do",
+            "correlation_id": f"c-{sub}",
+            "response_event": "review.done",
+            "plan_id": plan_id,
+        }
+    )
+    await stack.publish(
+        {
+            "topic": "notification-events",
+            "type": "notification.human_input",
+            "correlation_id": sub,
+            "plan_id": plan_id,
+            "data": {
+                "question": "ok?",
+                "task_id": task_id,
+                "sub_task_id": sub,
+                "response_event": "human.answered",
+                "response_topic": "notification-events",
+                "timeout_seconds": 60,
+            },
+        }
+    )
+    return {"plan_id": plan_id, "sub": sub, "task_id": task_id}
+
+
+async def _cli(*argv: str) -> int:
+    def call() -> int:
+        try:
+            main(list(argv))
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+
+    return await asyncio.to_thread(call)
+
+
+async def test_soorma_tasks_answer_publishes_the_answer_as_the_caller(
+    stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = await _ask(stack)
+
+    async def waiting() -> bool:
+        r = await stack.get(f"/tasks/{ids['sub']}")
+        return r.status_code == 200 and r.json()["waits"][0]["status"] == "waiting"
+
+    await stack.until(waiting)
+    url = ("--url", stack.tracker.url)
+    monkeypatch.setenv("SOORMA_USER_ID", "carol")
+    async with Listener(stack, ["human.answered"], topic="notification-events") as answers:
+        monkeypatch.setenv("SOORMA_TENANT_ID", "globex")
+        assert await _cli("tasks", "answer", ids["sub"], "--data", '{"ok": 1}', *url) == 1
+        assert ids["sub"] in capsys.readouterr().err
+        monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
+        assert await _cli("tasks", "answer", ids["sub"], "--data", "[1]", *url) == 2
+        capsys.readouterr()
+        # The task that asked names its pending input too.
+        data = '{"approved": true}'
+        assert await _cli("tasks", "answer", ids["task_id"], "--data", data, *url) == 0
+        assert f"answered {ids['task_id']}" in capsys.readouterr().out
+        (answer,) = await answers.wait_for(1)
+    assert answer.data == {"approved": True}
+    assert (answer.correlation_id, answer.plan_id) == (ids["sub"], ids["plan_id"])
+    assert (answer.tenant_id, answer.user_id) == ("acme", "carol")
+
+    async def answered() -> dict[str, Any] | None:
+        r = await stack.get(f"/tasks/{ids['sub']}")
+        return r.json() if r.json()["waits"][0]["status"] == "answered" else None
+
+    await stack.until(answered)
+    timeline = await stack.ok(f"/plans/{ids['plan_id']}/timeline")
+    assert "human.answered" in [e["type"] for e in timeline["entries"]]
+    assert await _cli("tasks", "answer", ids["sub"], "--data", data, *url) == 1
+    assert "waits no longer (answered)" in capsys.readouterr().err
+
+
+async def test_soorma_tasks_answer_releases_a_planner_wait_with_its_expected_event(
+    stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan_id = str(uuid.uuid4())
+    await stack.publish(
+        {
+            "topic": "system-events",
+            "type": "plan.waiting_for_input",
+            "correlation_id": plan_id,
+            "plan_id": plan_id,
+            "data": {"plan_id": plan_id, "expected_event": "user.replied", "timeout_seconds": 60},
+        }
+    )
+    await stack.plan_when(plan_id, lambda p: p["waits"] and p["waits"][0]["status"] == "waiting")
+    monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
+    async with Listener(stack, ["user.replied"], topic="action-results") as released:
+        code = await _cli(
+            "tasks", "answer", plan_id, "--data", '{"go": true}', "--url", stack.tracker.url
+        )
+        assert code == 0, capsys.readouterr().err
+        (event,) = await released.wait_for(1)
+    assert (event.correlation_id, event.plan_id, event.data) == (plan_id, plan_id, {"go": True})
+    await stack.plan_when(plan_id, lambda p: p["waits"][0]["status"] == "answered")

@@ -46,8 +46,10 @@ SERVICES: tuple[DevService, ...] = (
     DevService("gateway", 8085, "SOORMA_GATEWAY_URL", "gateway"),
 )
 LOG_FORMATS = ("text", "json")
-# What requests in progress get when soorma dev stops, before their connections close.
-DEV_STOP_GRACE_SECONDS = 0.2
+# What requests in progress get when soorma dev stops, before their connections close,
+# and how long the closed connections' tasks get to end.
+DEV_STOP_GRACE_SECONDS = 0.1
+DEV_STOP_TASKS_SECONDS = 0.5
 SERVICE_NAMES = tuple(s.name for s in SERVICES)
 # The one address serving every service under its prefix (``--port platform=PORT``).
 PLATFORM = "platform"
@@ -128,6 +130,8 @@ def _make_server(
         async def shutdown(self, sockets: Any = None) -> None:
             # A local platform stops at once: requests get a moment to finish, then
             # open streams end as if their clients had left (no graceful drain).
+            for server in self.servers:
+                server.close()
             for connection in list(self.server_state.connections):
                 connection.shutdown()
             if self.server_state.connections:
@@ -136,7 +140,10 @@ def _make_server(
                 transport = getattr(connection, "transport", None)
                 if transport is not None:
                     transport.close()
-            await super().shutdown(sockets)
+            if self.server_state.tasks:
+                await asyncio.wait(list(self.server_state.tasks), timeout=DEV_STOP_TASKS_SECONDS)
+            if not self.force_exit:
+                await self.lifespan.shutdown()
 
     # Request heads bounded in size and reading time, as the service's settings say
     # (SOORMA_MAX_HEADER_BYTES, SOORMA_HEADER_TIMEOUT_SECONDS): the app carries them.

@@ -104,6 +104,7 @@ async def test_soorma_dev_stops_in_under_a_second_with_a_stream_open(tmp_path: P
     finally:
         await proc.kill()
     assert code == 0, proc.output
+    print(f"soorma dev stopped in {elapsed:.2f} s")
     assert elapsed < 1.0, (elapsed, proc.output)
     assert "Traceback" not in proc.output
     assert "CancelledError" not in proc.output

@@ -286,6 +286,11 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
     wait_for(driver, lambda d: {done, failed, held} <= set(rows(d)), message="plans not listed")
     listed = rows(driver)
     assert (listed[done], listed[failed], listed[held]) == ("completed", "failed", "running")
+    # The outcome at a glance: where and why the failed plan failed.
+    badge = driver.find_element("css selector", f'tr[data-plan-id="{failed}"] .badge-failed')
+    title = badge.get_attribute("title")
+    assert title.startswith("failed: step 'retry_search' got web.search.failed"), title
+    assert css(driver, f'tr[data-plan-id="{done}"] .badge') == []
     pill = driver.find_element("css selector", f'tr[data-plan-id="{done}"] .pill')
     assert "status-completed" in pill.get_attribute("class")
     # Completed green, running blue: the colours come from the status classes.

@@ -291,6 +291,14 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
     title = badge.get_attribute("title")
     assert title.startswith("failed: step 'retry_search' got web.search.failed"), title
     assert css(driver, f'tr[data-plan-id="{done}"] .badge') == []
+    # Search by an id prefix: only that plan is left, and the search is in the URL.
+    driver.find_element("id", "f-q").send_keys(failed[:8])
+    driver.find_element("css selector", "#filters button[type=submit]").click()
+    wait_for(driver, lambda d: set(rows(d)) == {failed}, message="id search ignored")
+    assert f"q={failed[:8]}" in driver.current_url
+    driver.find_element("id", "f-q").clear()
+    driver.find_element("css selector", "#filters button[type=submit]").click()
+    wait_for(driver, lambda d: {done, held} <= set(rows(d)), message="search not cleared")
     pill = driver.find_element("css selector", f'tr[data-plan-id="{done}"] .pill')
     assert "status-completed" in pill.get_attribute("class")
     # Completed green, running blue: the colours come from the status classes.

@@ -3,7 +3,7 @@
   "use strict";
   const ui = window.TrackerUI;
   const { h } = ui;
-  const FILTERS = ["status", "goal_event", "planner", "session_id", "parent_plan_id", "since", "until"];
+  const FILTERS = ["q", "status", "goal_event", "planner", "session_id", "parent_plan_id", "since", "until"];
   const PAGE = 50;
 
   let timer = null;

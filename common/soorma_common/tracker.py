@@ -92,6 +92,9 @@ class PlanSummary(BaseDTO):
     waiting_until: datetime | None = Field(
         default=None, description="The earliest deadline of its pending human inputs"
     )
+    cancelled_by: str | None = Field(
+        default=None, description="Who asked to cancel a cancelled plan (lists only)"
+    )
 
 
 class PlanList(BaseDTO):

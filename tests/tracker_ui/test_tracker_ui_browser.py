@@ -385,6 +385,11 @@ def test_plan_page_cancels_a_running_plan_after_confirmation(driver, stack):
     assert again.status_code == 409, again.text
     assert console_errors(driver) == []
     screenshot(driver, "tracker-plan-cancelled.png")
+    # The list says who cancelled it, and why.
+    page(driver, stack, "/ui")
+    wait_for(driver, lambda d: css(d, f'tr[data-plan-id="{held}"] .badge-cancelled'))
+    badge = css(driver, f'tr[data-plan-id="{held}"] .badge-cancelled')[0]
+    assert badge.get_attribute("title") == "cancelled by anonymous: wrong topic"
 
 
 def test_plan_page_answers_a_pending_human_input(driver, stack):

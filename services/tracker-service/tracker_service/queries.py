@@ -100,6 +100,27 @@ def plan_summary(row: Any) -> PlanSummary:
 TIMEOUT_EVENTS = frozenset({wire.PLAN_WAIT_TIMEOUT, wire.TASK_TIMEOUT})
 
 
+async def _mark_cancellers(conn: AsyncConnection, tenant: str, page: list[PlanSummary]) -> None:
+    """Who cancelled the cancelled plans of ``page`` (their ``plan.cancelled`` says)."""
+    ids = [p.plan_id for p in page if p.status == "cancelled"]
+    if not ids:
+        return
+    rows = await conn.execute(
+        sa.select(events.c.plan_id, events.c.data).where(
+            events.c.tenant_id == tenant,
+            events.c.type == wire.PLAN_CANCELLED,
+            events.c.plan_id.in_(ids),
+        )
+    )
+    by = {
+        plan_id: data.get("cancelled_by")
+        for plan_id, data in rows
+        if isinstance(data, dict) and isinstance(data.get("cancelled_by"), str)
+    }
+    for plan in page:
+        plan.cancelled_by = by.get(plan.plan_id, plan.cancelled_by)
+
+
 async def _mark_people_waits(conn: AsyncConnection, tenant: str, page: list[PlanSummary]) -> None:
     """Flag the plans of ``page`` that wait on a person, with the earliest deadline."""
     if not page:
@@ -273,6 +294,7 @@ async def list_plans(
     rows = rows[:limit]
     page = [plan_summary(r) for r in rows]
     await _mark_people_waits(conn, tenant, page)
+    await _mark_cancellers(conn, tenant, page)
     next_cursor = None
     if more and rows:
         last = rows[-1]._mapping

@@ -77,7 +77,8 @@
       badges.push(["failed", plan.reason ? "failed: " + plan.reason
         : "failed" + (plan.current_state ? " at " + plan.current_state : "")]);
     } else if (status === "cancelled") {
-      badges.push(["cancelled", "cancelled" + (plan.reason ? ": " + plan.reason : "")]);
+      badges.push(["cancelled", "cancelled" + (plan.cancelled_by ? " by " + plan.cancelled_by : "") +
+        (plan.reason ? ": " + plan.reason : "")]);
     }
     if (plan.waiting_on_person) {
       badges.push(["person", "waiting on a person" + (plan.waiting_until ? " until " + ui.fmtTime(plan.waiting_until) : "")]);

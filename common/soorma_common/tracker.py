@@ -83,6 +83,18 @@ class PlanSummary(BaseDTO):
     ended_at: datetime | None = None
     duration_ms: float | None = Field(default=None, description="started_at to ended_at")
     event_count: int = 0
+    took_timeout_branch: bool = Field(
+        default=False, description="A move of the plan was triggered by a timeout"
+    )
+    waiting_on_person: bool = Field(
+        default=False, description="A human input of the plan is pending (lists only)"
+    )
+    waiting_until: datetime | None = Field(
+        default=None, description="The earliest deadline of its pending human inputs"
+    )
+    cancelled_by: str | None = Field(
+        default=None, description="Who asked to cancel a cancelled plan (lists only)"
+    )
 
 
 class PlanList(BaseDTO):

@@ -119,3 +119,46 @@ async def test_soorma_tasks_answer_releases_a_planner_wait_with_its_expected_eve
         (event,) = await released.wait_for(1)
     assert (event.correlation_id, event.plan_id, event.data) == (plan_id, plan_id, {"go": True})
     await stack.plan_when(plan_id, lambda p: p["waits"][0]["status"] == "answered")
+
+
+async def test_the_list_shows_who_waits_on_a_person_and_who_took_a_timeout_branch(
+    stack: Stack,
+) -> None:
+    ids = await _ask(stack)
+    timed_out = str(uuid.uuid4())
+    common = {"topic": "system-events", "correlation_id": timed_out, "plan_id": timed_out}
+    await stack.publish({**common, "type": "plan.started", "data": {"plan_id": timed_out}})
+    await stack.publish(
+        {
+            **common,
+            "type": "plan.state_changed",
+            "data": {
+                "plan_id": timed_out,
+                "from_state": "approval",
+                "to_state": "expired",
+                "status": "running",
+                "trigger_event": "plan.wait_timeout",
+            },
+        }
+    )
+
+    async def listed() -> dict[str, Any] | None:
+        plans = {p["plan_id"]: p for p in (await stack.ok("/plans"))["plans"]}
+        ready = ids["plan_id"] in plans and plans.get(timed_out, {}).get("took_timeout_branch")
+        return plans if ready and plans[ids["plan_id"]]["waiting_on_person"] else None
+
+    plans = await stack.until(listed)
+    asking = plans[ids["plan_id"]]
+    assert asking["waiting_until"] and not asking["took_timeout_branch"]
+    assert not plans[timed_out]["waiting_on_person"]
+    await stack.client.post(
+        f"{stack.tracker.url}/v1/tracker/tasks/{ids['sub']}/answer",
+        json={"data": {}},
+        headers={"X-Tenant-ID": "acme"},
+    )
+
+    async def answered() -> bool:
+        plans = {p["plan_id"]: p for p in (await stack.ok("/plans"))["plans"]}
+        return not plans[ids["plan_id"]]["waiting_on_person"]
+
+    await stack.until(answered)

@@ -156,5 +156,7 @@ async def test_the_cancel_route_publishes_the_request_as_the_caller(stack: Stack
         }
     )
     await stack.plan_when(plan_id, lambda p: p["status"] == "cancelled")
+    (listed,) = [p for p in (await stack.ok("/plans"))["plans"] if p["plan_id"] == plan_id]
+    assert (listed["cancelled_by"], listed["reason"]) == ("bob", "stop")
     ended = await stack.client.post(url, json={"reason": "x"}, headers={"X-Tenant-ID": "acme"})
     assert ended.status_code == 409, ended.text

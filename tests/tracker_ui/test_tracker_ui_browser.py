@@ -286,6 +286,19 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
     wait_for(driver, lambda d: {done, failed, held} <= set(rows(d)), message="plans not listed")
     listed = rows(driver)
     assert (listed[done], listed[failed], listed[held]) == ("completed", "failed", "running")
+    # The outcome at a glance: where and why the failed plan failed.
+    badge = driver.find_element("css selector", f'tr[data-plan-id="{failed}"] .badge-failed')
+    title = badge.get_attribute("title")
+    assert title.startswith("failed: step 'retry_search' got web.search.failed"), title
+    assert css(driver, f'tr[data-plan-id="{done}"] .badge') == []
+    # Search by an id prefix: only that plan is left, and the search is in the URL.
+    driver.find_element("id", "f-q").send_keys(failed[:8])
+    driver.find_element("css selector", "#filters button[type=submit]").click()
+    wait_for(driver, lambda d: set(rows(d)) == {failed}, message="id search ignored")
+    assert f"q={failed[:8]}" in driver.current_url
+    driver.find_element("id", "f-q").clear()
+    driver.find_element("css selector", "#filters button[type=submit]").click()
+    wait_for(driver, lambda d: {done, held} <= set(rows(d)), message="search not cleared")
     pill = driver.find_element("css selector", f'tr[data-plan-id="{done}"] .pill')
     assert "status-completed" in pill.get_attribute("class")
     # Completed green, running blue: the colours come from the status classes.
@@ -372,6 +385,11 @@ def test_plan_page_cancels_a_running_plan_after_confirmation(driver, stack):
     assert again.status_code == 409, again.text
     assert console_errors(driver) == []
     screenshot(driver, "tracker-plan-cancelled.png")
+    # The list says who cancelled it, and why.
+    page(driver, stack, "/ui")
+    wait_for(driver, lambda d: css(d, f'tr[data-plan-id="{held}"] .badge-cancelled'))
+    badge = css(driver, f'tr[data-plan-id="{held}"] .badge-cancelled')[0]
+    assert badge.get_attribute("title") == "cancelled by anonymous: wrong topic"
 
 
 def test_plan_page_answers_a_pending_human_input(driver, stack):

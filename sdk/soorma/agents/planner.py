@@ -250,7 +250,7 @@ class Planner(Agent):
                 topic=SYSTEM_EVENTS,
                 event_type=PLAN_CANCEL_REQUESTED,
                 func=self._cancel_requested,
-                name="plan.cancel_requested",
+                name=f"{self.name} cancel",
             )
         )
         if plan_definition is not None:

@@ -90,7 +90,56 @@ def plan_summary(row: Any) -> PlanSummary:
         ended_at=ended,
         duration_ms=duration,
         event_count=m["event_count"],
+        took_timeout_branch=any(
+            isinstance(step, dict) and step.get("trigger_event") in TIMEOUT_EVENTS
+            for step in (m.get("state_path") or [])
+        ),
     )
+
+
+TIMEOUT_EVENTS = frozenset({wire.PLAN_WAIT_TIMEOUT, wire.TASK_TIMEOUT})
+
+
+async def _mark_cancellers(conn: AsyncConnection, tenant: str, page: list[PlanSummary]) -> None:
+    """Who cancelled the cancelled plans of ``page`` (their ``plan.cancelled`` says)."""
+    ids = [p.plan_id for p in page if p.status == "cancelled"]
+    if not ids:
+        return
+    rows = await conn.execute(
+        sa.select(events.c.plan_id, events.c.data).where(
+            events.c.tenant_id == tenant,
+            events.c.type == wire.PLAN_CANCELLED,
+            events.c.plan_id.in_(ids),
+        )
+    )
+    by = {
+        plan_id: data.get("cancelled_by")
+        for plan_id, data in rows
+        if isinstance(data, dict) and isinstance(data.get("cancelled_by"), str)
+    }
+    for plan in page:
+        plan.cancelled_by = by.get(plan.plan_id, plan.cancelled_by)
+
+
+async def _mark_people_waits(conn: AsyncConnection, tenant: str, page: list[PlanSummary]) -> None:
+    """Flag the plans of ``page`` that wait on a person, with the earliest deadline."""
+    if not page:
+        return
+    rows = await conn.execute(
+        sa.select(waits.c.plan_id, sa.func.min(waits.c.deadline))
+        .where(
+            waits.c.tenant_id == tenant,
+            waits.c.kind == "human_input",
+            waits.c.status == "waiting",
+            waits.c.plan_id.in_([p.plan_id for p in page]),
+        )
+        .group_by(waits.c.plan_id)
+    )
+    pending = {plan_id: deadline for plan_id, deadline in rows}
+    for plan in page:
+        if plan.plan_id in pending:
+            plan.waiting_on_person = True
+            plan.waiting_until = utc_or_none(pending[plan.plan_id])
 
 
 def state_path(row: Any) -> list[StateStep]:
@@ -244,6 +293,8 @@ async def list_plans(
     more = len(rows) > limit
     rows = rows[:limit]
     page = [plan_summary(r) for r in rows]
+    await _mark_people_waits(conn, tenant, page)
+    await _mark_cancellers(conn, tenant, page)
     next_cursor = None
     if more and rows:
         last = rows[-1]._mapping

@@ -3,7 +3,7 @@
   "use strict";
   const ui = window.TrackerUI;
   const { h } = ui;
-  const FILTERS = ["status", "goal_event", "planner", "session_id", "parent_plan_id", "since", "until"];
+  const FILTERS = ["q", "status", "goal_event", "planner", "session_id", "parent_plan_id", "since", "until"];
   const PAGE = 50;
 
   let timer = null;
@@ -69,6 +69,25 @@
     return a;
   }
 
+  /** The outcome at a glance, beside the status: why it ended, or what it waits for. */
+  function outcome(plan, status) {
+    const badges = [];
+    if (status === "failed") {
+      // A planner's reason names the step it failed at; else the state it stopped in does.
+      badges.push(["failed", plan.reason ? "failed: " + plan.reason
+        : "failed" + (plan.current_state ? " at " + plan.current_state : "")]);
+    } else if (status === "cancelled") {
+      badges.push(["cancelled", "cancelled" + (plan.cancelled_by ? " by " + plan.cancelled_by : "") +
+        (plan.reason ? ": " + plan.reason : "")]);
+    }
+    if (plan.waiting_on_person) {
+      badges.push(["person", "waiting on a person" + (plan.waiting_until ? " until " + ui.fmtTime(plan.waiting_until) : "")]);
+    }
+    if (plan.took_timeout_branch) badges.push(["timeout", "took the timeout branch"]);
+    return badges.map(([kind, text]) =>
+      h("span", { class: "badge badge-" + kind, title: text }, ui.short(text, 80)));
+  }
+
   function row(plan, compare) {
     const id = plan.plan_id || plan.id;
     const status = String(plan.status || "unknown").toLowerCase();
@@ -77,7 +96,7 @@
     seen.set(id, stamp);
     const parent = plan.parent_plan_id;
     return h("tr", { class: "row-" + status.replace(/[^a-z_]/g, "") + (fresh ? " fresh" : ""), "data-plan-id": id },
-      h("td", { title: plan.reason || null }, ui.statusPill(status)),
+      h("td", { title: plan.reason || null }, ui.statusPill(status), outcome(plan, status)),
       h("td", { class: "mono" }, h("a", { href: ui.planHref(id), class: "plan-link" }, ui.short(id, 40))),
       h("td", null, filterLink("goal_event", plan.goal_event)),
       h("td", null, filterLink("planner", plan.planner)),

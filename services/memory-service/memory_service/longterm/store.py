@@ -599,24 +599,30 @@ class LongTermStore:
                     metadata=metadata,
                 )
                 params["k"] = k
-                if self.d.pg:
-                    params["kq"] = query
-                    sql = (
-                        "SELECT s.id, ts_rank_cd(s.tsv, kq) AS relevance FROM memory_semantic s, "
-                        "websearch_to_tsquery('simple', :kq) kq "
-                        f"WHERE s.tsv @@ kq AND {scope} ORDER BY relevance DESC, s.id LIMIT :k"
-                    )
-                else:
-                    params["kq"] = " ".join(f'"{term}"' for term in terms)
-                    sql = (
-                        "SELECT s.id, -bm25(memory_semantic_fts) AS relevance "
-                        "FROM memory_semantic_fts JOIN memory_semantic s "
-                        "ON s.seq = memory_semantic_fts.rowid "
-                        f"WHERE memory_semantic_fts MATCH :kq AND {scope} "
-                        "ORDER BY bm25(memory_semantic_fts), s.id LIMIT :k"
-                    )
-                result = await conn.execute(text(sql), params)
-                keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]
+                # Records holding every query word (exact codes, names); when no record
+                # holds them all, records holding any of them, ranked by relevance (a
+                # natural-language question rarely shares every word with a passage).
+                for joiner in (" & ", " | ") if self.d.pg else (" ", " OR "):
+                    if keyword_hits or (joiner in (" | ", " OR ") and len(terms) < 2):
+                        break
+                    if self.d.pg:
+                        params["kq"] = joiner.join(terms)
+                        sql = (
+                            "SELECT s.id, ts_rank_cd(s.tsv, kq) AS relevance "
+                            "FROM memory_semantic s, to_tsquery('simple', :kq) kq "
+                            f"WHERE s.tsv @@ kq AND {scope} ORDER BY relevance DESC, s.id LIMIT :k"
+                        )
+                    else:
+                        params["kq"] = joiner.join(f'"{term}"' for term in terms)
+                        sql = (
+                            "SELECT s.id, -bm25(memory_semantic_fts) AS relevance "
+                            "FROM memory_semantic_fts JOIN memory_semantic s "
+                            "ON s.seq = memory_semantic_fts.rowid "
+                            f"WHERE memory_semantic_fts MATCH :kq AND {scope} "
+                            "ORDER BY bm25(memory_semantic_fts), s.id LIMIT :k"
+                        )
+                    result = await conn.execute(text(sql), params)
+                    keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]
             ids = pick(vector_hits, keyword_hits)
             records: dict[str, SemanticMemoryRecord] = {}
             if ids:

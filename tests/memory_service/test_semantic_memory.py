@@ -257,3 +257,14 @@ async def test_other_tenant_never_sees_anything(lt_client: httpx.AsyncClient) ->
     assert b["id"] != private["id"]
     r = await lt_client.get(f"/v1/memory/semantic/{private['id']}", headers=A)
     assert r.json()["content"] == "tenant a secret about rockets"
+
+
+async def test_a_question_sharing_only_some_words_still_gets_keyword_hits(
+    lt_client: httpx.AsyncClient,
+) -> None:
+    """No record holds every word of a natural-language question: any word counts then."""
+    policy = await _add(lt_client, A, content="Refunds are paid within 30 days of a return")
+    await _add(lt_client, A, content="Shipping takes five working days")
+    found = await _search(lt_client, A, query="how long until my refunds arrive", limit=2)
+    ranked = {h["record"]["id"]: h["keyword_rank"] for h in found["hits"]}
+    assert ranked.get(policy["id"]) == 1

@@ -429,19 +429,40 @@ class LongTermStore:
             )
             return [semantic_record(row) for row in result]
 
-    async def semantic_get(self, tenant: str, user: str, record_id: str) -> SemanticMemoryRecord:
+    async def _get_visible(
+        self, table: str, columns: str, tenant: str, user: str, record_id: str, what: str
+    ) -> Any:
+        """The row ``record_id`` of ``table`` that ``user`` may read (own or public)."""
         async with self._tx(tenant) as conn:
             row = (
                 await conn.execute(
                     text(
-                        f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE tenant_id = :t "
+                        f"SELECT {columns} FROM {table} WHERE tenant_id = :t "
                         "AND id = :id AND (user_id = :u OR is_public)"
                     ),
                     {"t": tenant, "u": user, "id": record_id},
                 )
             ).first()
         if row is None:
-            raise MemoryNotFound(f"semantic memory {record_id!r} not found")
+            raise MemoryNotFound(f"{what} {record_id!r} not found")
+        return row
+
+    async def _delete_own(
+        self, table: str, tenant: str, user: str, record_id: str, what: str
+    ) -> None:
+        """Delete ``user``'s own row ``record_id`` of ``table`` (404 when there is none)."""
+        async with self._tx(tenant) as conn:
+            result = await conn.execute(
+                text(f"DELETE FROM {table} WHERE tenant_id = :t AND user_id = :u AND id = :id"),
+                {"t": tenant, "u": user, "id": record_id},
+            )
+        if not result.rowcount:
+            raise MemoryNotFound(f"{what} {record_id!r} not found")
+
+    async def semantic_get(self, tenant: str, user: str, record_id: str) -> SemanticMemoryRecord:
+        row = await self._get_visible(
+            "memory_semantic", SEMANTIC_COLUMNS, tenant, user, record_id, "semantic memory"
+        )
         return semantic_record(row)
 
     async def semantic_list(
@@ -481,15 +502,7 @@ class LongTermStore:
             return [semantic_record(row) for row in result]
 
     async def semantic_delete(self, tenant: str, user: str, record_id: str) -> None:
-        async with self._tx(tenant) as conn:
-            result = await conn.execute(
-                text(
-                    "DELETE FROM memory_semantic WHERE tenant_id = :t AND user_id = :u AND id = :id"
-                ),
-                {"t": tenant, "u": user, "id": record_id},
-            )
-        if not result.rowcount:
-            raise MemoryNotFound(f"semantic memory {record_id!r} not found")
+        await self._delete_own("memory_semantic", tenant, user, record_id, "semantic memory")
 
     async def semantic_delete_external(self, tenant: str, user: str, external_id: str) -> int:
         async with self._tx(tenant) as conn:
@@ -586,24 +599,30 @@ class LongTermStore:
                     metadata=metadata,
                 )
                 params["k"] = k
-                if self.d.pg:
-                    params["kq"] = query
-                    sql = (
-                        "SELECT s.id, ts_rank_cd(s.tsv, kq) AS relevance FROM memory_semantic s, "
-                        "websearch_to_tsquery('simple', :kq) kq "
-                        f"WHERE s.tsv @@ kq AND {scope} ORDER BY relevance DESC, s.id LIMIT :k"
-                    )
-                else:
-                    params["kq"] = " ".join(f'"{term}"' for term in terms)
-                    sql = (
-                        "SELECT s.id, -bm25(memory_semantic_fts) AS relevance "
-                        "FROM memory_semantic_fts JOIN memory_semantic s "
-                        "ON s.seq = memory_semantic_fts.rowid "
-                        f"WHERE memory_semantic_fts MATCH :kq AND {scope} "
-                        "ORDER BY bm25(memory_semantic_fts), s.id LIMIT :k"
-                    )
-                result = await conn.execute(text(sql), params)
-                keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]
+                # Records holding every query word (exact codes, names); when no record
+                # holds them all, records holding any of them, ranked by relevance (a
+                # natural-language question rarely shares every word with a passage).
+                for joiner in (" & ", " | ") if self.d.pg else (" ", " OR "):
+                    if keyword_hits or (joiner in (" | ", " OR ") and len(terms) < 2):
+                        break
+                    if self.d.pg:
+                        params["kq"] = joiner.join(terms)
+                        sql = (
+                            "SELECT s.id, ts_rank_cd(s.tsv, kq) AS relevance "
+                            "FROM memory_semantic s, to_tsquery('simple', :kq) kq "
+                            f"WHERE s.tsv @@ kq AND {scope} ORDER BY relevance DESC, s.id LIMIT :k"
+                        )
+                    else:
+                        params["kq"] = joiner.join(f'"{term}"' for term in terms)
+                        sql = (
+                            "SELECT s.id, -bm25(memory_semantic_fts) AS relevance "
+                            "FROM memory_semantic_fts JOIN memory_semantic s "
+                            "ON s.seq = memory_semantic_fts.rowid "
+                            f"WHERE memory_semantic_fts MATCH :kq AND {scope} "
+                            "ORDER BY bm25(memory_semantic_fts), s.id LIMIT :k"
+                        )
+                    result = await conn.execute(text(sql), params)
+                    keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]
             ids = pick(vector_hits, keyword_hits)
             records: dict[str, SemanticMemoryRecord] = {}
             if ids:
@@ -735,15 +754,7 @@ class LongTermStore:
             return [(episode_record(r), 1.0 - float(r.distance)) for r in result]
 
     async def episode_delete(self, tenant: str, user: str, record_id: str) -> None:
-        async with self._tx(tenant) as conn:
-            result = await conn.execute(
-                text(
-                    "DELETE FROM memory_episodes WHERE tenant_id = :t AND user_id = :u AND id = :id"
-                ),
-                {"t": tenant, "u": user, "id": record_id},
-            )
-        if not result.rowcount:
-            raise MemoryNotFound(f"episode {record_id!r} not found")
+        await self._delete_own("memory_episodes", tenant, user, record_id, "episode")
 
     # --- procedural -----------------------------------------------------------------------
 
@@ -786,18 +797,9 @@ class LongTermStore:
         return await self.procedure_get(tenant, user, params["id"])
 
     async def procedure_get(self, tenant: str, user: str, record_id: str) -> ProcedureRecord:
-        async with self._tx(tenant) as conn:
-            row = (
-                await conn.execute(
-                    text(
-                        f"SELECT {PROCEDURE_COLUMNS} FROM memory_procedures WHERE "
-                        "tenant_id = :t AND id = :id AND (user_id = :u OR is_public)"
-                    ),
-                    {"t": tenant, "u": user, "id": record_id},
-                )
-            ).first()
-        if row is None:
-            raise MemoryNotFound(f"procedure {record_id!r} not found")
+        row = await self._get_visible(
+            "memory_procedures", PROCEDURE_COLUMNS, tenant, user, record_id, "procedure"
+        )
         return procedure_record(row)
 
     async def procedure_list(
@@ -822,16 +824,7 @@ class LongTermStore:
             return [procedure_record(r) for r in result]
 
     async def procedure_delete(self, tenant: str, user: str, record_id: str) -> None:
-        async with self._tx(tenant) as conn:
-            result = await conn.execute(
-                text(
-                    "DELETE FROM memory_procedures WHERE tenant_id = :t AND user_id = :u "
-                    "AND id = :id"
-                ),
-                {"t": tenant, "u": user, "id": record_id},
-            )
-        if not result.rowcount:
-            raise MemoryNotFound(f"procedure {record_id!r} not found")
+        await self._delete_own("memory_procedures", tenant, user, record_id, "procedure")
 
     async def procedure_relevant(
         self,

@@ -100,9 +100,10 @@ class WordLlamaEmbedder:
         weights = root / "weights" / f"{self._config}.safetensors"
         tokenizer = root / "tokenizers" / f"{name}_tokenizer_config.json"
         if not weights.exists() or not tokenizer.exists() or not dims.isdigit():
-            raise ValidationFailed(
+            raise EmbeddingUnavailable(
                 f"embedding model {self.model!r}: the wordllama wheel has no weights "
-                f"{weights.name!r}; use {WORDLLAMA_DEFAULT!r}"
+                f"{weights.name!r}; set SOORMA_EMBEDDING_MODEL={WORDLLAMA_DEFAULT}",
+                details={"provider": self.provider, "model": self.model},
             )
         with safe_open(str(weights), framework="np", device="cpu") as f:
             matrix = f.get_tensor("embedding.weight")

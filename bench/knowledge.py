@@ -475,6 +475,7 @@ async def fresh_database(admin_url: str, name: str) -> str:
 async def main(args: argparse.Namespace) -> None:
     pin_load_generator()
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    started = datetime.now(UTC)
     from memory_service.embeddings import make_embedder
     from memory_service.settings import Settings
 
@@ -521,7 +522,7 @@ async def main(args: argparse.Namespace) -> None:
             server.cleanup()
         tmp.cleanup()
     meta = {
-        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "when": f"{started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC",
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "load": load,
         "seconds": args.seconds,

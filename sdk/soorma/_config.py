@@ -20,6 +20,15 @@ logger = logging.getLogger("soorma.config")
 # (tests/sdk/test_config_errors.py checks the services' settings are all here).
 KNOWN_VARIABLES: frozenset[str] = frozenset(
     {
+        # memory service: long-term memory embeddings
+        "SOORMA_EMBEDDING_API_BASE",
+        "SOORMA_EMBEDDING_API_KEY",
+        "SOORMA_EMBEDDING_BATCH_SIZE",
+        "SOORMA_EMBEDDING_DIMENSIONS",
+        "SOORMA_EMBEDDING_MODEL",
+        "SOORMA_EMBEDDING_RETRIES",
+        "SOORMA_EMBEDDING_TIMEOUT_SECONDS",
+        "SOORMA_REEMBED_BATCH_SIZE",
         # SDK and the soorma command
         "SOORMA_URL",
         "SOORMA_EVENT_SERVICE_URL",
@@ -92,6 +101,9 @@ KNOWN_VARIABLES: frozenset[str] = frozenset(
         "SOORMA_MEMORY_DATABASE_URL",
         "SOORMA_MEMORY_PRUNE_INTERVAL_SECONDS",
         "SOORMA_MEMORY_RETENTION_DAYS",
+        "SOORMA_MEMORY_RETENTION_EPISODIC_DAYS",
+        "SOORMA_MEMORY_RETENTION_PROCEDURAL_DAYS",
+        "SOORMA_MEMORY_RETENTION_SEMANTIC_DAYS",
         "SOORMA_METRICS_CACHE_SECONDS",
         "SOORMA_METRICS_ENABLED",
         "SOORMA_METRICS_MAX_STREAMS",

@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from memory_service import create_app
-from soorma import Identity
+from soorma.client import Identity
 from soorma.memory import MemoryClient
 from soorma.testing._embeddings import DEFAULT_DIMENSIONS, DETERMINISTIC_MODEL
 from testsupport.services import in_process, memory_settings

@@ -98,7 +98,13 @@ async def test_a_declarative_plan_reads_only_its_goal_and_answers_and_ends_in_on
     # Its stream carries the goal and the answers its machine waits for: not its own
     # step requests, not the final answer it sent.
     assert planner.transition_topics == ["action-results"]
-    assert planner.event_type_filters == ["digest.goal", "fetch.done", "summarize.done"]
+    # Its goal, its steps' answers, and the cancel requests every planner takes.
+    assert planner.event_type_filters == [
+        "digest.goal",
+        "fetch.done",
+        "plan.cancel_requested",
+        "summarize.done",
+    ]
     assert len(transport.acked) == 1 + len(STEPS)  # deliveries the planner settled
     calls = transport.calls
     # One create (with the first step), one guarded write per answer; the last answer's
@@ -143,7 +149,12 @@ async def test_a_declarative_planner_can_widen_what_drives_its_machine():
         transition_event_types=["*"],
         plan_definition=PlanDefinition(plan_type="digest.goal", states=two_step_machine()),
     )
-    assert planner.topics == ["action-requests", "action-results", "business-facts"]
+    assert planner.topics == [
+        "action-requests",
+        "action-results",
+        "business-facts",
+        "system-events",  # cancel requests
+    ]
     assert planner.event_type_filters is None
 
 

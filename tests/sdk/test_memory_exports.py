@@ -4,7 +4,8 @@ import httpx
 import pytest
 
 import soorma.memory
-from soorma import Identity, MemoryClient
+from soorma import MemoryClient
+from soorma.client import Identity
 from soorma.memory import EpisodicMemory, KnowledgeMemory, ProceduralMemory
 
 

@@ -280,6 +280,7 @@ async def stream_plan(
     response_model=CancelRequested,
     status_code=202,
     summary="Ask the plan's planner to cancel it (publishes plan.cancel_requested)",
+    responses=error_responses(404, 409, 503),
 )
 async def cancel_plan(
     plan_id: str, body: CancelRequest, identity: CurrentIdentity, tracker: Tracker
@@ -310,6 +311,7 @@ async def cancel_plan(
     response_model=AnswerSent,
     status_code=202,
     summary="Answer a pending human input, or release a planner WAIT, as the caller",
+    responses=error_responses(404, 409, 503),
 )
 async def answer_task(
     task_id: str, body: AnswerRequest, identity: CurrentIdentity, tracker: Tracker

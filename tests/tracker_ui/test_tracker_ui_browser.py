@@ -404,7 +404,15 @@ def test_plan_page_answers_a_pending_human_input(driver, stack):
     assert form.get_attribute("data-wait-id") == f"sub-{held}"
     form.find_element("css selector", "textarea").send_keys("[1]")
     form.find_element("css selector", "button").click()
-    assert "JSON object" in form.find_element("css selector", ".answer-note").text
+    # Read the DOM text, not the rendered text: a live re-render may hide the panel for a
+    # moment, and selenium's ``.text`` is empty for anything not displayed.
+    wait_for(
+        driver,
+        lambda d: "JSON object"
+        in (form.find_element("css selector", ".answer-note").get_attribute("textContent") or ""),
+        timeout=10,
+        message="the form never said the answer must be a JSON object",
+    )
     area = form.find_element("css selector", "textarea")
     area.clear()
     area.send_keys('{"approved": true, "by": "<b>dana</b>"}')

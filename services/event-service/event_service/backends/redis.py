@@ -23,7 +23,14 @@ from typing import Any, cast
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis, RedisCluster
 from redis.exceptions import ResponseError
 
-from event_service.backends.base import DeadEntry, Entry, EventLog, LogStats, NewEvent
+from event_service.backends.base import (
+    DeadEntry,
+    Entry,
+    EventLog,
+    GroupStatus,
+    LogStats,
+    NewEvent,
+)
 from event_service.backends.burial import burial_reason, started_of
 from event_service.backends.redis_appends import AppendCoalescer
 from event_service.backends.redis_direct import DirectCommands, fields_of, xread_entries
@@ -749,6 +756,69 @@ class RedisEventLog(EventLog):
                     lag = info.get("lag")
                     out.add_group(name, int(lag or 0), int(info.get("pending") or 0))
         return out
+
+    async def group_status(
+        self,
+        tenant: str,
+        *,
+        group: str | None = None,
+        topics: Sequence[str] | None = None,
+        max_streams: int,
+    ) -> tuple[list[GroupStatus], bool]:
+        """``XINFO GROUPS`` of the tenant's topic logs (named, or found by a SCAN on
+        the tenant's key prefix), pipelined 100 at a time."""
+        complete = True
+        if topics is None:
+            head = self._key(tenant, "")
+            names: list[str] = []
+            async for raw in self._r.scan_iter(
+                match=f"{_glob_escape(head)}*", count=500, _type="stream"
+            ):
+                name = (raw.decode() if isinstance(raw, bytes) else raw)[len(head) :]
+                if name.endswith(DLQ_SUFFIX):
+                    continue
+                if len(names) >= max_streams:
+                    complete = False
+                    break
+                names.append(name)
+        else:
+            names = [t for t in topics if not t.endswith(DLQ_SUFFIX)]
+            if len(names) > max_streams:
+                names, complete = names[:max_streams], False
+        found: list[GroupStatus] = []
+        for start in range(0, len(names), 100):
+            chunk = names[start : start + 100]
+            async with self._r.pipeline(transaction=False) as pipe:
+                for name in chunk:
+                    pipe.xinfo_groups(self._key(tenant, name))
+                results = await pipe.execute(raise_on_error=False)
+            for name, result in zip(chunk, results, strict=True):
+                if isinstance(result, Exception):
+                    continue  # no such topic (never written, or deleted since the SCAN)
+                for info in result:
+                    group_name = _text(info["name"])
+                    if group is not None and group_name != group:
+                        continue
+                    last = _text(info.get("last-delivered-id") or ZERO_ID)
+                    lag = info.get("lag")
+                    if lag is None:
+                        # Redis cannot tell after deletions inside the stream: count.
+                        lag = await self._count_after(self._key(tenant, name), last)
+                    found.append(
+                        GroupStatus(name, group_name, int(lag), int(info.get("pending") or 0), last)
+                    )
+        found.sort(key=lambda s: (s.group, s.topic))
+        return found, complete
+
+    async def _count_after(self, key: str, after: str) -> int:
+        """How many entries of ``key`` come after stream id ``after`` (in pages)."""
+        count, cursor = 0, f"({after}"
+        while True:
+            page = await self._r.xrange(key, min=cursor, max="+", count=1000)
+            count += len(page)
+            if len(page) < 1000:
+                return count
+            cursor = f"({_text(page[-1][0])}"
 
     async def ping(self) -> None:
         await self._r.ping()

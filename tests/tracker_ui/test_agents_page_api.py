@@ -20,7 +20,12 @@ from registry_service import create_app as create_registry_app
 from soorma import Agent, PlatformContext, PlatformSettings
 from soorma_common.registry import AgentCapability, AgentDefinition, EventDefinition
 from testsupport.server import serve
-from testsupport.services import event_settings, redis_event_settings, registry_settings
+from testsupport.services import (
+    event_settings,
+    in_process,
+    redis_event_settings,
+    registry_settings,
+)
 from tracker_service import create_app as create_tracker_app
 from tracker_service.settings import Settings as TrackerSettings
 
@@ -256,3 +261,20 @@ async def test_an_unreachable_registry_answers_503(platform: Platform) -> None:
     r = await platform.client.get(f"{blind}/v1/tracker/agents", headers={"X-Tenant-ID": ACME})
     assert r.status_code == 503, r.text
     assert r.json()["error"]["code"]
+
+
+async def test_the_agents_page_is_served_with_the_uis_strict_csp(tmp_path: Any) -> None:
+    settings = TrackerSettings(
+        tracker_database_url=f"sqlite+aiosqlite:///{tmp_path}/tracker.db",
+        data_dir=tmp_path,
+        tracker_projector=False,
+        tracker_timeouts=False,
+    )
+    async with in_process(create_tracker_app(settings)) as client:
+        html = await client.get("/ui/agents")
+        assert html.status_code == 200 and "assets/agents.js" in html.text
+        assert "script-src 'self'" in html.headers["content-security-policy"]
+        slash = await client.get("/ui/agents/", follow_redirects=True)
+        assert slash.status_code == 200 and str(slash.url).endswith("/ui/agents")
+        script = await client.get("/ui/assets/agents.js")
+        assert script.status_code == 200 and "/agents" in script.text

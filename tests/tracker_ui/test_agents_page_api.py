@@ -256,11 +256,17 @@ async def test_an_unreachable_event_service_leaves_the_lag_unknown(platform: Pla
     assert error.startswith("event service:")
 
 
-async def test_an_unreachable_registry_answers_503(platform: Platform) -> None:
-    blind = await platform.tracker(registry_url="http://127.0.0.1:9")
+@pytest.mark.parametrize("where", ["nothing", "not a registry"])
+async def test_a_registry_that_cannot_be_read_answers_503(platform: Platform, where: str) -> None:
+    # Nothing listening, or another service on the registry's address (it answers 404).
+    url = "http://127.0.0.1:9" if where == "nothing" else platform.urls["events"]
+    blind = await platform.tracker(registry_url=url)
     r = await platform.client.get(f"{blind}/v1/tracker/agents", headers={"X-Tenant-ID": ACME})
     assert r.status_code == 503, r.text
-    assert r.json()["error"]["code"]
+    error = r.json()["error"]
+    assert error["code"] == "service_unavailable"
+    if where == "not a registry":
+        assert error["message"].startswith(f"registry at {url}")
 
 
 async def test_the_agents_page_is_served_with_the_uis_strict_csp(tmp_path: Any) -> None:

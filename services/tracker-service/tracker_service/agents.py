@@ -23,7 +23,7 @@ from soorma.bus import BusClient
 from soorma.registry import RegistryClient
 from soorma_common.agent_status import ConnectedAgent, ConnectedAgentList, GroupLag
 from soorma_common.bus import ConsumerGroupList, ConsumerGroupStatus
-from soorma_common.errors import SoormaError
+from soorma_common.errors import ServiceUnavailable, SoormaError
 from soorma_common.registry import AgentDefinition
 from tracker_service.state import Tracker
 
@@ -118,8 +118,8 @@ async def list_connected_agents(
 ) -> ORJSONResponse:
     """The caller's agents, as the registry and the event service know them now.
 
-    503 when the registry cannot be read. When the event service cannot, the agents are
-    listed with ``consumer_group: null`` and ``errors`` says why.
+    503 when the registry cannot be read (or answers an error). When the event service
+    cannot, the agents are listed with ``consumer_group: null`` and ``errors`` says why.
     """
     assert tracker.bus is not None
     tenant = identity.tenant_id
@@ -137,12 +137,19 @@ async def list_connected_agents(
         bus.consumer_groups(),
         return_exceptions=True,
     )
+    if isinstance(found, SoormaError) and not isinstance(found, ServiceUnavailable):
+        # Whatever the registry answered (a refusal, a 404 from something else on that
+        # address), this caller cannot fix it: the tracker's dependency is not usable.
+        raise ServiceUnavailable(
+            f"registry at {registry.base_url}: {found}", details={"registry_error": found.code}
+        ) from found
     if isinstance(found, BaseException):
         raise found
     errors = []
     if isinstance(groups, BaseException):
-        if not isinstance(groups, SoormaError):
-            raise groups
+        if not isinstance(groups, Exception):
+            raise groups  # cancellation
+        # The agents are still worth showing: their lag is reported unknown, with why.
         errors.append(f"event service: {groups}")
         groups = None
     listing = connected_agents(found, groups, now=datetime.now(UTC), errors=errors)

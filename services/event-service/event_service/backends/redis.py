@@ -264,6 +264,10 @@ class RedisEventLog(EventLog):
         """The hash of nack reasons and started marks of a group's pending entries."""
         return f"{self._prefix}:{{{tenant}}}:nr:{topic}:{group}"
 
+    def _group_topics(self, tenant: str) -> str:
+        """The set of the tenant's topics that have a consumer group (for group_status)."""
+        return f"{self._prefix}:{{{tenant}}}:gt"
+
     def _session_key(self, tenant: str, group: str, consumer: str) -> str:
         return f"{self._prefix}:{{{tenant}}}:cs:{group}|{consumer}"
 
@@ -404,6 +408,7 @@ class RedisEventLog(EventLog):
                     id="0" if from_earliest else "$",
                     mkstream=True,
                 )
+            pipe.sadd(self._group_topics(tenant), *topics)
             results = await pipe.execute(raise_on_error=False)
         for result in results:
             if isinstance(result, Exception) and "BUSYGROUP" not in str(result):
@@ -765,26 +770,15 @@ class RedisEventLog(EventLog):
         topics: Sequence[str] | None = None,
         max_streams: int,
     ) -> tuple[list[GroupStatus], bool]:
-        """``XINFO GROUPS`` of the tenant's topic logs (named, or found by a SCAN on
-        the tenant's key prefix), pipelined 100 at a time."""
-        complete = True
+        """``XINFO GROUPS`` of the tenant's topic logs: those named, else those in the
+        tenant's set of grouped topics (kept by :meth:`ensure_group`, so no keyspace
+        SCAN), pipelined 100 at a time."""
         if topics is None:
-            head = self._key(tenant, "")
-            names: list[str] = []
-            async for raw in self._r.scan_iter(
-                match=f"{_glob_escape(head)}*", count=500, _type="stream"
-            ):
-                name = (raw.decode() if isinstance(raw, bytes) else raw)[len(head) :]
-                if name.endswith(DLQ_SUFFIX):
-                    continue
-                if len(names) >= max_streams:
-                    complete = False
-                    break
-                names.append(name)
-        else:
-            names = [t for t in topics if not t.endswith(DLQ_SUFFIX)]
-            if len(names) > max_streams:
-                names, complete = names[:max_streams], False
+            members = await self._r.smembers(self._group_topics(tenant))
+            topics = sorted(_text(m) for m in members)
+        names = [t for t in topics if not t.endswith(DLQ_SUFFIX)]
+        complete = len(names) <= max_streams
+        names = names[:max_streams]
         found: list[GroupStatus] = []
         for start in range(0, len(names), 100):
             chunk = names[start : start + 100]

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from soorma.client import ServiceClient, raise_for_error
+from soorma_common.agent_status import ConnectedAgentList
 from soorma_common.errors import NotFound, ServiceUnavailable
 from soorma_common.tracker import (
     TERMINAL_PLAN_STATUSES,
@@ -168,6 +169,16 @@ class TrackerClient(ServiceClient):
     async def metrics(self) -> TrackerMetrics:
         """Counts by status, durations and failure rates (the caller's tenant)."""
         return TrackerMetrics.model_validate(await self._send("GET", f"{PREFIX}/metrics"))
+
+    async def agents(self, *, stale: bool = True) -> ConnectedAgentList:
+        """The registered agents, each with its last heartbeat and consumer lag.
+
+        Args:
+            stale: Include agents past their TTL (kept by the registry until purged).
+        """
+        params = None if stale else {"stale": "false"}
+        found = await self._send("GET", f"{PREFIX}/agents", params=params)
+        return ConnectedAgentList.model_validate(found)
 
     async def wait_for_plan(
         self,

@@ -16,6 +16,7 @@ from soorma import MemoryClient
 from soorma.bus import BusClient
 from soorma.client import Identity
 from soorma.consumer_identity import ConsumerIdentity
+from tracker_service.agents import router as agents_router
 from tracker_service.db import open_engine
 from tracker_service.projector import GROUP, Projector
 from tracker_service.routes import router
@@ -35,7 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     the event service's tap and the timeout loop.
     """
     settings = settings or Settings()
-    routers: list[APIRouter] = [router, ui_router]
+    routers: list[APIRouter] = [router, agents_router, ui_router]
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:

@@ -408,8 +408,12 @@ def test_plan_page_answers_a_pending_human_input(driver, stack):
     # moment, and selenium's ``.text`` is empty for anything not displayed.
     wait_for(
         driver,
-        lambda d: "JSON object"
-        in (form.find_element("css selector", ".answer-note").get_attribute("textContent") or ""),
+        lambda d: (
+            "JSON object"
+            in (
+                form.find_element("css selector", ".answer-note").get_attribute("textContent") or ""
+            )
+        ),
         timeout=10,
         message="the form never said the answer must be a JSON object",
     )

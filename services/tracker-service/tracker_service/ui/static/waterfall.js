@@ -1,0 +1,156 @@
+/* A plan's time as bars: the plan, each state it was in, and within each state the tasks
+ * it asked for, the waits it opened and the sub-plans it started, on one time axis.
+ *
+ * Built from what the plan page already reads (PlanDetail.state_path and waits, the
+ * timeline's plan.state_changed entries, the actions, the sub-plans). A bar of something
+ * still running ends at "now"; the page redraws it every second while the plan runs.
+ *
+ * Every row carries data-kind (plan|state|task|wait|sub-plan), data-id, data-parent,
+ * data-depth, data-start / data-end (epoch ms) and data-running, for scripts and tests.
+ */
+(function () {
+  "use strict";
+  const ui = window.TrackerUI;
+  const { h } = ui;
+
+  const TERMINAL = ["completed", "failed", "cancelled"];
+  const OPEN_TASK = ["pending", "running", "delegated", "waiting"];
+  const TICKS = 6;
+
+  /** The plan's state moves with their times: the detail's path plus moves seen live. */
+  function moves(plan, entries) {
+    const steps = (plan.state_path || []).map((s) => ({ to: s.to_state, event: s.trigger_event, at: ui.parseTime(s.at), id: s.event_id }));
+    const known = new Set(steps.map((s) => s.id));
+    for (const e of entries) {
+      if (e.type !== "plan.state_changed" || known.has(e.event_id)) continue;
+      const d = e.data || {};
+      if (typeof d.to_state === "string") steps.push({ to: d.to_state, event: d.trigger_event || null, at: ui.parseTime(e.time), id: e.event_id });
+    }
+    return steps.filter((s) => s.at !== null).sort((a, b) => a.at - b.at);
+  }
+
+  /** The rows, in display order (a parent, then its children by start). */
+  function rows(plan, entries, actions, subPlans, now) {
+    const running = !TERMINAL.includes(plan.status);
+    const planStart = ui.parseTime(plan.started_at) ?? ui.parseTime(plan.created_at) ?? now;
+    const planEnd = running ? now : (ui.parseTime(plan.ended_at) ?? ui.parseTime(plan.updated_at) ?? now);
+    const root = { kind: "plan", id: plan.plan_id, name: plan.goal_event || "plan", label: "plan " + (plan.goal_event || plan.plan_id),
+      status: plan.status, start: planStart, end: Math.max(planEnd, planStart), running, children: [] };
+
+    const steps = moves(plan, entries);
+    const states = steps.map((step, i) => {
+      const next = steps[i + 1];
+      const last = !next;
+      const end = next ? next.at : planEnd;
+      const status = !last ? "completed" : running ? "running" : plan.status;
+      return { kind: "state", id: "state:" + i + ":" + step.to, name: step.to, label: step.to,
+        detail: step.event ? "entered on " + step.event : "first state", status,
+        start: step.at, end: Math.max(end, step.at), running: last && running, children: [] };
+    });
+    root.children.push(...states);
+
+    // Each task, wait and sub-plan goes under the state it started in (else the plan).
+    function parentOf(start) {
+      let found = root;
+      for (const s of states) if (s.start <= start) found = s;
+      return found;
+    }
+    function add(item) {
+      if (item.start === null) return;
+      item.end = Math.max(item.end ?? now, item.start);
+      parentOf(item.start).children.push(item);
+    }
+    for (const a of actions || []) {
+      const start = ui.parseTime(a.requested_at);
+      const open = OPEN_TASK.includes(a.status);
+      const end = ui.parseTime(a.responded_at) ?? (open && running ? now : planEnd);
+      add({ kind: "task", id: a.task_id || a.correlation_id, name: a.event_type || "task",
+        label: a.event_type || "task", detail: [a.agent ? "answered by " + a.agent : null, a.response_event ? "expects " + a.response_event : null,
+          a.reason || a.error].filter(Boolean).join(" \u00b7 "),
+        status: a.status, start, end, running: open && running && ui.parseTime(a.responded_at) === null, children: [] });
+    }
+    for (const w of plan.waits || []) {
+      const start = ui.parseTime(w.created_at);
+      const ended = ui.parseTime(w.answered_at) ?? ui.parseTime(w.timed_out_at);
+      const open = w.status === "waiting" && running;  // an ended plan's open wait stops with it
+      add({ kind: "wait", id: w.wait_id, name: (w.kind === "human_input" ? "human input" : "WAIT") + " for " + (w.expected_event || "?"),
+        label: (w.kind === "human_input" ? "person: " : "WAIT: ") + (w.expected_event || "?"),
+        detail: w.deadline ? "deadline " + ui.fmtTime(w.deadline) : "", status: w.status,
+        start, end: ended ?? (open ? now : planEnd), running: open, children: [] });
+    }
+    for (const p of subPlans || []) {
+      const start = ui.parseTime(p.started_at) ?? ui.parseTime(p.created_at);
+      const open = !TERMINAL.includes(p.status) && running;
+      add({ kind: "sub-plan", id: p.plan_id, name: "sub-plan " + (p.goal_event || p.plan_id), label: "sub-plan: " + (p.goal_event || p.plan_id),
+        detail: p.plan_id + (p.current_state ? " \u00b7 " + p.current_state : ""), status: p.status,
+        start, end: ui.parseTime(p.ended_at) ?? (open ? now : planEnd), running: open, href: ui.planHref(p.plan_id), children: [] });
+    }
+
+    // The plan's bar covers all it holds (the goal's request comes just before it starts).
+    for (const c of root.children) {
+      root.start = Math.min(root.start, c.start);
+      root.end = Math.max(root.end, c.end);
+    }
+    const out = [];
+    (function walk(node, depth, parent) {
+      node.depth = depth;
+      node.parent = parent;
+      out.push(node);
+      node.children.sort((a, b) => a.start - b.start || a.end - b.end);
+      for (const c of node.children) walk(c, depth + 1, node.id);
+    })(root, 0, null);
+    return out;
+  }
+
+  function tickStep(span) {
+    const steps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000,
+      120000, 300000, 600000, 900000, 1800000, 3600000, 7200000, 21600000, 43200000, 86400000];
+    return steps.find((s) => span / s <= TICKS) || span / TICKS;
+  }
+
+  /**
+   * Draw into ``box``: plan (PlanDetail), entries (timeline), actions (TaskSummary[]),
+   * subPlans (PlanSummary[]); ``now`` (epoch ms) ends what still runs.
+   */
+  ui.drawWaterfall = function (box, plan, entries, actions, subPlans, now) {
+    const list = rows(plan, entries, actions, subPlans, now);
+    const t0 = Math.min(...list.map((r) => r.start));
+    const t1 = Math.max(...list.map((r) => r.end), t0 + 1);
+    const span = t1 - t0;
+    const pct = (t) => (100 * (t - t0) / span);
+
+    const axis = h("div", { class: "wf-axis" });
+    const step = tickStep(span);
+    for (let t = 0; t <= span + 0.5; t += step) {
+      const tick = h("span", { class: "wf-tick" }, "+" + ui.fmtDuration(t));
+      tick.style.left = pct(t0 + t) + "%";
+      axis.append(tick);
+    }
+    const grid = h("div", { class: "wf", role: "table", "aria-label": "plan timeline as bars" },
+      h("div", { class: "wf-row wf-head", role: "row" },
+        h("div", { class: "wf-label", role: "columnheader" }, "Step"),
+        h("div", { class: "wf-track", role: "columnheader" }, axis),
+        h("div", { class: "wf-took", role: "columnheader" }, "Took")));
+    for (const r of list) {
+      const took = r.end - r.start;
+      const tip = r.name + " \u2014 " + r.status + (r.running ? " (still running)" : "") +
+        "\nstart " + ui.fmtTime(r.start) + " (+" + ui.fmtDuration(r.start - t0) + ")" +
+        "\n" + (r.running ? "now " : "end ") + ui.fmtTime(r.end) + "\ntook " + ui.fmtDuration(took) +
+        (r.detail ? "\n" + r.detail : "");
+      const bar = h("div", { class: "wf-bar status-" + String(r.status).replace(/[^a-z_]/g, "") + (r.running ? " running" : "") });
+      bar.style.left = pct(r.start) + "%";
+      bar.style.width = (100 * took / span) + "%";
+      const label = h("div", { class: "wf-label" },
+        r.href ? h("a", { href: r.href, class: "mono" }, ui.short(r.label, 40)) : h("span", { class: r.kind === "state" ? "wf-state" : "mono" }, ui.short(r.label, 40)),
+        r.kind === "state" ? h("span", { class: "muted wf-kind" }, " state") : null);
+      label.style.paddingLeft = (6 + r.depth * 16) + "px";
+      grid.append(h("div", {
+        class: "wf-row wf-" + r.kind, role: "row", title: tip,
+        "data-kind": r.kind, "data-id": r.id, "data-name": r.name, "data-parent": r.parent || "", "data-depth": r.depth,
+        "data-status": r.status, "data-start": Math.round(r.start), "data-end": Math.round(r.end), "data-running": String(!!r.running),
+      }, label, h("div", { class: "wf-track" }, bar), h("div", { class: "wf-took num" }, ui.fmtDuration(took))));
+    }
+    ui.clear(box).append(grid);
+    return list.length;
+  };
+})();

@@ -526,15 +526,17 @@ def test_plan_page_shows_time_as_nested_bars_that_grow_while_running(driver, sta
     assert grown[0]["running"]
 
     # Edge labels: a long event name is shortened to fit between its states, the full
-    # name on hover, and no label sits on a state's box.
+    # name on hover, and no label sits on a state's box or on another label.
     overlaps = driver.execute_script(
         "const boxes = Array.from(document.querySelectorAll('#machine .node rect'),"
-        "  (r) => r.getBBox());"
+        "  (r) => [r.getBBox(), r.parentNode.dataset.state]);"
         "const out = [];"
+        "const over = (b, n) => b.x < n.x + n.width && b.x + b.width > n.x"
+        "  && b.y < n.y + n.height && b.y + b.height > n.y;"
         "for (const t of document.querySelectorAll('#machine .edge text')) {"
         "  const b = t.getBBox();"
-        "  for (const n of boxes) if (b.x < n.x + n.width && b.x + b.width > n.x"
-        "    && b.y < n.y + n.height && b.y + b.height > n.y) out.push(t.textContent); }"
+        "  for (const [n, name] of boxes) if (over(b, n)) out.push([t.textContent, name]);"
+        "  boxes.push([b, t.textContent]); }"
         "return out;"
     )
     assert overlaps == []

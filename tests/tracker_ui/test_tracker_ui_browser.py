@@ -493,11 +493,15 @@ def test_plan_page_shows_time_as_nested_bars_that_grow_while_running(driver, sta
     stack.run(ask_a_human(stack, held, seconds=600))
     page(driver, stack, f"/ui/plans/{held}")
     loaded(driver)
-    wait_for(
-        driver,
-        lambda d: any(b["kind"] == "wait" for b in waterfall(d)),
-        message="no bar for the wait",
-    )
+
+    def complete(d: Any) -> bool:
+        """The wait and both human-input requests (the planner's, the approver's) shown."""
+        found = [(b["kind"], b["name"]) for b in waterfall(d)]
+        return ("wait", "human input for approval.answered") in found and found.count(
+            ("task", "notification.human_input")
+        ) == 2
+
+    wait_for(driver, complete, message="no bars for the wait and its request")
     bars = waterfall(driver)
     check_bars(bars)
     kinds = {(b["kind"], b["name"]) for b in bars}
@@ -510,8 +514,14 @@ def test_plan_page_shows_time_as_nested_bars_that_grow_while_running(driver, sta
     assert wait["parent"] == ask_user["id"]
     assert "human input for approval.answered" in wait["title"]
     assert "deadline" in wait["title"] and "took" in wait["title"]
-    # Still running: the plan, its current state and the wait end at "now", and grow.
+    # Still running: the plan, its current state and the wait end at "now", and grow, in
+    # place (the row a person hovers is not replaced every second).
     assert ask_user["running"] and bars[0]["running"]
+    driver.execute_script(
+        "document.querySelector('#waterfall .wf-row[data-id=\"' + arguments[0] + '\"]')"
+        ".dataset.marked = 'yes';",
+        ask_user["id"],
+    )
     grown = wait_for(
         driver,
         lambda d: [
@@ -525,6 +535,7 @@ def test_plan_page_shows_time_as_nested_bars_that_grow_while_running(driver, sta
         message="the running bar never grew",
     )
     assert grown[0]["running"]
+    assert attrs(driver, "#waterfall .wf-row[data-marked]", "data-id") == {ask_user["id"]}
 
     # Edge labels: a long event name is shortened to fit between its states, the full
     # name on hover, and no label sits on a state's box or on another label.

@@ -108,6 +108,24 @@
     return steps.find((s) => span / s <= TICKS) || span / TICKS;
   }
 
+  /** Set a row's times, status, bar geometry, hover text and duration. */
+  function fill(row, r, t0, span, pct) {
+    const took = r.end - r.start;
+    row.title = r.name + " \u2014 " + r.status + (r.running ? " (still running)" : "") +
+      "\nstart " + ui.fmtTime(r.start) + " (+" + ui.fmtDuration(r.start - t0) + ")" +
+      "\n" + (r.running ? "now " : "end ") + ui.fmtTime(r.end) + "\ntook " + ui.fmtDuration(took) +
+      (r.detail ? "\n" + r.detail : "");
+    row.dataset.status = r.status;
+    row.dataset.start = String(Math.round(r.start));
+    row.dataset.end = String(Math.round(r.end));
+    row.dataset.running = String(!!r.running);
+    const bar = row.querySelector(".wf-bar");
+    bar.className = "wf-bar status-" + String(r.status).replace(/[^a-z_]/g, "") + (r.running ? " running" : "");
+    bar.style.left = pct(r.start) + "%";
+    bar.style.width = (100 * took / span) + "%";
+    row.querySelector(".wf-took").textContent = ui.fmtDuration(took);
+  }
+
   /**
    * Draw into ``box``: plan (PlanDetail), entries (timeline), actions (TaskSummary[]),
    * subPlans (PlanSummary[]); ``now`` (epoch ms) ends what still runs.
@@ -126,29 +144,31 @@
       tick.style.left = pct(t0 + t) + "%";
       axis.append(tick);
     }
-    const grid = h("div", { class: "wf", role: "table", "aria-label": "plan timeline as bars" },
+    // Same rows as drawn already (a tick of a running plan): update them in place, so a
+    // tooltip being read, or a link being hovered, is not swept away every second.
+    const key = JSON.stringify(list.map((r) => [r.kind, r.id]));
+    const old = box.querySelector(".wf");
+    if (old && old.dataset.key === key) {
+      ui.clear(old.querySelector(".wf-axis")).append(...axis.childNodes);
+      const els = old.querySelectorAll(".wf-row[data-kind]");
+      list.forEach((r, i) => fill(els[i], r, t0, span, pct));
+      return list.length;
+    }
+    const grid = h("div", { class: "wf", role: "table", "aria-label": "plan timeline as bars", "data-key": key },
       h("div", { class: "wf-row wf-head", role: "row" },
         h("div", { class: "wf-label", role: "columnheader" }, "Step"),
         h("div", { class: "wf-track", role: "columnheader" }, axis),
         h("div", { class: "wf-took", role: "columnheader" }, "Took")));
     for (const r of list) {
-      const took = r.end - r.start;
-      const tip = r.name + " \u2014 " + r.status + (r.running ? " (still running)" : "") +
-        "\nstart " + ui.fmtTime(r.start) + " (+" + ui.fmtDuration(r.start - t0) + ")" +
-        "\n" + (r.running ? "now " : "end ") + ui.fmtTime(r.end) + "\ntook " + ui.fmtDuration(took) +
-        (r.detail ? "\n" + r.detail : "");
-      const bar = h("div", { class: "wf-bar status-" + String(r.status).replace(/[^a-z_]/g, "") + (r.running ? " running" : "") });
-      bar.style.left = pct(r.start) + "%";
-      bar.style.width = (100 * took / span) + "%";
       const label = h("div", { class: "wf-label" },
         r.href ? h("a", { href: r.href, class: "mono" }, ui.short(r.label, 40)) : h("span", { class: r.kind === "state" ? "wf-state" : "mono" }, ui.short(r.label, 40)),
         r.kind === "state" ? h("span", { class: "muted wf-kind" }, " state") : null);
       label.style.paddingLeft = (6 + r.depth * 16) + "px";
-      grid.append(h("div", {
-        class: "wf-row wf-" + r.kind, role: "row", title: tip,
-        "data-kind": r.kind, "data-id": r.id, "data-name": r.name, "data-parent": r.parent || "", "data-depth": r.depth,
-        "data-status": r.status, "data-start": Math.round(r.start), "data-end": Math.round(r.end), "data-running": String(!!r.running),
-      }, label, h("div", { class: "wf-track" }, bar), h("div", { class: "wf-took num" }, ui.fmtDuration(took))));
+      const row = h("div", { class: "wf-row wf-" + r.kind, role: "row", "data-kind": r.kind, "data-id": r.id,
+        "data-name": r.name, "data-parent": r.parent || "", "data-depth": r.depth },
+        label, h("div", { class: "wf-track" }, h("div", { class: "wf-bar" })), h("div", { class: "wf-took num" }));
+      fill(row, r, t0, span, pct);
+      grid.append(row);
     }
     ui.clear(box).append(grid);
     return list.length;

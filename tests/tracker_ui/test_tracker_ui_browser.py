@@ -604,12 +604,28 @@ async def register_budget_event(stack: Stack) -> None:
         )
 
 
+async def get_as(stack: Stack, path: str, tenant: str) -> Any:
+    """``GET /v1/tracker{path}`` as ``tenant``, whatever it answers."""
+    async with stack.context(tenant) as context:
+        return await context.http.get(
+            f"{stack.urls['tracker']}/v1/tracker{path}", headers={"X-Tenant-ID": tenant}
+        )
+
+
 def test_plan_page_answer_form_follows_the_registered_schema(driver, stack):
     stack.run(register_budget_event(stack))
     held = stack.run(
         plan_with(stack, stack.run(ask(stack, "obscure-schema", wait=False)), "ask_user")
     )
     stack.run(ask_a_human(stack, held, seconds=600, response_event="budget.approved"))
+    # The schema is read as the caller's tenant: another tenant does not see the wait.
+    found = stack.run(tracked(stack, f"/tasks/sub-{held}/answer-schema"))
+    assert (found["event_type"], found["schema"]["required"]) == (
+        "budget.approved",
+        ["approved", "amount"],
+    )
+    refused = stack.run(get_as(stack, f"/tasks/sub-{held}/answer-schema", "globex"))
+    assert refused.status_code == 404, refused.text
     page(driver, stack, f"/ui/plans/{held}")
     loaded(driver)
     form = wait_for(

@@ -561,6 +561,38 @@ def test_plan_page_shows_time_as_nested_bars_that_grow_while_running(driver, sta
     assert label[0] != "content.analyze.completed" and label[0].endswith("completed"), label
     assert "content.analyze.completed" in label[1]
 
+    # Nobody will answer the approver: time its human input out from the page (after
+    # confirming). Its bar stops while the plan's goes on.
+    controls = css(driver, f'.timeout-controls[data-wait-id="sub-{held}"]')[0]
+    controls.find_element("css selector", ".timeout-open").click()
+    controls.find_element("css selector", ".timeout-confirm").click()
+    wait_for(
+        driver,
+        lambda d: attrs(d, "#waits-body .pill", "data-status") == {"timed_out"},
+        timeout=20,
+        message="the human input never showed timed out",
+    )
+    wait_for(
+        driver,
+        lambda d: "task.timeout" in attrs(d, "#timeline-body tr", "data-event-type"),
+        message="the timeout never reached the timeline",
+    )
+    shown = driver.execute_script(
+        "return document.querySelector("
+        "  '#timeline-body tr[data-event-type=\"task.timeout\"]').textContent;"
+    )
+    assert "human input timed out by " in shown
+    wait_for(
+        driver,
+        lambda d: [
+            b
+            for b in waterfall(d)
+            if b["kind"] == "wait" and b["status"] == "timed_out" and not b["running"]
+        ],
+        message="the wait's bar never stopped",
+    )
+    assert status(driver) == "running"
+
     # The person answers (the stand-in's gate opens): the plan ends, every bar stops.
     stack.call(stack.research.gate.set)  # type: ignore[attr-defined]
     wait_for(driver, lambda d: status(d) == "completed", timeout=20, message="never completed")
@@ -570,6 +602,10 @@ def test_plan_page_shows_time_as_nested_bars_that_grow_while_running(driver, sta
     check_bars(bars)
     assert not any(b["running"] for b in bars)
     assert "done" in {b["name"] for b in bars if b["kind"] == "state"}
+    # The timed-out request (failed, never answered) ends with its wait, not the plan.
+    (timed_out,) = [b for b in bars if b["kind"] == "wait"]
+    (failed,) = [b for b in bars if b["kind"] == "task" and b["status"] == "failed"]
+    assert failed["end"] == timed_out["end"] < bars[0]["end"]
     assert console_errors(driver) == []
     screenshot(driver, "tracker-plan-waterfall.png")
 

@@ -60,10 +60,12 @@
       item.end = Math.max(item.end ?? now, item.start);
       parentOf(item.start).children.push(item);
     }
+    // A human-input request that timed out has no answer: it ends when its wait did.
+    const waitEnds = new Map((plan.waits || []).map((w) => [w.wait_id, ui.parseTime(w.answered_at) ?? ui.parseTime(w.timed_out_at)]));
     for (const a of actions || []) {
       const start = ui.parseTime(a.requested_at);
       const open = OPEN_TASK.includes(a.status);
-      const end = ui.parseTime(a.responded_at) ?? (open && running ? now : planEnd);
+      const end = ui.parseTime(a.responded_at) ?? (open && running ? now : (waitEnds.get(a.correlation_id) ?? planEnd));
       add({ kind: "task", id: a.task_id || a.correlation_id, name: a.event_type || "task",
         label: a.event_type || "task", detail: [a.agent ? "answered by " + a.agent : null, a.response_event ? "expects " + a.response_event : null,
           a.reason || a.error].filter(Boolean).join(" \u00b7 "),

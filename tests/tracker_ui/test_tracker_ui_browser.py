@@ -4,8 +4,9 @@ One browser and one platform (event, memory, registry, tracker under uvicorn) fo
 module. Plans are run by real agents: the research state machine of examples/04 (a
 Planner and its workers) and a ChoreographyPlanner whose LLM is the only stand-in (a
 litellm custom provider answering from a script). The pages are checked for what a
-person sees: rows, colours, the path taken, the audit trail, updates arriving without a
-reload, and hostile event data shown as text.
+person sees: rows, colours, the path taken, time as bars, the audit trail, updates
+arriving without a reload, acting on a plan (cancel, answer, time out) and hostile event
+data shown as text.
 
 ``SOORMA_UI_SCREENSHOTS=docs/img`` saves the screenshots linked from docs/tracker-ui.md.
 """
@@ -1018,6 +1019,11 @@ def test_choreography_plan_shows_its_llm_audit_trail_and_links_its_sub_plan(driv
     (sub_bar,) = [r for r in bars if r["kind"] == "sub-plan"]
     assert sub_bar["id"] == sub_id
     assert sub_bar["depth"] >= 1 and sub_bar["parent"] in {r["id"] for r in bars}
+    # Its steps are the LLM's calls: one bar each, the invalid first one marked failed.
+    calls = [r for r in bars if r["kind"] == "llm"]
+    assert [c["status"] for c in calls] == ["failed", "completed", "completed"]
+    assert "scripted/planner" in calls[0]["title"]
+    check_bars(bars)
     screenshot(driver, "tracker-plan-llm.png")
     link.click()
     wait_for(driver, lambda d: sub_id in d.current_url)

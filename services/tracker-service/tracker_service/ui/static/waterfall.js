@@ -5,7 +5,9 @@
  * timeline's plan.state_changed entries, the actions, the sub-plans). A bar of something
  * still running ends at "now"; the page redraws it every second while the plan runs.
  *
- * Every row carries data-kind (plan|state|task|wait|sub-plan), data-id, data-parent,
+ * A ChoreographyPlanner plan's LLM calls are rows too (from its audit trail).
+ *
+ * Every row carries data-kind (plan|state|task|wait|sub-plan|llm), data-id, data-parent,
  * data-depth, data-start / data-end (epoch ms) and data-running, for scripts and tests.
  */
 (function () {
@@ -80,6 +82,15 @@
         detail: w.deadline ? "deadline " + ui.fmtTime(w.deadline) : "", status: w.status,
         start, end: ended ?? (open ? now : planEnd), running: open, children: [] });
     }
+    // A ChoreographyPlanner's steps are its LLM calls (the audit records when each ended).
+    ((plan.context && plan.context.llm_audit) || []).forEach((r, i) => {
+      const end = ui.parseTime(r.at);
+      if (end === null) return;
+      const ok = r.valid !== false && !(r.errors || []).length;
+      add({ kind: "llm", id: "llm:" + i, name: "LLM call #" + (i + 1) + " (" + (r.attempt || "call") + ", " + (r.model || "no model") + ")",
+        label: "LLM #" + (i + 1) + " " + (r.attempt || ""), detail: ok ? "valid" : "invalid: " + (r.errors || []).join("; "),
+        status: ok ? "completed" : "failed", start: end - (Number(r.latency_ms) || 0), end, running: false, children: [] });
+    });
     for (const p of subPlans || []) {
       const start = ui.parseTime(p.started_at) ?? ui.parseTime(p.created_at);
       const open = !TERMINAL.includes(p.status) && running;

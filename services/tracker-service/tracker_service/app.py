@@ -16,6 +16,7 @@ from soorma import MemoryClient
 from soorma.bus import BusClient
 from soorma.client import Identity
 from soorma.consumer_identity import ConsumerIdentity
+from soorma.registry import RegistryClient
 from tracker_service.agents import router as agents_router
 from tracker_service.db import open_engine
 from tracker_service.projector import GROUP, Projector
@@ -60,6 +61,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             timeout=5.0,
             connect_retries=0,
         )
+        registry = RegistryClient(
+            base_url=settings.registry_url,
+            http=http,
+            identity=identity,
+            timeout=5.0,
+            connect_retries=0,
+        )
         # A stable id per replica: a restarted tracker takes back at once what its
         # previous life held, instead of waiting out the visibility timeout.
         replica = ConsumerIdentity(GROUP, settings.tracker_consumer)
@@ -89,7 +97,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 )
             )
         state = TrackerState(
-            engine=engine, settings=settings, memory=memory, projector=projector, bus=bus
+            engine=engine,
+            settings=settings,
+            memory=memory,
+            projector=projector,
+            bus=bus,
+            registry=registry,
         )
 
         async def ready() -> None:

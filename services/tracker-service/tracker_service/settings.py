@@ -17,7 +17,8 @@ class Settings(ServiceSettings):
             (``SOORMA_TRACKER_DATABASE_URL``). Unset: SQLite ``tracker.db`` under ``data_dir``.
         event_service_url: Where the tap is read and timeouts are published.
         memory_url: Where plan contexts (state machine, LLM audit) are read.
-        registry_url: Where the connected-agents view reads agents and heartbeats.
+        registry_url: Where the connected-agents view reads agents and heartbeats, and
+            the plan page's answer form reads the schema of an awaited answer.
         api_token: Bearer token with ``soorma_role=service`` (jwt mode).
         tracker_consumer: This replica's consumer id in group ``tracker``. Default: a
             stable id per replica, resolved as agents resolve theirs

@@ -24,6 +24,7 @@ ASSETS = {
     "app.css": "text/css; charset=utf-8",
     "common.js": "text/javascript; charset=utf-8",
     "graph.js": "text/javascript; charset=utf-8",
+    "waterfall.js": "text/javascript; charset=utf-8",
     "plans.js": "text/javascript; charset=utf-8",
     "plan.js": "text/javascript; charset=utf-8",
     "agents.js": "text/javascript; charset=utf-8",

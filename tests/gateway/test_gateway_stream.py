@@ -27,7 +27,7 @@ from gateway_helpers import (
 )
 
 from soorma import PlanContext, Planner, Worker
-from soorma.ai import stream_text
+from soorma.ai import _llm, stream_text
 from soorma_common.state import StateConfig
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -93,6 +93,8 @@ def make_agents(worker_context, planner_context) -> list[Worker | Planner]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def agents(platform: Platform):
+    # litellm takes seconds to import on a busy machine: before the client waits.
+    await asyncio.to_thread(_llm.load_litellm)
     started = make_agents(await platform.context(), await platform.context())
     for agent in started:
         await agent.start()

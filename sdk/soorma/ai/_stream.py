@@ -8,11 +8,13 @@ the agent to complete its task (or plan) with.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from soorma import _tracing
+from soorma.ai import _llm
 from soorma.ai._errors import PlannerError
 from soorma.ai._llm import Completion, check_credentials, load_litellm
 from soorma_common.events import SYSTEM_EVENTS, TASK_ARTIFACT, TASK_PROGRESS
@@ -150,7 +152,8 @@ async def stream_text(
     """
     sink: Any = to if isinstance(to, ArtifactSink) else _CallerSink(to, context)
     chat = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-    litellm = load_litellm()
+    # The first call imports litellm (seconds): off the event loop, as the planner does.
+    litellm = _llm._litellm or await asyncio.to_thread(load_litellm)
     check_credentials(model, api_key=api_key, options=options)
     kwargs: dict[str, Any] = dict(options)
     if api_key:

@@ -58,4 +58,5 @@ async def test_bad_requests_are_refused(make_client) -> None:
         many = await client.post("/v1/memory/embeddings", json={"texts": ["x"] * 257}, headers=A)
         long = await client.post("/v1/memory/embeddings", json={"texts": ["x" * 8001]}, headers=A)
         nul = await client.post("/v1/memory/embeddings", json={"texts": ["a\u0000"]}, headers=A)
-    assert [r.status_code for r in (empty, many, long, nul)] == [422] * 4
+        blank = await client.post("/v1/memory/embeddings", json={"texts": [""]}, headers=A)
+    assert [r.status_code for r in (empty, many, long, nul, blank)] == [422] * 5

@@ -26,11 +26,11 @@ router = APIRouter(
 
 
 class EmbedRequest(BaseModel):
-    """Texts to embed, at most 256 of at most 8,000 characters each."""
+    """Texts to embed: 1 to 256, each 1 to 8,000 characters."""
 
     model_config = ConfigDict(extra="forbid")
 
-    texts: list[Annotated[str, Field(max_length=MAX_TEXT_CHARS), NulFree]] = Field(
+    texts: list[Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), NulFree]] = Field(
         min_length=1, max_length=MAX_TEXTS
     )
 

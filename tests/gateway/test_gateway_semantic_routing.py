@@ -4,6 +4,8 @@ them (no memory service, or one that does not answer) the words decide, as befor
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+
 import httpx
 import pytest
 import pytest_asyncio
@@ -22,9 +24,12 @@ from gateway_helpers import (
 from google.protobuf.json_format import MessageToDict
 
 from gateway_a2a.routing import rank
+from gateway_a2a.semantic import SemanticRanker
 from gateway_a2a.skills import Skill
+from memory_service import create_app as create_memory_app
 from soorma import Tool
-from testsupport.server import free_port
+from testsupport.server import free_port, serve
+from testsupport.services import memory_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -124,3 +129,32 @@ async def test_without_embeddings_the_words_decide(
     finally:
         await gateway.stop()
     assert MessageToDict(echoed.artifacts[0].parts[0].data)["echo"] == "echo me"
+
+
+async def test_skill_vectors_are_cached_and_renewed_when_the_model_changes(tmp_path):
+    """Each skill is embedded once per model; another model starts the cache over."""
+    skills = [
+        Skill("forecast", "Current weather forecast for a city", "f", "f.requested", "t", None),
+        Skill("translate", "Translate text between languages", "t", "t.requested", "t", None),
+    ]
+    async with AsyncExitStack() as stack:
+        servers = {}
+        for dims in (32, 64):
+            (tmp_path / str(dims)).mkdir()
+            url = f"sqlite+aiosqlite:///{tmp_path}/{dims}/memory.db"
+            settings = memory_settings(
+                url, tmp_path / str(dims), embedding_model=f"deterministic/{dims}"
+            )
+            servers[dims] = await stack.enter_async_context(serve(create_memory_app(settings)))
+        http = await stack.enter_async_context(httpx.AsyncClient())
+        ranker = SemanticRanker(servers[32].url, http)
+        first = await ranker.rank("tenant-a", skills, "weather forecast please")
+        cached = dict(ranker._vectors)
+        again = await ranker.rank("tenant-a", skills, "translate this")
+        assert ranker.model == "deterministic/32" and ranker._vectors == cached
+        ranker.memory_url = servers[64].url
+        renewed = await ranker.rank("tenant-a", skills, "weather forecast please")
+    assert [s.skill.id for s in first] == [s.skill.id for s in renewed] == ["forecast", "translate"]
+    assert again[0].skill.id == "translate"
+    assert ranker.model == "deterministic/64"
+    assert sorted(len(v) for v in ranker._vectors.values()) == [64, 64]

@@ -33,10 +33,12 @@ MAX_TEXTS = 256
 
 
 def skill_text(skill: Skill) -> str:
-    """What a skill is about, in words: its id, description, event and input examples."""
+    """What a skill is about, in words: its id, description, event and input examples
+    (as many characters as a message's text is given, at most)."""
     name = re.sub(r"[-_.]+", " ", skill.id)
     event = re.sub(r"[-_.]+", " ", skill.event)
-    return " ".join(p for p in (name, skill.description, event, schema_text(skill.schema)) if p)
+    parts = (name, skill.description, event, schema_text(skill.schema))
+    return " ".join(p for p in parts if p)[:MAX_TEXT]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

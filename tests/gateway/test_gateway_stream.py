@@ -45,7 +45,7 @@ MODEL = "openai/gpt-4o-mini"
 
 
 def make_agents(worker_context, planner_context) -> list[Worker | Planner]:
-    """``explain``: a Worker streaming the model's answer; ``tale``: a Planner's plan."""
+    """``explain``: a Worker streams the answer; ``tale``: a Planner's plan; ``quip``: a goal."""
     worker = Worker(
         name="explainer",
         description="Explains things with an LLM.",
@@ -88,6 +88,17 @@ def make_agents(worker_context, planner_context) -> list[Worker | Planner]:
         text = await stream_text(plan, "A tale", model=MODEL, mock_response=ANSWER, min_chars=20)
         await plan.finalize({"length": len(text)})
 
+    @planner.on_goal("quip.requested", description="Answers at once, no plan")
+    async def quip(goal, ctx):
+        text = await stream_text(
+            goal, "A quip", model=MODEL, context=ctx, mock_response=ANSWER, min_chars=20
+        )
+        await ctx.bus.respond(
+            goal.response_event,
+            {"success": True, "message": f"{len(text)} characters"},
+            correlation_id=goal.correlation_id,
+        )
+
     return [worker, planner]
 
 
@@ -107,7 +118,7 @@ def ask(skill: str, topic: str = "dragons"):
     return send_request(user_message(data={"topic": topic}, skill=skill))
 
 
-@pytest.mark.parametrize("skill", ["explain", "tale.requested"])
+@pytest.mark.parametrize("skill", ["explain", "tale.requested", "quip.requested"])
 async def test_an_llm_agent_streams_its_text_in_chunks_to_an_a2a_client(
     platform: Platform, agents, skill: str
 ):

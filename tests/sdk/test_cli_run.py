@@ -111,3 +111,13 @@ async def test_run_connects_where_the_platforms_discovery_document_says(tmp_path
         run = await Proc.start(SOORMA, "run", "--no-reload", str(tmp_path / "one.py"), env=env)
         assert await run.wait(within=60) == 1, run.output
     assert run.lines[-1].startswith(f"soorma: SOORMA_URL={events.url} is not a Soorma platform")
+
+
+async def test_an_agent_held_by_two_names_is_started_once(tmp_path: Path) -> None:
+    from soorma._run import load_agents
+
+    (tmp_path / "aliased.py").write_text(
+        AGENT.format(name="one", version="v1") + "\nfor _agent in [tool]:\n    pass\nalias = tool\n"
+    )
+    found = load_agents([str(tmp_path / "aliased.py")])
+    assert [agent.name for _, agent in found] == ["one"]

@@ -77,6 +77,7 @@ class HandlerFailed(SoormaError):
             ``task.fail("...")`` with a string, a plan that failed).
         event_id: The id of the request the handler failed on (the answer's id when the
             answer does not name its request).
+        answer_id: The answer's event id.
         answer_type: The answer's event type.
     """
 
@@ -88,19 +89,24 @@ class HandlerFailed(SoormaError):
         *,
         error_type: str | None = None,
         event_id: str | None = None,
+        answer_id: str | None = None,
         answer_type: str | None = None,
         details: Any = None,
     ) -> None:
         super().__init__(message, details=details)
         self.error_type = error_type
-        self.event_id = event_id
+        self.event_id = event_id or answer_id
+        self.answer_id = answer_id
         self.answer_type = answer_type
 
     def __str__(self) -> str:
         # One line: a handler's message may span several (a validation error).
         text = " ".join(self.message.split()) or "no message"
-        where = f" (request {self.event_id})" if self.event_id else ""
-        return f"the handler failed: {text}{where}"
+        if self.event_id and self.event_id != self.answer_id:
+            return f"the handler failed: {text} (request {self.event_id})"
+        if self.answer_id:
+            return f"the handler failed: {text} (answer {self.answer_id})"
+        return f"the handler failed: {text}"
 
 
 class InvalidTopic(ValidationFailed):

@@ -58,11 +58,12 @@ class Event(EventEnvelope):
         data = self.data
         message = data.get("error") or data.get("reason") or data.get("status") or "failed"
         error_type = data.get("error_type")
-        request_id = data.get("request_id") or data.get("task_id") or self.id
+        request_id = data.get("request_id") or data.get("task_id")
         raise HandlerFailed(
             str(message),
             error_type=None if error_type is None else str(error_type),
-            event_id=str(request_id),
+            event_id=None if request_id is None else str(request_id),
+            answer_id=self.id,
             answer_type=self.type,
             details=data,
         )

@@ -179,6 +179,22 @@ def test_run_client_prints_a_handler_failure_in_one_line():
     )
 
 
+def test_an_answer_naming_no_request_is_named_by_its_own_id():
+    answer = Event.from_delivery(
+        {
+            "id": "answer-2",
+            "source": "test",
+            "type": "research.done",
+            "topic": "action-results",
+            "data": {"plan_id": "p-1", "status": "failed", "error": "plan reached state 'failed'"},
+        }
+    )
+    with pytest.raises(HandlerFailed) as failed:
+        answer.raise_for_error()
+    assert str(failed.value) == "the handler failed: plan reached state 'failed' (answer answer-2)"
+    assert failed.value.event_id == failed.value.answer_id == "answer-2"
+
+
 def test_a_rejected_task_raises_with_its_reason_and_no_type():
     with pytest.raises(HandlerFailed) as rejected:
         failed_answer(status="rejected", reason="out of scope").raise_for_error()

@@ -85,9 +85,33 @@ class ReplayResponse(BaseDTO):
     results: list[PublishResponse]
 
 
+class ConsumerGroupStatus(BaseDTO):
+    """How far one consumer group is behind on one topic of the caller's tenant."""
+
+    group: str
+    topic: str
+    lag: int = Field(description="Events on the topic not yet delivered to the group")
+    pending: int = Field(description="Events delivered to the group and not yet acknowledged")
+    last_delivered_id: str = Field(
+        description="Stream id of the newest event the group has taken ('0-0': none yet)"
+    )
+    last_delivered_at: datetime | None = Field(
+        default=None, description="When that event was appended (from its stream id)"
+    )
+
+
+class ConsumerGroupList(BaseDTO):
+    groups: list[ConsumerGroupStatus]
+    complete: bool = Field(
+        default=True, description="False when the service looked at only some of the topics"
+    )
+
+
 __all__ = [
     "AckRequest",
     "AckResponse",
+    "ConsumerGroupList",
+    "ConsumerGroupStatus",
     "DeadLetter",
     "DeadLetterList",
     "ExtendRequest",

@@ -1,5 +1,5 @@
-"""``soorma plans list|show|cancel`` and ``soorma tasks answer``: the tracker's view of
-plans, in a terminal, and acting on them through the event service."""
+"""``soorma plans list|show|cancel`` and ``soorma tasks answer|timeout``: the tracker's
+view of plans, in a terminal, and acting on them through the event service."""
 
 from __future__ import annotations
 
@@ -77,12 +77,24 @@ def add_parser(commands: Any) -> None:
     )
     answer.add_argument("--data", required=True, help="the answer, a JSON object")
     answer.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
+    timeout = task_actions.add_parser(
+        "timeout",
+        help="time out a pending human input or planner WAIT now (its timeout branch)",
+    )
+    timeout.add_argument(
+        "task_id",
+        metavar="ID",
+        help="a human input's sub-task id or task id; a planner WAIT's id or plan id",
+    )
+    timeout.add_argument("--reason", help="why (recorded on the timeout event)")
+    timeout.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``soorma plans ...`` or ``soorma tasks ...``; the exit code."""
     if args.command == "tasks":
-        return asyncio.run(_answer(args))
+        task_handler = {"answer": _answer, "timeout": _timeout}[args.tasks_command]
+        return asyncio.run(task_handler(args))
     handler = {"list": _list, "show": _show, "cancel": _cancel}[args.plans_command]
     return asyncio.run(handler(args))
 
@@ -296,6 +308,18 @@ async def _answer(args: argparse.Namespace) -> int:
         except SoormaError as exc:
             return _fail(str(exc))
     print(f"answered {args.task_id} (event {event_id})")
+    return 0
+
+
+async def _timeout(args: argparse.Namespace) -> int:
+    from soorma_common.errors import SoormaError
+
+    async with _context(args.url) as context:
+        try:
+            event_id = await context.tracker.timeout_task(args.task_id, reason=args.reason)
+        except SoormaError as exc:
+            return _fail(str(exc))
+    print(f"timed out {args.task_id} (event {event_id})")
     return 0
 
 

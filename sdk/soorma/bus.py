@@ -31,6 +31,7 @@ from soorma.client import ServiceClient
 from soorma.event import Event
 from soorma.subscription import DEFAULT_BUFFER, STREAM_PATH, Subscription, stream_params
 from soorma_common import tracing as otel
+from soorma_common.bus import ConsumerGroupList
 from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import (
     ACTION_REQUESTS,
@@ -624,6 +625,26 @@ class BusClient(ServiceClient):
         body: dict[str, Any] = {"group": group, "ids": id_list, "reason": reason[:4096]}
         result = await self._send("POST", "/v1/events/nack", **_as_tenant(body, tenant_id))
         return int((result or {}).get("count", 0))
+
+    async def consumer_groups(
+        self, *, group: str | None = None, topics: Sequence[str] | None = None
+    ) -> ConsumerGroupList:
+        """How far the tenant's consumer groups are behind, per topic.
+
+        Each entry has ``lag`` (events not yet delivered to the group) and ``pending``
+        (delivered, not yet acknowledged). An agent's group is its name.
+
+        Args:
+            group: Only this group.
+            topics: Only these topics (default: every topic of the tenant).
+        """
+        params: dict[str, str] = {}
+        if group:
+            params["group"] = group
+        if topics:
+            params["topics"] = ",".join(topics)
+        result = await self._send("GET", "/v1/events/groups", params=params)
+        return ConsumerGroupList.model_validate(result)
 
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "BusClient", "PayloadValidator"]

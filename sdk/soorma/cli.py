@@ -1,5 +1,5 @@
 """The ``soorma`` command: ``dev``, ``run``, ``init``, ``call``, ``events``, ``plans``,
-``tasks``, ``memory`` and ``a2a``."""
+``tasks``, ``agents``, ``memory`` and ``a2a``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from soorma import _cli_a2a, _cli_memory, _cli_plans
+from soorma import _cli_a2a, _cli_agents, _cli_memory, _cli_plans
 from soorma._templates import AGENT_TYPES, write_skeleton
 from soorma_common.errors import SoormaError
 
@@ -118,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     _cli_plans.add_parser(commands)
     _cli_memory.add_parser(commands)
     _cli_a2a.add_parser(commands)
+    _cli_agents.add_parser(commands)
     return parser
 
 
@@ -135,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = _cli_memory.run(args)
         elif args.command == "a2a":
             code = _cli_a2a.run(args)
+        elif args.command == "agents":
+            code = _cli_agents.run(args)
         elif args.command == "run":
             code = _run(args)
         elif args.command == "call":

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from soorma.client import ServiceClient, raise_for_error
+from soorma_common.agent_status import ConnectedAgentList
 from soorma_common.errors import NotFound, ServiceUnavailable
 from soorma_common.tracker import (
     TERMINAL_PLAN_STATUSES,
@@ -160,6 +161,30 @@ class TrackerClient(ServiceClient):
         sent = await self._send("POST", f"{PREFIX}/tasks/{task_id}/answer", json={"data": data})
         return str(sent["event_id"])
 
+    async def timeout_task(self, task_id: str, *, reason: str | None = None) -> str:
+        """Time out a pending human input or planner WAIT now, as this identity.
+
+        The tracker publishes what it would at the deadline (``task.timeout`` for a human
+        input, ``plan.wait_timeout`` for a WAIT, with ``timed_out_by``) through the event
+        service, so the waiting worker or planner takes its timeout branch.
+
+        Returns:
+            The timeout event's id.
+
+        Raises:
+            TaskNotFound: nothing waits by that id in the caller's tenant.
+            Conflict: it was already answered or timed out.
+        """
+        body = {"reason": reason} if reason else {}
+        sent = await self._send("POST", f"{PREFIX}/tasks/{task_id}/timeout", json=body)
+        return str(sent["event_id"])
+
+    async def answer_schema(self, task_id: str) -> dict[str, Any]:
+        """The registered schema of the event a wait expects: ``{"task_id",
+        "event_type", "schema" (None when unregistered), "description", "note"}``."""
+        found = await self._send("GET", f"{PREFIX}/tasks/{task_id}/answer-schema")
+        return dict(found)
+
     async def delegation_group(self, group_id: str) -> DelegationGroup:
         """One ``delegate_parallel`` fan-out and its members."""
         found = await self._send("GET", f"{PREFIX}/delegation-groups/{group_id}")
@@ -168,6 +193,16 @@ class TrackerClient(ServiceClient):
     async def metrics(self) -> TrackerMetrics:
         """Counts by status, durations and failure rates (the caller's tenant)."""
         return TrackerMetrics.model_validate(await self._send("GET", f"{PREFIX}/metrics"))
+
+    async def agents(self, *, stale: bool = True) -> ConnectedAgentList:
+        """The registered agents, each with its last heartbeat and consumer lag.
+
+        Args:
+            stale: Include agents past their TTL (kept by the registry until purged).
+        """
+        params = None if stale else {"stale": "false"}
+        found = await self._send("GET", f"{PREFIX}/agents", params=params)
+        return ConnectedAgentList.model_validate(found)
 
     async def wait_for_plan(
         self,

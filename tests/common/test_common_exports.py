@@ -69,6 +69,8 @@ EXPECTED = {
     "DeadLetterList",
     "ReplayRequest",
     "ReplayResponse",
+    "ConsumerGroupStatus",
+    "ConsumerGroupList",
     # state machine
     "StateAction",
     "StateTransition",

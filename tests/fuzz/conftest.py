@@ -116,12 +116,22 @@ def event_server(event_backend: dict[str, Any]) -> Iterator[ThreadedServer]:
 
 
 @pytest.fixture(scope="module")
-def tracker_server() -> Iterator[ThreadedServer]:
+def tracker_server(tmp_path_factory: Any) -> Iterator[ThreadedServer]:
+    from event_service import create_app as create_event_app
+    from registry_service import create_app as create_registry_app
     from tracker_service import create_app
     from tracker_service.settings import Settings
 
-    with serve_in_thread(create_app(Settings())) as server:
-        yield server
+    # GET /v1/tracker/agents reads a registry and an event service: it gets real ones.
+    tmp = tmp_path_factory.mktemp("tracker-deps")
+    registry = registry_settings(f"sqlite+aiosqlite:///{tmp}/registry.db", tmp)
+    with (
+        serve_in_thread(create_registry_app(registry)) as registry_server,
+        serve_in_thread(create_event_app(event_settings())) as events,
+    ):
+        settings = Settings(registry_url=registry_server.url, event_service_url=events.url)
+        with serve_in_thread(create_app(settings)) as server:
+            yield server
 
 
 @pytest.fixture(scope="module")

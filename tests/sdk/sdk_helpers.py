@@ -10,11 +10,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 from soorma import PlatformContext, PlatformSettings
+from testsupport.server import free_port as closed_port
 
 
 def make_context(url: str) -> PlatformContext:
     """A context for the event service at ``url`` that reconnects quickly."""
-    context = PlatformContext.from_env(settings=PlatformSettings(event_service_url=url))
+    # Only the event service: the others point at a port nothing listens on, so a test's
+    # outcome never depends on a platform someone runs on the default addresses.
+    nowhere = f"http://127.0.0.1:{closed_port()}"
+    settings = PlatformSettings(
+        event_service_url=url,
+        memory_url=nowhere,
+        registry_url=nowhere,
+        tracker_url=nowhere,
+        gateway_url=nowhere,
+    )
+    context = PlatformContext.from_env(settings=settings)
     # Reconnect quickly in tests that restart the service.
     context.bus.max_backoff = 0.3
     return context

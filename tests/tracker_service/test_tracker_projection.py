@@ -100,15 +100,21 @@ async def test_plan_lifecycle_actions_and_goal_correlation(stack: Stack) -> None
     found = await stack.ok(f"/plans/by-correlation/{goal_cid}")
     assert found["plan_id"] == plan_id
     timeline = (await stack.ok(f"/plans/{plan_id}/timeline"))["entries"]
-    assert [e["type"] for e in timeline] == [
+    # The timeline is in the order the tracker saw the events. Within a topic that is the
+    # order they were published; across topics (plan events, requests, results) the
+    # streams are read side by side, so only each topic's own order is fixed.
+    types = [e["type"] for e in timeline]
+    published = ["plan.started", "plan.state_changed", "web.search", "web.search.done"]
+    published += ["plan.state_changed", "plan.completed"]
+    assert sorted(types) == sorted(published)
+    assert [t for t in types if t.startswith("plan.")] == [
         "plan.started",
         "plan.state_changed",
-        "web.search",
-        "web.search.done",
         "plan.state_changed",
         "plan.completed",
     ]
-    assert timeline[3]["duration_ms"] is not None
+    (answer,) = [e for e in timeline if e["type"] == "web.search.done"]
+    assert answer["duration_ms"] is not None
     assert (await stack.ok("/sessions/s1/plans"))["plans"][0]["plan_id"] == plan_id
     listed = await stack.ok("/plans", status="completed", goal_event="research.goal")
     assert [p["plan_id"] for p in listed["plans"]] == [plan_id]

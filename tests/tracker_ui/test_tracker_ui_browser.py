@@ -4,8 +4,9 @@ One browser and one platform (event, memory, registry, tracker under uvicorn) fo
 module. Plans are run by real agents: the research state machine of examples/04 (a
 Planner and its workers) and a ChoreographyPlanner whose LLM is the only stand-in (a
 litellm custom provider answering from a script). The pages are checked for what a
-person sees: rows, colours, the path taken, the audit trail, updates arriving without a
-reload, and hostile event data shown as text.
+person sees: rows, colours, the path taken, time as bars, the audit trail, updates
+arriving without a reload, acting on a plan (cancel, answer, time out) and hostile event
+data shown as text.
 
 ``SOORMA_UI_SCREENSHOTS=docs/img`` saves the screenshots linked from docs/tracker-ui.md.
 """
@@ -122,7 +123,9 @@ async def ask(stack: Stack, topic: str, *, wait: bool = True) -> str:
         return str(answer.data["plan_id"])
 
 
-async def ask_a_human(stack: Stack, plan_id: str, seconds: float) -> None:
+async def ask_a_human(
+    stack: Stack, plan_id: str, seconds: float, response_event: str = "approval.answered"
+) -> None:
     """What a Worker publishes when it asks a person (``notification.human_input``)."""
     async with stack.context(TENANT) as context:
         context.bus.source = "approver"
@@ -135,7 +138,7 @@ async def ask_a_human(stack: Stack, plan_id: str, seconds: float) -> None:
                 "task_id": f"task-{plan_id}",
                 "sub_task_id": sub_task,
                 "question": "Approve?",
-                "response_event": "approval.answered",
+                "response_event": response_event,
                 "response_topic": "action-results",
                 "timeout_seconds": seconds,
                 "deadline": deadline.isoformat(),
@@ -258,7 +261,8 @@ def screenshot(driver: Any, name: str) -> None:
         return
     driver.execute_script("window.scrollTo(0, 0)")
     height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1360, min(max(int(height), 700), 2400))
+    # The window is taller than the page it shows (its frame): leave room for the end.
+    driver.set_window_size(1360, min(max(int(height) + 140, 700), 2600))
     target = Path(SCREENSHOTS) / name
     target.parent.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(target))
@@ -402,14 +406,22 @@ def test_plan_page_answers_a_pending_human_input(driver, stack):
     wait_for(driver, lambda d: css(d, "form.answer-form"), message="no answer form")
     form = css(driver, "form.answer-form")[0]
     assert form.get_attribute("data-wait-id") == f"sub-{held}"
+    # No schema registered for approval.answered: the form takes JSON, and says why.
+    assert form.get_attribute("data-schema") == "false"
+    note = form.find_element("css selector", ".schema-note").get_attribute("textContent")
+    assert "approval.answered is not registered" in note
     form.find_element("css selector", "textarea").send_keys("[1]")
     form.find_element("css selector", "button").click()
     # Read the DOM text, not the rendered text: a live re-render may hide the panel for a
     # moment, and selenium's ``.text`` is empty for anything not displayed.
     wait_for(
         driver,
-        lambda d: "JSON object"
-        in (form.find_element("css selector", ".answer-note").get_attribute("textContent") or ""),
+        lambda d: (
+            "JSON object"
+            in (
+                form.find_element("css selector", ".answer-note").get_attribute("textContent") or ""
+            )
+        ),
         timeout=10,
         message="the form never said the answer must be a JSON object",
     )
@@ -434,6 +446,398 @@ def test_plan_page_answers_a_pending_human_input(driver, stack):
     no_injection(driver)
     assert console_errors(driver) == []
     screenshot(driver, "tracker-plan-answer.png")
+
+
+def waterfall(driver: Any) -> list[dict[str, Any]]:
+    """The waterfall's rows in display order, with their bars' on-screen geometry."""
+    return list(
+        driver.execute_script(
+            "return Array.from(document.querySelectorAll('#waterfall .wf-row[data-kind]'),"
+            " (r) => { const b = r.querySelector('.wf-bar').getBoundingClientRect();"
+            " return {kind: r.dataset.kind, id: r.dataset.id, name: r.dataset.name,"
+            " parent: r.dataset.parent, depth: Number(r.dataset.depth),"
+            " status: r.dataset.status, start: Number(r.dataset.start),"
+            " end: Number(r.dataset.end), running: r.dataset.running === 'true',"
+            " title: r.getAttribute('title'), left: b.left, width: b.width}; });"
+        )
+    )
+
+
+def check_bars(bars: list[dict[str, Any]]) -> None:
+    """One plan bar at the root; every other bar one level under a bar above it, starting
+    no earlier than it; siblings in order of start; widths proportional to durations."""
+    assert [b["kind"] for b in bars].count("plan") == 1 and bars[0]["kind"] == "plan"
+    seen: dict[str, dict[str, Any]] = {}
+    last_start: dict[str, float] = {}
+    for bar in bars:
+        if bar["kind"] != "plan":
+            parent = seen[bar["parent"]]  # drawn above its children
+            assert bar["depth"] == parent["depth"] + 1, bar
+            assert bar["start"] >= parent["start"], (bar, parent)
+            assert bar["start"] >= last_start.get(bar["parent"], 0), bar
+            last_start[bar["parent"]] = bar["start"]
+        assert bar["end"] >= bar["start"]
+        seen[bar["id"]] = bar
+    # Pixels per millisecond, the same for every bar long enough to measure.
+    scale = bars[0]["width"] / (bars[0]["end"] - bars[0]["start"])
+    measured = [b for b in bars if b["width"] > 20]
+    assert len(measured) >= 3
+    for bar in measured:
+        ratio = bar["width"] / ((bar["end"] - bar["start"]) * scale)
+        assert 0.95 < ratio < 1.05, (bar, ratio)
+
+
+def test_plan_page_shows_time_as_nested_bars_that_grow_while_running(driver, stack):
+    held = stack.run(
+        plan_with(stack, stack.run(ask(stack, "obscure-bars", wait=False)), "ask_user")
+    )
+    stack.run(ask_a_human(stack, held, seconds=600))
+    page(driver, stack, f"/ui/plans/{held}")
+    loaded(driver)
+
+    def complete(d: Any) -> bool:
+        """The wait and both human-input requests (the planner's, the approver's) shown."""
+        found = [(b["kind"], b["name"]) for b in waterfall(d)]
+        return ("wait", "human input for approval.answered") in found and found.count(
+            ("task", "notification.human_input")
+        ) == 2
+
+    wait_for(driver, complete, message="no bars for the wait and its request")
+    bars = waterfall(driver)
+    check_bars(bars)
+    kinds = {(b["kind"], b["name"]) for b in bars}
+    assert {("state", "searching"), ("state", "ask_user")} <= kinds
+    assert {("task", "web.search.requested"), ("task", "notification.human_input")} <= kinds
+    (wait,) = [b for b in bars if b["kind"] == "wait"]
+    assert wait["id"] == f"sub-{held}" and wait["status"] == "waiting" and wait["running"]
+    # The state it was asked in holds it; hovering shows full names and times.
+    ask_user = [b for b in bars if b["kind"] == "state" and b["name"] == "ask_user"][-1]
+    assert wait["parent"] == ask_user["id"]
+    assert "human input for approval.answered" in wait["title"]
+    assert "deadline" in wait["title"] and "took" in wait["title"]
+    # Still running: the plan, its current state and the wait end at "now", and grow, in
+    # place (the row a person hovers is not replaced every second).
+    assert ask_user["running"] and bars[0]["running"]
+    driver.execute_script(
+        "document.querySelector('#waterfall .wf-row[data-id=\"' + arguments[0] + '\"]')"
+        ".dataset.marked = 'yes';",
+        ask_user["id"],
+    )
+    grown = wait_for(
+        driver,
+        lambda d: [
+            b
+            for b in waterfall(d)
+            if b["id"] == ask_user["id"]
+            and b["end"] >= ask_user["end"] + 1000
+            and b["width"] > ask_user["width"]
+        ],
+        timeout=15,
+        message="the running bar never grew",
+    )
+    assert grown[0]["running"]
+    assert attrs(driver, "#waterfall .wf-row[data-marked]", "data-id") == {ask_user["id"]}
+
+    # Edge labels: a long event name is shortened to fit between its states, the full
+    # name on hover, and no label sits on a state's box or on another label.
+    overlaps = driver.execute_script(
+        "const boxes = Array.from(document.querySelectorAll('#machine .node rect'),"
+        "  (r) => [r.getBBox(), r.parentNode.dataset.state]);"
+        "const out = [];"
+        "const over = (b, n) => b.x < n.x + n.width && b.x + b.width > n.x"
+        "  && b.y < n.y + n.height && b.y + b.height > n.y;"
+        "for (const t of document.querySelectorAll('#machine .edge text')) {"
+        "  const b = t.getBBox();"
+        "  for (const [n, name] of boxes) if (over(b, n)) out.push([t.textContent, name]);"
+        "  boxes.push([b, t.textContent]); }"
+        "return out;"
+    )
+    assert overlaps == []
+    label = driver.execute_script(
+        "const g = document.querySelector("
+        "  '#machine .edge[data-label=\"content.analyze.completed\"]');"
+        "const t = g.querySelector('text');"
+        "return [t.lastChild.textContent, t.querySelector('title').textContent];"
+    )
+    assert label[0] != "content.analyze.completed" and label[0].endswith("completed"), label
+    assert "content.analyze.completed" in label[1]
+
+    # Nobody will answer the approver: time its human input out from the page (after
+    # confirming). Its bar stops while the plan's goes on.
+    controls = css(driver, f'.timeout-controls[data-wait-id="sub-{held}"]')[0]
+    controls.find_element("css selector", ".timeout-open").click()
+    controls.find_element("css selector", ".timeout-confirm").click()
+    wait_for(
+        driver,
+        lambda d: attrs(d, "#waits-body .pill", "data-status") == {"timed_out"},
+        timeout=20,
+        message="the human input never showed timed out",
+    )
+    wait_for(
+        driver,
+        lambda d: "task.timeout" in attrs(d, "#timeline-body tr", "data-event-type"),
+        message="the timeout never reached the timeline",
+    )
+    shown = driver.execute_script(
+        "return document.querySelector("
+        "  '#timeline-body tr[data-event-type=\"task.timeout\"]').textContent;"
+    )
+    assert "human input timed out by " in shown
+    wait_for(
+        driver,
+        lambda d: [
+            b
+            for b in waterfall(d)
+            if b["kind"] == "wait" and b["status"] == "timed_out" and not b["running"]
+        ],
+        message="the wait's bar never stopped",
+    )
+    assert status(driver) == "running"
+
+    # The person answers (the stand-in's gate opens): the plan ends, every bar stops.
+    stack.call(stack.research.gate.set)  # type: ignore[attr-defined]
+    wait_for(driver, lambda d: status(d) == "completed", timeout=20, message="never completed")
+    stack.call(stack.research.gate.clear)  # later tests hold their plans again
+    settled(driver)
+    bars = waterfall(driver)
+    check_bars(bars)
+    assert not any(b["running"] for b in bars)
+    assert "done" in {b["name"] for b in bars if b["kind"] == "state"}
+    # The timed-out request (failed, never answered) ends with its wait, not the plan.
+    (timed_out,) = [b for b in bars if b["kind"] == "wait"]
+    (failed,) = [b for b in bars if b["kind"] == "task" and b["status"] == "failed"]
+    assert failed["end"] == timed_out["end"] < bars[0]["end"]
+    assert console_errors(driver) == []
+    screenshot(driver, "tracker-plan-waterfall.png")
+
+
+async def register_budget_event(stack: Stack) -> None:
+    """The registry holds the schema of the answer a person gives."""
+    from soorma_common.registry import EventDefinition
+
+    async with stack.context(TENANT) as context:
+        assert context.registry is not None
+        await context.registry.register_event(
+            EventDefinition(
+                event_name="budget.approved",
+                topic="action-results",
+                description="A manager's decision on a budget",
+                payload_schema={
+                    "type": "object",
+                    "required": ["approved", "amount"],
+                    "properties": {
+                        "approved": {"type": "boolean", "description": "yes or no"},
+                        "amount": {
+                            "type": "number",
+                            "minimum": 0,
+                            "description": "granted, in euros",
+                        },
+                        "currency": {"enum": ["EUR", "USD"]},
+                        "count": {"type": "integer"},
+                        "note": {"type": "string", "maxLength": 20},
+                    },
+                },
+            )
+        )
+
+
+async def get_as(stack: Stack, path: str, tenant: str) -> Any:
+    """``GET /v1/tracker{path}`` as ``tenant``, whatever it answers."""
+    async with stack.context(tenant) as context:
+        return await context.http.get(
+            f"{stack.urls['tracker']}/v1/tracker{path}", headers={"X-Tenant-ID": tenant}
+        )
+
+
+def test_plan_page_answer_form_follows_the_registered_schema(driver, stack):
+    stack.run(register_budget_event(stack))
+    held = stack.run(
+        plan_with(stack, stack.run(ask(stack, "obscure-schema", wait=False)), "ask_user")
+    )
+    stack.run(ask_a_human(stack, held, seconds=600, response_event="budget.approved"))
+    # The schema is read as the caller's tenant: another tenant does not see the wait.
+    found = stack.run(tracked(stack, f"/tasks/sub-{held}/answer-schema"))
+    assert (found["event_type"], found["schema"]["required"]) == (
+        "budget.approved",
+        ["approved", "amount"],
+    )
+    refused = stack.run(get_as(stack, f"/tasks/sub-{held}/answer-schema", "globex"))
+    assert refused.status_code == 404, refused.text
+    page(driver, stack, f"/ui/plans/{held}")
+    loaded(driver)
+    form = wait_for(
+        driver,
+        lambda d: css(d, 'form.answer-form[data-schema="true"]'),
+        message="no schema-driven form",
+    )[0]
+    fields = {
+        f.get_attribute("data-field"): f.get_attribute("data-type")
+        for f in form.find_elements("css selector", ".answer-field")
+    }
+    assert fields == {
+        "approved": "boolean",
+        "amount": "number",
+        "currency": "enum",
+        "count": "integer",
+        "note": "string",
+    }
+    assert css(driver, "form.answer-form textarea.answer-data") == []
+    required = {
+        e.get_attribute("data-field")
+        for e in form.find_elements("css selector", ".answer-field")
+        if e.find_elements("css selector", ".req")
+    }
+    assert required == {"approved", "amount"}
+    assert "granted, in euros" in form.text
+
+    def field(name: str) -> Any:
+        return form.find_element("css selector", f'.answer-field[data-field="{name}"]')
+
+    def errors() -> dict[str, str]:
+        return {
+            name: field(name).find_element("css selector", ".field-error").text
+            for name in fields
+            if field(name).find_element("css selector", ".field-error").text
+        }
+
+    # Checked before anything is sent, with a message per field.
+    form.find_element("css selector", "button[type=submit]").click()
+    assert errors() == {"amount": "amount: required"}
+    assert form.find_element("css selector", ".answer-note").text == "fix the marked field"
+    field("amount").find_element("tag name", "input").send_keys("-5")
+    field("count").find_element("tag name", "input").send_keys("2.5")
+    field("note").find_element("tag name", "input").send_keys("x" * 25)
+    form.find_element("css selector", "button[type=submit]").click()
+    assert errors() == {
+        "amount": "amount: must be at least 0",
+        "count": "count: must be a whole number",
+        "note": "note: must have at most 20 characters",
+    }
+    assert "3 marked fields" in form.find_element("css selector", ".answer-note").text
+    screenshot(driver, "tracker-plan-answer-schema.png")
+    for name, value in (("amount", "1200.5"), ("count", "3"), ("note", "ok")):
+        box = field(name).find_element("tag name", "input")
+        box.clear()
+        box.send_keys(value)
+    field("approved").find_element("tag name", "input").click()
+    from selenium.webdriver.support.ui import Select
+
+    Select(field("currency").find_element("tag name", "select")).select_by_visible_text("USD")
+    form.find_element("css selector", "button[type=submit]").click()
+    wait_for(
+        driver,
+        lambda d: attrs(d, "#waits-body .pill", "data-status") == {"answered"},
+        timeout=20,
+        message="the wait never showed answered",
+    )
+    timeline = stack.run(tracked(stack, f"/plans/{held}/timeline"))
+    (answer,) = [e for e in timeline["entries"] if e["type"] == "budget.approved"]
+    assert answer["data"] == {
+        "approved": True,
+        "amount": 1200.5,
+        "currency": "USD",
+        "count": 3,
+        "note": "ok",
+    }
+    assert console_errors(driver) == []
+
+
+async def start_spender(stack: Stack) -> None:
+    """A planner whose plan WAITs for a manager (a declarative WAIT state)."""
+    from soorma_common.state import PlanDefinition, StateConfig, StateWait
+
+    states = {
+        "start": StateConfig(state_name="start", default_next="approval"),
+        "approval": StateConfig(
+            state_name="approval",
+            wait=StateWait(
+                event="manager.approved",
+                on_event="approved",
+                timeout_seconds=600,
+                on_timeout="expired",
+                reason="a manager approves the spend",
+            ),
+        ),
+        "approved": StateConfig(state_name="approved", is_terminal=True),
+        "expired": StateConfig(state_name="expired", is_terminal=True),
+    }
+    await stack.started(
+        Planner(
+            name="spender",
+            plan_definition=PlanDefinition(plan_type="spend.goal", states=states),
+            context=stack.agent_context("spender", TENANT),
+        )
+    )
+
+
+async def spend(stack: Stack) -> str:
+    async with stack.context(TENANT) as context:
+        await context.bus.request(
+            "spend.goal", {"amount": 5000}, response_event="spend.done", correlation_id="spend-1"
+        )
+    return "spend-1"
+
+
+async def timeout_as(stack: Stack, wait_id: str, tenant: str) -> Any:
+    """``POST /tasks/{id}/timeout`` as ``tenant`` (what the page's button sends)."""
+    async with stack.context(tenant) as context:
+        return await context.http.post(
+            f"{stack.urls['tracker']}/v1/tracker/tasks/{wait_id}/timeout",
+            json={},
+            headers={"X-Tenant-ID": tenant},
+        )
+
+
+def test_plan_page_times_out_a_planner_wait_after_confirmation(driver, stack):
+    stack.run(start_spender(stack))
+    plan_id = stack.run(plan_with(stack, stack.run(spend(stack)), "approval"))
+    detail = stack.run(tracked(stack, f"/plans/{plan_id}"))
+    while not detail["waits"]:
+        detail = stack.run(tracked(stack, f"/plans/{plan_id}"))
+    wait_id = detail["waits"][0]["wait_id"]
+    # Another tenant does not see the wait, so cannot time it out.
+    refused = stack.run(timeout_as(stack, wait_id, "globex"))
+    assert refused.status_code == 404, refused.text
+    page(driver, stack, f"/ui/plans/{plan_id}")
+    loaded(driver)
+    controls = wait_for(
+        driver, lambda d: css(d, ".timeout-controls"), message="no time-out button"
+    )[0]
+    # Beside the answer form (JSON: manager.approved has no registered schema).
+    assert css(driver, 'form.answer-form[data-schema="false"]')
+    confirm = controls.find_element("css selector", ".timeout-confirm")
+    assert not confirm.is_displayed()
+    controls.find_element("css selector", ".timeout-open").click()  # one click only asks
+    assert confirm.is_displayed() and status(driver) in {"running", "paused"}
+    controls.find_element("css selector", ".timeout-back").click()
+    assert not confirm.is_displayed()
+    controls.find_element("css selector", ".timeout-open").click()
+    confirm.click()
+    wait_for(driver, lambda d: status(d) == "completed", timeout=20, message="never timed out")
+    wait_for(driver, lambda d: "expired" in d.find_element("id", "facts").text)
+    settled(driver)
+    assert attrs(driver, "#waits-body .pill", "data-status") == {"timed_out"}
+    wait_for(
+        driver,
+        lambda d: "plan.wait_timeout" in attrs(d, "#timeline-body tr", "data-event-type"),
+        message="the timeout never reached the timeline",
+    )
+    shown = driver.execute_script(
+        "return document.querySelector("
+        "  '#timeline-body tr[data-event-type=\"plan.wait_timeout\"]').textContent;"
+    )
+    assert "plan wait timeout by " in shown
+    # The WAIT is a bar under its state, ended by the timeout; the path took the branch.
+    bars = waterfall(driver)
+    check_bars(bars)
+    (wait,) = [b for b in bars if b["kind"] == "wait"]
+    approval = next(b for b in bars if b["kind"] == "state" and b["name"] == "approval")
+    assert (wait["parent"], wait["status"], wait["running"]) == (approval["id"], "timed_out", False)
+    assert "expired" in {b["name"] for b in bars if b["kind"] == "state"}
+    again = stack.run(timeout_as(stack, wait_id, TENANT))
+    assert again.status_code == 409, again.text
+    assert console_errors(driver) == []
+    screenshot(driver, "tracker-plan-wait-timeout.png")
 
 
 def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
@@ -610,6 +1014,16 @@ def test_choreography_plan_shows_its_llm_audit_trail_and_links_its_sub_plan(driv
     )[0]
     sub_id = link.text
     assert status(driver) == "completed"
+    # The sub-plan is a bar too, under the step that started it.
+    bars = waterfall(driver)
+    (sub_bar,) = [r for r in bars if r["kind"] == "sub-plan"]
+    assert sub_bar["id"] == sub_id
+    assert sub_bar["depth"] >= 1 and sub_bar["parent"] in {r["id"] for r in bars}
+    # Its steps are the LLM's calls: one bar each, the invalid first one marked failed.
+    calls = [r for r in bars if r["kind"] == "llm"]
+    assert [c["status"] for c in calls] == ["failed", "completed", "completed"]
+    assert "scripted/planner" in calls[0]["title"]
+    check_bars(bars)
     screenshot(driver, "tracker-plan-llm.png")
     link.click()
     wait_for(driver, lambda d: sub_id in d.current_url)

@@ -99,6 +99,7 @@ class Stack:
                 "data_dir": self.tmp,
                 "event_service_url": self.urls["events"],
                 "memory_url": self.urls["memory"],
+                "registry_url": self.urls["registry"],
                 "tracker_stream_poll_seconds": 0.1,
                 **overrides,
             }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -24,6 +25,8 @@ from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
 from soorma_common.bus import (
     AckResponse,
+    ConsumerGroupList,
+    ConsumerGroupStatus,
     DeadLetter,
     DeadLetterList,
     ExtendResponse,
@@ -48,6 +51,8 @@ MAX_EVENT_TYPE_LENGTH = 256  # an event type's own limit (EventEnvelope.type)
 # Below this a stream would spend its time writing heartbeat frames.
 MIN_HEARTBEAT_SECONDS = 0.5
 MAX_PREFETCH = 1000
+# A tenant's groups are looked up over at most this many of its topics per request.
+MAX_GROUP_TOPICS = 1000
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -399,3 +404,56 @@ async def replay(req: ReplayBody, identity: CurrentIdentity, events: Events) -> 
     entries = await events.log.replay(identity.tenant_id, topic, ids)
     results = [{"event_id": orjson.loads(e.payload).get("id"), "stream_id": e.id} for e in entries]
     return ORJSONResponse({"results": results})
+
+
+@router.get(
+    "/groups", response_model=ConsumerGroupList, summary="Consumer groups' lag and pending counts"
+)
+async def consumer_groups(
+    identity: CurrentIdentity,
+    events: Events,
+    group: Annotated[
+        str | None,
+        Query(
+            description="Only this consumer group",
+            json_schema_extra={"pattern": NAME_PATTERN.pattern},
+        ),
+    ] = None,
+    topics: Annotated[
+        str | None,
+        Query(description="Comma-separated topics (default: every topic of the tenant)"),
+    ] = None,
+) -> Response:
+    """For each consumer group of the caller's tenant, per topic: ``lag`` (events not yet
+    delivered to the group) and ``pending`` (delivered, not yet acknowledged).
+
+    Without ``topics`` every topic the tenant has written is looked at, up to
+    ``MAX_GROUP_TOPICS`` (1,000); ``complete`` is false when there were more.
+    """
+    if group is not None:
+        _name(group, "group")
+    names = _topics(topics) if topics is not None else None
+    found, complete = await events.log.group_status(
+        identity.tenant_id, group=group, topics=names, max_streams=MAX_GROUP_TOPICS
+    )
+    listing = ConsumerGroupList(
+        groups=[
+            ConsumerGroupStatus(
+                group=g.group,
+                topic=g.topic,
+                lag=g.lag,
+                pending=g.pending,
+                last_delivered_id=g.last_delivered,
+                last_delivered_at=_stream_time(g.last_delivered),
+            )
+            for g in found
+        ],
+        complete=complete,
+    )
+    return Response(listing.model_dump_json(), media_type="application/json")
+
+
+def _stream_time(stream_id: str) -> datetime | None:
+    """When the entry ``stream_id`` was appended (its milliseconds part); None for 0-0."""
+    ms = parse_id(stream_id)[0]
+    return datetime.fromtimestamp(ms / 1000, UTC) if ms else None

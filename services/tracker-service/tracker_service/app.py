@@ -16,6 +16,8 @@ from soorma import MemoryClient
 from soorma.bus import BusClient
 from soorma.client import Identity
 from soorma.consumer_identity import ConsumerIdentity
+from soorma.registry import RegistryClient
+from tracker_service.agents import router as agents_router
 from tracker_service.db import open_engine
 from tracker_service.projector import GROUP, Projector
 from tracker_service.routes import router
@@ -35,7 +37,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     the event service's tap and the timeout loop.
     """
     settings = settings or Settings()
-    routers: list[APIRouter] = [router, ui_router]
+    routers: list[APIRouter] = [router, agents_router, ui_router]
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
@@ -54,6 +56,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         memory = MemoryClient(
             base_url=settings.memory_url,
+            http=http,
+            identity=identity,
+            timeout=5.0,
+            connect_retries=0,
+        )
+        registry = RegistryClient(
+            base_url=settings.registry_url,
             http=http,
             identity=identity,
             timeout=5.0,
@@ -88,7 +97,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 )
             )
         state = TrackerState(
-            engine=engine, settings=settings, memory=memory, projector=projector, bus=bus
+            engine=engine,
+            settings=settings,
+            memory=memory,
+            projector=projector,
+            bus=bus,
+            registry=registry,
         )
 
         async def ready() -> None:

@@ -202,8 +202,9 @@ def summarize(type_: str, topic: str, source: str | None, data: dict[str, Any]) 
         )
     if type_ in {wire.PLAN_FAILED, wire.PLAN_PAUSED} and data.get("reason"):
         return f"{type_.split('.', 1)[1]}: {data['reason']}"
+    by = f" by {data['timed_out_by']}" if data.get("timed_out_by") else ""
     if type_.startswith("plan."):
-        return f"plan {type_.split('.', 1)[1].replace('_', ' ')}"
+        return f"plan {type_.split('.', 1)[1].replace('_', ' ')}{by}"
     if type_ == wire.HUMAN_INPUT:
         return f"{who} asks a human: {data.get('question', '')}"[:200]
     if type_ == wire.TASK_PROGRESS:
@@ -213,7 +214,7 @@ def summarize(type_: str, topic: str, source: str | None, data: dict[str, Any]) 
             f"{data.get('message') or ''}".strip()
         )
     if type_ == wire.TASK_TIMEOUT:
-        return f"human input timed out ({data.get('reason', 'hitl_timeout')})"
+        return f"human input timed out{by} ({data.get('reason', 'hitl_timeout')})"
     if topic == wire.ACTION_REQUESTS:
         return f"{who} requests {type_}"
     failed = data.get("status") == "failed" or data.get("success") is False

@@ -19,7 +19,12 @@ from starlette.responses import Response
 from servicekit.auth import CurrentIdentity
 from servicekit.errors import error_responses
 from servicekit.jsonresp import ORJSONResponse
-from soorma_common.errors import Conflict, ValidationFailed
+from soorma_common.errors import (
+    Conflict,
+    EventDefinitionNotFound,
+    SoormaError,
+    ValidationFailed,
+)
 from soorma_common.events import ACTION_RESULTS, PLAN_CANCEL_REQUESTED, SYSTEM_EVENTS
 from soorma_common.tracker import (
     ActionList,
@@ -36,6 +41,7 @@ from tracker_service import queries
 from tracker_service.plan_context import read_plan_context
 from tracker_service.state import Tracker
 from tracker_service.stream import plan_stream
+from tracker_service.timeouts import timeout_event, timeout_event_id
 
 router = APIRouter(prefix="/v1/tracker", tags=["tracker"], responses=error_responses(422))
 
@@ -398,3 +404,116 @@ async def get_metrics(identity: CurrentIdentity, tracker: Tracker) -> Response:
     async with tracker.engine.connect() as conn:
         found = await queries.metrics(conn, identity.tenant_id)
     return Response(orjson.dumps(found.model_dump(mode="json")), media_type="application/json")
+
+
+# -- the plan page's waits: the answer's schema, time out now --------------------------
+# (kept apart from the routes above: the plan page's answer form and "Time out now")
+
+
+class AnswerSchema(BaseModel):
+    """What the answer to a wait should look like, from the registry where registered."""
+
+    task_id: str
+    event_type: str | None = Field(description="The event the wait expects")
+    schema_: dict[str, Any] | None = Field(
+        default=None,
+        alias="schema",
+        description="The event's payload JSON Schema; null when none is registered",
+    )
+    description: str | None = None
+    note: str | None = Field(default=None, description="Why there is no schema, when none")
+
+    model_config = {"populate_by_name": True}
+
+
+class TimeoutRequest(BaseModel):
+    """Why the caller ends the wait now (optional; recorded on the timeout event)."""
+
+    reason: str | None = Field(default=None, max_length=1000)
+
+
+class TimeoutSent(BaseModel):
+    """The published timeout: the waiting worker or planner takes its timeout branch."""
+
+    task_id: str
+    event_id: str
+    event_type: str
+
+
+@router.get(
+    "/tasks/{task_id}/answer-schema",
+    response_model=AnswerSchema,
+    response_model_by_alias=True,
+    summary="The registered schema of the event a wait expects (for an answer form)",
+    responses=error_responses(404),
+)
+async def answer_schema(task_id: str, identity: CurrentIdentity, tracker: Tracker) -> Response:
+    """Read from the registry as the caller's tenant; ``schema`` is null when the event
+    is not registered, has no payload schema, or the registry cannot be reached."""
+    async with tracker.engine.connect() as conn:
+        wait, _ = await queries.pending_wait(conn, identity.tenant_id, task_id)
+    found = AnswerSchema(task_id=wait.wait_id, event_type=wait.expected_event)
+    if not wait.expected_event:
+        found.note = "the wait does not say which event it expects"
+    elif tracker.registry is None:
+        found.note = "no registry configured"
+    else:
+        try:
+            event = await tracker.registry.acting_as(tenant_id=identity.tenant_id).get_event(
+                str(wait.expected_event)
+            )
+        except EventDefinitionNotFound:
+            found.note = f"{wait.expected_event} is not registered"
+        except SoormaError as exc:
+            found.note = f"registry: {exc}"
+        else:
+            found.description = event.description or None
+            if isinstance(event.payload_schema, dict) and event.payload_schema:
+                found.schema_ = event.payload_schema
+            else:
+                found.note = f"{wait.expected_event} is registered without a payload schema"
+    return ORJSONResponse(found.model_dump(mode="json", by_alias=True))
+
+
+@router.post(
+    "/tasks/{task_id}/timeout",
+    response_model=TimeoutSent,
+    status_code=202,
+    summary="Time out a pending human input or planner WAIT now, as the caller",
+    responses=error_responses(404, 409, 503),
+)
+async def timeout_task(
+    task_id: str,
+    identity: CurrentIdentity,
+    tracker: Tracker,
+    body: TimeoutRequest | None = None,
+) -> TimeoutSent:
+    """Publishes what the tracker publishes at the deadline (``task.timeout`` for a human
+    input, ``plan.wait_timeout`` for a planner WAIT, same id: one timeout either way),
+    as the caller, with ``timed_out_by``; the waiting worker or planner takes its
+    timeout branch. Nothing changes here until the event is projected."""
+    async with tracker.engine.connect() as conn:
+        wait, _ = await queries.pending_wait(conn, identity.tenant_id, task_id)
+    if wait.status != "waiting":
+        raise Conflict(
+            f"{wait.wait_id!r} waits no longer ({wait.status})",
+            details={"task_id": wait.wait_id, "status": wait.status},
+        )
+    event_type, data, fields = timeout_event(wait)
+    data["timed_out_by"] = identity.user_id
+    if body is not None and body.reason:
+        data["note"] = body.reason
+    assert tracker.bus is not None
+    event_id = await tracker.bus.publish(
+        SYSTEM_EVENTS,
+        event_type,
+        data,
+        tenant_id=identity.tenant_id,
+        user_id=identity.user_id,
+        event_id=timeout_event_id(identity.tenant_id, wait.wait_id),
+        plan_id=wait.plan_id,
+        session_id=wait.session_id,
+        source="soorma-tracker-ui",
+        **fields,
+    )
+    return TimeoutSent(task_id=wait.wait_id, event_id=event_id, event_type=event_type)

@@ -17,6 +17,8 @@ class Settings(ServiceSettings):
             (``SOORMA_TRACKER_DATABASE_URL``). Unset: SQLite ``tracker.db`` under ``data_dir``.
         event_service_url: Where the tap is read and timeouts are published.
         memory_url: Where plan contexts (state machine, LLM audit) are read.
+        registry_url: Where the connected-agents view reads agents and heartbeats, and
+            the plan page's answer form reads the schema of an awaited answer.
         api_token: Bearer token with ``soorma_role=service`` (jwt mode).
         tracker_consumer: This replica's consumer id in group ``tracker``. Default: a
             stable id per replica, resolved as agents resolve theirs
@@ -35,6 +37,7 @@ class Settings(ServiceSettings):
     tracker_database_url: str | None = None
     event_service_url: str = "http://127.0.0.1:8082"
     memory_url: str = "http://127.0.0.1:8083"
+    registry_url: str = "http://127.0.0.1:8081"
     api_token: str | None = None
     tracker_consumer: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"

@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from soorma import BusClient, MemoryClient
+from soorma.registry import RegistryClient
 from tracker_service.settings import Settings
 
 
@@ -19,6 +20,7 @@ class TrackerState:
     memory: MemoryClient | None  # acting as a platform service
     projector: Any = None
     bus: BusClient | None = None  # acting as a platform service, on a caller's behalf
+    registry: RegistryClient | None = None  # acting as a platform service, read-only
 
 
 async def get_tracker(request: Request) -> TrackerState:

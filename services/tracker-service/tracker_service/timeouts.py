@@ -39,7 +39,8 @@ def timeout_event_id(tenant: str, wait_id: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{tenant}/{wait_id}"))
 
 
-def _event(row: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def timeout_event(row: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The timeout event of a wait row: ``(type, data, envelope fields)``."""
     m = row._mapping
     deadline = utc_or_none(m["deadline"])
     if m["kind"] == "human_input":
@@ -92,7 +93,7 @@ async def claim_due(engine: AsyncEngine, owner: str, lease: float) -> list[Any]:
 async def fire(engine: AsyncEngine, bus: BusClient, row: Any, owner: str) -> str:
     """Publish the timeout of a claimed wait, then mark it timed out; the event id."""
     m = row._mapping
-    event_type, data, fields = _event(row)
+    event_type, data, fields = timeout_event(row)
     event_id = timeout_event_id(m["tenant_id"], m["wait_id"])
     await bus.publish(
         SYSTEM_EVENTS,

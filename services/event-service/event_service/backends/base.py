@@ -71,6 +71,22 @@ class LogStats:
         self.groups[group] = (old_lag + lag, old_pending + pending)
 
 
+@dataclass(slots=True, frozen=True)
+class GroupStatus:
+    """One consumer group on one topic of a tenant.
+
+    ``lag``: entries not yet delivered to the group; ``pending``: delivered and not yet
+    acked (nor dead-lettered); ``last_delivered``: the stream id of the newest entry the
+    group has taken (``0-0`` before the first).
+    """
+
+    topic: str
+    group: str
+    lag: int
+    pending: int
+    last_delivered: str
+
+
 class EventLog(abc.ABC):
     """Append-only per-tenant topic logs with consumer groups and dead letters.
 
@@ -263,6 +279,23 @@ class EventLog(abc.ABC):
         ``max_streams`` topic logs (read-only; for the scrape-time metrics). The default
         knows nothing."""
         return LogStats(complete=False)
+
+    @abc.abstractmethod
+    async def group_status(
+        self,
+        tenant: str,
+        *,
+        group: str | None = None,
+        topics: Sequence[str] | None = None,
+        max_streams: int,
+    ) -> tuple[list[GroupStatus], bool]:
+        """Lag and pending counts of the tenant's consumer groups (read-only).
+
+        ``group`` keeps one group; ``topics`` looks only at those topics, else every
+        live topic of the tenant (dead-letter topics are never looked at), at most
+        ``max_streams`` of them. Returns the groups ordered by (group, topic), and
+        whether every topic was looked at.
+        """
 
     @abc.abstractmethod
     async def ping(self) -> None:

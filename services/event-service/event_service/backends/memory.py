@@ -9,7 +9,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from event_service.backends.base import DeadEntry, Entry, EventLog, LogStats, NewEvent
+from event_service.backends.base import (
+    DeadEntry,
+    Entry,
+    EventLog,
+    GroupStatus,
+    LogStats,
+    NewEvent,
+)
 from event_service.backends.burial import burial_reason
 from event_service.ids import StreamKey, format_id, parse_id
 from event_service.settings import TAP_TENANT
@@ -425,6 +432,31 @@ class MemoryEventLog(EventLog):
                     lag = len(t.entries) - t.after(g.last)
                     out.add_group(group_name, lag, len(g.pending))
         return out
+
+    async def group_status(
+        self,
+        tenant: str,
+        *,
+        group: str | None = None,
+        topics: Sequence[str] | None = None,
+        max_streams: int,
+    ) -> tuple[list[GroupStatus], bool]:
+        state = self._tenants.get(tenant)
+        if state is None:
+            return [], True
+        names = [n for n in (topics if topics is not None else state.topics) if n in state.topics]
+        names = [n for n in names if not n.endswith(DLQ_SUFFIX)]
+        complete = len(names) <= max_streams
+        found = []
+        for name in names[:max_streams]:
+            t = state.topics[name]
+            for group_name, g in list(t.groups.items()):
+                if group is not None and group_name != group:
+                    continue
+                lag = len(t.entries) - t.after(g.last)
+                found.append(GroupStatus(name, group_name, lag, len(g.pending), format_id(g.last)))
+        found.sort(key=lambda s: (s.group, s.topic))
+        return found, complete
 
     async def ping(self) -> None:
         return None

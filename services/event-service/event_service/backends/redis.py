@@ -23,7 +23,14 @@ from typing import Any, cast
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis, RedisCluster
 from redis.exceptions import ResponseError
 
-from event_service.backends.base import DeadEntry, Entry, EventLog, LogStats, NewEvent
+from event_service.backends.base import (
+    DeadEntry,
+    Entry,
+    EventLog,
+    GroupStatus,
+    LogStats,
+    NewEvent,
+)
 from event_service.backends.burial import burial_reason, started_of
 from event_service.backends.redis_appends import AppendCoalescer
 from event_service.backends.redis_direct import DirectCommands, fields_of, xread_entries
@@ -257,6 +264,10 @@ class RedisEventLog(EventLog):
         """The hash of nack reasons and started marks of a group's pending entries."""
         return f"{self._prefix}:{{{tenant}}}:nr:{topic}:{group}"
 
+    def _group_topics(self, tenant: str) -> str:
+        """The set of the tenant's topics that have a consumer group (for group_status)."""
+        return f"{self._prefix}:{{{tenant}}}:gt"
+
     def _session_key(self, tenant: str, group: str, consumer: str) -> str:
         return f"{self._prefix}:{{{tenant}}}:cs:{group}|{consumer}"
 
@@ -397,6 +408,7 @@ class RedisEventLog(EventLog):
                     id="0" if from_earliest else "$",
                     mkstream=True,
                 )
+            pipe.sadd(self._group_topics(tenant), *topics)
             results = await pipe.execute(raise_on_error=False)
         for result in results:
             if isinstance(result, Exception) and "BUSYGROUP" not in str(result):
@@ -749,6 +761,58 @@ class RedisEventLog(EventLog):
                     lag = info.get("lag")
                     out.add_group(name, int(lag or 0), int(info.get("pending") or 0))
         return out
+
+    async def group_status(
+        self,
+        tenant: str,
+        *,
+        group: str | None = None,
+        topics: Sequence[str] | None = None,
+        max_streams: int,
+    ) -> tuple[list[GroupStatus], bool]:
+        """``XINFO GROUPS`` of the tenant's topic logs: those named, else those in the
+        tenant's set of grouped topics (kept by :meth:`ensure_group`, so no keyspace
+        SCAN), pipelined 100 at a time."""
+        if topics is None:
+            members = await self._r.smembers(self._group_topics(tenant))
+            topics = sorted(_text(m) for m in members)
+        names = [t for t in topics if not t.endswith(DLQ_SUFFIX)]
+        complete = len(names) <= max_streams
+        names = names[:max_streams]
+        found: list[GroupStatus] = []
+        for start in range(0, len(names), 100):
+            chunk = names[start : start + 100]
+            async with self._r.pipeline(transaction=False) as pipe:
+                for name in chunk:
+                    pipe.xinfo_groups(self._key(tenant, name))
+                results = await pipe.execute(raise_on_error=False)
+            for name, result in zip(chunk, results, strict=True):
+                if isinstance(result, Exception):
+                    continue  # no such topic (never written, or deleted since the SCAN)
+                for info in result:
+                    group_name = _text(info["name"])
+                    if group is not None and group_name != group:
+                        continue
+                    last = _text(info.get("last-delivered-id") or ZERO_ID)
+                    lag = info.get("lag")
+                    if lag is None:
+                        # Redis cannot tell after deletions inside the stream: count.
+                        lag = await self._count_after(self._key(tenant, name), last)
+                    found.append(
+                        GroupStatus(name, group_name, int(lag), int(info.get("pending") or 0), last)
+                    )
+        found.sort(key=lambda s: (s.group, s.topic))
+        return found, complete
+
+    async def _count_after(self, key: str, after: str) -> int:
+        """How many entries of ``key`` come after stream id ``after`` (in pages)."""
+        count, cursor = 0, f"({after}"
+        while True:
+            page = await self._r.xrange(key, min=cursor, max="+", count=1000)
+            count += len(page)
+            if len(page) < 1000:
+                return count
+            cursor = f"({_text(page[-1][0])}"
 
     async def ping(self) -> None:
         await self._r.ping()

@@ -24,11 +24,13 @@ ASSETS = {
     "app.css": "text/css; charset=utf-8",
     "common.js": "text/javascript; charset=utf-8",
     "graph.js": "text/javascript; charset=utf-8",
+    "waterfall.js": "text/javascript; charset=utf-8",
     "plans.js": "text/javascript; charset=utf-8",
     "plan.js": "text/javascript; charset=utf-8",
+    "agents.js": "text/javascript; charset=utf-8",
     "favicon.svg": "image/svg+xml",
 }
-PAGES = ("plans.html", "plan.html")
+PAGES = ("plans.html", "plan.html", "agents.html")
 
 # Defence in depth behind the escaping in the JS: no inline script, no foreign origin.
 SECURITY_HEADERS = {
@@ -66,6 +68,17 @@ async def plans_page_slash() -> Response:
 async def plan_page(plan_id: str) -> Response:
     """One plan (the page reads the id from its URL)."""
     return _file("plan.html", "text/html; charset=utf-8")
+
+
+@router.get("/ui/agents")
+async def agents_page() -> Response:
+    """The connected agents: heartbeats and consumer lag."""
+    return _file("agents.html", "text/html; charset=utf-8")
+
+
+@router.get("/ui/agents/")
+async def agents_page_slash() -> Response:
+    return RedirectResponse("../agents", status_code=307)
 
 
 @router.get("/ui/assets/{name}")

@@ -301,9 +301,15 @@
     const tenant = new URLSearchParams(location.search).get("tenant");
     if (tenant !== null && ui.config.auth_mode === "dev") ui.setIdentity(tenant, ui.identity().token);
     const header = document.getElementById("top");
+    const onAgents = location.pathname.endsWith("/ui/agents");
     ui.clear(header).append(
       ui.h("h1", null, ui.h("a", { href: ui.root + "/ui" + ui.identityQuery(), id: "home" }, "Soorma tracker"),
         ui.h("span", { class: "muted" }, " \u00b7 " + title)),
+      ui.h("nav", { class: "nav" },
+        ui.h("a", { href: ui.root + "/ui" + ui.identityQuery(), id: "nav-plans",
+          "aria-current": onAgents ? null : "page" }, "Plans"),
+        ui.h("a", { href: ui.root + "/ui/agents" + ui.identityQuery(), id: "nav-agents",
+          "aria-current": onAgents ? "page" : null }, "Agents")),
       identityControls(),
     );
     start();

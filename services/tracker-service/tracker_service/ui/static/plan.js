@@ -21,6 +21,9 @@
   const seqs = new Set();
   let stream = null;
   let pending = null;
+  let actionsSeen = [];      // the latest actions and sub-plans (for the waterfall)
+  let subPlansSeen = [];
+  let ticker = null;         // redraws the waterfall's running bars every second
 
   function fact(dl, label, value) {
     if (value === null || value === undefined || value === "") return;
@@ -120,6 +123,15 @@
     if (svg) box.append(svg);
   }
 
+  function renderWaterfall() {
+    if (!plan || !ui.drawWaterfall) return;
+    ui.drawWaterfall(document.getElementById("waterfall"), plan, entries, actionsSeen, subPlansSeen, Date.now());
+    bump("waterfall");
+    const running = !TERMINAL.includes(plan.status);
+    if (running && !ticker) ticker = setInterval(renderWaterfall, 1000);
+    if (!running && ticker) { clearInterval(ticker); ticker = null; }
+  }
+
   function timelineRow(entry, first) {
     const t = ui.parseTime(entry.time);
     return h("tr", { class: "tl-row", "data-event-type": entry.type, "data-seq": entry.seq },
@@ -200,32 +212,161 @@
   }
 
   /* A person answers a pending human input, or releases a planner WAIT, here: the tracker
-   * publishes the JSON as the event waited for, as the chosen identity; the stream then
-   * shows the wait answered. */
+   * publishes the answer as the event waited for, as the chosen identity; the stream then
+   * shows the wait answered. Where the registry holds that event's schema, the form has
+   * one input per property, checked here before sending; otherwise it takes JSON.
+   * "Time out now" publishes the wait's timeout (what the deadline would) instead. */
   const answerRows = new Map();  // wait id -> its row: kept across re-renders (typing, focus)
 
   function answerRow(w) {
     if (answerRows.has(w.wait_id)) return answerRows.get(w.wait_id);
-    const text = h("textarea", { class: "answer-data mono", rows: 2, "aria-label": "answer (JSON)",
-      placeholder: '{"approved": true}' });
+    const cell = h("td", { colspan: 6 }, h("span", { class: "muted" }, "reading the answer's schema\u2026"));
+    const row = h("tr", { class: "answer-row", "data-wait-id": w.wait_id }, cell);
+    answerRows.set(w.wait_id, row);
+    ui.api("/tasks/" + encodeURIComponent(w.wait_id) + "/answer-schema")
+      .catch((err) => ({ schema: null, note: "schema unavailable: " + err.message }))
+      .then((found) => {
+        ui.clear(cell).append(answerForm(w, found || {}), timeoutControls(w));
+        bump("answerForms");
+      });
+    return row;
+  }
+
+  function typeOf(prop) {
+    const t = Array.isArray(prop.type) ? prop.type.find((x) => x !== "null") : prop.type;
+    if (Array.isArray(prop.enum) && prop.enum.length) return "enum";
+    return ["string", "number", "integer", "boolean"].includes(t) ? t : "json";
+  }
+
+  /** One input for a schema property: {node, read() -> {value, present, error}}. */
+  function schemaField(waitId, name, prop, required) {
+    const kind = typeOf(prop);
+    const id = "answer-" + waitId + "-" + name;
+    let input;
+    if (kind === "enum") {
+      input = h("select", { id, name, "data-type": kind },
+        required ? null : h("option", { value: "" }, "(none)"),
+        prop.enum.map((v, i) => h("option", { value: String(i) }, typeof v === "string" ? v : JSON.stringify(v))));
+    } else if (kind === "boolean") {
+      input = h("input", { id, name, type: "checkbox", "data-type": kind, checked: prop.default === true });
+    } else if (kind === "json") {
+      input = h("textarea", { id, name, rows: 1, class: "mono", "data-type": kind, placeholder: "JSON" });
+    } else {
+      input = h("input", { id, name, "data-type": kind, type: kind === "string" ? "text" : "number",
+        step: kind === "integer" ? "1" : kind === "number" ? "any" : null,
+        placeholder: prop.default !== undefined ? String(prop.default) : null });
+    }
+    if (required) input.setAttribute("aria-required", "true");
+    const error = h("span", { class: "field-error", role: "alert" });
+    const label = h("label", { for: id }, name, required ? h("span", { class: "req", title: "required" }, " *") : null);
+    const about = prop.description || prop.title;
+    const node = h("div", { class: "answer-field", "data-field": name, "data-type": kind },
+      label, input, about ? h("small", { class: "muted" }, about) : null, error);
+
+    function check(value) {
+      if (kind === "integer" && !Number.isInteger(value)) return "must be a whole number";
+      if ((kind === "number" || kind === "integer")) {
+        if (!Number.isFinite(value)) return "must be a number";
+        if (typeof prop.minimum === "number" && value < prop.minimum) return "must be at least " + prop.minimum;
+        if (typeof prop.maximum === "number" && value > prop.maximum) return "must be at most " + prop.maximum;
+        if (typeof prop.exclusiveMinimum === "number" && value <= prop.exclusiveMinimum) return "must be more than " + prop.exclusiveMinimum;
+        if (typeof prop.exclusiveMaximum === "number" && value >= prop.exclusiveMaximum) return "must be less than " + prop.exclusiveMaximum;
+      }
+      if (kind === "string") {
+        if (typeof prop.minLength === "number" && value.length < prop.minLength) return "must have at least " + prop.minLength + " characters";
+        if (typeof prop.maxLength === "number" && value.length > prop.maxLength) return "must have at most " + prop.maxLength + " characters";
+        if (typeof prop.pattern === "string") {
+          let re = null;
+          try { re = new RegExp(prop.pattern, "u"); } catch (err) { re = null; }
+          if (re && !re.test(value)) return "must match " + prop.pattern;
+        }
+      }
+      return null;
+    }
+
+    function read() {
+      if (kind === "boolean") return { present: true, value: input.checked };
+      const raw = input.value;
+      if (raw === "" || (kind === "string" && raw.trim() === "" && !required)) {
+        return required ? { error: "required" } : { present: false };
+      }
+      let value;
+      if (kind === "enum") value = prop.enum[Number(raw)];
+      else if (kind === "json") {
+        try { value = JSON.parse(raw); } catch (err) { return { error: "not JSON: " + err.message }; }
+      } else if (kind === "string") value = raw;
+      else value = input.valueAsNumber;
+      const why = check(value);
+      return why ? { error: why } : { present: true, value };
+    }
+    return { node, input, error, read };
+  }
+
+  function usableSchema(schema) {
+    return schema && typeof schema === "object" && (schema.type === undefined || schema.type === "object") &&
+      schema.properties && typeof schema.properties === "object" && Object.keys(schema.properties).length > 0;
+  }
+
+  function answerForm(w, found) {
     const label = w.kind === "human_input" ? "Send answer" : "Release with " + w.expected_event;
     const send = h("button", { type: "submit", class: "primary" }, label);
     const note = h("span", { class: "muted answer-note", role: "status" });
-    const form = h("form", { class: "answer-form", "data-wait-id": w.wait_id },
-      h("label", null, "Answer as JSON "), text, send, note);
+    const schema = found.schema;
+    let collect;
+    let form;
+    if (usableSchema(schema)) {
+      const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+      const fields = Object.entries(schema.properties).map(([name, prop]) =>
+        [name, schemaField(w.wait_id, name, prop && typeof prop === "object" ? prop : {}, required.has(name))]);
+      form = h("form", { class: "answer-form schema-form", "data-wait-id": w.wait_id, "data-schema": "true", novalidate: true },
+        h("div", { class: "schema-head" }, h("strong", null, "Answer with " + w.expected_event),
+          found.description ? h("span", { class: "muted" }, " \u2014 " + found.description) : null),
+        h("div", { class: "answer-fields" }, fields.map(([, f]) => f.node)),
+        h("div", { class: "answer-send" }, send, note));
+      collect = () => {
+        const data = {};
+        let bad = 0;
+        for (const [name, f] of fields) {
+          const got = f.read();
+          f.error.textContent = got.error ? name + ": " + got.error : "";
+          f.node.classList.toggle("invalid", !!got.error);
+          if (got.error) { bad += 1; continue; }
+          if (got.present) data[name] = got.value;
+        }
+        if (bad) {
+          note.textContent = bad === 1 ? "fix the marked field" : "fix the " + bad + " marked fields";
+          const first = fields.find(([, f]) => f.node.classList.contains("invalid"));
+          if (first) first[1].input.focus();
+          return null;
+        }
+        return data;
+      };
+    } else {
+      const text = h("textarea", { class: "answer-data mono", rows: 2, "aria-label": "answer (JSON)",
+        placeholder: '{"approved": true}' });
+      form = h("form", { class: "answer-form", "data-wait-id": w.wait_id, "data-schema": "false" },
+        h("label", { title: found.note || null }, "Answer as JSON "), text, send, note,
+        found.note ? h("small", { class: "muted schema-note" }, "(" + found.note + ")") : null);
+      collect = () => {
+        let data;
+        try {
+          data = JSON.parse(text.value || "{}");
+        } catch (err) {
+          note.textContent = "not JSON: " + err.message;
+          return null;
+        }
+        if (data === null || typeof data !== "object" || Array.isArray(data)) {
+          note.textContent = "the answer must be a JSON object";
+          return null;
+        }
+        return data;
+      };
+    }
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
-      let data;
-      try {
-        data = JSON.parse(text.value || "{}");
-      } catch (err) {
-        note.textContent = "not JSON: " + err.message;
-        return;
-      }
-      if (data === null || typeof data !== "object" || Array.isArray(data)) {
-        note.textContent = "the answer must be a JSON object";
-        return;
-      }
+      const data = collect();
+      if (data === null) return;
+      note.textContent = "";
       send.disabled = true;
       try {
         const sent = await ui.post("/tasks/" + encodeURIComponent(w.wait_id) + "/answer", { data });
@@ -236,9 +377,32 @@
         ui.showError(err);
       }
     });
-    const row = h("tr", { class: "answer-row" }, h("td", { colspan: 6 }, form));
-    answerRows.set(w.wait_id, row);
-    return row;
+    return form;
+  }
+
+  /** "Time out now": two clicks, then the wait's timeout is published as the user. */
+  function timeoutControls(w) {
+    const open = h("button", { type: "button", class: "timeout-open" }, "Time out now\u2026");
+    const confirm = h("button", { type: "button", class: "danger timeout-confirm", hidden: true },
+      w.kind === "human_input" ? "Yes, give up waiting" : "Yes, take the timeout branch");
+    const back = h("button", { type: "button", class: "timeout-back", hidden: true }, "Keep waiting");
+    const note = h("span", { class: "muted timeout-note", role: "status" });
+    const show = (asking) => { open.hidden = asking; confirm.hidden = back.hidden = !asking; };
+    open.addEventListener("click", () => show(true));
+    back.addEventListener("click", () => show(false));
+    confirm.addEventListener("click", async () => {
+      confirm.disabled = true;
+      try {
+        const sent = await ui.post("/tasks/" + encodeURIComponent(w.wait_id) + "/timeout", {});
+        note.textContent = "timeout sent (" + sent.event_type + ")";
+        back.hidden = true;
+        refreshSoon();
+      } catch (err) {
+        confirm.disabled = false;
+        ui.showError(err);
+      }
+    });
+    return h("div", { class: "timeout-controls", "data-wait-id": w.wait_id }, open, confirm, back, note);
   }
 
   function renderSubPlans(plans) {
@@ -317,10 +481,13 @@
       renderSummary();
       renderMachine();
       renderTimeline();
+      actionsSeen = actions;
+      subPlansSeen = subs.slice();
       renderActions(actions);
       renderWaits();
       renderSubPlans(subs);
       renderAudit();
+      renderWaterfall();
       bump("loaded");
       // For tests and scripts: nothing more will change on this page.
       document.body.dataset.settled = String(!pending && TERMINAL.includes(plan.status));
@@ -354,7 +521,7 @@
     bump("frames");
     if (frame.event === "entry") {
       if (addEntry(frame.data) && plan) {
-        if (frame.data.type === "plan.state_changed") renderMachine();
+        if (frame.data.type === "plan.state_changed") { renderMachine(); renderWaterfall(); }
         bump("updates");
       }
     } else if (frame.event === "plan" || frame.event === "end") {
@@ -362,6 +529,7 @@
       if (plan) {
         Object.assign(plan, frame.data);
         renderSummary();
+        renderWaterfall();
       }
       // The detail (waits, context, LLM audit, actions) is not in the frame: re-read it.
       if (changed) refreshSoon();

@@ -176,7 +176,11 @@ async def test_under_run_with_reload_ctrl_c_says_what_it_waits_for_and_again_sto
             run.proc.send_signal(signal.SIGINT)
             line = await run.wait_for("waiting up to")
             assert "waiting up to 30 s for 1 handler(s) in progress" in line
-            assert await run.stop(signal.SIGINT, within=20) == 0, run.output
+            try:
+                code = await run.stop(signal.SIGINT, within=20)
+            except TimeoutError:
+                raise AssertionError(f"still running:\n{run.output}") from None
+            assert code == 0, run.output
         finally:
             await run.kill()
             for pid in children:  # the agents' process has its own session

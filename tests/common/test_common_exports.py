@@ -177,6 +177,8 @@ EXPECTED = {
     "EventDefinitionNotFound",
     "SchemaInvalid",
     "PayloadInvalid",
+    "HandlerFailed",
+    "describe_exception",
     "error_class_for",
     "error_from_payload",
 }

@@ -7,6 +7,7 @@ from typing import Any
 from soorma.planning import engine
 from soorma.planning.records import PlanState
 from soorma.planning.steps import derived_id
+from soorma.planning.transitions import recorded_ending
 from soorma_common.events import (
     PLAN_COMPLETED,
     PLAN_FAILED,
@@ -258,7 +259,7 @@ def test_ends_apply_once() -> None:
     cancelled = engine.cancel(plan, "no longer needed", "user-1")
     assert cancelled.changed and cancelled.plan.status == PlanStatus.CANCELLED
     assert cancelled.plan.bookkeeping.cancelled_by == "user-1"
-    assert engine.recorded_ending(cancelled.plan) == cancelled.ending
+    assert recorded_ending(cancelled.plan) == cancelled.ending
 
     for end in (
         engine.end(cancelled.plan, {"x": 1}),
@@ -269,4 +270,4 @@ def test_ends_apply_once() -> None:
 
     failed = engine.fail(plan, "gave up")
     assert failed.plan.status == PlanStatus.FAILED
-    assert engine.recorded_ending(failed.plan) == failed.ending
+    assert recorded_ending(failed.plan) == failed.ending

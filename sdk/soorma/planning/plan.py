@@ -3,15 +3,18 @@
 A plan lives in the memory service (``context.memory`` plan-context records), so any
 replica of a planner, or a restarted one, continues it. :class:`PlanContext` is the thin
 shell around the plan engine: it holds the plan (:class:`~soorma.planning.records.
-PlanState`), its store (:class:`~soorma.planning.records.PlanRecords`) and the bus. Each
-step loads nothing it does not need, runs the pure step (:mod:`soorma.planning.engine`)
-inside :func:`~soorma._versioned.apply_change` (a conflicting write re-runs the step on
-the fresh plan, so no transition is lost and none is applied twice), stores the result,
-then publishes the events the step returned.
+PlanState`), its store (:class:`~soorma.planning.records.PlanRecords`) and the bus. A
+step runs the pure step function (:mod:`soorma.planning.engine`) inside
+:func:`~soorma._versioned.apply_change` (a conflicting write re-runs it on the fresh
+plan, so no transition is lost and none is applied twice), stores the result, then
+publishes the events the step returned.
 
 Each action a state publishes gets a correlation id recorded in the plan *before* the
 request is sent (see :mod:`soorma.planning.steps`), so the answer always finds its plan
 and a redelivered trigger re-sends the same request instead of a second one.
+
+The module is over 400 lines because the public methods document their crash-safety
+contracts; the logic they wrap lives in the modules named above.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 from soorma._concurrency import CONFLICT_RETRIES
 from soorma._versioned import Change, apply_change
-from soorma.planning import engine
+from soorma.planning import engine, transitions
 from soorma.planning.cache import PlanCache
-from soorma.planning.engine import FAILED_STATE_NAMES, Request, Step
+from soorma.planning.engine import Request, Step
 from soorma.planning.lifecycle import (
     Ending,
     caller_identity,
@@ -43,6 +46,7 @@ from soorma.planning.records import (
     plan_memory,
 )
 from soorma.planning.steps import StepLedger, derived_id, goal_plan_id, step_key
+from soorma.planning.transitions import FAILED_STATE_NAMES
 from soorma_common.bookkeeping import PlanBookkeeping
 from soorma_common.events import (
     ACTION_RESULTS,
@@ -294,11 +298,11 @@ class PlanContext:
 
     def at_terminal_state(self) -> bool:
         """Whether the plan is at a terminal state of its machine (or has already ended)."""
-        return engine.at_terminal_state(self._plan)
+        return transitions.at_terminal_state(self._plan)
 
     def condition_names(self, event: EventEnvelope | None) -> dict[str, Any]:
         """The names a transition condition can use."""
-        return engine.condition_names(self._plan, event)
+        return transitions.condition_names(self._plan, event)
 
     def get_next_state(self, event: EventEnvelope) -> str | None:
         """The state ``event`` leads to from the current state, or ``None``.
@@ -306,11 +310,11 @@ class PlanContext:
         The first transition whose ``on_event`` is the event's type and whose
         ``condition`` (if any) holds wins.
         """
-        return engine.next_state(self._plan, event)
+        return transitions.next_state(self._plan, event)
 
     def interpolation_sources(self) -> dict[str, Any]:
         """What ``{...}`` placeholders in action data can reference."""
-        return engine.interpolation_sources(self._plan)
+        return transitions.interpolation_sources(self._plan)
 
     def step_for(self, event: EventEnvelope) -> str | None:
         """The state whose action ``event`` answers (by correlation id), if pending."""
@@ -383,7 +387,7 @@ class PlanContext:
         whose first handling may have died between storing the end and announcing it.
         """
         if self.is_finished():
-            await self._announce_end(engine.recorded_ending(self._plan))
+            await self._announce_end(transitions.recorded_ending(self._plan))
 
     async def resend_current_action(self) -> None:
         """Publish the current state's outstanding request again, under the same id.
@@ -535,7 +539,7 @@ class PlanContext:
             await self._transition_status(lambda plan: engine.cancel(plan, reason, by))
         if self.status != PlanStatus.CANCELLED:
             return False
-        ending = engine.recorded_ending(self._plan)
+        ending = transitions.recorded_ending(self._plan)
         requests = [
             self._context.bus.build_event(
                 SYSTEM_EVENTS,

@@ -271,3 +271,51 @@ def test_ends_apply_once() -> None:
     failed = engine.fail(plan, "gave up")
     assert failed.plan.status == PlanStatus.FAILED
     assert recorded_ending(failed.plan) == failed.ending
+
+
+def test_a_redelivered_event_that_is_no_answer_moves_the_plan_once() -> None:
+    # "next" leads on from either state: only the trigger's id tells a redelivery apart.
+    machine = {
+        "a": StateConfig(
+            state_name="a", transitions=[StateTransition(on_event="next", to_state="b")]
+        ),
+        "b": StateConfig(
+            state_name="b", transitions=[StateTransition(on_event="next", to_state="a")]
+        ),
+    }
+    plan = new_plan(state_machine=machine, current_state="a", status=PlanStatus.RUNNING)
+    tick = event("next", {}, corr="plan-1", event_id="n-1")
+    moved = engine.step(plan, tick, key="n-1")
+    assert moved.entered == "b"
+
+    again = engine.step(moved.plan, tick, key="n-1")
+    assert not again.changed and again.entered is None
+    assert (
+        engine.step(moved.plan, event("next", {}, corr="plan-1", event_id="n-2"), key="n-2").entered
+        == "a"
+    )
+
+
+def test_a_second_answer_to_an_earlier_request_of_a_looping_state_changes_nothing() -> None:
+    machine = {
+        "polling": StateConfig(
+            state_name="polling",
+            action=StateAction(event_type="poll.requested", response_event="poll.done"),
+            transitions=[
+                StateTransition(on_event="poll.done", to_state="done", condition="data.ready"),
+                StateTransition(on_event="poll.done", to_state="polling"),
+            ],
+        ),
+        "done": StateConfig(state_name="done", is_terminal=True),
+    }
+    first = engine.step(new_plan(state_machine=machine, current_state="polling"), None, key="g")
+    assert first.request is not None
+    corr = first.request.correlation_id
+    again = engine.step(first.plan, event("poll.done", {}, corr=corr, event_id="p-1"), key="p-1")
+    assert again.entered == "polling" and again.request is not None
+    assert again.request.correlation_id != corr  # a new request for the new visit
+
+    # The tool answered the first request twice (another event id): not a new answer.
+    twice = event("poll.done", {"ready": True}, corr=corr, event_id="p-1b")
+    step = engine.step(again.plan, twice, key="p-1b")
+    assert not step.changed and step.entered is None

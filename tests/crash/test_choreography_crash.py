@@ -23,6 +23,9 @@ READY = "agent advisor ready"
 VISIBILITY = 2.0
 
 
+# Two planner processes in turn, each importing litellm (35 s alone on a busy two-core
+# machine): more room than the suite's 120 s default.
+@pytest.mark.timeout(300)
 async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_request(
     services,
     context,

@@ -502,7 +502,7 @@ def test_plan_page_shows_time_as_nested_bars_that_grow_while_running(driver, sta
             ("task", "notification.human_input")
         ) == 2
 
-    wait_for(driver, complete, message="no bars for the wait and its request")
+    wait_for(driver, complete, timeout=90, message="no bars for the wait and its request")
     bars = waterfall(driver)
     check_bars(bars)
     kinds = {(b["kind"], b["name"]) for b in bars}

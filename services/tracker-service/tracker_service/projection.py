@@ -581,7 +581,8 @@ def _apply_answer(b: _Batch, e: et.Ev) -> None:
         wait["late_answer_at"] = wait["late_answer_at"] or e.time
         b.dirty_waits.add(key)
         return
-    _set_status(t, status, e.time, None)
+    if t["status"] != "cancelled":  # a cancelled task stays cancelled (a late answer)
+        _set_status(t, status, e.time, None)
     if wait is not None and wait["status"] == "waiting":
         wait["status"], wait["answered_at"] = "answered", e.time
         b.dirty_waits.add(key)
@@ -677,6 +678,27 @@ def _apply_task_timeout(b: _Batch, e: et.Ev) -> None:
         w.update(status="timed_out", timed_out_at=e.time, timeout_event_id=e.id)
 
 
+def _apply_task_cancelled(b: _Batch, e: et.Ev) -> None:
+    """A worker ended a task on a cancel request: the task (found by its request id, or
+    keyed by its correlation id until its request arrives) is cancelled for good (a
+    late answer is recorded, its status stays)."""
+    task_id = e.data.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        return
+    t = b.task_by_task_id(e.tenant, task_id)
+    if t is None:
+        t = b.task(e.tenant, e.correlation_id or task_id, e.time)
+        t["task_id"] = t["task_id"] or task_id
+        t["plan_id"] = t["plan_id"] or e.plan_id
+        b.index_task(t)
+    reason = e.data.get("reason")
+    if t["status"] != "cancelled":
+        # Over any other end too: a worker cancels only a task it has not answered, so an
+        # answer projected first (another topic's stream) is a late one.
+        t.update(status="cancelled", status_rank=_CLASS["cancelled"], status_time=e.time)
+        t["reason"] = str(reason)[:2000] if reason else "cancelled"
+
+
 def _apply_plan_wait(b: _Batch, e: et.Ev) -> None:
     w = b.add_wait(_new_wait(e.tenant, e.id, "plan_wait", e))
     expected = e.data.get("expected_event")
@@ -711,6 +733,8 @@ def _apply(b: _Batch, e: et.Ev) -> None:
         _apply_human_input(b, e)
     elif e.type == wire.TASK_TIMEOUT:
         _apply_task_timeout(b, e)
+    elif e.type == wire.TASK_CANCELLED:
+        _apply_task_cancelled(b, e)
     elif e.type == wire.PLAN_WAITING_FOR_INPUT:
         _apply_plan_wait(b, e)
     elif e.type == wire.PLAN_WAIT_TIMEOUT:

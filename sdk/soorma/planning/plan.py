@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from soorma._concurrency import retry_on_conflict
+from soorma.agents._cancel import step_cancel_requests
 from soorma.planning.cache import PlanCache
 from soorma.planning.interpolate import interpolate
 from soorma.planning.lifecycle import (
@@ -418,9 +419,11 @@ class PlanContext(PlanMachine):
         The end is stored first (a versioned write, like every step), then announced
         with ``plan.cancelled``, the goal's answer (``status: cancelled``) and one
         ``plan.cancel_requested`` per outstanding step request whose goal opened a
-        sub-plan, all under ids derived from the plan. Calling it again on a cancelled
-        plan announces the same events again (consumers drop the copies), so a cancel
-        request redelivered after a crash completes what the first handling began.
+        sub-plan and one ``task.cancel_requested`` per outstanding step request (the
+        worker holding it interrupts and cancels it), all under ids derived from the
+        plan. Calling it again on a cancelled plan announces the same events again
+        (consumers drop the copies), so a cancel request redelivered after a crash
+        completes what the first handling began.
         Answers that arrive afterwards change nothing: an ended plan takes no transition.
 
         Args:
@@ -455,7 +458,9 @@ class PlanContext(PlanMachine):
             )
             for corr in sorted(self._steps.pending)
         ]
-        await publish(self, [*end_events(self, ending), *requests])
+        reason = str(ending.reply["error"])
+        tasks = step_cancel_requests(self._context.bus, self, self._steps.pending, reason)
+        await publish(self, [*end_events(self, ending), *requests, *tasks])
         return True
 
     async def _end_once(self, end: Callable[[PlanContext], Ending]) -> None:

@@ -1,0 +1,307 @@
+"""Cancelling a worker's tasks (``task.cancel_requested``).
+
+A cancelled plan asks each of its outstanding step requests to cancel, and a cancelled
+task asks each of its outstanding sub-tasks (:func:`cancel_requests`). The worker that
+holds the task (:class:`TaskCancels`):
+
+1. marks the stored task context cancelled with a versioned write (creating it when the
+   handler has saved nothing yet). The mark is the task's finish claim, so the task is
+   never answered afterwards; a task already finishing with an answer (claimed) or
+   finished (its context deleted) is left alone;
+2. interrupts the task's handler when it runs in this process (``asyncio`` cancellation:
+   the handler sees ``CancelledError``; its request is acked, not redelivered);
+3. publishes ``task.cancel_requested`` for the task's outstanding sub-tasks and
+   ``task.cancelled`` for the tracker, under ids derived from the task.
+
+Crash-safe like a plan's cancel: the mark is stored before anything is announced, and a
+redelivered request for a task already marked announces the same events again under the
+same ids (consumers drop the copies) and interrupts nothing new. A redelivered *task*
+request finds the mark and does not run its handler again.
+
+Tenants stay apart: the task context is read as the request's tenant (the event service
+sets it), and a handler running here is interrupted only for a request of its own
+tenant, so another tenant's request for the same task id changes nothing.
+
+The limit: with several replicas of a worker, the replica that receives the request
+interrupts the handler only when it runs there. Elsewhere the handler runs on, but it
+can neither delegate nor answer any more (the mark holds the task's finish claim).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from soorma._concurrency import CONFLICT_RETRIES, backoff
+from soorma.agents._handlers import HandlerSpec
+from soorma.tasking.cancelled import cancel_marker, cancellation
+from soorma_common.errors import TaskNotFound, VersionConflict
+from soorma_common.events import (
+    HUMAN_INPUT,
+    SYSTEM_EVENTS,
+    TASK_CANCEL_REQUESTED,
+    TASK_CANCELLED,
+    EventEnvelope,
+)
+from soorma_common.memory import SubTaskStatus, TaskContextRecord
+
+if TYPE_CHECKING:
+    from soorma.agents.base import Agent
+    from soorma.bus import BusClient
+    from soorma.context import PlatformContext
+    from soorma.event import Event
+    from soorma.memory import MemoryClient
+    from soorma.planning.plan import PlanContext
+    from soorma.tasking.context import TaskContext
+
+logger = logging.getLogger("soorma.worker")
+
+_NAMESPACE = uuid.UUID("6f1c2b7e-0d4a-4e59-9a83-5b1e7c2d4f60")
+
+
+def cancel_event_id(owner_id: str, *parts: str) -> str:
+    """A stable id for one cancel announcement of ``owner_id`` (a plan or a task)."""
+    return str(uuid.uuid5(_NAMESPACE, "/".join((owner_id, *parts))))
+
+
+def cancel_requests(
+    bus: BusClient,
+    task_ids: Iterable[str],
+    *,
+    owner_id: str,
+    plan_id: str | None,
+    session_id: str | None,
+    reason: str,
+) -> list[EventEnvelope]:
+    """``task.cancel_requested`` for each of ``task_ids`` (request ids), asked by the
+    plan or task ``owner_id``; ids derive from both, so announcing again sends the same
+    events."""
+    return [
+        bus.build_event(
+            SYSTEM_EVENTS,
+            TASK_CANCEL_REQUESTED,
+            {"task_id": task_id, "plan_id": plan_id, "reason": reason},
+            correlation_id=task_id,
+            plan_id=plan_id,
+            session_id=session_id,
+            event_id=cancel_event_id(owner_id, "cancel", task_id),
+        )
+        for task_id in sorted(task_ids)
+    ]
+
+
+def step_cancel_requests(
+    bus: BusClient, plan: PlanContext, pending: Iterable[str], reason: str
+) -> list[EventEnvelope]:
+    """What a cancelled plan sends its workers: ``task.cancel_requested`` for each
+    outstanding step request (``pending``: the ids of a state machine's; a
+    ChoreographyPlanner's are read from its bookkeeping), ids derived from the plan."""
+    choreography = plan.bookkeeping.choreography
+    steps = {*pending, *(choreography.pending if choreography is not None else {})}
+    return cancel_requests(
+        bus,
+        steps,
+        owner_id=plan.plan_id,
+        plan_id=plan.plan_id,
+        session_id=plan.session_id,
+        reason=f"plan {plan.plan_id} cancelled: {reason}",
+    )
+
+
+@dataclass(eq=False)
+class _Running:
+    """A task handler running in this process."""
+
+    handler: asyncio.Task[Any]
+    task: TaskContext
+    cancelled: bool = False
+
+
+class TaskCancels:
+    """A worker's handling of ``task.cancel_requested`` and its running handlers.
+
+    Args:
+        worker: The worker (its name is the ``agent_id`` of the tasks it holds).
+    """
+
+    def __init__(self, worker: Agent) -> None:
+        self.worker = worker
+        self.running: dict[str, _Running] = {}
+        self._listening = False
+
+    def listen(self) -> None:
+        """Handle ``task.cancel_requested`` (once; a worker with tasks, as it starts)."""
+        if not self._listening:
+            self._listening = True
+            self.worker._add_handler(
+                HandlerSpec(
+                    topic=SYSTEM_EVENTS,
+                    event_type=TASK_CANCEL_REQUESTED,
+                    func=self.requested,
+                    name=f"{self.worker.name} task.cancel_requested",
+                )
+            )
+
+    async def run(
+        self,
+        task: TaskContext,
+        handler: Callable[[TaskContext, PlatformContext], Awaitable[Any]],
+        context: PlatformContext,
+    ) -> None:
+        """Run a task's handler as its own asyncio task, so a cancel request can
+        interrupt it. Returns normally when it was interrupted by one."""
+
+        async def call() -> Any:
+            return await handler(task, context)
+
+        running = _Running(asyncio.create_task(call(), name=f"task {task.task_id}"), task)
+        self.running[task.task_id] = running
+        try:
+            await running.handler
+        except (asyncio.CancelledError, Exception) as exc:
+            current = asyncio.current_task()
+            if not running.cancelled or (current is not None and current.cancelling()):
+                raise  # not cancelled, or the agent is stopping (the request is redelivered)
+            logger.info(
+                "worker %s: task %s cancelled; its handler ended with %s",
+                self.worker.name,
+                task.task_id,
+                type(exc).__name__,
+            )
+        finally:
+            if self.running.get(task.task_id) is running:
+                del self.running[task.task_id]
+
+    async def requested(self, event: Event, context: PlatformContext) -> None:
+        """A ``task.cancel_requested``: cancel the task if this worker holds it."""
+        task_id = event.data.get("task_id")
+        if not isinstance(task_id, str) or not task_id or context.memory is None:
+            return
+        running = self.running.get(task_id)
+        if running is not None and running.task.tenant_id != event.tenant_id:
+            running = None  # another tenant's request: not for this handler
+        reason = str(event.data.get("reason") or "cancelled")
+        marker = cancel_marker(event.id, reason, event.user_id or event.tenant_id)
+        record = await mark_cancelled(
+            context.memory, task_id, self.worker.name, self._unsaved(running), marker
+        )
+        if record is None:
+            return  # not ours, another tenant's, or finished already
+        if running is not None and not running.handler.done():
+            running.cancelled = True
+            running.task._finished = True  # nothing more from this handler: no send, no answer
+            running.handler.cancel()
+        await context.bus.publish_batch(cancelled_events(context.bus, record))
+
+    @staticmethod
+    def _unsaved(running: _Running | None) -> TaskContext | None:
+        """The running task to store (marked) when its handler has saved nothing yet."""
+        if running is None or running.handler.done():
+            return None
+        task = running.task
+        return None if task._stored or task.is_finished() else task
+
+
+def was_cancelled(worker: str, record: TaskContextRecord) -> bool:
+    """Whether a redelivered task request finds its task cancelled (then its handler
+    does not run again, and nothing it sent is re-sent)."""
+    if cancellation(record) is None:
+        return False
+    logger.info("worker %s: task %s was cancelled; not run again", worker, record.task_id)
+    return True
+
+
+async def mark_cancelled(
+    memory: MemoryClient,
+    task_id: str,
+    agent: str,
+    unsaved: TaskContext | None,
+    marker: dict[str, Any],
+) -> TaskContextRecord | None:
+    """Store the cancel ``marker`` as the finish claim of ``agent``'s task ``task_id``
+    (a versioned write; ``unsaved``: the running task to store when nothing is yet).
+
+    Returns:
+        The cancelled record (also when an earlier request marked it: nothing is
+        written then), or ``None`` when ``agent`` holds no such task (finished, another
+        worker's or tenant's, never seen) or it is finishing with an answer (claimed).
+    """
+    for conflicts in range(1, CONFLICT_RETRIES + 2):
+        record = await memory.get_task_context(task_id)
+        if record is not None and record.bookkeeping.agent_id != agent:
+            return None
+        if cancellation(record) is not None:
+            return record
+        if record is None and unsaved is None:
+            return None
+        if record is not None and record.bookkeeping.finish is not None:
+            return None  # being answered: it finishes as it is
+        base = record if record is not None else unsaved.to_record()  # type: ignore[union-attr]
+        marked = base.model_copy(
+            update={"bookkeeping": base.bookkeeping.model_copy(update={"finish": marker})}
+        )
+        try:
+            if record is None:
+                return await memory.store_task_context(
+                    task_id, marked.plan_id, marked, expected_version=0
+                )
+            return await memory.replace_task_context(marked, expected_version=record.version)
+        except TaskNotFound:
+            return None  # finished (deleted) meanwhile
+        except VersionConflict:
+            await asyncio.sleep(backoff(conflicts))
+    raise VersionConflict(f"could not mark task {task_id} cancelled: too many concurrent writes")
+
+
+def cancelled_events(bus: BusClient, record: TaskContextRecord) -> list[EventEnvelope]:
+    """What a cancelled task announces: a cancel request per outstanding sub-task, then
+    ``task.cancelled``; ids derive from the task (the same on every announcement)."""
+    mark = cancellation(record) or {}
+    reason = str(mark.get("reason") or "cancelled")
+    session_id = record.bookkeeping.session_id
+    open_subs = [
+        sub_id
+        for sub_id, sub in record.sub_tasks.items()
+        if sub.status is SubTaskStatus.PENDING and sub.event_type != HUMAN_INPUT
+    ]
+    events = cancel_requests(
+        bus,
+        open_subs,
+        owner_id=record.task_id,
+        plan_id=record.plan_id,
+        session_id=session_id,
+        reason=f"task {record.task_id} cancelled: {reason}",
+    )
+    events.append(
+        bus.build_event(
+            SYSTEM_EVENTS,
+            TASK_CANCELLED,
+            {
+                "task_id": record.task_id,
+                "plan_id": record.plan_id,
+                "event_type": record.event_type,
+                "reason": reason,
+                "cancelled_by": mark.get("cancelled_by"),
+            },
+            correlation_id=record.correlation_id or record.task_id,
+            plan_id=record.plan_id,
+            session_id=session_id,
+            event_id=cancel_event_id(record.task_id, "cancelled"),
+        )
+    )
+    return events
+
+
+__all__ = [
+    "TaskCancels",
+    "cancel_event_id",
+    "cancel_requests",
+    "cancelled_events",
+    "mark_cancelled",
+    "step_cancel_requests",
+    "was_cancelled",
+]

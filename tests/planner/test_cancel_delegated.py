@@ -159,6 +159,8 @@ async def test_cancelling_a_plan_cancels_its_worker_task_and_the_sub_task_it_del
         await asyncio.wait_for(research.interrupted.wait(), 20)
         await asyncio.wait_for(fetch.interrupted.wait(), 20)
         await wait_for(lambda: len({e.data["task_id"] for e in cancelled}) == 2)
+        # Asked again: the plan and its workers announce the same events (same ids).
+        await context.cancel_plan(step.plan_id, "changed my mind again")
         # The sub-task's answer arrives after all: it is ignored.
         late = await context.bus.respond(
             "source.fetched", {"page": "late"}, correlation_id=sub.correlation_id
@@ -168,9 +170,12 @@ async def test_cancelling_a_plan_cancels_its_worker_task_and_the_sub_task_it_del
     assert research.cleaned_up.is_set() and fetch.cleaned_up.is_set()
     assert (research.runs, fetch.runs) == (1, 1)
     plan_answers = [a for a in answers if a.type == "trip.done"]
-    assert len(plan_answers) == 1 and plan_answers[0].data["status"] == "cancelled"
+    # A repeated announcement carries the same id (consumers drop it): one answer.
+    assert len({a.id for a in plan_answers}) == 1
+    assert plan_answers[0].data["status"] == "cancelled"
     # No answer from either worker: only the late answer this test sent.
     assert [a.id for a in answers if a.type != "trip.done"] == [late]
+    assert len({e.id for e in cancelled}) == 2
     by_task = {e.data["task_id"]: e for e in cancelled}
     assert set(by_task) == {step.id, sub.id}
     assert by_task[step.id].data["reason"] == f"plan {step.plan_id} cancelled: changed my mind"

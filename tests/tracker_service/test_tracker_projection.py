@@ -202,7 +202,22 @@ async def test_a_cancelled_task_stays_cancelled_whatever_order_its_events_arrive
             "data": {"task_id": task_id, "reason": "plan cancelled", "event_type": "report.write"},
         }
         asked = {**request, "id": task_id, "correlation_id": task_id}
-        for event in [cancelled, asked] if first == "cancelled" else [asked, cancelled]:
+        ask_human = {
+            "topic": "notification-events",
+            "type": "notification.human_input",
+            "correlation_id": f"ask-{task_id}",
+            "plan_id": plan_id,
+            "source": "writer",
+            "data": {
+                "task_id": task_id,
+                "sub_task_id": f"ask-{task_id}",
+                "question": "which template?",
+                "response_event": "template.chosen",
+                "timeout_seconds": 3600,
+            },
+        }
+        order = [cancelled, asked] if first == "cancelled" else [asked, ask_human, cancelled]
+        for event in order:
             await stack.publish(event)
         # The worker's late answer (after the cancel) does not end it otherwise.
         await stack.publish(
@@ -220,13 +235,18 @@ async def test_a_cancelled_task_stays_cancelled_whatever_order_its_events_arrive
         r = await stack.get(f"/plans/{plan_id}/actions")
         rows = r.json()["actions"] if r.status_code == 200 else []
         answered = [r for r in rows if r["answer_type"] == "report.written"]
-        return rows if len(answered) == 2 else None
+        asked = [r for r in rows if r["task_id"] == f"ask-{late}" and r["status"] != "waiting"]
+        return rows if len(answered) == 2 and asked else None
 
     rows = await stack.until(both_cancelled)
     assert {(r["task_id"], r["status"], r["reason"]) for r in rows} == {
         (early, "cancelled", "plan cancelled"),
         (late, "cancelled", "plan cancelled"),
+        (f"ask-{late}", "cancelled", "plan cancelled"),
     }
-    assert all(r["event_type"] == "report.write" for r in rows)
     detail = await stack.ok(f"/tasks/{late}")
     assert detail["status"] == "cancelled"
+    # Its open human input ended with it: nothing left to time out.
+    assert [(w["sub_task_id"], w["status"]) for w in detail["waits"]] == [
+        (f"ask-{late}", "answered")
+    ]

@@ -222,7 +222,7 @@ async def test_a_finished_task_is_left_alone(platform: Platform) -> None:
         await context.bus.publish(
             SYSTEM_EVENTS,
             TASK_CANCEL_REQUESTED,
-            {"task_id": request_id, "plan_id": None, "reason": "too late"},
+            {"task_id": request_id, "event_type": "sum.requested", "reason": "too late"},
             correlation_id=request_id,
         )
         await asyncio.sleep(1.0)
@@ -238,6 +238,45 @@ def cli(*argv: str) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     return 0
+
+
+async def test_a_task_cancelled_before_its_request_arrives_never_runs(platform: Platform) -> None:
+    context = platform.context()
+    runs: list[str] = []
+    slow = Worker(name="slow", context=platform.context())
+
+    @slow.on_task("sum.requested")
+    async def add(task: Any, context: PlatformContext) -> None:
+        runs.append(task.task_id)
+        await task.complete({"sum": 0})
+
+    await platform.start(slow)
+    request_id = "sum-request-1"
+    async with (
+        capture(context, ["action-results"], ["sum.done"]) as answers,
+        capture(context, [SYSTEM_EVENTS], ["task.cancelled"]) as cancelled,
+    ):
+        # The cancel overtakes its request (e.g. the request waits in a backlog).
+        await context.bus.publish(
+            SYSTEM_EVENTS,
+            TASK_CANCEL_REQUESTED,
+            {"task_id": request_id, "event_type": "sum.requested", "reason": "never mind"},
+            correlation_id=request_id,
+        )
+        await wait_for(lambda: len(cancelled) == 1)
+        await context.bus.request("sum.requested", {"values": [1]}, "sum.done", event_id=request_id)
+        # A request of another type this worker does not handle is not its to cancel.
+        await context.bus.publish(
+            SYSTEM_EVENTS,
+            TASK_CANCEL_REQUESTED,
+            {"task_id": "other-1", "event_type": "other.requested", "reason": "x"},
+            correlation_id="other-1",
+        )
+        await asyncio.sleep(1.5)
+    assert runs == [] and answers == []
+    assert [e.data["task_id"] for e in cancelled] == [request_id]
+    assert cancellation(await context.memory.get_task_context(request_id)) is not None
+    assert await context.memory.get_task_context("other-1") is None
 
 
 async def wait_for_async(probe: Any, within: float = 20.0) -> None:

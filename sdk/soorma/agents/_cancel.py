@@ -5,9 +5,11 @@ task asks each of its outstanding sub-tasks (:func:`cancel_requests`). The worke
 holds the task (:class:`TaskCancels`):
 
 1. marks the stored task context cancelled with a versioned write (creating it when the
-   handler has saved nothing yet). The mark is the task's finish claim, so the task is
-   never answered afterwards; a task already finishing with an answer (claimed) or
-   finished (its context deleted) is left alone;
+   handler has saved nothing yet, or, for a request of a type it handles that has not
+   reached it yet and has no recorded answer, before the request arrives). The mark is
+   the task's finish claim, so the task is never answered afterwards; a task already
+   finishing with an answer (claimed) or finished (its answer recorded, its context
+   deleted) is left alone;
 2. interrupts the task's handler when it runs in this process (``asyncio`` cancellation:
    the handler sees ``CancelledError``; its request is acked, not redelivered);
 3. publishes ``task.cancel_requested`` for the task's outstanding sub-tasks and
@@ -32,15 +34,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from soorma._concurrency import CONFLICT_RETRIES, backoff
 from soorma.agents._handlers import HandlerSpec
 from soorma.tasking.cancelled import cancel_marker, cancellation
+from soorma_common.bookkeeping import TaskBookkeeping
 from soorma_common.errors import TaskNotFound, VersionConflict
 from soorma_common.events import (
+    ACTION_REQUESTS,
     HUMAN_INPUT,
     SYSTEM_EVENTS,
     TASK_CANCEL_REQUESTED,
@@ -70,38 +74,48 @@ def cancel_event_id(owner_id: str, *parts: str) -> str:
 
 def cancel_requests(
     bus: BusClient,
-    task_ids: Iterable[str],
+    tasks: Mapping[str, str | None],
     *,
     owner_id: str,
     plan_id: str | None,
     session_id: str | None,
     reason: str,
 ) -> list[EventEnvelope]:
-    """``task.cancel_requested`` for each of ``task_ids`` (request ids), asked by the
-    plan or task ``owner_id``; ids derive from both, so announcing again sends the same
-    events."""
+    """``task.cancel_requested`` for each of ``tasks`` (request id → its event type, when
+    known), asked by the plan or task ``owner_id``; ids derive from both, so announcing
+    again sends the same events."""
     return [
         bus.build_event(
             SYSTEM_EVENTS,
             TASK_CANCEL_REQUESTED,
-            {"task_id": task_id, "plan_id": plan_id, "reason": reason},
+            {
+                "task_id": task_id,
+                "plan_id": plan_id,
+                "reason": reason,
+                **({"event_type": tasks[task_id]} if tasks[task_id] else {}),
+            },
             correlation_id=task_id,
             plan_id=plan_id,
             session_id=session_id,
             event_id=cancel_event_id(owner_id, "cancel", task_id),
         )
-        for task_id in sorted(task_ids)
+        for task_id in sorted(tasks)
     ]
 
 
 def step_cancel_requests(
-    bus: BusClient, plan: PlanContext, pending: Iterable[str], reason: str
+    bus: BusClient, plan: PlanContext, pending: Mapping[str, str], reason: str
 ) -> list[EventEnvelope]:
     """What a cancelled plan sends its workers: ``task.cancel_requested`` for each
-    outstanding step request (``pending``: the ids of a state machine's; a
+    outstanding step request (``pending``: a state machine's, request id → state; a
     ChoreographyPlanner's are read from its bookkeeping), ids derived from the plan."""
+    steps: dict[str, str | None] = {}
+    for corr, state in pending.items():
+        config = plan.state_machine.get(state)
+        steps[corr] = config.action.event_type if config and config.action else None
     choreography = plan.bookkeeping.choreography
-    steps = {*pending, *(choreography.pending if choreography is not None else {})}
+    for corr, request in (choreography.pending if choreography is not None else {}).items():
+        steps[corr] = request.get("event_type")
     return cancel_requests(
         bus,
         steps,
@@ -181,29 +195,70 @@ class TaskCancels:
         task_id = event.data.get("task_id")
         if not isinstance(task_id, str) or not task_id or context.memory is None:
             return
-        running = self.running.get(task_id)
-        if running is not None and running.task.tenant_id != event.tenant_id:
-            running = None  # another tenant's request: not for this handler
+        memory = context.memory
         reason = str(event.data.get("reason") or "cancelled")
         marker = cancel_marker(event.id, reason, event.user_id or event.tenant_id)
-        record = await mark_cancelled(
-            context.memory, task_id, self.worker.name, self._unsaved(running), marker
-        )
+
+        async def new_record() -> TaskContextRecord | None:
+            running = self._running(task_id, event)
+            if running is not None:
+                unsaved = self._unsaved(running)
+                return None if unsaved is None else unsaved.to_record()
+            return await self._not_started(event, task_id, memory)
+
+        record = await mark_cancelled(memory, task_id, self.worker.name, new_record, marker)
         if record is None:
             return  # not ours, another tenant's, or finished already
+        running = self._running(task_id, event)  # (also one that started meanwhile)
         if running is not None and not running.handler.done():
             running.cancelled = True
             running.task._finished = True  # nothing more from this handler: no send, no answer
             running.handler.cancel()
         await context.bus.publish_batch(cancelled_events(context.bus, record))
 
+    def _running(self, task_id: str, event: Event) -> _Running | None:
+        """The task's handler running here, for a request of its own tenant."""
+        running = self.running.get(task_id)
+        if running is None or running.task.tenant_id != event.tenant_id:
+            return None  # (another tenant's request is not for this handler)
+        return running
+
     @staticmethod
-    def _unsaved(running: _Running | None) -> TaskContext | None:
+    def _unsaved(running: _Running) -> TaskContext | None:
         """The running task to store (marked) when its handler has saved nothing yet."""
-        if running is None or running.handler.done():
-            return None
         task = running.task
-        return None if task._stored or task.is_finished() else task
+        if running.handler.done() or task._stored or task.is_finished():
+            return None
+        return task
+
+    async def _not_started(
+        self, event: Event, task_id: str, memory: MemoryClient
+    ) -> TaskContextRecord | None:
+        """The record that cancels a task whose request has not reached this worker yet
+        (it will find it cancelled): only for a request type it handles, not answered."""
+        event_type = event.data.get("event_type")
+        if not isinstance(event_type, str) or not any(
+            spec.matches(ACTION_REQUESTS, event_type) for spec in self.worker.handlers
+        ):
+            return None
+        answers = getattr(self.worker, "answers", None)
+        if answers is None or not answers.records(self.worker.context):
+            return None  # answers are not recorded: it may have been answered
+        if await memory.recorded_answer(answers.key(task_id)) is not None:
+            return None  # answered already
+        plan_id = event.data.get("plan_id")
+        return TaskContextRecord(
+            task_id=task_id,
+            plan_id=plan_id if isinstance(plan_id, str) else None,
+            event_type=event_type,
+            correlation_id=event.correlation_id or task_id,
+            bookkeeping=TaskBookkeeping(
+                session_id=event.session_id,
+                tenant_id=event.tenant_id,
+                user_id=event.user_id,
+                agent_id=self.worker.name,
+            ),
+        )
 
 
 def was_cancelled(worker: str, record: TaskContextRecord) -> bool:
@@ -219,11 +274,12 @@ async def mark_cancelled(
     memory: MemoryClient,
     task_id: str,
     agent: str,
-    unsaved: TaskContext | None,
+    new_record: Callable[[], Awaitable[TaskContextRecord | None]],
     marker: dict[str, Any],
 ) -> TaskContextRecord | None:
     """Store the cancel ``marker`` as the finish claim of ``agent``'s task ``task_id``
-    (a versioned write; ``unsaved``: the running task to store when nothing is yet).
+    (a versioned write). ``new_record()``: what to store when nothing is stored yet (a
+    running handler's task, or one not started), or ``None``: then there is no task.
 
     Returns:
         The cancelled record (also when an earlier request marked it: nothing is
@@ -236,11 +292,11 @@ async def mark_cancelled(
             return None
         if cancellation(record) is not None:
             return record
-        if record is None and unsaved is None:
-            return None
         if record is not None and record.bookkeeping.finish is not None:
             return None  # being answered: it finishes as it is
-        base = record if record is not None else unsaved.to_record()  # type: ignore[union-attr]
+        base = record if record is not None else await new_record()
+        if base is None:
+            return None
         marked = base.model_copy(
             update={"bookkeeping": base.bookkeeping.model_copy(update={"finish": marker})}
         )
@@ -263,11 +319,11 @@ def cancelled_events(bus: BusClient, record: TaskContextRecord) -> list[EventEnv
     mark = cancellation(record) or {}
     reason = str(mark.get("reason") or "cancelled")
     session_id = record.bookkeeping.session_id
-    open_subs = [
-        sub_id
+    open_subs = {
+        sub_id: sub.event_type
         for sub_id, sub in record.sub_tasks.items()
         if sub.status is SubTaskStatus.PENDING and sub.event_type != HUMAN_INPUT
-    ]
+    }
     events = cancel_requests(
         bus,
         open_subs,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,9 +20,11 @@ import pytest_asyncio
 from planner_support import Platform, wait_for
 
 from soorma import PlatformContext, Worker
+from soorma.agents._cancel import step_cancel_requests
 from soorma.agents.planner import Planner
 from soorma.cli import main
 from soorma.tasking.cancelled import cancellation
+from soorma_common.bookkeeping import ChoreographyBookkeeping, PlanBookkeeping
 from soorma_common.events import SYSTEM_EVENTS, TASK_CANCEL_REQUESTED
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 from testsupport.capture import capture
@@ -229,6 +232,38 @@ async def test_a_finished_task_is_left_alone(platform: Platform) -> None:
     assert answers[0].data["result"] == {"sum": 3}
     assert len(answers) == 1 and cancelled == []
     assert await context.memory.get_task_context(request_id) is None
+
+
+async def test_each_outstanding_request_of_a_cancelled_plan_is_asked_to_cancel() -> None:
+    """Both kinds of plan: a state machine's pending steps and a ChoreographyPlanner's
+    pending requests (read from its bookkeeping), each with its request type."""
+    plan = SimpleNamespace(
+        plan_id="plan-1",
+        session_id="s-1",
+        state_machine=TRIP,
+        bookkeeping=PlanBookkeeping(
+            choreography=ChoreographyBookkeeping(
+                pending={"req-2": {"event_type": "hotel.search", "response_event": "x"}}
+            )
+        ),
+    )
+    bus = PlatformContext.from_env().bus
+    events = step_cancel_requests(bus, plan, {"req-1": "research"}, "customer called")  # type: ignore[arg-type]
+    again = step_cancel_requests(bus, plan, {"req-1": "research"}, "customer called")  # type: ignore[arg-type]
+    assert [(e.type, e.data) for e in events] == [
+        (
+            "task.cancel_requested",
+            {
+                "task_id": task_id,
+                "plan_id": "plan-1",
+                "reason": "plan plan-1 cancelled: customer called",
+                "event_type": event_type,
+            },
+        )
+        for task_id, event_type in (("req-1", "research.requested"), ("req-2", "hotel.search"))
+    ]
+    assert [e.id for e in events] == [e.id for e in again]
+    assert len({e.id for e in events}) == 2
 
 
 def cli(*argv: str) -> int:

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("soorma.worker")
 
+DEFAULT_CLEANUP_WAIT = 10.0
 _NAMESPACE = uuid.UUID("6f1c2b7e-0d4a-4e59-9a83-5b1e7c2d4f60")
 
 
@@ -145,6 +146,9 @@ class TaskCancels:
     def __init__(self, worker: Agent) -> None:
         self.worker = worker
         self.running: dict[str, _Running] = {}
+        # Seconds an interrupted handler's cleanup is waited for before the cancel is
+        # announced (it is announced anyway after that).
+        self.cleanup_wait = DEFAULT_CLEANUP_WAIT
         self._listening = False
 
     def listen(self) -> None:
@@ -214,6 +218,12 @@ class TaskCancels:
             running.cancelled = True
             running.task._finished = True  # nothing more from this handler: no send, no answer
             running.handler.cancel()
+            # Its cleanup (finally blocks) runs before the cancel is announced; a first
+            # save it had in flight may have replaced the mark: mark it again then.
+            await asyncio.wait([running.handler], timeout=self.cleanup_wait)
+            record = (
+                await mark_cancelled(memory, task_id, self.worker.name, _none, marker) or record
+            )
         await context.bus.publish_batch(cancelled_events(context.bus, record))
 
     def _running(self, task_id: str, event: Event) -> _Running | None:
@@ -259,6 +269,10 @@ class TaskCancels:
                 agent_id=self.worker.name,
             ),
         )
+
+
+async def _none() -> None:
+    return None
 
 
 def was_cancelled(worker: str, record: TaskContextRecord) -> bool:

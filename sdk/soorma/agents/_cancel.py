@@ -25,8 +25,9 @@ sets it), and a handler running here is interrupted only for a request of its ow
 tenant, so another tenant's request for the same task id changes nothing.
 
 The limit: with several replicas of a worker, the replica that receives the request
-interrupts the handler only when it runs there. Elsewhere the handler runs on, but it
-can neither delegate nor answer any more (the mark holds the task's finish claim).
+interrupts the handler only when it runs there. Elsewhere the handler runs on; once it
+has saved its task it can neither delegate nor answer any more (the mark holds the
+task's finish claim), but one that saved nothing may still answer.
 """
 
 from __future__ import annotations

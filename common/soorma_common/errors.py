@@ -65,6 +65,50 @@ class ConfigurationError(SoormaError):
     code = "configuration_error"
 
 
+class HandlerFailed(SoormaError):
+    """An agent's handler failed on a request, and its answer says so
+    (``success: false``). Raised by ``Event.raise_for_error()`` on the caller's side.
+
+    Attributes:
+        message: The handler's message (names the exception class when the exception's
+            own text says nothing, e.g. ``KeyError: 'topic'``).
+        error_type: The class name of the handler's exception (``"KeyError"``), or
+            ``None`` when the agent answered with a failure of its own (e.g.
+            ``task.fail("...")`` with a string, a plan that failed).
+        event_id: The id of the request the handler failed on (the answer's id when the
+            answer does not name its request).
+        answer_id: The answer's event id.
+        answer_type: The answer's event type.
+    """
+
+    code = "handler_failed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str | None = None,
+        event_id: str | None = None,
+        answer_id: str | None = None,
+        answer_type: str | None = None,
+        details: Any = None,
+    ) -> None:
+        super().__init__(message, details=details)
+        self.error_type = error_type
+        self.event_id = event_id or answer_id
+        self.answer_id = answer_id
+        self.answer_type = answer_type
+
+    def __str__(self) -> str:
+        # One line: a handler's message may span several (a validation error).
+        text = " ".join(self.message.split()) or "no message"
+        if self.event_id and self.event_id != self.answer_id:
+            return f"the handler failed: {text} (request {self.event_id})"
+        if self.answer_id:
+            return f"the handler failed: {text} (answer {self.answer_id})"
+        return f"the handler failed: {text}"
+
+
 class InvalidTopic(ValidationFailed):
     code = "invalid_topic"
 
@@ -148,6 +192,22 @@ def error_class_for(code: str) -> type[SoormaError]:
     return SoormaError
 
 
+def describe_exception(exc: BaseException) -> str:
+    """A handler exception as its caller reads it: its text, led by its class name when
+    the text alone says nothing (``KeyError: 'topic'``, not ``'topic'``; an empty
+    message gives the class name). A sentence (text with a space) stands alone, as
+    does a Soorma error's message."""
+    name = type(exc).__name__
+    text = str(exc).strip()
+    if not text:
+        return name
+    if isinstance(exc, SoormaError):
+        return text
+    if isinstance(exc, KeyError) or not any(c.isspace() for c in text):
+        return f"{name}: {text}"
+    return text
+
+
 def error_from_payload(payload: Any, *, default_message: str = "request failed") -> SoormaError:
     """Rebuild the domain error from a service's ``{"error": {...}}`` body."""
     body = payload.get("error") if isinstance(payload, dict) else None
@@ -165,6 +225,7 @@ __all__ = [
     "EmbeddingUnavailable",
     "EventDefinitionNotFound",
     "EventNotFound",
+    "HandlerFailed",
     "InvalidTopic",
     "MemoryKeyNotFound",
     "MemoryNotFound",
@@ -182,6 +243,7 @@ __all__ = [
     "ValidationFailed",
     "VectorSearchUnavailable",
     "VersionConflict",
+    "describe_exception",
     "error_class_for",
     "error_from_payload",
 ]

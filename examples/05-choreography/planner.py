@@ -1,7 +1,12 @@
 """The research planner: an LLM decides which tool runs next until the report is written.
 
-    python planner.py --model gpt-4o-mini      # a real model (OPENAI_API_KEY must be set)
-    python planner.py --offline                # scripted answers through litellm, no network
+    RESEARCH_MODEL=offline soorma run planner.py      # scripted answers, no key, no network
+    RESEARCH_MODEL=gpt-4o-mini soorma run planner.py  # a real model (OPENAI_API_KEY set)
+    python planner.py --offline                       # the same, on its own
+    python planner.py --model gpt-4o-mini             # (flags win over RESEARCH_MODEL)
+
+``RESEARCH_MODEL`` is a litellm model id or ``offline`` (default: ``gpt-4o-mini``);
+``RESEARCH_API_BASE`` points litellm at a proxy, Azure or a local server.
 
 No state machine is written here: the order is a business rule in the model's
 instructions. For every decision the ChoreographyPlanner reads the live capabilities from
@@ -22,6 +27,11 @@ from offline import mock_response
 from soorma.ai import ChoreographyPlanner, LLMNotConfigured
 
 logger = logging.getLogger("doc-research-planner")
+
+MODEL_VARIABLE = "RESEARCH_MODEL"
+API_BASE_VARIABLE = "RESEARCH_API_BASE"
+DEFAULT_MODEL = "gpt-4o-mini"
+OFFLINE = "offline"  # RESEARCH_MODEL=offline: scripted answers (offline.py)
 
 INSTRUCTIONS = """\
 You research a topic and deliver a written report.
@@ -74,20 +84,42 @@ def build_planner(model: str, *, offline: bool, api_base: str | None = None) -> 
         )
         log(plan, decision)
 
-    @planner.on_startup
-    async def load_llm_library():
-        # litellm takes seconds to import: pay that before the first goal, not during it.
-        import litellm  # noqa: F401
+    if not offline:
 
+        @planner.on_startup
+        async def check_key():
+            # Under `soorma run` a missing key stops the agents at start, naming the
+            # variable to set, rather than failing the first plan.
+            try:
+                planner.check_llm_configured()
+            except LLMNotConfigured as exc:
+                raise LLMNotConfigured(f"{exc.message}; or set {MODEL_VARIABLE}=offline") from None
+
+    # The planner loads litellm (a few seconds) when it starts, and says so.
     return planner
+
+
+def choose(model: str, api_base: str | None = None) -> ChoreographyPlanner:
+    """The planner for ``model``: a litellm model id, or ``offline`` (scripted)."""
+    offline = model == OFFLINE
+    if offline:
+        # litellm otherwise downloads its model price list when imported.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return build_planner(DEFAULT_MODEL if offline else model, offline=offline, api_base=api_base)
+
+
+# What `soorma run planner.py` starts (it imports this file: main() does not run).
+planner = choose(
+    os.environ.get(MODEL_VARIABLE) or DEFAULT_MODEL, os.environ.get(API_BASE_VARIABLE) or None
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--model",
-        default="gpt-4o-mini",
-        help="litellm model id (gpt-4o-mini, anthropic/claude-..., ollama/...)",
+        help="litellm model id (gpt-4o-mini, anthropic/claude-..., ollama/...); "
+        f"default: ${MODEL_VARIABLE}, else {DEFAULT_MODEL}",
     )
     parser.add_argument(
         "--offline",
@@ -96,17 +128,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--api-base", help="custom endpoint (a proxy, Azure, a local server)")
     args = parser.parse_args(argv)
-    if args.offline:
-        # litellm otherwise downloads its model price list when imported.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    planner = build_planner(args.model, offline=args.offline, api_base=args.api_base)
-    if not args.offline:
+    model = OFFLINE if args.offline else args.model or os.environ.get(MODEL_VARIABLE)
+    chosen = choose(
+        model or DEFAULT_MODEL, args.api_base or os.environ.get(API_BASE_VARIABLE) or None
+    )
+    if model != OFFLINE:
         try:
-            planner.check_llm_configured()
+            chosen.check_llm_configured()
         except LLMNotConfigured as exc:
             print(f"error: {exc.message}; or run `python planner.py --offline`", file=sys.stderr)
             return 2
-    planner.run()
+    chosen.run()
     return 0
 
 

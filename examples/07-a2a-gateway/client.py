@@ -1,11 +1,11 @@
 """An external A2A client (the official a2a-sdk) streaming a task through the gateway.
 
-    python client.py 250 "team dinner" --answer yes
+    python client.py 250 "team dinner" --answer yes [--binding HTTP+JSON]
 
 It reads the gateway's agent card, sends the expense to the ``expense-review`` skill as a
-streaming message, prints every status the task goes through and each streamed text
-chunk as it arrives, answers the human-input question on the same task, and prints the
-final data artifact as JSON.
+streaming message over JSON-RPC (or HTTP+JSON), prints every status the task goes through
+and each streamed text chunk as it arrives (the last one marked), answers the
+human-input question on the same task, and prints the final data artifact as JSON.
 """
 
 from __future__ import annotations
@@ -61,15 +61,16 @@ async def stream(client, request: SendMessageRequest) -> tuple[str, str, int, li
             artifact = event.artifact_update.artifact
             text = "".join(p.text for p in artifact.parts if p.HasField("text"))
             if text:
-                print(f"{artifact.name}: {text}")  # a chunk, as it arrives
+                last = " [last chunk]" if event.artifact_update.last_chunk else ""
+                print(f"{artifact.name}: {text!r}{last}")  # a chunk, as it arrives
             artifacts.append(artifact)
     return task_id, context_id, state, artifacts
 
 
-async def main(amount: float, purpose: str, answer: str) -> int:
+async def main(amount: float, purpose: str, answer: str, binding: str) -> int:
     url = PlatformSettings.from_env().gateway_url  # SOORMA_GATEWAY_URL, or SOORMA_URL's
     try:
-        return await review(url, amount, purpose, answer)
+        return await review(url, amount, purpose, answer, binding)
     except A2AError as exc:  # e.g. a payload the skill's schema refuses
         print(f"error: the gateway at {url} refused the task: {exc}", file=sys.stderr)
     except httpx.HTTPError as exc:
@@ -77,7 +78,7 @@ async def main(amount: float, purpose: str, answer: str) -> int:
     return 1
 
 
-async def review(url: str, amount: float, purpose: str, answer: str) -> int:
+async def review(url: str, amount: float, purpose: str, answer: str, binding: str) -> int:
     headers = (
         {"X-API-Key": os.environ["SOORMA_GATEWAY_API_KEY"]}
         if os.environ.get("SOORMA_GATEWAY_API_KEY")
@@ -86,7 +87,10 @@ async def review(url: str, amount: float, purpose: str, answer: str) -> int:
     async with httpx.AsyncClient(headers=headers, timeout=60) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         print(f"gateway skills: {', '.join(sorted(s.id for s in card.skills))}")
-        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        config = ClientConfig(
+            streaming=True, httpx_client=http, supported_protocol_bindings=[binding]
+        )
+        client = ClientFactory(config).create(card)
         async with client:
             first = message([new_data_part({"amount": amount, "purpose": purpose})])
             task_id, context_id, state, artifacts = await stream(
@@ -118,5 +122,6 @@ if __name__ == "__main__":
     parser.add_argument("amount", type=float, nargs="?", default=250.0)
     parser.add_argument("purpose", nargs="?", default="team dinner")
     parser.add_argument("--answer", default="yes")
+    parser.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON"], default="JSONRPC")
     args = parser.parse_args()
-    raise SystemExit(run_client(main(args.amount, args.purpose, args.answer)))
+    raise SystemExit(run_client(main(args.amount, args.purpose, args.answer, args.binding)))

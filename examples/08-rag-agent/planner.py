@@ -1,7 +1,12 @@
 """The support planner: answers questions about Nimbus Notes from long-term memory.
 
-    python planner.py --model gpt-4o-mini      # a real model (OPENAI_API_KEY must be set)
-    python planner.py --offline                # scripted answers through litellm, no network
+    SUPPORT_MODEL=offline soorma run planner.py      # scripted answers, no key, no network
+    SUPPORT_MODEL=gpt-4o-mini soorma run planner.py  # a real model (OPENAI_API_KEY set)
+    python planner.py --offline                      # the same, on its own
+    python planner.py --model gpt-4o-mini            # (flags win over SUPPORT_MODEL)
+
+``SUPPORT_MODEL`` is a litellm model id or ``offline`` (default: ``gpt-4o-mini``);
+``SUPPORT_API_BASE`` a custom endpoint (a proxy, Azure, a local server).
 
 Before it decides, the ChoreographyPlanner retrieves (``retrieval=Retrieval(...)``) the
 knowledge, procedures and past episodes relevant to the question and puts them into the
@@ -25,6 +30,10 @@ from soorma_common.decisions import CompleteAction
 logger = logging.getLogger("nimbus-support")
 
 NAME = "nimbus-support"
+MODEL_VARIABLE = "SUPPORT_MODEL"
+API_BASE_VARIABLE = "SUPPORT_API_BASE"
+DEFAULT_MODEL = "gpt-4o-mini"
+OFFLINE = "offline"  # SUPPORT_MODEL=offline: scripted answers (offline_answers.py)
 QUESTION_EVENT = "support.question.asked"
 
 INSTRUCTIONS = """\
@@ -69,12 +78,41 @@ def build_planner(model: str, *, offline: bool, api_base: str | None = None) -> 
         # litellm takes seconds to import: pay that before the first question.
         import litellm  # noqa: F401
 
+    if not offline:
+
+        @planner.on_startup
+        async def check_key():
+            # Under `soorma run` a missing key stops the agent at start, naming the
+            # variable to set, rather than failing the first question.
+            try:
+                planner.check_llm_configured()
+            except LLMNotConfigured as exc:
+                raise LLMNotConfigured(f"{exc.message}; or set {MODEL_VARIABLE}=offline") from None
+
     return planner
+
+
+def choose(model: str, api_base: str | None = None) -> ChoreographyPlanner:
+    """The planner for ``model``: a litellm model id, or ``offline`` (scripted)."""
+    offline = model == OFFLINE
+    if offline:
+        # litellm otherwise downloads its model price list when imported.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return build_planner(DEFAULT_MODEL if offline else model, offline=offline, api_base=api_base)
+
+
+# What `soorma run planner.py` starts (it imports this file: main() does not run).
+planner = choose(
+    os.environ.get(MODEL_VARIABLE) or DEFAULT_MODEL, os.environ.get(API_BASE_VARIABLE) or None
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="gpt-4o-mini", help="litellm model id")
+    parser.add_argument(
+        "--model",
+        help=f"litellm model id; default: ${MODEL_VARIABLE}, else {DEFAULT_MODEL}",
+    )
     parser.add_argument(
         "--offline",
         action="store_true",
@@ -82,17 +120,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--api-base", help="custom endpoint (a proxy, Azure, a local server)")
     args = parser.parse_args(argv)
-    if args.offline:
-        # litellm otherwise downloads its model price list when imported.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    planner = build_planner(args.model, offline=args.offline, api_base=args.api_base)
-    if not args.offline:
+    model = OFFLINE if args.offline else args.model or os.environ.get(MODEL_VARIABLE)
+    chosen = choose(
+        model or DEFAULT_MODEL, args.api_base or os.environ.get(API_BASE_VARIABLE) or None
+    )
+    if model != OFFLINE:
         try:
-            planner.check_llm_configured()
+            chosen.check_llm_configured()
         except LLMNotConfigured as exc:
             print(f"error: {exc.message}; or run `python planner.py --offline`", file=sys.stderr)
             return 2
-    planner.run()
+    chosen.run()
     return 0
 
 

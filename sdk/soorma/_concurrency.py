@@ -11,6 +11,8 @@ Plans and task contexts in the memory service carry a version. A write names the
 its copy was read at (``If-Match``) and fails with ``VersionConflict`` when another writer
 stored a newer one first. :func:`retry_on_conflict` then waits a short random time,
 re-reads, lets the caller apply its change again to the fresh copy and writes again.
+Plans and task contexts reach it through :func:`soorma._versioned.apply_change`, which
+adds the record store and the change applied to it.
 
 The budget is the same everywhere: :data:`CONFLICT_RETRIES` re-reads, so at most
 ``CONFLICT_RETRIES + 1`` writes, before ``VersionConflict`` reaches the caller. The wait

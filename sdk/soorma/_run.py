@@ -101,9 +101,13 @@ def load_agents(targets: Sequence[str]) -> list[tuple[str, Agent]]:
                 modules.extend((m.__name__, m) for m in _modules_from_name(target))
             except ImportError as exc:
                 raise RunError(f"cannot import {target}: {exc}") from None
+    seen: set[int] = set()
     for where, module in modules:
-        agents = [value for value in vars(module).values() if isinstance(value, Agent)]
-        found.extend((where, agent) for agent in agents)
+        for value in vars(module).values():
+            # Once each, also when two names hold it (a loop variable, an alias).
+            if isinstance(value, Agent) and id(value) not in seen:
+                seen.add(id(value))
+                found.append((where, value))
     if not found:
         raise RunError(f"no agent (Agent, Tool, Worker, Planner) defined in {' '.join(targets)}")
     return found
@@ -238,10 +242,11 @@ def _stop(child: subprocess.Popen[bytes], *, interrupted: bool = False) -> None:
 
 
 def configure_logging() -> None:
-    """Agents' lines (ready, lost, reconnected) at INFO, without httpx's per request."""
+    """Agents' lines (ready, lost, reconnected) at INFO, without httpx's line per
+    request or litellm's chatter."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    for name in ("httpx", "httpcore"):
+    for name in ("httpx", "httpcore", "LiteLLM"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

@@ -431,7 +431,9 @@ class BusClient(ServiceClient):
         *before* publishing, so a fast answer cannot be missed.
 
         Returns:
-            The answer event.
+            The answer event, also when it says the request failed (``success:
+            false``): ``answer.raise_for_error()`` raises that as ``HandlerFailed``,
+            with the handler's message and exception class.
 
         Raises:
             ServiceUnavailable: the event service cannot be reached (its URL named);

@@ -327,8 +327,8 @@ async def _call(args: argparse.Namespace) -> int:
             args.event_type, data, response_event=response_event, timeout=args.timeout
         )
     print(json.dumps(answer.data, default=str))
-    if answer.data.get("success") is False:
-        return _fail(f"the handler failed: {answer.data.get('error')}")
+    # A failed answer: HandlerFailed, printed by main() in one line.
+    answer.raise_for_error()
     return 0
 
 

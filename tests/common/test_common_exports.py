@@ -179,6 +179,8 @@ EXPECTED = {
     "EventDefinitionNotFound",
     "SchemaInvalid",
     "PayloadInvalid",
+    "HandlerFailed",
+    "describe_exception",
     "error_class_for",
     "error_from_payload",
 }

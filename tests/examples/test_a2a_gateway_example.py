@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import signal
 import sys
@@ -71,8 +72,21 @@ async def services(tmp_path: Any) -> AsyncIterator[dict[str, str]]:
         )
 
 
+NOTE = "A human approved 250.00 for team dinner."
+
+
+def streamed_note(lines: list[str]) -> tuple[str, list[str]]:
+    """The note's chunks as the client printed them: the whole text, and each chunk."""
+    chunks = [line for line in lines if line.startswith("note: ")]
+    texts = [
+        ast.literal_eval(line[len("note: ") :].removesuffix(" [last chunk]")) for line in chunks
+    ]
+    return "".join(texts), chunks
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 async def test_client_streams_a_task_with_progress_and_one_human_answer(
-    services: dict[str, str],
+    services: dict[str, str], binding: str
 ):
     worker = await Proc.start(sys.executable, str(EXAMPLE / "worker.py"), env=services)
     try:
@@ -84,6 +98,8 @@ async def test_client_streams_a_task_with_progress_and_one_human_answer(
             "team dinner",
             "--answer",
             "yes",
+            "--binding",
+            binding,
             env=services,
         )
         assert await client.wait() == 0, client.output + "\n" + worker.output
@@ -94,17 +110,22 @@ async def test_client_streams_a_task_with_progress_and_one_human_answer(
         assert lines.index("answering: yes") > lines.index(
             "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?"
         )
-        assert [line for line in lines if line.startswith("note: ")] == [
-            "note: A human ",
-            "note: approved ",
-            "note: 250.00.",
-        ]
-        assert "status: TASK_STATE_COMPLETED approved by a human" in lines
+        # The model's note, streamed while it is written: several chunks, the last marked.
+        writing = lines.index("status: TASK_STATE_WORKING writing the note")
+        note, chunks = streamed_note(lines)
+        assert note == NOTE
+        assert len(chunks) >= 3
+        assert [c.endswith(" [last chunk]") for c in chunks] == [False] * (len(chunks) - 1) + [True]
+        assert writing < lines.index(chunks[0])
+        assert lines.index(chunks[-1]) < lines.index(
+            "status: TASK_STATE_COMPLETED approved by a human"
+        )
         assert json.loads(lines[-1]) == {
             "amount": 250.0,
             "approved": True,
             "by": "human",
-            "note": "yes",
+            "answer": "yes",
+            "note": NOTE,
         }
         # A payload the skill's schema refuses: one line naming the gateway, no traceback.
         refused = await Proc.start(

@@ -27,7 +27,7 @@ from soorma import PlatformContext, PlatformSettings
 from testsupport.server import free_port, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
-from sdk_helpers import Proc, subprocess_env
+from sdk_helpers import SOORMA, Proc, soorma_run, subprocess_env
 
 pytestmark = pytest.mark.asyncio
 
@@ -79,13 +79,15 @@ async def services(sqlite_url: str, tmp_path: Any) -> AsyncIterator[dict[str, st
 async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
     services: dict[str, str],
 ):
-    env = offline_env(**services)
-    workers = await Proc.start(sys.executable, str(EXAMPLE / "workers.py"), env=env)
-    planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline", env=env)
+    # As the README runs them: `RESEARCH_MODEL=offline soorma run workers.py planner.py`.
+    env = offline_env(RESEARCH_MODEL="offline", **services)
+    planner = await soorma_run(str(EXAMPLE / "workers.py"), str(EXAMPLE / "planner.py"), env=env)
     try:
-        for name in ("doc-fetcher", "doc-analyzer", "doc-reporter"):
-            await workers.wait_for(f"agent {name} ready")
-        await planner.wait_for("agent doc-research-planner ready", within=60)
+        running = next(line for line in planner.lines if "soorma run: running" in line)
+        for name in ("doc-fetcher", "doc-analyzer", "doc-reporter", "doc-research-planner"):
+            assert f"{name} (" in running, running
+        # The planner said it was loading its model library before it was ready.
+        assert "loading the model library (litellm)" in planner.output
 
         client = await Proc.start(
             sys.executable, str(EXAMPLE / "client.py"), "choreography of events", env=env
@@ -123,13 +125,21 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
         assert decisions[2]["data"]["analysis"] == plan.results["doc.analyze.requested"]["result"]
         assert plan.bookkeeping.choreography.actions == 4
 
-        for proc in (planner, workers):
-            assert await proc.stop(signal.SIGINT) == 0, proc.output
+        assert await planner.stop(signal.SIGINT) == 0, planner.output
     finally:
         await planner.kill()
-        await workers.kill()
     assert "publish doc.fetch.requested" in planner.output
     assert "complete" in planner.output
+
+
+async def test_soorma_run_without_a_key_names_the_variable_to_set(services: dict[str, str]):
+    env = offline_env(RESEARCH_MODEL="gpt-4o-mini", **services)
+    run = await Proc.start(SOORMA, "run", "--no-reload", str(EXAMPLE / "planner.py"), env=env)
+    assert await run.wait(within=90) == 1, run.output
+    assert run.lines[-1].startswith("soorma: no API key"), run.output
+    assert "set the OPENAI_API_KEY environment variable" in run.lines[-1]
+    assert run.lines[-1].endswith("or set RESEARCH_MODEL=offline")
+    assert "Traceback" not in run.output
 
 
 async def test_planner_without_a_key_names_the_variable_to_set():

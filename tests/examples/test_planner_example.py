@@ -1,7 +1,8 @@
 """examples/04-planner-state-machine as real processes against real services.
 
-Every branch of the research machine, and a planner killed mid-plan (SIGKILL) whose
-successor continues the plan from the memory service.
+Every branch of the research machine with the agents under ``soorma run`` (as the README
+starts them), and a planner killed mid-plan (SIGKILL) whose successor continues the plan
+from the memory service (the scripts run on their own, ``python workers.py searcher``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from soorma import Agent, PlatformContext, PlatformSettings
 from testsupport.server import serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
-from sdk_helpers import Proc, subprocess_env
+from sdk_helpers import Proc, soorma_run, subprocess_env
 
 pytestmark = pytest.mark.asyncio
 
@@ -74,10 +75,12 @@ async def ask(env: dict[str, str], topic: str) -> tuple[int, str]:
 
 async def test_client_reaches_every_branch_of_the_research_machine(services):
     env = subprocess_env(**services)
-    planner = await start_planner(env)
-    workers = await Proc.start(sys.executable, str(EXAMPLE / "workers.py"), env=env)
+    # As the README runs them: the planner and the three workers under one `soorma run`.
+    agents = await soorma_run(str(EXAMPLE / "planner.py"), str(EXAMPLE / "workers.py"), env=env)
     try:
-        await workers.wait_for("workers ready")
+        running = next(line for line in agents.lines if "soorma run: running" in line)
+        for name in ("research-planner", "web-searcher", "content-analyzer", "user-stand-in"):
+            assert running.count(f"{name} (") == 1, running
         results = await asyncio.gather(
             ask(env, "owls"), ask(env, "flaky"), ask(env, "obscure"), ask(env, "broken")
         )
@@ -88,10 +91,10 @@ async def test_client_reaches_every_branch_of_the_research_machine(services):
             1,
             "failed: step 'retry_search' got web.search.failed: search backend timed out",
         ), results[3]
-        assert await planner.stop(signal.SIGINT) == 0, planner.output
+        assert await agents.stop(signal.SIGINT) == 0, agents.output
     finally:
-        await planner.kill()
-        await workers.kill()
+        await agents.kill()
+    assert "agent research-planner stopped" in agents.output
 
 
 async def test_planner_killed_mid_plan_is_continued_by_a_restarted_planner(services):

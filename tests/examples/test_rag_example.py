@@ -26,7 +26,7 @@ from testsupport.server import serve
 from testsupport.services import memory_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
-from sdk_helpers import Proc
+from sdk_helpers import Proc, soorma_run
 
 pytestmark = pytest.mark.asyncio
 
@@ -62,6 +62,10 @@ async def ask(env: dict[str, str], question: str, planner: Proc) -> tuple[Proc, 
     return client, last.removeprefix("plan ").removesuffix(": completed")
 
 
+# Five processes start here (ingest, the soorma run supervisor and its agents, two
+# clients), each importing the SDK and litellm: on a busy two-core machine that alone has
+# taken over a minute.
+@pytest.mark.timeout(300)
 async def test_rag_agent_answers_from_ingested_docs_with_retrieval_in_prompt_and_audit(
     services: dict[str, str],
 ):
@@ -70,9 +74,11 @@ async def test_rag_agent_answers_from_ingested_docs_with_retrieval_in_prompt_and
     assert await ingest.wait(within=60) == 0, ingest.output
     assert "stored " in ingest.lines[-1] and "from 3 file(s) and 2 rule(s)" in ingest.lines[-1]
 
-    planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline", env=env)
+    # As the README runs it: `SUPPORT_MODEL=offline soorma run planner.py`.
+    planner = await soorma_run(str(EXAMPLE / "planner.py"), env={**env, "SUPPORT_MODEL": "offline"})
     try:
-        await planner.wait_for("agent nimbus-support ready", within=60)
+        running = next(line for line in planner.lines if "soorma run: running" in line)
+        assert "nimbus-support (" in running, running
         first, first_plan = await ask(env, "How long does a refund take to reach my card?", planner)
         assert "5 business days" in first.lines[0], first.output
         assert first.lines[1] == "sources: plans-and-billing.md"

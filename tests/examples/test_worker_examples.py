@@ -1,4 +1,5 @@
-"""examples/02-worker-fanout and 03-working-memory run as documented, as real processes."""
+"""examples/02-worker-fanout and 03-working-memory run as documented, as real processes
+(03's worker under ``soorma run``, as its README starts it)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from tracker_service import create_app as create_tracker_app
 from tracker_service.settings import Settings as TrackerSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
-from sdk_helpers import Proc, subprocess_env
+from sdk_helpers import Proc, soorma_run, subprocess_env
 
 pytestmark = pytest.mark.asyncio
 
@@ -101,9 +102,8 @@ async def test_working_memory_worker_reads_the_record_by_key(
         event_service_url=services["SOORMA_EVENT_SERVICE_URL"],
         memory_url=services["SOORMA_MEMORY_URL"],
     )
-    (worker,) = await start_all(
-        services, (WORKING_MEMORY / "worker.py", "agent parts-checker ready")
-    )
+    # As the README runs it: `soorma run worker.py`, then `python planner.py V-42`.
+    worker = await soorma_run(str(WORKING_MEMORY / "worker.py"), env=services)
     settings = PlatformSettings(event_service_url=services["SOORMA_EVENT_SERVICE_URL"])
     try:
         async with (

@@ -44,6 +44,8 @@ def gateway_settings(
     values: dict[str, Any] = {
         "event_service_url": events,
         "registry_url": registry,
+        # Skill-less routing by words only, unless a test's platform gives its memory.
+        "memory_url": None,
         "gateway_database_url": database,
         "data_dir": tmp_path,
         "gateway_replica_id": "replica-a",
@@ -77,7 +79,11 @@ class Platform:
 
     def settings(self, **overrides: Any) -> GatewaySettings:
         return gateway_settings(
-            self.events.url, self.registry.url, self.database, self.tmp_path, **overrides
+            self.events.url,
+            self.registry.url,
+            self.database,
+            self.tmp_path,
+            **{"memory_url": self.memory.url, **overrides},
         )
 
     async def start_gateway(self, port: int | None = None, **overrides: Any) -> LiveServer:

@@ -83,7 +83,8 @@ async def test_raw_http_error_names_the_skills_and_the_card_documents_the_conven
         e for e in card["capabilities"]["extensions"] if e["uri"].endswith("skill-routing:v1")
     )
     assert routing["params"]["metadataKey"] == "skill"
-    assert routing["params"]["fallback"] == "lexical-match"
+    # The platform's memory service embeds: by meaning first, then by words.
+    assert routing["params"]["fallback"] == "semantic-match,lexical-match"
 
 
 async def test_the_default_skill_wins_when_configured(platform: Platform):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from soorma import PlatformContext, PlatformSettings
 from testsupport.server import free_port as closed_port
@@ -117,3 +119,17 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     return env
+
+
+SOORMA = str(Path(sys.executable).with_name("soorma"))
+
+
+async def soorma_run(*targets: str, env: dict[str, str], within: float = 90.0) -> Proc:
+    """``soorma run TARGETS`` as an example's README runs its agents, once they all run.
+
+    Without reload (``--no-reload``): a test changes no file, and a killed test process
+    must not leave the supervisor's child (its own session) behind.
+    """
+    proc = await Proc.start(SOORMA, "run", "--no-reload", *targets, env=env)
+    await proc.wait_for("soorma run: running", within=within)
+    return proc

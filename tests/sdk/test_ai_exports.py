@@ -8,6 +8,7 @@ import soorma.ai
 
 def test_ai_package_exports_are_pinned():
     assert sorted(soorma.ai.__all__) == [
+        "ArtifactSink",
         "ChoreographyPlanner",
         "CircuitBreakerOpen",
         "DecisionInvalid",
@@ -15,6 +16,7 @@ def test_ai_package_exports_are_pinned():
         "LLMNotConfigured",
         "PlannerError",
         "Retrieval",
+        "stream_text",
     ]
     for name in soorma.ai.__all__:
         assert getattr(soorma.ai, name) is not None, name

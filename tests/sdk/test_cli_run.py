@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import sys
 import textwrap
@@ -111,3 +113,79 @@ async def test_run_connects_where_the_platforms_discovery_document_says(tmp_path
         run = await Proc.start(SOORMA, "run", "--no-reload", str(tmp_path / "one.py"), env=env)
         assert await run.wait(within=60) == 1, run.output
     assert run.lines[-1].startswith(f"soorma: SOORMA_URL={events.url} is not a Soorma platform")
+
+
+async def test_an_agent_held_by_two_names_is_started_once(tmp_path: Path) -> None:
+    from soorma._run import load_agents
+
+    (tmp_path / "aliased.py").write_text(
+        AGENT.format(name="one", version="v1") + "\nfor _agent in [tool]:\n    pass\nalias = tool\n"
+    )
+    found = load_agents([str(tmp_path / "aliased.py")])
+    assert [agent.name for _, agent in found] == ["one"]
+
+
+SLOW = textwrap.dedent(
+    """
+    import asyncio
+    from soorma import Agent
+
+    agent = Agent(name="slow", shutdown_timeout=30)
+
+    @agent.on_event(topic="business-facts", event_type="job.created")
+    async def handle(event, context):
+        print("started", flush=True)
+        await asyncio.sleep(600)
+    """
+)
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+async def test_under_run_with_reload_ctrl_c_says_what_it_waits_for_and_again_stops_at_once(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "slow.py").write_text(SLOW)
+    async with serve(create_app(Settings(event_backend="memory"))) as events:
+        env = subprocess_env(
+            SOORMA_EVENT_SERVICE_URL=events.url,
+            SOORMA_REGISTRY_URL="http://127.0.0.1:9",
+            SOORMA_MEMORY_URL="http://127.0.0.1:9",
+        )
+        # The supervisor (reload on, as the READMEs run it) passes each Ctrl-C on.
+        run = await Proc.start(SOORMA, "run", str(tmp_path / "slow.py"), env=env)
+        children: list[int] = []
+        try:
+            await run.wait_for("soorma run: running", within=60)
+            children = _children(run.proc.pid)
+            settings = PlatformSettings(event_service_url=events.url)
+            async with PlatformContext.from_env(settings=settings) as context:
+                await context.bus.announce("job.created", {})
+            await run.wait_for("started")
+            run.proc.send_signal(signal.SIGINT)
+            line = await run.wait_for("waiting up to")
+            assert "waiting up to 30 s for 1 handler(s) in progress" in line
+            try:
+                code = await run.stop(signal.SIGINT, within=20)
+            except TimeoutError:
+                raise AssertionError(f"still running:\n{run.output}") from None
+            assert code == 0, run.output
+        finally:
+            await run.kill()
+            for pid in children:  # the agents' process has its own session
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    assert "cancelled 1 handler(s) on a second Ctrl-C" in run.output
+    assert "agent slow stopped" in run.output
+    assert "Traceback" not in run.output

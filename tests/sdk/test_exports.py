@@ -19,6 +19,7 @@ def test_top_level_exports_are_pinned():
         "EventNotFound",
         "EventToolkit",
         "GoalContext",
+        "HandlerFailed",
         "InvalidTopic",
         "InvocationContext",
         "MemoryClient",

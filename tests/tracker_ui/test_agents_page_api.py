@@ -206,6 +206,38 @@ async def test_a_connected_agent_shows_its_events_heartbeat_and_lag(platform: Pl
     assert [g["group"] for g in listing["other_groups"]] == ["greeter"]
 
 
+async def test_an_agent_with_a_group_of_its_own_shows_that_groups_lag(platform: Platform) -> None:
+    gate = asyncio.Event()
+    agent = Agent(
+        name="mailer",
+        group="outbox-readers",
+        context=platform.context(ACME, "mailer"),
+    )
+
+    @agent.on_event(topic="action-requests", event_type="mail.requested")
+    async def mail(event: Any, context: PlatformContext) -> None:
+        await gate.wait()  # holds every event it takes
+
+    await agent.start()
+    try:
+        async with platform.context(ACME) as caller:
+            for n in range(3):
+                await caller.bus.publish("action-requests", "mail.requested", {"n": n})
+
+        async def held() -> dict[str, Any] | None:
+            group = only(await platform.agents(), "mailer")["consumer_group"]
+            return group if group and group["lag"] + group["pending"] == 3 else None
+
+        group = await until(held)
+        assert group["group"] == "outbox-readers"
+        listing = await platform.agents()
+        assert "outbox-readers" not in [g["group"] for g in listing["other_groups"]]
+    finally:
+        gate.set()
+        await agent.stop()
+        await agent.context.close()
+
+
 async def test_an_agent_that_stops_heartbeating_goes_stale(platform: Platform) -> None:
     async with platform.context(ACME) as context:
         # Registered as an agent process does, which then dies: no heartbeat follows.

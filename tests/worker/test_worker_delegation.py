@@ -134,6 +134,7 @@ async def test_fail_answers_the_caller_with_success_false(context: PlatformConte
         "status": "failed",
         "success": False,
         "error": "input rejected by policy",
+        "error_type": "ValueError",
     }
     assert await context.memory.get_task_context(answer.data["task_id"]) is None
 

@@ -523,6 +523,8 @@ class Agent:
             events_consumed=[*self.events_consumed, *handled],
             events_produced=self.events_produced,
             ttl_seconds=self.ttl_seconds,
+            # The tracker's connected-agents view finds the agent's lag by this group.
+            metadata={"consumer_group": self.group},
         )
 
     # -- dispatch --------------------------------------------------------------------

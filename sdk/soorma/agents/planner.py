@@ -37,8 +37,8 @@ from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.planning.cache import PlanCache
 from soorma.planning.plan import PlanContext
+from soorma.planning.records import START_STATE
 from soorma.planning.steps import goal_plan_id
-from soorma.planning.stored import START_STATE
 from soorma_common.errors import VersionConflict
 from soorma_common.events import (
     ACTION_REQUESTS,

@@ -1,9 +1,11 @@
 """Tool: synchronous request/response agents (layer 2).
 
 A tool listens on ``action-requests``; its handler returns a result and the SDK
-publishes ``{"request_id", "success": true, "result": ...}`` (or ``success: false`` with
-``error``) as the *caller's* ``response_event`` on the caller's ``response_topic``, with
-the request's ``correlation_id``.
+publishes ``{"request_id", "success": true, "result": ...}`` as the *caller's*
+``response_event`` on the caller's ``response_topic``, with the request's
+``correlation_id``. When the handler raises, the answer is ``success: false`` with
+``error`` (the handler's message) and ``error_type`` (its exception's class name); the
+caller's ``answer.raise_for_error()`` raises them as ``HandlerFailed``.
 
 An answered request is answered once: the answer is recorded in the memory service
 (keyed by tool name and request id) before it is published, and a request that comes
@@ -38,6 +40,7 @@ from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, place
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
+from soorma_common.errors import describe_exception
 from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, EventEnvelope
 
 logger = logging.getLogger("soorma.tool")
@@ -108,7 +111,8 @@ class Tool(RecordWait, Agent):
         tool.run()
 
     Callers use ``bus.request(..., response_event=...)`` or ``bus.call(...)``. A handler
-    exception becomes a ``success: false`` answer (the request is acked, not retried); a
+    exception becomes a ``success: false`` answer with ``error`` (``KeyError: 'topic'``)
+    and ``error_type`` (``KeyError``); the request is acked, not retried. A
     request without ``response_event`` cannot be answered and is logged and acked.
 
     Args:
@@ -207,7 +211,8 @@ class Tool(RecordWait, Agent):
             data = {
                 "request_id": request.request_id,
                 "success": False,
-                "error": f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc),
+                "error": describe_exception(exc),
+                "error_type": type(exc).__name__,
             }
         answer = context.bus.inherit(
             context.bus.build_event(

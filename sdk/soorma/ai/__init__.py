@@ -13,6 +13,7 @@ from soorma.ai._errors import (
     PlannerError,
 )
 from soorma.ai._retrieval import Retrieval
+from soorma.ai._stream import ArtifactSink, stream_text
 from soorma.ai.toolkit import EventToolkit
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ArtifactSink",
     "ChoreographyPlanner",
     "CircuitBreakerOpen",
     "DecisionInvalid",
@@ -37,4 +39,5 @@ __all__ = [
     "LLMNotConfigured",
     "PlannerError",
     "Retrieval",
+    "stream_text",
 ]

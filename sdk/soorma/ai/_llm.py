@@ -6,9 +6,12 @@ ChoreographyPlanner first reasons), never when ``soorma`` is imported.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import os
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,9 +60,48 @@ def load_litellm() -> Any:
                 "ChoreographyPlanner needs litellm: install it with "
                 "`pip install 'soorma[ai]'` (or `pip install litellm`)"
             ) from exc
+        _prepare(litellm)
         _litellm = litellm
         logger.info("model library loaded in %.1f s", time.monotonic() - started)
     return _litellm
+
+
+# Imported by litellm's first call, not by ``import litellm``: they build pydantic
+# adapters of ReadOnly TypedDicts when imported.
+_LAZY_MODULES = (
+    "litellm.llms.github_copilot.authenticator",
+    "litellm.llms.github_copilot.per_user_auth",
+)
+
+
+def _prepare(litellm: Any) -> None:
+    """Build, once and now, the response types litellm would otherwise build on first use.
+
+    litellm defers its pydantic models; the first streamed answer builds ``Delta`` and
+    ``Message``, and pydantic then warns (UserWarning) that their TypedDict fields use
+    ``ReadOnly``. litellm silences that with a process-wide filter added when it is
+    imported, but a host that resets the warning filters afterwards (pytest does after
+    every test; ``-W error`` makes the warning an exception) would see it raised in the
+    middle of a call, possibly in an executor thread. So the build happens here, under a
+    filter for exactly that message, with no ``await`` in between.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*`ReadOnly` qualifier", category=UserWarning)
+        for name in _LAZY_MODULES:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+        module = getattr(getattr(litellm, "types", None), "utils", None)
+        owner = getattr(module, "__name__", None)
+        for value in list(vars(module).values()) if owner else []:
+            rebuild = getattr(value, "model_rebuild", None)
+            if (
+                isinstance(value, type)
+                and rebuild is not None
+                and value.__module__ == owner
+                and not getattr(value, "__pydantic_complete__", True)
+            ):
+                with contextlib.suppress(Exception):
+                    rebuild(raise_errors=False)
 
 
 def key_env_var(model: str) -> str | None:

@@ -1,33 +1,35 @@
 """PlanContext: a planner's durable, event-driven state machine.
 
 A plan lives in the memory service (``context.memory`` plan-context records), so any
-replica of a planner, or a restarted one, continues it. State changes are versioned
-writes: when two events for one plan race, the loser re-reads the plan and applies its
-transition again on the fresh copy, so no transition is lost and none is applied twice.
+replica of a planner, or a restarted one, continues it. :class:`PlanContext` is the thin
+shell around the plan engine: it holds the plan (:class:`~soorma.planning.records.
+PlanState`), its store (:class:`~soorma.planning.records.PlanRecords`) and the bus. A
+step runs the pure step function (:mod:`soorma.planning.engine`) inside
+:func:`~soorma._versioned.apply_change` (a conflicting write re-runs it on the fresh
+plan, so no transition is lost and none is applied twice), stores the result, then
+publishes the events the step returned.
 
 Each action a state publishes gets a correlation id recorded in the plan *before* the
 request is sent (see :mod:`soorma.planning.steps`), so the answer always finds its plan
 and a redelivered trigger re-sends the same request instead of a second one.
 
-The parts live beside this module: persistence (:mod:`~soorma.planning.stored`),
-record mapping (:mod:`~soorma.planning.records`), step recording
-(:mod:`~soorma.planning.steps`), lifecycle events (:mod:`~soorma.planning.lifecycle`)
-and the pure transitions (:mod:`~soorma.planning.transitions`). What remains here is
-the engine's I/O: creating a plan, taking a step (store, then publish), ending, pausing
-and resuming; it is over 400 lines because those public methods document their
-crash-safety contracts.
+The module is over 400 lines because the public methods document their crash-safety
+contracts; the logic they wrap lives in the modules named above.
 """
 
 from __future__ import annotations
 
+import inspect
 import uuid
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
-from soorma._concurrency import retry_on_conflict
+from soorma._concurrency import CONFLICT_RETRIES
+from soorma._versioned import Change, apply_change
 from soorma.agents._cancel import step_cancel_requests
+from soorma.planning import engine, transitions
 from soorma.planning.cache import PlanCache
-from soorma.planning.interpolate import interpolate
+from soorma.planning.engine import Request, Step
 from soorma.planning.lifecycle import (
     Ending,
     caller_identity,
@@ -36,10 +38,16 @@ from soorma.planning.lifecycle import (
     publish,
 )
 from soorma.planning.machine import as_state_machine, validate_state_machine
-from soorma.planning.records import initial_correlations, plan_memory
-from soorma.planning.steps import derived_id, goal_plan_id, step_key
-from soorma.planning.stored import START_STATE
-from soorma.planning.transitions import FAILED_STATE_NAMES, PlanMachine
+from soorma.planning.records import (
+    START_STATE,
+    PlanRecords,
+    PlanState,
+    initial_correlations,
+    merge_records,
+    plan_memory,
+)
+from soorma.planning.steps import StepLedger, derived_id, goal_plan_id, step_key
+from soorma.planning.transitions import FAILED_STATE_NAMES
 from soorma_common.bookkeeping import PlanBookkeeping
 from soorma_common.events import (
     ACTION_RESULTS,
@@ -47,8 +55,6 @@ from soorma_common.events import (
     PLAN_PAUSED,
     PLAN_RESUMED,
     PLAN_STARTED,
-    PLAN_STATE_CHANGED,
-    PLAN_WAITING_FOR_INPUT,
     SYSTEM_EVENTS,
     EventEnvelope,
 )
@@ -58,8 +64,40 @@ from soorma_common.state import StateConfig
 if TYPE_CHECKING:
     from soorma.context import PlatformContext
 
+DEFAULT_SAVE_RETRIES = CONFLICT_RETRIES
 
-class PlanContext(PlanMachine):
+T = TypeVar("T")
+
+
+class _PlanField(Generic[T]):
+    """A :class:`PlanContext` attribute kept in its :class:`PlanState`."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, obj: PlanContext, owner: type) -> T: ...
+    def __get__(self, obj: PlanContext | None, owner: type) -> T | Self:
+        if obj is None:
+            return self
+        value: T = getattr(obj._plan, self._name)
+        return value
+
+    def __set__(self, obj: PlanContext, value: T) -> None:
+        setattr(obj._plan, self._name, value)
+
+
+def _stored_if_changed(step: Step) -> Change[PlanState, Step]:
+    return Change(step.plan if step.changed else None, step)
+
+
+def _as_is(plan: PlanState) -> Change[PlanState, None]:
+    return Change(plan, None)
+
+
+class PlanContext:
     """One plan: its goal, state machine, position and results, persisted in memory.
 
     Build one with :meth:`create` (new plan) or :meth:`restore` /
@@ -92,6 +130,66 @@ class PlanContext(PlanMachine):
         version: Stored version (optimistic concurrency).
     """
 
+    plan_id: _PlanField[str] = _PlanField()
+    goal_event: _PlanField[str] = _PlanField()
+    goal_data: _PlanField[dict[str, Any]] = _PlanField()
+    response_event: _PlanField[str | None] = _PlanField()
+    response_topic: _PlanField[str] = _PlanField()
+    correlation_id: _PlanField[str | None] = _PlanField()
+    status: _PlanField[str] = _PlanField()
+    state_machine: _PlanField[dict[str, StateConfig]] = _PlanField()
+    current_state: _PlanField[str] = _PlanField()
+    results: _PlanField[dict[str, Any]] = _PlanField()
+    parent_plan_id: _PlanField[str | None] = _PlanField()
+    session_id: _PlanField[str | None] = _PlanField()
+    tenant_id: _PlanField[str | None] = _PlanField()
+    user_id: _PlanField[str | None] = _PlanField()
+    state: _PlanField[dict[str, Any]] = _PlanField()
+    bookkeeping: _PlanField[PlanBookkeeping] = _PlanField()
+    correlation_ids: _PlanField[list[str]] = _PlanField()
+    version: _PlanField[int] = _PlanField()
+
+    def __init__(
+        self,
+        plan: PlanState,
+        context: PlatformContext,
+        *,
+        cache: PlanCache | None = None,
+        cached: bool = False,
+    ) -> None:
+        self._context = context
+        self._records = PlanRecords(plan_memory(context), cache)
+        self._adopt(plan)
+        # Restored from the cache rather than read: a step that changes nothing on
+        # it is checked again on a fresh read before the event is dropped.
+        self._cached = cached
+
+    def _adopt(self, plan: PlanState) -> None:
+        """Hold ``plan`` (as stored or just read); ``save`` merges relative to it."""
+        self._plan = plan
+        self._snapshot = plan.copy()
+        self._cached = False
+
+    @property
+    def platform(self) -> PlatformContext:
+        """The platform clients the plan acts through (bus, memory, ...)."""
+        return self._context
+
+    @property
+    def _steps(self) -> StepLedger:
+        """Outstanding requests and applied triggers (the redelivery guard)."""
+        return self._plan.steps
+
+    def to_record(self) -> PlanContextRecord:
+        """The plan as the memory service stores it."""
+        return self._plan.to_record()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as a JSON-ready dict."""
+        return self.to_record().model_dump(mode="json")
+
+    # -- creating and restoring ------------------------------------------------------
+
     @classmethod
     async def create(
         cls,
@@ -113,7 +211,7 @@ class PlanContext(PlanMachine):
         bookkeeping: PlanBookkeeping | None = None,
         start: bool = False,
         cache: PlanCache | None = None,
-    ) -> PlanContext:
+    ) -> Self:
         """Create and store a new plan (status ``pending``, at ``initial_state``).
 
         Args:
@@ -144,75 +242,100 @@ class PlanContext(PlanMachine):
         machine = as_state_machine(state_machine)
         validate_state_machine(machine, initial_state)
         plan_id = plan_id or str(uuid.uuid4())
-        record = PlanContextRecord(
+        new = PlanState(
             plan_id=plan_id,
-            session_id=session_id,
-            parent_plan_id=parent_plan_id,
             goal_event=goal_event,
+            state_machine=machine,
+            current_state=initial_state,
             goal_data=dict(goal_data or {}),
             response_event=response_event,
-            status=PlanStatus.PENDING,
-            current_state=initial_state,
-            state_machine={},
-            results={},
-            correlation_ids=initial_correlations(plan_id, correlation_id, parent_plan_id),
+            response_topic=response_topic,
+            correlation_id=correlation_id,
+            parent_plan_id=parent_plan_id,
+            session_id=session_id,
+            tenant_id=tenant_id,
+            user_id=user_id,
             state=dict(state or {}),
             bookkeeping=bookkeeping or PlanBookkeeping(),
+            correlation_ids=initial_correlations(plan_id, correlation_id, parent_plan_id),
         )
-        plan = cls(record, context, cache=cache)
-        plan.state_machine = machine
-        plan.response_topic = response_topic
-        plan.correlation_id = correlation_id
-        plan.tenant_id = tenant_id
-        plan.user_id = user_id
-        previous = entered = None
-        if start:
-            _, previous, entered = plan._apply(None)
-        stored = await plan_memory(context).store_plan_context(
-            plan_id, session_id, plan.to_record(), expected_version=0
-        )
-        plan._stored(stored)
-        if entered is not None:
-            await plan._publish_action(
-                entered,
-                lifecycle=[
-                    (PLAN_STARTED, {"status": PlanStatus.RUNNING.value}),
-                    (
-                        PLAN_STATE_CHANGED,
-                        {
-                            "from_state": previous,
-                            "to_state": entered,
-                            "status": plan.status,
-                            "trigger_event": None,
-                        },
-                    ),
-                ],
-            )
+        first = engine.step(new, None, key=None) if start else Step(new)
+        records = PlanRecords(plan_memory(context), cache)
+        plan = cls(await records.create(first.plan), context, cache=cache)
+        if first.entered is not None:
+            await plan._announce(first)
         return plan
 
-    async def announce_start(self) -> None:
-        """Publish ``plan.started`` for a plan not stepped by :meth:`execute_next`
-        (a ChoreographyPlanner plan). Its id derives from the plan id, so announcing
-        again (a redelivered goal) is recognisably the same event.
-        """
-        if not self.is_finished():
-            await self._context.bus.publish_event(
-                lifecycle_event(
-                    self,
-                    PLAN_STARTED,
-                    {"status": PlanStatus.RUNNING.value},
-                    event_id=derived_id(self.plan_id, "started"),
-                ),
-                **caller_identity(self),
-            )
+    @classmethod
+    async def restore(cls, plan_id: str, context: PlatformContext) -> Self | None:
+        """The stored plan ``plan_id``, or ``None`` when there is none."""
+        plan = await PlanRecords(plan_memory(context)).find(plan_id)
+        return None if plan is None else cls(plan, context)
 
-    async def announce_end_again(self) -> None:
-        """Publish a finished plan's end and its goal's answer again, under the ids the
-        first announcement used (consumers drop the copy). For a redelivered trigger
-        whose first handling may have died between storing the end and announcing it.
+    @classmethod
+    async def restore_by_correlation(
+        cls, correlation_id: str, context: PlatformContext, *, cache: PlanCache | None = None
+    ) -> Self | None:
+        """The plan one of whose actions (or itself) has ``correlation_id``, or ``None``.
+
+        Args:
+            correlation_id: The id an event carries.
+            context: Platform clients.
+            cache: Try this cache first; the plan's writes then update it. A cached
+                plan may be stale until its next write (see :class:`PlanCache`).
         """
-        if self.is_finished():
-            await self._announce_end(self._recorded_ending())
+        if cache is not None:
+            hit = cache.by_correlation(correlation_id)
+            if hit is not None:
+                return cls(PlanState.from_record(hit), context, cache=cache, cached=True)
+        record = await plan_memory(context).get_plan_by_correlation(correlation_id)
+        return None if record is None else cls(PlanState.from_record(record), context, cache=cache)
+
+    # -- reading the plan ------------------------------------------------------------
+
+    def is_finished(self) -> bool:
+        """Whether the plan has ended (completed, failed or cancelled)."""
+        return self._plan.is_finished()
+
+    def at_terminal_state(self) -> bool:
+        """Whether the plan is at a terminal state of its machine (or has already ended)."""
+        return transitions.at_terminal_state(self._plan)
+
+    def condition_names(self, event: EventEnvelope | None) -> dict[str, Any]:
+        """The names a transition condition can use."""
+        return transitions.condition_names(self._plan, event)
+
+    def get_next_state(self, event: EventEnvelope) -> str | None:
+        """The state ``event`` leads to from the current state, or ``None``.
+
+        The first transition whose ``on_event`` is the event's type and whose
+        ``condition`` (if any) holds wins.
+        """
+        return transitions.next_state(self._plan, event)
+
+    def interpolation_sources(self) -> dict[str, Any]:
+        """What ``{...}`` placeholders in action data can reference."""
+        return transitions.interpolation_sources(self._plan)
+
+    def step_for(self, event: EventEnvelope) -> str | None:
+        """The state whose action ``event`` answers (by correlation id), if pending."""
+        return self._steps.pending.get(event.correlation_id or "")
+
+    def is_own_request(self, event: EventEnvelope) -> bool:
+        """Whether ``event`` is one of this plan's own action requests (not an answer)."""
+        corr = event.correlation_id or ""
+        return corr in self._steps.pending and event.id == corr
+
+    def is_own_answer(self, event: EventEnvelope) -> bool:
+        """Whether ``event`` is this plan's answer to its goal (not a transition)."""
+        return bool(
+            self.correlation_id
+            and event.correlation_id == self.correlation_id
+            and event.type == self.response_event
+            and event.correlation_id != self.plan_id
+        )
+
+    # -- stepping --------------------------------------------------------------------
 
     async def execute_next(
         self, trigger_event: EventEnvelope | None = None, *, finish: bool = False
@@ -237,164 +360,144 @@ class PlanContext(PlanMachine):
             left).
         """
         key = step_key(trigger_event)
-        if await self._announced_again(key):
-            return None
-        if await self._stopped(trigger_event):
-            return None
-        was_pending = self.status == PlanStatus.PENDING
-        entered: str | None = None
-        previous: str | None = None
-        moved_status = self.status
-        ending: Ending | None = None
-
-        async def write() -> None:
-            nonlocal previous, entered, moved_status, ending
-            changed, previous, entered = self._apply(trigger_event, key)
-            moved_status, ending = self.status, None
-            if finish and entered is not None and self.at_terminal_state():
-                ending = self._end(self._step_results(), failed_at=previous, trigger=trigger_event)
-            if not changed and self._cached:
-                # Nothing to do by a possibly stale copy: ask the service before
-                # dropping the event (the fresh copy is not cached: this runs once).
-                await reread()
-                await write()
-            elif changed:
-                await self._write()
-
-        async def reread() -> None:
-            await self.reload()
-            if await self._stopped(trigger_event):
-                raise _Stopped
-
-        try:
-            await retry_on_conflict(write, reread)
-        except _Stopped:
-            # Ended meanwhile. If by this very trigger (an earlier attempt stored the
-            # end and then died, or lost the service's reply, so this copy was stale),
-            # its end may never have been announced.
-            await self._announced_again(key)
-            return None
-        if entered is None:
-            seen = self._steps.applied.get(key) if key is not None else None
-            if seen is not None and seen == self.current_state:
-                # A redelivered trigger applied by an earlier attempt that may have died
-                # before sending: re-send that step's request under the same id.
-                await self._publish_action(self.current_state, lifecycle=[])
-            return None
-        lifecycle: list[tuple[str, dict[str, Any]]] = []
-        if was_pending:
-            lifecycle.append((PLAN_STARTED, {"status": PlanStatus.RUNNING.value}))
-        lifecycle.append(
-            (
-                PLAN_STATE_CHANGED,
-                {
-                    "from_state": previous,
-                    "to_state": entered,
-                    "status": moved_status,
-                    "trigger_event": trigger_event.type if trigger_event else None,
-                },
-            )
+        step = await self._step(
+            lambda plan: engine.step(plan, trigger_event, key=key, finish=finish)
         )
-        await self._publish_action(entered, lifecycle=lifecycle, ending=ending)
-        return entered
+        await self._announce(step)
+        return step.entered
 
-    async def _announced_again(self, key: str | None) -> bool:
-        """Announce the end again (same event ids) when the step keyed ``key`` ended the
-        plan: a redelivered or re-run trigger whose first handling may have died before
-        the end was announced. Whether it did."""
-        if self.is_finished() and key is not None and key in self._steps.applied:
-            await self._announce_end(self._recorded_ending())
-            return True
-        return False
-
-    async def _publish_action(
-        self,
-        state_name: str,
-        *,
-        lifecycle: list[tuple[str, dict[str, Any]]],
-        ending: Ending | None = None,
-    ) -> None:
-        bus = self._context.bus
-        events: list[EventEnvelope] = [
-            lifecycle_event(self, event_type, data) for event_type, data in lifecycle
-        ]
-        wait = self.state_machine[state_name].wait
-        if wait is not None and lifecycle:
-            events.append(
+    async def announce_start(self) -> None:
+        """Publish ``plan.started`` for a plan not stepped by :meth:`execute_next`
+        (a ChoreographyPlanner plan). Its id derives from the plan id, so announcing
+        again (a redelivered goal) is recognisably the same event.
+        """
+        if not self.is_finished():
+            await self._context.bus.publish_event(
                 lifecycle_event(
                     self,
-                    PLAN_WAITING_FOR_INPUT,
-                    {
-                        "expected_event": wait.event,
-                        "timeout_seconds": wait.timeout_seconds,
-                        "reason": wait.reason or f"waiting for {wait.event}",
-                    },
-                )
+                    PLAN_STARTED,
+                    {"status": PlanStatus.RUNNING.value},
+                    event_id=derived_id(self.plan_id, "started"),
+                ),
+                **caller_identity(self),
             )
-        action = self.state_machine[state_name].action
-        corr = self._steps.correlation_for(state_name)
-        if action is not None and corr is not None:
-            data = interpolate(action.data or {}, self.interpolation_sources())
-            events.append(
-                bus.build_event(
-                    action.topic,
-                    action.event_type,
-                    data,
-                    correlation_id=corr,
-                    response_event=action.response_event,
-                    plan_id=self.plan_id,
-                    session_id=self.session_id,
-                    event_id=corr,
-                )
-            )
-        if ending is not None:
-            events.extend(end_events(self, ending))
-        await publish(self, events)
+
+    async def announce_end_again(self) -> None:
+        """Publish a finished plan's end and its goal's answer again, under the ids the
+        first announcement used (consumers drop the copy). For a redelivered trigger
+        whose first handling may have died between storing the end and announcing it.
+        """
+        if self.is_finished():
+            await self._announce_end(transitions.recorded_ending(self._plan))
 
     async def resend_current_action(self) -> None:
         """Publish the current state's outstanding request again, under the same id.
 
         For a redelivered trigger whose first handling may have died before sending.
         """
-        if self._steps.correlation_for(self.current_state) is not None:
-            await self._publish_action(self.current_state, lifecycle=[])
+        request = engine.request_for(self._plan, self.current_state)
+        if request is not None:
+            await publish(self, [self._request_event(request)])
 
-    def interpolation_sources(self) -> dict[str, Any]:
-        """What ``{...}`` placeholders in action data can reference."""
-        return {
-            "goal_data": self.goal_data,
-            "results": self.results,
-            "state": self.state,
-            "plan_id": self.plan_id,
-            "session_id": self.session_id,
-        }
+    async def _step(self, change: Callable[[PlanState], Step]) -> Step:
+        """Apply the pure ``change`` to the plan and store what it changed."""
+        return await self._apply(lambda plan: _stored_if_changed(change(plan)))
 
-    async def _stopped(self, trigger_event: EventEnvelope | None) -> bool:
-        """True when the plan takes no transition now: it has ended, or it is paused
-        (then ``trigger_event`` is kept for :meth:`resume`)."""
-        if self.is_finished():
-            return True
-        if self.status == PlanStatus.PAUSED:
-            if trigger_event is not None:
-                await self._defer(trigger_event)
-            return True
-        return False
+    async def _apply(
+        self,
+        change: Callable[[PlanState], Change[PlanState, T] | Awaitable[Change[PlanState, T]]],
+        *,
+        retries: int = CONFLICT_RETRIES,
+    ) -> T:
+        """Apply ``change`` through the versioned store (re-applied to the fresh plan
+        after a conflict) and hold the plan it leaves: stored, re-read, or as it was."""
+        applied = await apply_change(
+            self._records,
+            self._plan.plan_id,
+            self._plan,
+            change,
+            verified=not self._cached,
+            retries=retries,
+        )
+        if applied.written or applied.record is not self._plan:
+            self._adopt(applied.record)
+        return applied.outcome
 
-    async def _defer(self, trigger: EventEnvelope) -> None:
-        """Keep an event that arrived while paused; :meth:`resume` replays it."""
-        payload = trigger.model_dump(mode="json")
+    async def _announce(self, step: Step) -> None:
+        """Publish what ``step`` announces, in one request."""
+        if not step.changed and step.ending is not None:
+            await self._announce_end(step.ending)  # a stored end, announced again
+            return
+        events = [lifecycle_event(self, notice.type, notice.data) for notice in step.notices]
+        if step.request is not None:
+            events.append(self._request_event(step.request))
+        if step.ending is not None:
+            events.extend(end_events(self, step.ending))
+        await publish(self, events)
 
-        def keep(plan: PlanContext) -> None:
-            deferred = plan.bookkeeping.deferred_events
-            if all(e.get("id") != trigger.id for e in deferred):
-                plan.bookkeeping.deferred_events = [*deferred, payload]
-
-        await self.update(keep)
+    def _request_event(self, request: Request) -> EventEnvelope:
+        return self._context.bus.build_event(
+            request.topic,
+            request.event_type,
+            request.data,
+            correlation_id=request.correlation_id,
+            response_event=request.response_event,
+            plan_id=self.plan_id,
+            session_id=self.session_id,
+            event_id=request.correlation_id,
+        )
 
     async def _emit(self, event_type: str, data: dict[str, Any]) -> None:
         await self._context.bus.publish_event(
             lifecycle_event(self, event_type, data), **caller_identity(self)
         )
+
+    # -- saving ----------------------------------------------------------------------
+
+    async def save(self, *, retries: int = DEFAULT_SAVE_RETRIES) -> None:
+        """Store local changes with a versioned write.
+
+        When another writer got there first, the plan is re-read and this copy's
+        changes (fields and individual ``results``/``state``/``goal_data`` keys changed
+        since it was loaded) are applied onto the fresh copy, so concurrent handlers
+        touching different keys both keep their changes. For read-modify-write logic
+        (counters, appends) use :meth:`update`, which re-runs the change instead.
+
+        Raises:
+            VersionConflict: still conflicting after ``retries`` re-reads.
+            PlanNotFound: the plan was deleted.
+        """
+        base, local = self._snapshot.to_record(), self._plan.to_record()
+
+        def rebase(fresh: PlanState) -> PlanState:
+            return PlanState.from_record(merge_records(fresh.to_record(), base, local))
+
+        applied = await apply_change(
+            self._records, self.plan_id, self._plan, _as_is, rebase=rebase, retries=retries
+        )
+        self._adopt(applied.record)
+
+    async def update(
+        self, change: Callable[[Self], Any], *, retries: int = DEFAULT_SAVE_RETRIES
+    ) -> None:
+        """Apply ``change(plan)`` and save; on a conflict re-read and apply it again.
+
+        ``change`` may be sync or async and may run several times, so it must only
+        change the plan (no publishing).
+        """
+
+        async def on(plan: PlanState) -> Change[PlanState, None]:
+            self._plan = plan  # the copy to change: a fresh one after a conflict
+            result = change(self)
+            if inspect.isawaitable(result):
+                await result
+            return Change(self._plan, None)
+
+        await self._apply(on, retries=retries)
+
+    async def reload(self) -> None:
+        """Discard local changes and read the stored plan again."""
+        self._adopt(await self._records.load(self.plan_id))
 
     # -- ending, pausing, resuming ---------------------------------------------------
 
@@ -407,11 +510,13 @@ class PlanContext(PlanMachine):
         on through its own transition. A terminal state named like ``failed`` ends
         the plan through :meth:`fail` instead. Calling it again does nothing.
         """
-        await self._end_once(lambda plan: plan._end(result))
+        if not self.is_finished():
+            await self._end_once(lambda plan: engine.end(plan, result))
 
     async def fail(self, reason: str) -> None:
         """End the plan as failed and answer the goal with ``status: failed``."""
-        await self._end_once(lambda plan: plan._fail_locally(reason))
+        if not self.is_finished():
+            await self._end_once(lambda plan: engine.fail(plan, reason))
 
     async def cancel(self, reason: str, *, by: str | None = None) -> bool:
         """End the plan as cancelled, answer its goal, and ask its sub-plans to cancel.
@@ -433,15 +538,11 @@ class PlanContext(PlanMachine):
         Returns:
             Whether the plan is cancelled (``False``: it had ended otherwise first).
         """
-
-        def cancelled(plan: PlanContext) -> None:
-            plan._cancel_locally(reason, by)
-
         if not self.is_finished():
-            await self._transition_status(cancelled)
+            await self._transition_status(lambda plan: engine.cancel(plan, reason, by))
         if self.status != PlanStatus.CANCELLED:
             return False
-        ending = self._recorded_ending()
+        ending = transitions.recorded_ending(self._plan)
         requests = [
             self._context.bus.build_event(
                 SYSTEM_EVENTS,
@@ -463,19 +564,16 @@ class PlanContext(PlanMachine):
         await publish(self, [*end_events(self, ending), *requests, *tasks])
         return True
 
-    async def _end_once(self, end: Callable[[PlanContext], Ending]) -> None:
+    async def _transition_status(self, end: Callable[[PlanState], Step]) -> Ending | None:
+        """Store the end ``end`` makes of the plan, unless it has ended already; that
+        end (``None``: another writer ended it first)."""
+        return (await self._step(end)).ending
+
+    async def _end_once(self, end: Callable[[PlanState], Step]) -> None:
         """End the plan through ``end`` and announce it, unless it has already ended."""
-        if self.is_finished():
-            return
-        endings: list[Ending] = []
-
-        def change(plan: PlanContext) -> None:
-            endings[:] = [end(plan)]
-
-        already = await self._transition_status(change)
-        if already:
-            return
-        await self._announce_end(endings[0])
+        ending = await self._transition_status(end)
+        if ending is not None:
+            await self._announce_end(ending)
 
     async def _announce_end(self, ending: Ending) -> None:
         """Publish the lifecycle event and the goal's answer in one request."""
@@ -486,14 +584,8 @@ class PlanContext(PlanMachine):
         :meth:`resume`. No timeout: a plan-level pause may last indefinitely."""
         if self.is_finished() or self.status == PlanStatus.PAUSED:
             return
-
-        def paused(plan: PlanContext) -> None:
-            plan.bookkeeping.resume_status = str(plan.status)
-            plan.status = PlanStatus.PAUSED
-            plan.bookkeeping.pause_reason = reason
-
-        await self.update(paused)
-        await self._emit(PLAN_PAUSED, {"status": PlanStatus.PAUSED.value, "reason": reason})
+        if (await self._step(lambda plan: engine.pause(plan, reason))).changed:
+            await self._emit(PLAN_PAUSED, {"status": PlanStatus.PAUSED.value, "reason": reason})
 
     async def resume(self, input_data: Mapping[str, Any] | None = None) -> str | None:
         """Resume a paused plan with ``input_data`` (stored as ``results["user_input"]``).
@@ -507,26 +599,11 @@ class PlanContext(PlanMachine):
         if self.status != PlanStatus.PAUSED:
             return None
         data = dict(input_data or {})
-
-        def resumed(plan: PlanContext) -> None:
-            plan.status = PlanStatus(plan.bookkeeping.resume_status or PlanStatus.RUNNING)
-            plan.bookkeeping.resume_status = None
-            if plan.status == PlanStatus.PAUSED:
-                plan.status = PlanStatus.RUNNING
-            plan.bookkeeping.pause_reason = None
-            plan.results["user_input"] = data
-
-        deferred: list[dict[str, Any]] = []
-
-        def take_deferred(plan: PlanContext) -> None:
-            deferred[:] = plan.bookkeeping.deferred_events
-            plan.bookkeeping.deferred_events = []
-
-        await self.update(resumed)
-        await self._emit(PLAN_RESUMED, {"status": self.status})
+        if (await self._step(lambda plan: engine.resume(plan, data))).changed:
+            await self._emit(PLAN_RESUMED, {"status": self.status})
         entered: str | None = None
         if self.bookkeeping.deferred_events:
-            await self.update(take_deferred)
+            deferred = await self._apply(_take_deferred)
             for payload in deferred:
                 entered = await self.execute_next(EventEnvelope.model_validate(payload)) or entered
         if entered is None:
@@ -534,8 +611,9 @@ class PlanContext(PlanMachine):
         return entered
 
 
-class _Stopped(Exception):
-    """The plan ended or paused while a step was being retried: take no transition."""
+def _take_deferred(plan: PlanState) -> Change[PlanState, list[dict[str, Any]]]:
+    after, deferred = engine.take_deferred(plan)
+    return Change(after, deferred)
 
 
 __all__ = ["FAILED_STATE_NAMES", "START_STATE", "PlanCache", "PlanContext"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from soorma.agents._answers import DEFAULT_ANSWER_RETENTION, AnswerLog, answer_event_id
 from soorma.tasking.stored import StoredTask, task_memory
+from soorma_common.errors import describe_exception
 from soorma_common.events import (
     ACTION_REQUESTS,
     ACTION_RESULTS,
@@ -357,7 +358,9 @@ class TaskContext(StoredTask):
         """Answer the caller with a failure (``status: failed``, ``success: false``).
 
         Args:
-            error: What went wrong (the answer's ``error``).
+            error: What went wrong (the answer's ``error``). An exception gives its
+                text led by its class name when the text says nothing
+                (``KeyError: 'topic'``), and its class name as ``error_type``.
             reason: A machine-readable cause (the answer's ``reason``, e.g.
                 ``"hitl_timeout"``), for a state machine to route on.
             **details: Further fields of the answer.
@@ -365,14 +368,15 @@ class TaskContext(StoredTask):
         Returns:
             True if this call answered the caller; False if another claimant did.
         """
-        message = str(error) or type(error).__name__
         payload: dict[str, Any] = {
             **details,
             "task_id": self.task_id,
             "status": "failed",
             "success": False,
-            "error": message,
+            "error": describe_exception(error) if isinstance(error, BaseException) else error,
         }
+        if isinstance(error, BaseException):
+            payload["error_type"] = type(error).__name__
         if reason is not None:
             payload["reason"] = reason
         return await self._finish(payload)

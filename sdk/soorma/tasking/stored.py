@@ -3,6 +3,7 @@
 :class:`StoredTask` is the persistence half of :class:`~soorma.tasking.context.TaskContext`:
 building one from its request or its record, saving it (merging what the service knows,
 e.g. results recorded meanwhile), and claiming it for the one replica that finishes it.
+Both writes go through :func:`~soorma._versioned.apply_change` on :class:`TaskRecords`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Self
 
-from soorma._concurrency import retry_on_conflict
 from soorma._propagation import current_event
+from soorma._versioned import Change, apply_change
 from soorma.agents._answers import AnswerLog
 from soorma.event import Event
 from soorma_common.bookkeeping import TaskBookkeeping
-from soorma_common.errors import ServiceUnavailable, TaskNotFound, VersionConflict
+from soorma_common.errors import TaskNotFound, VersionConflict
 from soorma_common.events import (
     ACTION_RESULTS,
 )
@@ -198,41 +199,39 @@ class StoredTask:
             record = self.to_record()
             self._absorb(await memory.store_task_context(self.task_id, self.plan_id, record))
             return
-
-        async def write() -> None:
-            self._absorb(
-                await memory.replace_task_context(self.to_record(), expected_version=self.version)
-            )
-
-        async def reread() -> None:
-            # Someone wrote meanwhile (a result, a claim): take their sub-tasks and
-            # bookkeeping, keep our state and data, and try again.
-            await self._refresh()
-            if self._claimed_elsewhere():
-                raise TaskNotFound(
-                    f"task {self.task_id} is being finished by another claimant",
-                    details={"task_id": self.task_id},
-                )
-
         try:
-            await retry_on_conflict(write, reread)
+            applied = await apply_change(
+                TaskRecords(memory),
+                self.task_id,
+                self.to_record(),
+                _as_is,
+                rebase=self._rebased_unclaimed,
+            )
         except VersionConflict as exc:
             raise VersionConflict(
                 f"could not save task {self.task_id}: too many concurrent writes"
             ) from exc
+        self._absorb(applied.record)
 
-    async def _refresh(self) -> None:
-        """Merge the stored context into this copy (``TaskNotFound`` if it is gone)."""
-        fresh = await task_memory(self.platform).get_task_context(self.task_id)
-        if fresh is None:
-            raise TaskNotFound(
-                f"task context {self.task_id!r} no longer exists (finished?)",
-                details={"task_id": self.task_id},
-            )
+    def _rebased(self, fresh: TaskContextRecord) -> TaskContextRecord:
+        """This copy merged onto the stored ``fresh`` one: its sub-tasks and bookkeeping
+        (results and claims recorded meanwhile), our state and data and the sub-tasks
+        added here."""
         added_here = {k: v for k, v in self.sub_tasks.items() if k not in fresh.sub_tasks}
         self._meta = fresh.bookkeeping.model_dump()
         self.version = fresh.version
         self.sub_tasks = {**fresh.sub_tasks, **added_here}
+        return self.to_record()
+
+    def _rebased_unclaimed(self, fresh: TaskContextRecord) -> TaskContextRecord:
+        """As :meth:`_rebased`; ``TaskNotFound`` once another claimant is finishing it."""
+        record = self._rebased(fresh)
+        if self._claimed_elsewhere():
+            raise TaskNotFound(
+                f"task {self.task_id} is being finished by another claimant",
+                details={"task_id": self.task_id},
+            )
+        return record
 
     @staticmethod
     def _claimant() -> str | None:
@@ -252,29 +251,59 @@ class StoredTask:
         if not self._stored:
             return True
         claimant = self._claimant() or f"direct-{uuid.uuid4()}"
-        memory = task_memory(self.platform)
-
-        async def write() -> bool:
-            marker = self._meta.get("finish")
-            if marker is not None:
-                return bool(marker.get("by") == claimant)
-            self._meta["finish"] = {"by": claimant, "at": datetime.now(UTC).isoformat()}
-            try:
-                stored = await memory.replace_task_context(
-                    self.to_record(), expected_version=self.version
-                )
-            except (VersionConflict, ServiceUnavailable):
-                # Not (known to be) written: a retry writes the marker again.
-                self._meta.pop("finish", None)
-                raise
-            self._absorb(stored)
-            return True
-
+        marker = {"by": claimant, "at": datetime.now(UTC).isoformat()}
         try:
-            return await retry_on_conflict(write, self._refresh)
+            applied = await apply_change(
+                TaskRecords(task_memory(self.platform)),
+                self.task_id,
+                self.to_record(),
+                lambda record: _claimed(record, marker),
+                rebase=self._rebased,
+            )
         except TaskNotFound:
             return False
         except VersionConflict as exc:
             raise VersionConflict(
                 f"could not claim task {self.task_id}: too many concurrent writes"
             ) from exc
+        if applied.written:
+            self._meta = applied.record.bookkeeping.model_dump()
+            self._absorb(applied.record)
+        return applied.outcome
+
+
+class TaskRecords:
+    """Task contexts in the memory service: their :class:`~soorma._versioned.VersionedStore`."""
+
+    def __init__(self, memory: MemoryClient) -> None:
+        self._memory = memory
+
+    async def load(self, task_id: str) -> TaskContextRecord:
+        """The stored context ``task_id`` (``TaskNotFound`` when it is gone)."""
+        record = await self._memory.get_task_context(task_id)
+        if record is None:
+            raise TaskNotFound(
+                f"task context {task_id!r} no longer exists (finished?)",
+                details={"task_id": task_id},
+            )
+        return record
+
+    async def replace(
+        self, record: TaskContextRecord, *, expected_version: int
+    ) -> TaskContextRecord:
+        """Store ``record`` if the stored version is still ``expected_version``."""
+        return await self._memory.replace_task_context(record, expected_version=expected_version)
+
+
+def _as_is(record: TaskContextRecord) -> Change[TaskContextRecord, None]:
+    return Change(record, None)
+
+
+def _claimed(record: TaskContextRecord, marker: dict[str, Any]) -> Change[TaskContextRecord, bool]:
+    """``record`` claimed with ``marker``; the outcome: whether the claim is ours (a
+    record claimed already is left alone, and is ours if the claimant is the same)."""
+    held = record.bookkeeping.finish
+    if held is not None:
+        return Change(None, held.get("by") == marker["by"])
+    book = record.bookkeeping.model_copy(update={"finish": marker})
+    return Change(record.model_copy(update={"bookkeeping": book}), True)

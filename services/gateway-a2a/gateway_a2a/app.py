@@ -33,6 +33,7 @@ from gateway_a2a.push import RetryingPushSender
 from gateway_a2a.replicas import ReplicaWatch
 from gateway_a2a.rest03 import rest03_routes
 from gateway_a2a.restwire import RestMediaTypes
+from gateway_a2a.semantic import SemanticRanker
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import build_stores, migrate_stores
@@ -56,8 +57,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     push_http = httpx.AsyncClient(
         timeout=settings.gateway_push_timeout_seconds, follow_redirects=False
     )
+    semantic = SemanticRanker(
+        settings.memory_url,
+        http,
+        token=settings.api_token,
+        min_similarity=settings.gateway_route_min_similarity,
+        min_margin=settings.gateway_route_min_margin,
+    )
     catalog = SkillCatalog(
-        settings.registry_url, http, settings.gateway_card_ttl_seconds, settings.api_token
+        settings.registry_url,
+        http,
+        settings.gateway_card_ttl_seconds,
+        settings.api_token,
+        semantic=semantic,
     )
     bridge = Bridge(settings, stores.routes, http)
     cards = CardEndpoints(settings, catalog)

@@ -44,8 +44,9 @@ def routing_note(settings: Settings) -> str:
     otherwise = (
         f"otherwise it goes to the default skill {default!r}"
         if default
-        else "otherwise to the skill whose description and examples best match its text "
-        "(an error names the skills when none does)"
+        else "otherwise to the skill whose description and examples best match its text, "
+        "by meaning when the platform can embed text, else by shared words (an error names "
+        "the skills when none matches clearly)"
     )
     return f"Name a skill by its id in message.metadata.skill; {otherwise}."
 
@@ -107,12 +108,13 @@ def build_card(settings: Settings, skills: list[Skill], *, agent: str | None = N
 
 
 def _routing_params(settings: Settings) -> Struct:
+    fallback = "semantic-match,lexical-match" if settings.memory_url else "lexical-match"
     params = Struct()
     params.update(
         {
             "metadataKey": "skill",
             "defaultSkill": settings.gateway_default_skill or "",
-            "fallback": "" if settings.gateway_default_skill else "lexical-match",
+            "fallback": "" if settings.gateway_default_skill else fallback,
         }
     )
     return params

@@ -36,6 +36,8 @@ class Settings(ServiceSettings):
     # Where the other services are (the same variables agents use).
     event_service_url: str = "http://127.0.0.1:8082"
     registry_url: str = "http://127.0.0.1:8081"
+    # Its embeddings rank skills for messages that name none (unset: by words only).
+    memory_url: str | None = "http://127.0.0.1:8083"
     # How external clients reach this gateway (the card's interface URLs).
     gateway_url: str = "http://127.0.0.1:8085"
     # jwt mode: the gateway's own token, with the claim soorma_role=service (contract C1).
@@ -48,6 +50,10 @@ class Settings(ServiceSettings):
     gateway_description: str = "The platform's agents, reachable over A2A."
     # The skill a message without metadata.skill goes to (e.g. a planner's goal event).
     gateway_default_skill: str | None = None
+    # Routing a skill-less message by meaning: the closest skill's cosine similarity must
+    # reach this and lead the next one by the margin (else: by words, else an error).
+    gateway_route_min_similarity: float = Field(default=0.25, ge=-1, le=1)
+    gateway_route_min_margin: float = Field(default=0.05, ge=0, le=2)
     # Event type agents answer a gateway task with (on action-results).
     gateway_response_event: str = "a2a.task.result"
     # Published on system-events (correlation_id = task id) when a client cancels.

@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from a2a.utils.errors import InvalidParamsError
@@ -14,6 +14,9 @@ from a2a.utils.errors import InvalidParamsError
 from gateway_a2a.routing import rank
 from soorma.client import Identity
 from soorma.registry import RegistryClient
+
+if TYPE_CHECKING:
+    from gateway_a2a.semantic import SemanticRanker
 
 # Agent metadata key: "message" makes the gateway answer with a direct A2A message
 # (no task) for this agent's skills.
@@ -54,9 +57,16 @@ class SkillCatalog:
     """Live skills of each tenant from the registry (a short TTL keeps the card fresh)."""
 
     def __init__(
-        self, registry_url: str, http: httpx.AsyncClient, ttl: float, token: str | None = None
+        self,
+        registry_url: str,
+        http: httpx.AsyncClient,
+        ttl: float,
+        token: str | None = None,
+        semantic: SemanticRanker | None = None,
     ) -> None:
         self.registry_url = registry_url
+        # Ranks skill-less messages by meaning when the memory service embeds.
+        self.semantic = semantic
         self.token = token
         self.http = http
         self.ttl = ttl
@@ -125,9 +135,10 @@ class SkillCatalog:
         fits: Callable[[Skill], bool] | None = None,
     ) -> Skill:
         """The skill a message goes to: ``metadata.skill``, else the agent's only skill,
-        else the configured default, else the skill whose words best match ``text``
-        among those that take the message (``text`` and ``fits`` are called only then;
-        :mod:`gateway_a2a.routing`).
+        else the configured default, else the skill ``text`` is about among those that
+        take the message (``text`` and ``fits`` are called only then): by meaning when
+        the memory service embeds (:mod:`gateway_a2a.semantic`), else, or when no skill
+        is clearly closest, by shared words (:mod:`gateway_a2a.routing`).
 
         Raises:
             InvalidParamsError: no such skill, or none named, no default and no clear match.
@@ -146,7 +157,13 @@ class SkillCatalog:
         wanted = wanted or default
         names = sorted(s.id for s in skills)
         if wanted is None:
-            return _best_match(skills, names, text() if text else "", fits)
+            query = text() if text else ""
+            if self.semantic is not None:
+                candidates = [s for s in skills if fits is None or fits(s)]
+                chosen = await self.semantic.choose(tenant, candidates, query)
+                if chosen is not None:
+                    return chosen
+            return _best_match(skills, names, query, fits)
         for skill in skills:
             if wanted in (skill.id, skill.event):
                 return skill

@@ -74,6 +74,13 @@ def _agent(agent: AgentDefinition, group: GroupLag | None, now: datetime) -> Con
     )
 
 
+def group_of(agent: AgentDefinition) -> str:
+    """The consumer group ``agent`` reads with: the one it registered (SDK agents record
+    it in ``metadata.consumer_group``), otherwise its name (the SDK's default)."""
+    group = agent.metadata.get("consumer_group")
+    return group if isinstance(group, str) and group else agent.name
+
+
 def connected_agents(
     agents: Sequence[AgentDefinition],
     groups: ConsumerGroupList | None,
@@ -81,7 +88,7 @@ def connected_agents(
     now: datetime,
     errors: Sequence[str] = (),
 ) -> ConnectedAgentList:
-    """Join registered agents with the consumer groups named after them.
+    """Join registered agents with their consumer groups (see :func:`group_of`).
 
     ``groups`` is ``None`` when the event service could not be asked: every agent's
     ``consumer_group`` is then null (unknown, not zero).
@@ -91,9 +98,10 @@ def connected_agents(
         by_group.setdefault(row.group, []).append(row)
     lags = {name: _group_lag(name, rows) for name, rows in by_group.items()}
     rows = [
-        _agent(a, lags.get(a.name), now) for a in sorted(agents, key=lambda a: (a.name, a.agent_id))
+        _agent(a, lags.get(group_of(a)), now)
+        for a in sorted(agents, key=lambda a: (a.name, a.agent_id))
     ]
-    named = {a.name for a in agents}
+    named = {group_of(a) for a in agents}
     return ConnectedAgentList(
         agents=rows,
         other_groups=[lags[name] for name in sorted(lags) if name not in named],

@@ -2,6 +2,7 @@
 
 from memory_service.routes import (
     answers,
+    embeddings,
     episodes,
     longterm_admin,
     plan_context,
@@ -24,6 +25,7 @@ ROUTERS = (
     episodes.router,
     procedures.router,
     longterm_admin.router,
+    embeddings.router,
 )
 
 __all__ = ["ROUTERS"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -129,18 +129,63 @@ class SqlBase:
         await self.engine.dispose()
 
 
-async def check_version_update(
-    conn: AsyncConnection,
-    table: sa.Table,
-    where: sa.ColumnElement[bool],
+R = TypeVar("R")
+
+
+async def versioned_write(
     *,
-    expected_version: int,
-    not_found: Exception,
-) -> None:
-    """Raise the right error after a version-guarded UPDATE touched no row."""
-    current = (await conn.execute(sa.select(table.c.version).where(where))).scalar()
-    if current is None:
-        raise not_found
+    expected_version: int | None,
+    must_exist: bool,
+    upsert: Callable[[], Awaitable[R | None]],
+    create: Callable[[], Awaitable[R | None]],
+    update: Callable[[int | None], Awaitable[R | None]],
+    current_version: Callable[[], Awaitable[int | None]],
+    not_found: Callable[[], Exception],
+) -> R:
+    """The one versioned write of plan and task contexts: which statement runs, and what
+    a statement that wrote nothing means.
+
+    - no ``expected_version``, not ``must_exist``: ``upsert`` (create, or bump the version);
+    - ``expected_version`` 0: ``create`` only if absent (``VersionConflict`` naming the
+      stored version otherwise);
+    - no ``expected_version``, ``must_exist``: ``update(None)``, any stored version;
+    - ``expected_version`` n: ``update(n)``, only that version (``VersionConflict``).
+
+    ``update`` and ``create`` return ``None`` when they wrote nothing; ``current_version``
+    then tells a missing record (``not_found()``) from a newer one.
+    """
+    if expected_version is None and not must_exist:
+        row = await upsert()
+    elif expected_version == 0:
+        row = await create()
+        if row is None:
+            raise conflict_on_create(await current_version() or 0)
+    else:
+        row = await versioned_update(
+            update,
+            expected_version=expected_version,
+            current_version=current_version,
+            not_found=not_found,
+        )
+    assert row is not None  # an upsert always returns its row
+    return row
+
+
+async def versioned_update(
+    update: Callable[[int | None], Awaitable[R | None]],
+    *,
+    expected_version: int | None,
+    current_version: Callable[[], Awaitable[int | None]],
+    not_found: Callable[[], Exception],
+) -> R:
+    """``update(expected_version)``'s row; ``not_found()`` or ``VersionConflict`` when it
+    wrote nothing (``None``: any stored version will do)."""
+    row = await update(expected_version)
+    if row is not None:
+        return row
+    current = None if expected_version is None else await current_version()
+    if expected_version is None or current is None:
+        raise not_found()
     raise version_conflict(expected_version, current)
 
 

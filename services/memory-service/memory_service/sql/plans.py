@@ -17,16 +17,16 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_service.models import plan_correlations, plans, task_contexts, working_memory
 from memory_service.sql.base import (
     SqlBase,
-    check_version_update,
-    conflict_on_create,
     stored_bookkeeping,
     utc,
     utcnow,
-    version_conflict,
+    versioned_update,
+    versioned_write,
 )
 from memory_service.sql.driver import StatementRunner
 from soorma_common.errors import Conflict, PlanNotFound
@@ -210,6 +210,38 @@ def plan_data_deletes(owned: sa.ColumnElement[bool]) -> list[sa.Delete]:
     return out
 
 
+async def _update_plan(
+    tx: StatementRunner, params: dict[str, Any], version: int | None
+) -> Mapping[str, Any] | None:
+    """Write a plan row if its stored version is ``version`` (any, for ``None``)."""
+    if version is None:
+        return await tx.fetchrow(UPDATE_PLAN_ANY_VERSION, params)
+    return await tx.fetchrow(UPDATE_PLAN, {**params, "expected_version": version})
+
+
+async def _plan_version(tx: StatementRunner, params: dict[str, Any]) -> int | None:
+    row = await tx.fetchrow(GET_VERSION, params)
+    return None if row is None else int(row["version"])
+
+
+async def _set_plan_columns(
+    conn: AsyncConnection,
+    key: sa.ColumnElement[bool],
+    values: dict[str, Any],
+    version: int | None,
+) -> Any:
+    """Set ``values`` on a plan row if its stored version is ``version`` (any: ``None``)."""
+    where = key if version is None else sa.and_(key, plans.c.version == version)
+    stmt = sa.update(plans).where(where).values(**values).returning(*plans.c)
+    row = (await conn.execute(stmt)).first()
+    return None if row is None else row._mapping
+
+
+async def _stored_version(conn: AsyncConnection, key: sa.ColumnElement[bool]) -> int | None:
+    version: int | None = (await conn.execute(sa.select(plans.c.version).where(key))).scalar()
+    return version
+
+
 class SqlPlans(SqlBase):
     """Plan and plan-context part of the SQL store.
 
@@ -284,27 +316,15 @@ class SqlPlans(SqlBase):
             now=utcnow(),
         )
         async with self.writing() as tx:
-            if expected_version is None and not must_exist:
-                row = await tx.fetchrow(self._upsert_plan, params)
-            elif expected_version == 0:
-                row = await tx.fetchrow(self._insert_new_plan, params)
-                if row is None:
-                    current = await tx.fetchrow(GET_VERSION, params)
-                    assert current is not None
-                    raise conflict_on_create(current["version"])
-            elif expected_version is None:
-                row = await tx.fetchrow(UPDATE_PLAN_ANY_VERSION, params)
-                if row is None:
-                    raise _plan_not_found(record.plan_id)
-            else:
-                params["expected_version"] = expected_version
-                row = await tx.fetchrow(UPDATE_PLAN, params)
-                if row is None:
-                    current = await tx.fetchrow(GET_VERSION, params)
-                    if current is None:
-                        raise _plan_not_found(record.plan_id)
-                    raise version_conflict(expected_version, current["version"])
-            assert row is not None
+            row = await versioned_write(
+                expected_version=expected_version,
+                must_exist=must_exist,
+                upsert=lambda: tx.fetchrow(self._upsert_plan, params),
+                create=lambda: tx.fetchrow(self._insert_new_plan, params),
+                update=lambda version: _update_plan(tx, params, version),
+                current_version=lambda: _plan_version(tx, params),
+                not_found=lambda: _plan_not_found(record.plan_id),
+            )
             await self._sync_correlations(tx, tenant, record.plan_id, correlation_ids)
             return record_from_row(row)
 
@@ -398,30 +418,17 @@ class SqlPlans(SqlBase):
         expected_version: int | None = None,
     ) -> PlanContextRecord:
         key = _key(tenant, plan_id)
-        where = (
-            key if expected_version is None else sa.and_(key, plans.c.version == expected_version)
-        )
         values: dict[str, Any] = {"version": plans.c.version + 1, "updated_at": utcnow()}
         if status is not None:
             values["status"] = status.value
         async with self.engine.begin() as conn:
-            row = (
-                await conn.execute(
-                    sa.update(plans).where(where).values(**values).returning(*plans.c)
-                )
-            ).first()
-            if row is None:
-                if expected_version is None:
-                    raise _plan_not_found(plan_id)
-                await check_version_update(
-                    conn,
-                    plans,
-                    key,
-                    expected_version=expected_version,
-                    not_found=_plan_not_found(plan_id),
-                )
-            assert row is not None
-            return record_from_row(row._mapping)
+            row = await versioned_update(
+                lambda version: _set_plan_columns(conn, key, values, version),
+                expected_version=expected_version,
+                current_version=lambda: _stored_version(conn, key),
+                not_found=lambda: _plan_not_found(plan_id),
+            )
+            return record_from_row(row)
 
     async def list_plans(
         self,

@@ -10,11 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_service.models import sub_tasks, task_contexts
 from memory_service.sql.base import (
     SqlBase,
-    check_version_update,
-    conflict_on_create,
     stored_bookkeeping,
     utc,
     utcnow,
+    versioned_write,
 )
 from soorma_common.errors import TaskNotFound
 from soorma_common.memory import (
@@ -44,6 +43,27 @@ def _key(tenant: str, task_id: str) -> sa.ColumnElement[bool]:
     return sa.and_(task_contexts.c.tenant_id == tenant, task_contexts.c.task_id == task_id)
 
 
+def _update_task(
+    key: sa.ColumnElement[bool], values: dict[str, Any], version: int | None
+) -> sa.Update:
+    """Set ``values`` on a task row if its stored version is ``version`` (any: ``None``)."""
+    where = key if version is None else sa.and_(key, task_contexts.c.version == version)
+    return sa.update(task_contexts).where(where).values(**values)
+
+
+async def _written(conn: AsyncConnection, stmt: Any) -> int | None:
+    """Run an INSERT/UPDATE of one task row: its new version, ``None`` if it wrote none."""
+    version: int | None = (await conn.execute(stmt.returning(task_contexts.c.version))).scalar()
+    return version
+
+
+async def _stored_version(conn: AsyncConnection, key: sa.ColumnElement[bool]) -> int | None:
+    version: int | None = (
+        await conn.execute(sa.select(task_contexts.c.version).where(key))
+    ).scalar()
+    return version
+
+
 class SqlTaskContexts(SqlBase):
     """Task-context part of the SQL store."""
 
@@ -59,62 +79,24 @@ class SqlTaskContexts(SqlBase):
         fields: dict[str, Any] = {name: getattr(record, name) for name in _FIELDS}
         fields["bookkeeping"] = stored_bookkeeping(record)
         key = _key(tenant, record.task_id)
+        created = {"tenant_id": tenant, "task_id": record.task_id, "version": 1}
+        created |= {"created_at": now, "updated_at": now, **fields}
+        updated = {**fields, "version": task_contexts.c.version + 1, "updated_at": now}
+        unique = [task_contexts.c.tenant_id, task_contexts.c.task_id]
+        upsert = self.insert(task_contexts).values(**created)
+        upsert = upsert.on_conflict_do_update(index_elements=unique, set_=updated)
+        create = self.insert(task_contexts).values(**created)
+        create = create.on_conflict_do_nothing(index_elements=unique)
         async with self.engine.begin() as conn:
-            if expected_version is None and not must_exist:
-                stmt = self.insert(task_contexts).values(
-                    tenant_id=tenant,
-                    task_id=record.task_id,
-                    version=1,
-                    created_at=now,
-                    updated_at=now,
-                    **fields,
-                )
-                stmt = stmt.on_conflict_do_update(
-                    index_elements=[task_contexts.c.tenant_id, task_contexts.c.task_id],
-                    set_={**fields, "version": task_contexts.c.version + 1, "updated_at": now},
-                )
-                await conn.execute(stmt)
-            elif expected_version == 0:
-                stmt = (
-                    self.insert(task_contexts)
-                    .values(
-                        tenant_id=tenant,
-                        task_id=record.task_id,
-                        version=1,
-                        created_at=now,
-                        updated_at=now,
-                        **fields,
-                    )
-                    .on_conflict_do_nothing(
-                        index_elements=[task_contexts.c.tenant_id, task_contexts.c.task_id]
-                    )
-                    .returning(task_contexts.c.version)
-                )
-                if (await conn.execute(stmt)).first() is None:
-                    current = (
-                        await conn.execute(sa.select(task_contexts.c.version).where(key))
-                    ).scalar_one()
-                    raise conflict_on_create(current)
-            else:
-                where = key
-                if expected_version is not None:
-                    where = sa.and_(key, task_contexts.c.version == expected_version)
-                stmt = (
-                    sa.update(task_contexts)
-                    .where(where)
-                    .values(**fields, version=task_contexts.c.version + 1, updated_at=now)
-                    .returning(task_contexts.c.version)
-                )
-                if (await conn.execute(stmt)).first() is None:
-                    if expected_version is None:
-                        raise _task_not_found(record.task_id)
-                    await check_version_update(
-                        conn,
-                        task_contexts,
-                        key,
-                        expected_version=expected_version,
-                        not_found=_task_not_found(record.task_id),
-                    )
+            await versioned_write(
+                expected_version=expected_version,
+                must_exist=must_exist,
+                upsert=lambda: _written(conn, upsert),
+                create=lambda: _written(conn, create),
+                update=lambda version: _written(conn, _update_task(key, updated, version)),
+                current_version=lambda: _stored_version(conn, key),
+                not_found=lambda: _task_not_found(record.task_id),
+            )
             await self._replace_sub_tasks(conn, tenant, record)
             return await self._read_task(conn, tenant, record.task_id)
 

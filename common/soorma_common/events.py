@@ -46,6 +46,13 @@ PLAN_CANCELLED: Final = "plan.cancelled"
 #: A request to cancel a plan (``reason`` in the data), published with the caller's
 #: identity; the plan's owning planner ends it ``cancelled``.
 PLAN_CANCEL_REQUESTED: Final = "plan.cancel_requested"
+#: A request to cancel a worker task (data: ``task_id``, ``plan_id``, ``reason``), published
+#: by a cancelled plan for its outstanding step requests and by a cancelled task for its
+#: outstanding sub-tasks; the worker holding the task interrupts and ends it.
+TASK_CANCEL_REQUESTED: Final = "task.cancel_requested"
+#: A worker ended a task on a cancel request (data: ``task_id``, ``reason``); the task's
+#: caller gets no answer.
+TASK_CANCELLED: Final = "task.cancelled"
 #: A ChoreographyPlanner's WAIT began (``timeout_seconds`` in the data).
 PLAN_WAITING_FOR_INPUT: Final = "plan.waiting_for_input"
 #: The tracker's answer to a WAIT that got no event in time.
@@ -75,6 +82,8 @@ PLAN_LIFECYCLE_EVENTS: Final[frozenset[str]] = frozenset(
 #: Platform event types that never answer a request.
 NOT_ANSWERS: Final[frozenset[str]] = PLAN_LIFECYCLE_EVENTS | {
     PLAN_CANCEL_REQUESTED,
+    TASK_CANCEL_REQUESTED,
+    TASK_CANCELLED,
     TASK_PROGRESS,
     TASK_TIMEOUT,
     HUMAN_INPUT,
@@ -209,6 +218,8 @@ __all__ = [
     "STANDARD_TOPICS",
     "SYSTEM_EVENTS",
     "TASK_ARTIFACT",
+    "TASK_CANCELLED",
+    "TASK_CANCEL_REQUESTED",
     "TASK_EVENTS",
     "TASK_PROGRESS",
     "TASK_TIMEOUT",

@@ -1,4 +1,4 @@
-"""``soorma plans list|show|cancel`` and ``soorma tasks answer|timeout``: the tracker's
+"""``soorma plans list|show|cancel`` and ``soorma tasks show|answer|timeout``: the tracker's
 view of plans, in a terminal, and acting on them through the event service."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from soorma_common.tracker import PlanDetail, PlanSummary, TimelineEntry
+from soorma_common.tracker import PlanDetail, PlanSummary, TaskDetail, TimelineEntry
 
 STATUS_MARK = {
     "completed": "✔",
@@ -19,6 +19,8 @@ STATUS_MARK = {
     "paused": "‖",
     "running": "▶",
     "pending": "…",
+    "delegated": "→",
+    "waiting": "…",
 }
 
 
@@ -77,6 +79,12 @@ def add_parser(commands: Any) -> None:
     )
     answer.add_argument("--data", required=True, help="the answer, a JSON object")
     answer.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
+    show_task = task_actions.add_parser(
+        "show", help="one task: status (e.g. cancelled, with why), answer, sub-tasks"
+    )
+    show_task.add_argument("task_id", metavar="ID", help="the request's event id")
+    show_task.add_argument("--json", action="store_true", help="print the API's JSON")
+    show_task.add_argument("--url", help="tracker URL (default: SOORMA_TRACKER_URL)")
     timeout = task_actions.add_parser(
         "timeout",
         help="time out a pending human input or planner WAIT now (its timeout branch)",
@@ -93,7 +101,9 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``soorma plans ...`` or ``soorma tasks ...``; the exit code."""
     if args.command == "tasks":
-        task_handler = {"answer": _answer, "timeout": _timeout}[args.tasks_command]
+        task_handler = {"answer": _answer, "timeout": _timeout, "show": _show_task}[
+            args.tasks_command
+        ]
         return asyncio.run(task_handler(args))
     handler = {"list": _list, "show": _show, "cancel": _cancel}[args.plans_command]
     return asyncio.run(handler(args))
@@ -290,6 +300,44 @@ async def _show(args: argparse.Namespace) -> int:
                     )
         except SoormaError as exc:
             return _fail(str(exc))
+    return 0
+
+
+def format_task(task: TaskDetail) -> list[str]:
+    """``soorma tasks show``: the task's status line, facts, then one line per sub-task."""
+    status = task.status.value
+    why = task.reason or task.error
+    lines = [
+        f"task {task.task_id or task.correlation_id}  {STATUS_MARK.get(status, '?')} {status}"
+        + (f" ({why})" if why else "")
+    ]
+    facts = [
+        ("request", task.event_type),
+        ("plan", task.plan_id),
+        ("requested by", task.requester),
+        ("answered by", task.agent),
+        ("answer", task.answer_type),
+        ("latency", _ms(task.latency_ms) or None),
+    ]
+    lines += [f"  {name}: {value}" for name, value in facts if value]
+    for sub in task.sub_tasks:
+        mark = STATUS_MARK.get(sub.status.value, "?")
+        lines.append(
+            f"  sub-task {sub.task_id or sub.correlation_id}  {mark} {sub.status.value}"
+            f"  {sub.event_type or '-'}"
+        )
+    return lines
+
+
+async def _show_task(args: argparse.Namespace) -> int:
+    from soorma_common.errors import SoormaError
+
+    async with _context(args.url) as context:
+        try:
+            task = await context.tracker.task(args.task_id)
+        except SoormaError as exc:
+            return _fail(str(exc))
+    print(task.model_dump_json(indent=2) if args.json else "\n".join(format_task(task)))
     return 0
 
 

@@ -54,6 +54,8 @@ EXPECTED = {
     "TASK_TIMEOUT",
     "HUMAN_INPUT",
     "TASK_ARTIFACT",
+    "TASK_CANCEL_REQUESTED",
+    "TASK_CANCELLED",
     "NOT_ANSWERS",
     # bus
     "PublishRequest",

@@ -177,3 +177,76 @@ async def test_bad_input_names_the_id_or_field(stack: Stack) -> None:
         r = await stack.get("/plans", **params)
         assert r.status_code == 422, params
         assert field in r.text, r.text
+
+
+async def test_a_cancelled_task_stays_cancelled_whatever_order_its_events_arrive_in(
+    stack: Stack,
+) -> None:
+    plan_id = str(uuid.uuid4())
+    request = {
+        "topic": "action-requests",
+        "type": "report.write",
+        "response_event": "report.written",
+        "plan_id": plan_id,
+        "data": {},
+    }
+    early, late = str(uuid.uuid4()), str(uuid.uuid4())
+    # One task is cancelled before its request is projected, the other after.
+    for task_id, first in ((early, "cancelled"), (late, "request")):
+        cancelled = {
+            "topic": "system-events",
+            "type": "task.cancelled",
+            "correlation_id": task_id,
+            "plan_id": plan_id,
+            "source": "writer",
+            "data": {"task_id": task_id, "reason": "plan cancelled", "event_type": "report.write"},
+        }
+        asked = {**request, "id": task_id, "correlation_id": task_id}
+        ask_human = {
+            "topic": "notification-events",
+            "type": "notification.human_input",
+            "correlation_id": f"ask-{task_id}",
+            "plan_id": plan_id,
+            "source": "writer",
+            "data": {
+                "task_id": task_id,
+                "sub_task_id": f"ask-{task_id}",
+                "question": "which template?",
+                "response_event": "template.chosen",
+                "timeout_seconds": 3600,
+            },
+        }
+        order = [cancelled, asked] if first == "cancelled" else [asked, ask_human, cancelled]
+        for event in order:
+            await stack.publish(event)
+        # The worker's late answer (after the cancel) does not end it otherwise.
+        await stack.publish(
+            {
+                "topic": "action-results",
+                "type": "report.written",
+                "correlation_id": task_id,
+                "plan_id": plan_id,
+                "source": "writer",
+                "data": {"status": "completed", "success": True, "result": 1},
+            }
+        )
+
+    async def both_cancelled() -> list[dict[str, Any]] | None:
+        r = await stack.get(f"/plans/{plan_id}/actions")
+        rows = r.json()["actions"] if r.status_code == 200 else []
+        answered = [r for r in rows if r["answer_type"] == "report.written"]
+        asked = [r for r in rows if r["task_id"] == f"ask-{late}" and r["status"] != "waiting"]
+        return rows if len(answered) == 2 and asked else None
+
+    rows = await stack.until(both_cancelled)
+    assert {(r["task_id"], r["status"], r["reason"]) for r in rows} == {
+        (early, "cancelled", "plan cancelled"),
+        (late, "cancelled", "plan cancelled"),
+        (f"ask-{late}", "cancelled", "plan cancelled"),
+    }
+    detail = await stack.ok(f"/tasks/{late}")
+    assert detail["status"] == "cancelled"
+    # Its open human input ended with it: nothing left to time out.
+    assert [(w["sub_task_id"], w["status"]) for w in detail["waits"]] == [
+        (f"ask-{late}", "answered")
+    ]

@@ -36,10 +36,12 @@ from soorma.agents._answers import (
     RecordWait,
     keep_answers,
 )
+from soorma.agents._cancel import TaskCancels, was_cancelled
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
 from soorma.agents.base import Agent
 from soorma.context import PlatformContext
 from soorma.event import Event
+from soorma.tasking.cancelled import is_cancelled
 from soorma.tasking.context import TaskContext
 from soorma.tasking.results import ResultContext
 from soorma_common.errors import TaskNotFound
@@ -112,6 +114,7 @@ class Worker(RecordWait, Agent):
         self._timeout_handler: TimeoutHandler | None = None
         self._hears_timeouts = False
         self._has_tasks = False
+        self.cancels = TaskCancels(self)  # task.cancel_requested (see soorma.agents._cancel)
 
     async def start(self) -> None:
         """Start like any agent; refuses a given context without a memory client."""
@@ -124,6 +127,7 @@ class Worker(RecordWait, Agent):
         if self._has_tasks and not self.running:
             # Any task may ask a human; the tracker's ``task.timeout`` must reach it.
             self._hear_timeouts()
+            self.cancels.listen()  # and any may be cancelled (task.cancel_requested)
         await super().start()
 
     def on_task(self, event_type: str, *, topic: str = ACTION_REQUESTS) -> Callable[[W], W]:
@@ -155,7 +159,7 @@ class Worker(RecordWait, Agent):
                     task = TaskContext.from_event(
                         event, context, agent_id=self.name, answers=self.answers
                     )
-                    await func(task, context)
+                    await self.cancels.run(task, func, context)
 
             self._add_handler(
                 HandlerSpec(
@@ -179,6 +183,8 @@ class Worker(RecordWait, Agent):
         record = await context.memory.get_task_context(event.id)
         if record is None:
             return False
+        if was_cancelled(self.name, record):
+            return True
         task = TaskContext.from_record(record, context)
         if not task.has_sent:
             return False  # saved, but nothing delegated or asked: run the handler again
@@ -241,6 +247,8 @@ class Worker(RecordWait, Agent):
             return  # not a task of ours, or it has ended
         task = TaskContext.from_record(record, context, answers=self.answers)
         sub = task.sub_tasks.get(sub_task_id)
+        if is_cancelled(record):
+            return  # the task was cancelled: nothing to time out
         if task.agent_id != self.name or sub is None or sub.status is not SubTaskStatus.PENDING:
             return  # another worker's task, or the human answered first
         if self._timeout_handler is not None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 from soorma._concurrency import CONFLICT_RETRIES
 from soorma._versioned import Change, apply_change
+from soorma.agents._cancel import step_cancel_requests
 from soorma.planning import engine, transitions
 from soorma.planning.cache import PlanCache
 from soorma.planning.engine import Request, Step
@@ -523,9 +524,11 @@ class PlanContext:
         The end is stored first (a versioned write, like every step), then announced
         with ``plan.cancelled``, the goal's answer (``status: cancelled``) and one
         ``plan.cancel_requested`` per outstanding step request whose goal opened a
-        sub-plan, all under ids derived from the plan. Calling it again on a cancelled
-        plan announces the same events again (consumers drop the copies), so a cancel
-        request redelivered after a crash completes what the first handling began.
+        sub-plan and one ``task.cancel_requested`` per outstanding step request (the
+        worker holding it interrupts and cancels it), all under ids derived from the
+        plan. Calling it again on a cancelled plan announces the same events again
+        (consumers drop the copies), so a cancel request redelivered after a crash
+        completes what the first handling began.
         Answers that arrive afterwards change nothing: an ended plan takes no transition.
 
         Args:
@@ -556,7 +559,9 @@ class PlanContext:
             )
             for corr in sorted(self._steps.pending)
         ]
-        await publish(self, [*end_events(self, ending), *requests])
+        reason = str(ending.reply["error"])
+        tasks = step_cancel_requests(self._context.bus, self, self._steps.pending, reason)
+        await publish(self, [*end_events(self, ending), *requests, *tasks])
         return True
 
     async def _transition_status(self, end: Callable[[PlanState], Step]) -> Ending | None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from soorma.agents._answers import AnswerLog
 from soorma.event import Event
+from soorma.tasking.cancelled import is_cancelled
 from soorma.tasking.context import TaskContext
 from soorma.tasking.stored import task_memory
 from soorma_common.errors import TaskNotFound
@@ -73,8 +74,9 @@ class ResultContext:
         results arrive at several replicas at once.
 
         Raises:
-            TaskNotFound: no task owns this sub-task (it was completed or deleted); the
-                worker acks such a late result instead of retrying it.
+            TaskNotFound: no task owns this sub-task (it was completed or deleted), or
+                its task was cancelled; the worker acks such a late result instead of
+                retrying it.
         """
         if self._task is not None:
             return self._task
@@ -89,6 +91,11 @@ class ResultContext:
                 f"no task owns sub-task {cid!r} (finished already, or not delegated with "
                 "task.delegate())",
                 details={"sub_task_id": cid},
+            )
+        if is_cancelled(owner):
+            raise TaskNotFound(
+                f"task {owner.task_id} was cancelled; its sub-task {cid!r} answered late",
+                details={"task_id": owner.task_id, "sub_task_id": cid},
             )
         record = await memory.record_sub_task_result(
             owner.task_id,

@@ -32,7 +32,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from soorma_common import events as wire
-from soorma_common.tracker import TERMINAL_PLAN_STATUSES
+from soorma_common.tracker import TERMINAL_PLAN_STATUSES, TERMINAL_TASK_STATUSES
 from tracker_service import events as et
 from tracker_service.db import lock_writes, upsert
 from tracker_service.models import correlations, counters, events, plans, sessions, tasks, waits
@@ -318,6 +318,7 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
     request_ids: set[Key] = set()
     goal_ids: set[Key] = set()
     wait_ids: set[Key] = set()
+    cancelled_ids: set[Key] = set()
     for e in evs:
         if e.correlation_id:
             task_keys.add((e.tenant, e.correlation_id))
@@ -337,6 +338,8 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
             goal_ids.add((e.tenant, e.parent_event_id))
         if e.type == wire.PLAN_WAIT_TIMEOUT and isinstance(e.data.get("wait_id"), str):
             wait_ids.add((e.tenant, e.data["wait_id"]))
+        if e.type == wire.TASK_CANCELLED and isinstance(e.data.get("task_id"), str):
+            cancelled_ids.add((e.tenant, e.data["task_id"]))  # and its human inputs
     for row in await _select_any(conn, plans, {"plan_id": plan_keys, "goal_event_id": request_ids}):
         b.plans.setdefault((row["tenant_id"], row["plan_id"]), row)
     for key, row in b.plans.items():
@@ -346,7 +349,11 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
     for row in await _select_any(
         conn,
         tasks,
-        {"correlation_id": task_keys, "task_id": task_ids, "parent_event_id": request_ids},
+        {
+            "correlation_id": task_keys,
+            "task_id": task_ids,
+            "parent_event_id": request_ids | cancelled_ids,
+        },
     ):
         loaded.setdefault((row["tenant_id"], row["correlation_id"]), row)
     # The tasks that asked a human: an answer moves them back to running.
@@ -360,6 +367,11 @@ async def _load(conn: AsyncConnection, evs: Sequence[et.Ev]) -> _Batch:
     b.tasks = loaded
     for row in loaded.values():
         b.index_task(row)
+    wait_ids |= {
+        (r["tenant_id"], r["correlation_id"])
+        for r in loaded.values()
+        if r["kind"] == "human_input" and (r["tenant_id"], r["parent_task_id"]) in cancelled_ids
+    }
     for row in await _select_any(conn, waits, {"wait_id": wait_ids, "plan_id": plan_keys}):
         b.add_wait(row)
     b.dirty_waits.clear()
@@ -581,7 +593,8 @@ def _apply_answer(b: _Batch, e: et.Ev) -> None:
         wait["late_answer_at"] = wait["late_answer_at"] or e.time
         b.dirty_waits.add(key)
         return
-    _set_status(t, status, e.time, None)
+    if t["status"] != "cancelled":  # a cancelled task stays cancelled (a late answer)
+        _set_status(t, status, e.time, None)
     if wait is not None and wait["status"] == "waiting":
         wait["status"], wait["answered_at"] = "answered", e.time
         b.dirty_waits.add(key)
@@ -660,6 +673,8 @@ def _apply_human_input(b: _Batch, e: et.Ev) -> None:
         _set_status(parent, "waiting", e.time)
     if not answered_early:
         _early_answers(b, e.tenant, sub)
+    if parent is not None and parent["status"] == "cancelled":
+        _end_with_cancelled(b, parent, (e.tenant, sub), e.time)  # projected after the cancel
 
 
 def _apply_task_timeout(b: _Batch, e: et.Ev) -> None:
@@ -670,11 +685,50 @@ def _apply_task_timeout(b: _Batch, e: et.Ev) -> None:
     _set_status(t, "failed", e.time, reason)
     task_id = e.data.get("task_id")
     parent = b.task_by_task_id(e.tenant, task_id if isinstance(task_id, str) else None)
-    if parent is not None:
+    if parent is not None and parent["status"] != "cancelled":
         _set_status(parent, "failed", e.time, reason)
     w = b.wait(e.tenant, sub)
     if w is not None and w["status"] == "waiting":
         w.update(status="timed_out", timed_out_at=e.time, timeout_event_id=e.id)
+
+
+def _apply_task_cancelled(b: _Batch, e: et.Ev) -> None:
+    """A worker ended a task on a cancel request: the task (found by its request id, or
+    keyed by its correlation id until its request arrives) is cancelled for good (a
+    late answer is recorded, its status stays)."""
+    task_id = e.data.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        return
+    t = b.task_by_task_id(e.tenant, task_id)
+    if t is None:
+        t = b.task(e.tenant, e.correlation_id or task_id, e.time)
+        t["task_id"] = t["task_id"] or task_id
+        t["plan_id"] = t["plan_id"] or e.plan_id
+        b.index_task(t)
+    reason = e.data.get("reason")
+    if t["status"] != "cancelled":
+        # Over any other end too: a worker cancels only a task it has not answered, so an
+        # answer projected first (another topic's stream) is a late one.
+        t.update(status="cancelled", status_rank=_CLASS["cancelled"], status_time=e.time)
+        t["reason"] = str(reason)[:2000] if reason else "cancelled"
+    # Its open human inputs end with it (as a plan's waits end with the plan): no timeout.
+    for key in b.children.get((e.tenant, task_id), []):
+        _end_with_cancelled(b, t, key, e.time)
+
+
+def _end_with_cancelled(b: _Batch, task: dict[str, Any], key: Key, at: datetime) -> None:
+    """A human input ``key`` of the cancelled ``task`` ends with it: cancelled, its wait
+    closed (nothing left to time out)."""
+    ask = b.tasks.get(key)
+    if ask is None or ask["kind"] != "human_input" or ask["status"] in TERMINAL_TASK_STATUSES:
+        return
+    ask.update(status="cancelled", status_rank=_CLASS["cancelled"], status_time=at)
+    ask["reason"] = task["reason"]
+    b.dirty_tasks.add(key)
+    w = b.waits.get(key)
+    if w is not None and w["status"] == "waiting":
+        w["status"], w["answered_at"] = "answered", at
+        b.dirty_waits.add(key)
 
 
 def _apply_plan_wait(b: _Batch, e: et.Ev) -> None:
@@ -711,6 +765,8 @@ def _apply(b: _Batch, e: et.Ev) -> None:
         _apply_human_input(b, e)
     elif e.type == wire.TASK_TIMEOUT:
         _apply_task_timeout(b, e)
+    elif e.type == wire.TASK_CANCELLED:
+        _apply_task_cancelled(b, e)
     elif e.type == wire.PLAN_WAITING_FOR_INPUT:
         _apply_plan_wait(b, e)
     elif e.type == wire.PLAN_WAIT_TIMEOUT:

@@ -213,6 +213,10 @@ def summarize(type_: str, topic: str, source: str | None, data: dict[str, Any]) 
             f"{who}: {int(pct * 100) if isinstance(pct, int | float) else '?'}% "
             f"{data.get('message') or ''}".strip()
         )
+    if type_ == wire.TASK_CANCELLED:
+        return f"{who} cancelled {data.get('event_type') or 'a task'}: {data.get('reason')}"[:200]
+    if type_ == wire.TASK_CANCEL_REQUESTED:
+        return f"cancel requested for task {data.get('task_id')}"
     if type_ == wire.TASK_TIMEOUT:
         return f"human input timed out{by} ({data.get('reason', 'hitl_timeout')})"
     if topic == wire.ACTION_REQUESTS:

@@ -4,14 +4,11 @@ the plan's timeline. Another tenant cannot answer it; an answered input refuses 
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 import pytest
-from tracker_stack import Listener, Stack
-
-from soorma.cli import main
+from tracker_stack import Listener, Stack, run_cli
 
 pytestmark = pytest.mark.asyncio
 
@@ -46,17 +43,6 @@ async def _ask(stack: Stack) -> dict[str, str]:
     return {"plan_id": plan_id, "sub": sub, "task_id": task_id}
 
 
-async def _cli(*argv: str) -> int:
-    def call() -> int:
-        try:
-            main(list(argv))
-        except SystemExit as exc:
-            return int(exc.code or 0)
-        return 0
-
-    return await asyncio.to_thread(call)
-
-
 async def test_soorma_tasks_answer_publishes_the_answer_as_the_caller(
     stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,14 +57,14 @@ async def test_soorma_tasks_answer_publishes_the_answer_as_the_caller(
     monkeypatch.setenv("SOORMA_USER_ID", "carol")
     async with Listener(stack, ["human.answered"], topic="notification-events") as answers:
         monkeypatch.setenv("SOORMA_TENANT_ID", "globex")
-        assert await _cli("tasks", "answer", ids["sub"], "--data", '{"ok": 1}', *url) == 1
+        assert await run_cli("tasks", "answer", ids["sub"], "--data", '{"ok": 1}', *url) == 1
         assert ids["sub"] in capsys.readouterr().err
         monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
-        assert await _cli("tasks", "answer", ids["sub"], "--data", "[1]", *url) == 2
+        assert await run_cli("tasks", "answer", ids["sub"], "--data", "[1]", *url) == 2
         capsys.readouterr()
         # The task that asked names its pending input too.
         data = '{"approved": true}'
-        assert await _cli("tasks", "answer", ids["task_id"], "--data", data, *url) == 0
+        assert await run_cli("tasks", "answer", ids["task_id"], "--data", data, *url) == 0
         assert f"answered {ids['task_id']}" in capsys.readouterr().out
         (answer,) = await answers.wait_for(1)
     assert answer.data == {"approved": True}
@@ -92,7 +78,7 @@ async def test_soorma_tasks_answer_publishes_the_answer_as_the_caller(
     await stack.until(answered)
     timeline = await stack.ok(f"/plans/{ids['plan_id']}/timeline")
     assert "human.answered" in [e["type"] for e in timeline["entries"]]
-    assert await _cli("tasks", "answer", ids["sub"], "--data", data, *url) == 1
+    assert await run_cli("tasks", "answer", ids["sub"], "--data", data, *url) == 1
     assert "waits no longer (answered)" in capsys.readouterr().err
 
 
@@ -112,7 +98,7 @@ async def test_soorma_tasks_answer_releases_a_planner_wait_with_its_expected_eve
     await stack.plan_when(plan_id, lambda p: p["waits"] and p["waits"][0]["status"] == "waiting")
     monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
     async with Listener(stack, ["user.replied"], topic="action-results") as released:
-        code = await _cli(
+        code = await run_cli(
             "tasks", "answer", plan_id, "--data", '{"go": true}', "--url", stack.tracker.url
         )
         assert code == 0, capsys.readouterr().err

@@ -3,16 +3,13 @@ owning planner ends the plan, and the tracker shows it cancelled with the reason
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 import pytest
-from tracker_stack import Listener, Stack
+from tracker_stack import Listener, Stack, agent_context, run_cli
 
-from soorma import PlatformContext, PlatformSettings
 from soorma.agents.planner import Planner
-from soorma.cli import main
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 
 pytestmark = pytest.mark.asyncio
@@ -28,44 +25,18 @@ STATES = {
 }
 
 
-def _context(stack: Stack, **identity: Any) -> PlatformContext:
-    context = PlatformContext.from_env(
-        settings=PlatformSettings(
-            event_service_url=stack.events.url,
-            memory_url=stack.memory.url,
-            tracker_url=stack.tracker.url,
-            **identity,
-        )
-    )
-    # This stack runs no registry: nothing to register with or validate against.
-    context.registry = None
-    context.bus.payload_validator = None
-    return context
-
-
-async def _cli(*argv: str) -> int:
-    def call() -> int:
-        try:
-            main(list(argv))
-        except SystemExit as exc:
-            return int(exc.code or 0)
-        return 0
-
-    return await asyncio.to_thread(call)
-
-
 async def test_soorma_plans_cancel_ends_a_running_plan_with_its_reason(
     stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     planner = Planner(
         name="reviewer",
-        context=_context(stack, tenant_id="acme"),
+        context=agent_context(stack, tenant_id="acme"),
         plan_definition=PlanDefinition(plan_type="doc.goal", states=STATES),
     )
     await planner.start()
     try:
         async with (
-            _context(stack, tenant_id="acme") as context,
+            agent_context(stack, tenant_id="acme") as context,
             Listener(stack, ["plan.cancel_requested"]) as requests,
         ):
             await context.bus.request("doc.goal", {}, "doc.done", correlation_id="doc-1")
@@ -77,12 +48,14 @@ async def test_soorma_plans_cancel_ends_a_running_plan_with_its_reason(
             # Another tenant does not reach the plan at all.
             monkeypatch.setenv("SOORMA_TENANT_ID", "globex")
             assert (
-                await _cli("plans", "cancel", "doc-1", "--reason", "x", "--url", stack.tracker.url)
+                await run_cli(
+                    "plans", "cancel", "doc-1", "--reason", "x", "--url", stack.tracker.url
+                )
                 == 1
             )
             assert "doc-1" in capsys.readouterr().err
             monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
-            code = await _cli(
+            code = await run_cli(
                 "plans",
                 "cancel",
                 "doc-1",
@@ -106,7 +79,7 @@ async def test_soorma_plans_cancel_ends_a_running_plan_with_its_reason(
             assert (shown["status"], shown["reason"]) == ("cancelled", "wrong document")
             # Cancelling an ended plan is refused before anything is published.
             assert (
-                await _cli(
+                await run_cli(
                     "plans", "cancel", plan.plan_id, "--reason", "again", "--url", stack.tracker.url
                 )
                 == 1

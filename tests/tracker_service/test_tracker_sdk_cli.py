@@ -8,10 +8,9 @@ import uuid
 from typing import Any
 
 import pytest
-from tracker_stack import Stack
+from tracker_stack import Stack, run_cli
 
 from soorma import PlatformContext, PlatformSettings
-from soorma.cli import main
 from soorma_common.errors import PlanNotFound
 
 pytestmark = pytest.mark.asyncio
@@ -85,37 +84,28 @@ async def test_context_tracker_reads_and_waits_for_plans(stack: Stack) -> None:
             await context.tracker.wait_for_plan("missing", timeout=0.5)
 
 
-async def _cli(*argv: str) -> int:
-    def call() -> int:
-        try:
-            main(list(argv))
-        except SystemExit as exc:
-            return int(exc.code or 0)
-        return 0
-
-    return await asyncio.to_thread(call)
-
-
 async def test_soorma_plans_list_show_and_follow(
     stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
     done = await _plan(stack)
     await stack.plan_when(done["plan_id"], lambda p: p["status"] == "completed")
-    assert await _cli("plans", "list", "--url", stack.tracker.url) == 0
+    assert await run_cli("plans", "list", "--url", stack.tracker.url) == 0
     assert done["plan_id"] in capsys.readouterr().out
-    assert await _cli("plans", "show", done["cid"], "--url", stack.tracker.url) == 0
+    assert await run_cli("plans", "show", done["cid"], "--url", stack.tracker.url) == 0
     out = capsys.readouterr().out
     assert f"plan {done['plan_id']}" in out and "path: (start) -> book" in out
     assert "plan started" in out and "plan completed" in out
-    assert await _cli("plans", "show", done["plan_id"], "--json", "--url", stack.tracker.url) == 0
+    assert (
+        await run_cli("plans", "show", done["plan_id"], "--json", "--url", stack.tracker.url) == 0
+    )
     shown = json.loads(capsys.readouterr().out)
     assert shown["plan"]["status"] == "completed" and len(shown["timeline"]) == 3
     # --follow prints entries as they come and returns when the plan ends.
     live = await _plan(stack, finish=False)
     await stack.plan_when(live["plan_id"], lambda p: p["event_count"] == 2)
     follower = asyncio.create_task(
-        _cli("plans", "show", live["plan_id"], "--follow", "--url", stack.tracker.url)
+        run_cli("plans", "show", live["plan_id"], "--follow", "--url", stack.tracker.url)
     )
     await asyncio.sleep(1.0)
     await stack.publish(
@@ -131,7 +121,7 @@ async def test_soorma_plans_list_show_and_follow(
         assert await follower == 0
     out = capsys.readouterr().out
     assert "failed: no seats" in out and out.rstrip().endswith("plan failed (no seats)")
-    assert await _cli("plans", "show", "nope", "--url", stack.tracker.url) == 1
+    assert await run_cli("plans", "show", "nope", "--url", stack.tracker.url) == 1
     assert "'nope'" in capsys.readouterr().err
 
 
@@ -170,16 +160,16 @@ async def test_plans_are_found_by_a_prefix_of_their_plan_correlation_or_event_id
     assert await search(done["cid"][:12]) == [done["plan_id"]]
     assert await search("%%%%") == [] and await search("____") == []
     assert (await stack.get("/plans", q="abc")).status_code == 422
-    assert await _cli("plans", "show", f"{tag}-bb", *url) == 0
+    assert await run_cli("plans", "show", f"{tag}-bb", *url) == 0
     assert f"plan {two}" in capsys.readouterr().out
-    assert await _cli("plans", "show", f"ev{tag}-sec", *url) == 0
+    assert await run_cli("plans", "show", f"ev{tag}-sec", *url) == 0
     assert f"plan {two}" in capsys.readouterr().out
-    assert await _cli("plans", "show", done["plan_id"][:8], *url) == 0
+    assert await run_cli("plans", "show", done["plan_id"][:8], *url) == 0
     assert f"plan {done['plan_id']}" in capsys.readouterr().out
-    assert await _cli("plans", "show", tag, *url) == 1
+    assert await run_cli("plans", "show", tag, *url) == 1
     err = capsys.readouterr().err
     assert "matches 2 plans" in err and one in err and two in err
-    assert await _cli("plans", "list", "--search", f"{tag}-aa", *url) == 0
+    assert await run_cli("plans", "list", "--search", f"{tag}-aa", *url) == 0
     listed = capsys.readouterr().out
     assert one in listed and two not in listed
     # Another tenant finds nothing by the same prefix.

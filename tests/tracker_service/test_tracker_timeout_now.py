@@ -6,16 +6,13 @@ tenant cannot reach the wait."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 import pytest
-from tracker_stack import Listener, Stack
+from tracker_stack import Listener, Stack, agent_context, run_cli
 
-from soorma import PlatformContext, PlatformSettings
 from soorma.agents.planner import Planner
-from soorma.cli import main
 from soorma_common.state import PlanDefinition, StateConfig, StateWait
 from tracker_service.timeouts import timeout_event_id
 
@@ -38,44 +35,18 @@ STATES = {
 }
 
 
-def _context(stack: Stack, **identity: Any) -> PlatformContext:
-    context = PlatformContext.from_env(
-        settings=PlatformSettings(
-            event_service_url=stack.events.url,
-            memory_url=stack.memory.url,
-            tracker_url=stack.tracker.url,
-            **identity,
-        )
-    )
-    # This stack runs no registry: nothing to register with or validate against.
-    context.registry = None
-    context.bus.payload_validator = None
-    return context
-
-
-async def _cli(*argv: str) -> int:
-    def call() -> int:
-        try:
-            main(list(argv))
-        except SystemExit as exc:
-            return int(exc.code or 0)
-        return 0
-
-    return await asyncio.to_thread(call)
-
-
 async def test_soorma_tasks_timeout_sends_a_planner_wait_down_its_timeout_branch(
     stack: Stack, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     planner = Planner(
         name="spender",
-        context=_context(stack, tenant_id="acme"),
+        context=agent_context(stack, tenant_id="acme"),
         plan_definition=PlanDefinition(plan_type="spend.goal", states=STATES),
     )
     await planner.start()
     try:
         async with (
-            _context(stack, tenant_id="acme") as context,
+            agent_context(stack, tenant_id="acme") as context,
             Listener(stack, ["plan.wait_timeout"]) as timeouts,
             Listener(stack, ["spend.done"], topic="action-results") as done,
         ):
@@ -92,11 +63,13 @@ async def test_soorma_tasks_timeout_sends_a_planner_wait_down_its_timeout_branch
             monkeypatch.setenv("SOORMA_USER_ID", "alice")
             # Another tenant does not reach the wait.
             monkeypatch.setenv("SOORMA_TENANT_ID", "globex")
-            assert await _cli("tasks", "timeout", plan.plan_id, *url) == 1
+            assert await run_cli("tasks", "timeout", plan.plan_id, *url) == 1
             assert plan.plan_id in capsys.readouterr().err
             monkeypatch.setenv("SOORMA_TENANT_ID", "acme")
             # The plan's id names its pending WAIT.
-            code = await _cli("tasks", "timeout", plan.plan_id, "--reason", "out of budget", *url)
+            code = await run_cli(
+                "tasks", "timeout", plan.plan_id, "--reason", "out of budget", *url
+            )
             out = capsys.readouterr().out
             assert code == 0, out
             assert f"timed out {plan.plan_id}" in out
@@ -116,7 +89,7 @@ async def test_soorma_tasks_timeout_sends_a_planner_wait_down_its_timeout_branch
         (entry,) = [e for e in timeline["entries"] if e["type"] == "plan.wait_timeout"]
         assert entry["summary"] == "plan wait timeout by alice"
         # A wait that ended refuses a second timeout before anything is published.
-        assert await _cli("tasks", "timeout", plan.plan_id, *url) == 1
+        assert await run_cli("tasks", "timeout", plan.plan_id, *url) == 1
         assert "waits no longer (timed_out)" in capsys.readouterr().err
     finally:
         await planner.stop()

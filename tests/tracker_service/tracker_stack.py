@@ -265,3 +265,37 @@ class TrackerProcess:
                     await self.proc.wait()
             except TimeoutError:
                 await self.kill()
+
+
+def agent_context(stack: Stack, **identity: Any) -> Any:
+    """A :class:`soorma.PlatformContext` on ``stack`` as ``identity`` (tenant_id=...).
+
+    The stack runs no registry: the context neither registers nor validates payloads.
+    """
+    from soorma import PlatformContext, PlatformSettings
+
+    context = PlatformContext.from_env(
+        settings=PlatformSettings(
+            event_service_url=stack.events.url,
+            memory_url=stack.memory.url,
+            tracker_url=stack.tracker.url,
+            **identity,
+        )
+    )
+    context.registry = None
+    context.bus.payload_validator = None
+    return context
+
+
+async def run_cli(*argv: str) -> int:
+    """``soorma ARGV`` in this process (off the event loop); its exit code."""
+    from soorma.cli import main
+
+    def call() -> int:
+        try:
+            main(list(argv))
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+
+    return await asyncio.to_thread(call)

@@ -5,7 +5,6 @@
   const ui = window.TrackerUI;
   const { h } = ui;
 
-  let timer = null;
   let ticker = null;
   let loading = false;
   let listing = null;     // the last answer of GET /agents
@@ -126,20 +125,10 @@
     }
   }
 
-  function schedule() {
-    if (timer) clearInterval(timer);
-    timer = null;
-    if (!document.getElementById("auto-refresh").checked) return;
-    const every = Number(document.getElementById("refresh-every").value) * 1000;
-    timer = setInterval(() => { if (!document.hidden) load(); }, every);
-  }
-
   function start() {
-    document.getElementById("auto-refresh").addEventListener("change", schedule);
-    document.getElementById("refresh-every").addEventListener("change", schedule);
     document.getElementById("show-stale").addEventListener("change", render);
     load();
-    schedule();
+    ui.autoRefresh(load);
     // Ages and staleness move between refreshes too.
     ticker = setInterval(() => { if (!document.hidden) render(); }, 1000);
   }

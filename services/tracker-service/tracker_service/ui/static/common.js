@@ -211,6 +211,22 @@
     };
   };
 
+  /* Calls ``load`` every few seconds while the page is visible, as the page's
+   * #auto-refresh checkbox and #refresh-every select say (both re-read on change). */
+  ui.autoRefresh = function (load) {
+    let timer = null;
+    function schedule() {
+      if (timer) clearInterval(timer);
+      timer = null;
+      if (!document.getElementById("auto-refresh").checked) return;
+      const every = Number(document.getElementById("refresh-every").value) * 1000;
+      timer = setInterval(() => { if (!document.hidden) load(); }, every);
+    }
+    document.getElementById("auto-refresh").addEventListener("change", schedule);
+    document.getElementById("refresh-every").addEventListener("change", schedule);
+    schedule();
+  };
+
   /* ---------- formatting ---------- */
 
   ui.parseTime = function (value) {

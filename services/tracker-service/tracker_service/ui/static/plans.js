@@ -6,7 +6,6 @@
   const FILTERS = ["q", "status", "goal_event", "planner", "session_id", "parent_plan_id", "since", "until"];
   const PAGE = 50;
 
-  let timer = null;
   let nextCursor = null;
   let pages = 1;          // how many pages are shown: a refresh reloads as many
   let seen = new Map();   // plan_id -> status|updated, to flag rows that changed
@@ -138,14 +137,6 @@
     }
   }
 
-  function schedule() {
-    if (timer) clearInterval(timer);
-    timer = null;
-    if (!document.getElementById("auto-refresh").checked) return;
-    const every = Number(document.getElementById("refresh-every").value) * 1000;
-    timer = setInterval(() => { if (!document.hidden) load(); }, every);
-  }
-
   function start() {
     fieldsFromUrl();
     const form = document.getElementById("filters");
@@ -156,10 +147,8 @@
       form.reset(); writeUrl(); pages = 1; seen = new Map(); load();
     });
     document.getElementById("more").addEventListener("click", () => { pages += 1; load(); });
-    document.getElementById("auto-refresh").addEventListener("change", schedule);
-    document.getElementById("refresh-every").addEventListener("change", schedule);
     load();
-    schedule();
+    ui.autoRefresh(load);
   }
 
   document.addEventListener("DOMContentLoaded", () => ui.boot("Plans", start));

@@ -43,6 +43,14 @@ class Dialect:
     def json_param(self, value: Any) -> str:
         return orjson.dumps(value).decode()
 
+    def in_values(self, column: str, name: str) -> str:
+        """``column`` is one of the strings in list parameter ``:name`` (one statement
+        for any number of values, so the driver prepares it once)."""
+        raise NotImplementedError
+
+    def values_param(self, values: Sequence[str]) -> Any:
+        raise NotImplementedError
+
     def json_value(self, name: str) -> str:
         return f":{name}"
 
@@ -69,6 +77,12 @@ class SqliteDialect(Dialect):
 
     def distance(self, dims: int, name: str = "q") -> str:
         return f"vec_distance_cosine(embedding, :{name})"
+
+    def in_values(self, column: str, name: str) -> str:
+        return f"{column} IN (SELECT value FROM json_each(:{name}))"
+
+    def values_param(self, values: Sequence[str]) -> Any:
+        return orjson.dumps(list(values)).decode()
 
     def ts(self, value: datetime) -> Any:
         # Fixed-width ISO strings in UTC: text order is time order.
@@ -107,15 +121,24 @@ class PostgresDialect(Dialect):
     pg = True
 
     def vector_param(self, vector: Sequence[float]) -> Any:
-        return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+        # A real[] in asyncpg's binary format (pgvector casts it): formatting and parsing
+        # 256 numbers as text took longer than the insert itself.
+        return vector if isinstance(vector, list) else list(vector)
 
     def vector_value(self, name: str) -> str:
-        # Sent as text and cast: asyncpg has no codec for pgvector's type.
-        return f"CAST(CAST(:{name} AS text) AS vector)"
+        return f"CAST(CAST(:{name} AS real[]) AS vector)"
 
     def distance(self, dims: int, name: str = "q") -> str:
         # The same expression as the per-model HNSW index, so the planner can use it.
-        return f"(embedding::vector({dims}) <=> CAST(CAST(:{name} AS text) AS vector({dims})))"
+        return f"(embedding::vector({dims}) <=> CAST(CAST(:{name} AS real[]) AS vector({dims})))"
+
+    def in_values(self, column: str, name: str) -> str:
+        # The column's own type, so its btree index applies (content_hash is CHAR).
+        kind = "bpchar[]" if column.endswith("content_hash") else "text[]"
+        return f"{column} = ANY(CAST(:{name} AS {kind}))"
+
+    def values_param(self, values: Sequence[str]) -> Any:
+        return list(values)
 
     def json_value(self, name: str) -> str:
         return f"CAST(CAST(:{name} AS text) AS jsonb)"

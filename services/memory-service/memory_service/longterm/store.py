@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memory_service.longterm.dialect import Dialect, dialect_for, keyword_terms
@@ -172,6 +172,18 @@ class LongTermStore:
         self.available = available
         self._rls_role = rls_role
         self._clock = _Clock()
+        self._statements: dict[str, TextClause] = {}
+        self._semantic_upsert = self._semantic_insert(
+            "ON CONFLICT (tenant_id, user_id, external_id) WHERE external_id IS NOT NULL "
+            "DO UPDATE SET content = excluded.content, content_hash = excluded.content_hash, "
+            "metadata = excluded.metadata, tags = excluded.tags, source = excluded.source, "
+            "is_public = excluded.is_public, embedding = excluded.embedding, "
+            "embedding_model = excluded.embedding_model, "
+            "embedding_dims = excluded.embedding_dims, updated_at = excluded.updated_at"
+        )
+        self._semantic_dedupe = self._semantic_insert(
+            "ON CONFLICT (tenant_id, user_id, content_hash) WHERE external_id IS NULL DO NOTHING"
+        )
 
     @classmethod
     async def open(cls, engine: AsyncEngine) -> LongTermStore:
@@ -273,6 +285,7 @@ class LongTermStore:
             "hash": content_hash(item.content),
             "metadata": self.d.json_param(item.metadata),
             "tags": self.d.json_param(item.tags),
+            "item": item,
             "source": item.source,
             "public": item.public,
             "emb": self.d.vector_param(vector),
@@ -302,10 +315,14 @@ class LongTermStore:
     ) -> list[tuple[SemanticMemoryRecord, bool]]:
         """Store ``items`` in one transaction: upsert by external id, else de-duplicate.
 
-        Set-based (a few statements per batch, not per item): existing external ids and
-        content hashes are looked up at once, then the rows are written with one
-        ``executemany`` per kind. Returns each item's record and whether it was created
-        (False: updated in place, or the same content was already stored).
+        Set-based, a fixed number of statements per batch whatever its size: the stored
+        external ids and content hashes are looked up with one statement each, the rows
+        written with one ``executemany`` per kind, and the keys looked up again to learn
+        what each row became (a concurrent writer may have stored the same content
+        first). Records are built from what was written; only rows stored by someone
+        else (de-duplicated content, a lost race) are read back. Returns each item's
+        record and whether it was created (False: updated in place, or the same content
+        was already stored).
         """
         now = self._clock.now()
         rows = [
@@ -316,22 +333,13 @@ class LongTermStore:
         ]
         keyed = [row for row in rows if row["external_id"] is not None]
         hashed = [row for row in rows if row["external_id"] is None]
-        upsert = self._semantic_insert(
-            "ON CONFLICT (tenant_id, user_id, external_id) WHERE external_id IS NOT NULL "
-            "DO UPDATE SET content = excluded.content, content_hash = excluded.content_hash, "
-            "metadata = excluded.metadata, tags = excluded.tags, source = excluded.source, "
-            "is_public = excluded.is_public, embedding = excluded.embedding, "
-            "embedding_model = excluded.embedding_model, "
-            "embedding_dims = excluded.embedding_dims, updated_at = excluded.updated_at"
-        )
-        dedupe = self._semantic_insert(
-            "ON CONFLICT (tenant_id, user_id, content_hash) WHERE external_id IS NULL DO NOTHING"
-        )
+        # The last write of an external id in the batch is what stays stored.
+        last_keyed = {row["external_id"]: row for row in keyed}
         async with self._tx(tenant) as conn:
-            known_external = await self._semantic_lookup(
-                conn, tenant, user, "external_id", {r["external_id"] for r in keyed}
+            known_external = await self._semantic_keys(
+                conn, tenant, user, "external_id", last_keyed
             )
-            known_hash = await self._semantic_lookup(
+            known_hash = await self._semantic_keys(
                 conn, tenant, user, "content_hash", {r["hash"] for r in hashed}
             )
             # New content only, once per hash (a batch may repeat itself).
@@ -339,51 +347,102 @@ class LongTermStore:
                 {r["hash"]: r for r in reversed(hashed) if r["hash"] not in known_hash}.values()
             )
             if keyed:
-                await conn.execute(text(upsert), keyed)
+                await conn.execute(self._sql(self._semantic_upsert), keyed)
             if fresh:
-                await conn.execute(text(dedupe), fresh)
-            by_external = await self._semantic_lookup(
-                conn, tenant, user, "external_id", {r["external_id"] for r in keyed}
-            )
-            by_hash = await self._semantic_lookup(
-                conn, tenant, user, "content_hash", {r["hash"] for r in hashed}
-            )
+                await conn.execute(self._sql(self._semantic_dedupe), fresh)
+            by_external = await self._semantic_keys(conn, tenant, user, "external_id", last_keyed)
+            by_hash = dict(known_hash)
+            if fresh:
+                by_hash.update(
+                    await self._semantic_keys(
+                        conn, tenant, user, "content_hash", {r["hash"] for r in fresh}
+                    )
+                )
+            written = {r["id"]: r for r in fresh}
+            for row in last_keyed.values():
+                record_id, created_at = by_external[row["external_id"]]
+                written[record_id] = {**row, "id": record_id, "created_at": created_at}
+            # Everything else (stored before, or by a concurrent writer) is read back.
+            others = {rid for rid, _ in by_hash.values() if rid not in written}
+            stored = await self._semantic_by_ids(conn, tenant, others)
+        built = {rid: self._semantic_built(row, model) for rid, row in written.items()}
         out: list[tuple[SemanticMemoryRecord, bool]] = []
         seen: set[str] = set()
         for row in rows:
             if row["external_id"] is not None:
-                record = by_external[row["external_id"]]
-                created = row["external_id"] not in known_external and record.id not in seen
+                record_id = by_external[row["external_id"]][0]
+                created = row["external_id"] not in known_external and record_id not in seen
             else:
-                record = by_hash[row["hash"]]
-                created = row["hash"] not in known_hash and record.id not in seen
-            seen.add(record.id)
-            out.append((record, created))
+                record_id = by_hash[row["hash"]][0]
+                created = row["hash"] not in known_hash and record_id not in seen
+            seen.add(record_id)
+            record = built.get(record_id) or stored[record_id]
+            out.append((record, created and record_id in built))
         return out
 
-    async def _semantic_lookup(
-        self, conn: AsyncConnection, tenant: str, user: str, column: str, values: set[str]
-    ) -> dict[str, SemanticMemoryRecord]:
-        """The user's records whose ``column`` (external id or content hash) is in
-        ``values``, by that value (the oldest one for a hash stored more than once)."""
-        found: dict[str, SemanticMemoryRecord] = {}
+    def _semantic_built(self, row: dict[str, Any], model: ActiveModel) -> SemanticMemoryRecord:
+        """The record a row written by :meth:`semantic_put` now is (no read-back)."""
+        created_at = row.get("created_at", row["now"])
+        return SemanticMemoryRecord.model_construct(
+            id=row["id"],
+            external_id=row["external_id"],
+            parent_external_id=None,
+            chunk_index=None,
+            content=row["content"],
+            metadata=row["item"].metadata,
+            tags=row["item"].tags,
+            source=row["source"],
+            public=bool(row["public"]),
+            user_id=row["u"],
+            content_hash=row["hash"],
+            embedding_model=model.name,
+            created_at=_dt(created_at),
+            updated_at=_dt(row["now"]),
+        )
+
+    def _sql(self, statement: str) -> TextClause:
+        """``text(statement)``, built once (parsing bind names shows up per batch)."""
+        clause = self._statements.get(statement)
+        if clause is None:
+            clause = self._statements[statement] = text(statement)
+        return clause
+
+    async def _semantic_keys(
+        self, conn: AsyncConnection, tenant: str, user: str, column: str, values: Iterable[str]
+    ) -> dict[str, tuple[str, Any]]:
+        """``(id, created_at)`` of the user's records whose ``column`` (external id or
+        content hash) is in ``values``, by that value (the oldest for a hash stored more
+        than once)."""
         ordered = sorted(values)
-        for start in range(0, len(ordered), 500):
-            chunk = ordered[start : start + 500]
-            marks = ", ".join(f":v{i}" for i in range(len(chunk)))
-            result = await conn.execute(
-                text(
-                    f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE tenant_id = :t "
-                    f"AND user_id = :u AND {column} IN ({marks}) ORDER BY created_at DESC, id"
-                ),
-                {"t": tenant, "u": user, **{f"v{i}": v for i, v in enumerate(chunk)}},
-            )
-            for row in result:
-                record = semantic_record(row)
-                key = record.external_id if column == "external_id" else record.content_hash
-                assert key is not None
-                found[key] = record  # newest first: the oldest is written last and wins
-        return found
+        if not ordered:
+            return {}
+        result = await conn.execute(
+            self._sql(
+                f"SELECT {column} AS k, id, created_at FROM memory_semantic WHERE "
+                f"tenant_id = :t AND user_id = :u AND {self.d.in_values(column, 'vals')} "
+                "ORDER BY created_at DESC, id DESC"
+            ),
+            {"t": tenant, "u": user, "vals": self.d.values_param(ordered)},
+        )
+        # Newest first: the oldest is written last and wins. (CHAR pads on PostgreSQL.)
+        if column == "content_hash":
+            return {row.k.strip(): (row.id, row.created_at) for row in result}
+        return {row.k: (row.id, row.created_at) for row in result}
+
+    async def _semantic_by_ids(
+        self, conn: AsyncConnection, tenant: str, ids: Iterable[str]
+    ) -> dict[str, SemanticMemoryRecord]:
+        wanted = sorted(ids)
+        if not wanted:
+            return {}
+        result = await conn.execute(
+            self._sql(
+                f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE tenant_id = :t "
+                f"AND {self.d.in_values('id', 'ids')}"
+            ),
+            {"t": tenant, "ids": self.d.values_param(wanted)},
+        )
+        return {row.id: semantic_record(row) for row in result}
 
     async def semantic_replace_document(
         self,
@@ -563,6 +622,7 @@ class LongTermStore:
         (the final hits: candidates' text is not read), all in one transaction."""
         vector_hits: list[Ranked] = []
         keyword_hits: list[Ranked] = []
+        records: dict[str, SemanticMemoryRecord] = {}
         async with self._tx(tenant, search_k=k) as conn:
             if query_vector is not None:
                 params: dict[str, Any] = {}
@@ -577,15 +637,23 @@ class LongTermStore:
                 )
                 distance = self.d.distance(model.dims)
                 params.update(q=self.d.vector_param(query_vector), k=k)
+                # Pure vector ranking returns its candidates: they are read in the same
+                # statement (one round trip less per search).
+                columns = (
+                    "s.id" if keyword else ", ".join(f"s.{c}" for c in SEMANTIC_COLUMNS.split(", "))
+                )
                 result = await conn.execute(
-                    text(
-                        f"SELECT s.id, {distance} AS distance FROM memory_semantic s "
+                    self._sql(
+                        f"SELECT {columns}, {distance} AS distance FROM memory_semantic s "
                         f"WHERE {scope} AND {_on_model(model, 's.')} "
                         f"ORDER BY {self._by_distance(distance)} LIMIT :k"
                     ),
                     params,
                 )
-                vector_hits = [Ranked(r.id, 1.0 - float(r.distance)) for r in result]
+                rows = result.all()
+                vector_hits = [Ranked(r.id, 1.0 - float(r.distance)) for r in rows]
+                if not keyword:
+                    records = {r.id: semantic_record(r) for r in rows}
             terms = keyword_terms(query) if keyword else []
             if terms:
                 params = {}
@@ -623,18 +691,8 @@ class LongTermStore:
                         )
                     result = await conn.execute(text(sql), params)
                     keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]
-            ids = pick(vector_hits, keyword_hits)
-            records: dict[str, SemanticMemoryRecord] = {}
-            if ids:
-                marks = ", ".join(f":id{i}" for i in range(len(ids)))
-                result = await conn.execute(
-                    text(
-                        f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic "
-                        f"WHERE tenant_id = :t AND id IN ({marks})"
-                    ),
-                    {"t": tenant, **{f"id{i}": v for i, v in enumerate(ids)}},
-                )
-                records = {row.id: semantic_record(row) for row in result}
+            ids = [i for i in pick(vector_hits, keyword_hits) if i not in records]
+            records.update(await self._semantic_by_ids(conn, tenant, ids))
         return vector_hits, keyword_hits, records
 
     # --- episodic -------------------------------------------------------------------------

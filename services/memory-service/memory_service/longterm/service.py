@@ -112,6 +112,7 @@ class LongTermMemory:
                 await task
             except asyncio.CancelledError:
                 pass
+        self.store.close()
 
     async def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         model = await self.model()

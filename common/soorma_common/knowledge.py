@@ -86,6 +86,8 @@ class _Input(BaseDTO):
     def _no_nul(self) -> Self:
         # PostgreSQL text and jsonb cannot hold NUL: refuse it anywhere, metadata included.
         for name in type(self).model_fields:
+            if name == "embedding":
+                continue  # numbers only (validated as list[float]); walking them was slow
             found = _find_nul(getattr(self, name), name)
             if found:
                 raise ValueError(f"{found}: {NUL_MESSAGE}")
@@ -102,7 +104,8 @@ def _check_embedding(embedding: list[float] | None) -> None:
         return
     if not embedding or len(embedding) > MAX_EMBEDDING_DIMENSIONS:
         raise ValueError(f"embedding must have 1-{MAX_EMBEDDING_DIMENSIONS} dimensions")
-    if not all(math.isfinite(x) for x in embedding):
+    # A sum is finite when every value is (one C loop); only then can it be skipped.
+    if not math.isfinite(sum(embedding)) and not all(math.isfinite(x) for x in embedding):
         raise ValueError("embedding values must be finite numbers")
     if not any(embedding):
         raise ValueError("embedding must not be all zeros (cosine similarity is undefined)")
@@ -196,10 +199,13 @@ class SemanticSearch(_Input):
     rank (``score = Σ 1/(60 + rank)``), so exact codes and names are found too;
     ``mode="vector"`` ranks by cosine similarity alone (``score`` is that similarity).
     ``min_score`` applies to the reported ``score``. ``tags`` must all be present;
-    ``metadata`` is equality on top-level metadata fields.
+    ``metadata`` is equality on top-level metadata fields. ``embedding``: the query's
+    vector, precomputed with the service's model (the service then does not embed
+    ``query``; keyword ranking still reads it).
     """
 
     query: Query
+    embedding: list[float] | None = None
     limit: SearchLimit = 10
     include_public: bool = True
     tags: Tags = Field(default_factory=list)
@@ -211,6 +217,7 @@ class SemanticSearch(_Input):
     @model_validator(mode="after")
     def _check(self) -> Self:
         _check_text(self.query, "query")
+        _check_embedding(self.embedding)
         for key in self.metadata:
             if not re.match(METADATA_KEY_PATTERN, key):
                 raise ValueError(

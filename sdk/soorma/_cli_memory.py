@@ -1,4 +1,5 @@
-"""``soorma memory add|search|forget|reembed|info``: long-term memory from a terminal.
+"""``soorma memory add|search|episodes|forget|reembed|info``: long-term memory from a
+terminal.
 
 Acts as ``SOORMA_TENANT_ID`` / ``SOORMA_USER_ID`` (``--user`` overrides the user), like an
 agent built with ``PlatformContext.from_env()``.
@@ -9,10 +10,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from soorma._episodes import DEFAULT_EPISODE_SEARCH_LIMIT, DEFAULT_RECENT_LIMIT
 from soorma._knowledge import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, DEFAULT_SEARCH_LIMIT
 
 # Seconds between progress lines of ``reembed --wait``.
@@ -25,7 +29,7 @@ def add_parser(commands: Any) -> None:
     """Register ``soorma memory`` on the CLI's sub-command parser."""
     memory = commands.add_parser(
         "memory",
-        help="store, search and forget long-term memory (knowledge)",
+        help="store, search and forget long-term memory (knowledge, episodes)",
         description="Long-term memory of the memory service (see docs/memory.md).",
     )
     actions = memory.add_subparsers(dest="memory_command", required=True, metavar="ACTION")
@@ -77,6 +81,8 @@ def add_parser(commands: Any) -> None:
     search.add_argument("--own", action="store_true", help="only this user's own records")
     _common(search)
 
+    _add_episode_parsers(actions)
+
     forget = actions.add_parser(
         "forget",
         help="delete everything long-term memory holds for one user",
@@ -101,6 +107,43 @@ def add_parser(commands: Any) -> None:
     _common(info, user=False)
 
 
+def _add_episode_parsers(actions: Any) -> None:
+    episodes = actions.add_parser(
+        "episodes",
+        help="log, list and search interactions (episodic memory)",
+        description="Episodes: what happened between an agent and this user, private to "
+        "both. `log` stores one, `recent` lists the latest (oldest first), `search` finds "
+        "them by meaning.",
+    )
+    verbs = episodes.add_subparsers(dest="episodes_command", required=True, metavar="VERB")
+    log = verbs.add_parser("log", help="record one interaction")
+    log.add_argument("agent_id", metavar="AGENT", help="the agent it happened with")
+    log.add_argument("text", nargs="+", help="what was said or done")
+    log.add_argument(
+        "--role", choices=("user", "assistant", "system", "tool"), default="user", help="who"
+    )
+    log.add_argument("--session", help="session id")
+    log.add_argument("--plan", help="plan id")
+    log.add_argument("--metadata", default="{}", help="JSON object of metadata fields")
+    _common(log)
+    recent = verbs.add_parser("recent", help="the latest interactions, oldest first")
+    recent.add_argument("agent_id", metavar="AGENT")
+    recent.add_argument("--limit", type=int, default=DEFAULT_RECENT_LIMIT, help="1-200")
+    recent.add_argument("--session", help="only this session")
+    _common(recent)
+    search = verbs.add_parser("search", help="find interactions by meaning")
+    search.add_argument("agent_id", metavar="AGENT")
+    search.add_argument("query", nargs="+", help="what to look for")
+    search.add_argument("--limit", type=int, default=DEFAULT_EPISODE_SEARCH_LIMIT, help="1-50")
+    search.add_argument(
+        "--since", help="only this recent: a time (ISO 8601) or an age (30m, 12h, 7d)"
+    )
+    search.add_argument("--until", help="only before: a time (ISO 8601) or an age")
+    search.add_argument("--session", help="only this session")
+    search.add_argument("--min-score", type=float)
+    _common(search)
+
+
 def _common(parser: argparse.ArgumentParser, *, user: bool = True) -> None:
     parser.add_argument("--json", action="store_true", help="print the API's JSON")
     parser.add_argument("--url", help="memory service URL (default: SOORMA_MEMORY_URL)")
@@ -115,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
     handlers = {
         "add": _add,
         "search": _search,
+        "episodes": _episodes,
         "forget": _forget,
         "reembed": _reembed,
         "info": _info,
@@ -274,6 +318,100 @@ async def _search(args: argparse.Namespace) -> int:
     return 0
 
 
+_AGE = re.compile(r"^(\d+)([smhdw])$")
+_AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_when(value: str | None, option: str) -> datetime | None:
+    """``--since``/``--until``: an ISO 8601 time (UTC when it has no offset) or an age
+    before now such as ``30m``, ``12h``, ``7d``."""
+    if value is None:
+        return None
+    age = _AGE.match(value.strip())
+    if age:
+        amount, unit = age.groups()
+        return datetime.now(UTC) - timedelta(**{_AGE_UNITS[unit]: int(amount)})
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            f"{option} {value!r} is neither an ISO 8601 time nor an age like 30m, 12h, 7d"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def format_episode(record: Any, score: float | None = None, rank: int | None = None) -> str:
+    """One line of ``soorma memory episodes recent|search``."""
+    text = _one_line(record.content)
+    if len(text) > SNIPPET_CHARS:
+        text = text[: SNIPPET_CHARS - 3] + "..."
+    when = record.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    session = f" session={record.session_id}" if record.session_id else ""
+    line = f"{when}  {record.role:<9}{text}  [{record.id}{session}]"
+    if score is None:
+        return line
+    return f"{rank:>2}. {score:.4f}  {line}"
+
+
+async def _episodes(args: argparse.Namespace) -> int:
+    verb = args.episodes_command
+    if verb == "log":
+        try:
+            metadata = json.loads(args.metadata)
+        except json.JSONDecodeError as exc:
+            return _fail(f"--metadata is not valid JSON ({exc})", 2)
+        if not isinstance(metadata, dict):
+            return _fail("--metadata must be a JSON object", 2)
+    since = parse_when(getattr(args, "since", None), "--since")
+    until = parse_when(getattr(args, "until", None), "--until")
+    async with _context(args) as context:
+        episodes = context.memory.episodes
+        if verb == "log":
+            record = await episodes.log(
+                args.agent_id,
+                args.role,
+                " ".join(args.text),
+                metadata=metadata,
+                session_id=args.session,
+                plan_id=args.plan,
+            )
+            if args.json:
+                _print_json(record.model_dump(mode="json"))
+            else:
+                print(f"logged {record.id} ({record.role}, agent {record.agent_id})")
+            return 0
+        if verb == "recent":
+            records = await episodes.recent(
+                args.agent_id, limit=args.limit, session_id=args.session
+            )
+            if args.json:
+                _print_json([r.model_dump(mode="json") for r in records])
+            elif not records:
+                print(f"no episodes with agent {args.agent_id}")
+            else:
+                for record in records:
+                    print(format_episode(record))
+            return 0
+        found = await episodes.search(
+            args.agent_id,
+            " ".join(args.query),
+            limit=args.limit,
+            since=since,
+            until=until,
+            session_id=args.session,
+            min_score=args.min_score,
+        )
+    if args.json:
+        _print_json(found.model_dump(mode="json"))
+    elif not found.hits:
+        print(f"no matching episodes with agent {args.agent_id}")
+    else:
+        for rank, hit in enumerate(found.hits, start=1):
+            print(format_episode(hit.record, hit.score, rank))
+        print(f"{len(found.hits)} hit(s)")
+    return 0
+
+
 async def _forget(args: argparse.Namespace) -> int:
     if not args.yes:
         return _fail(
@@ -330,4 +468,4 @@ async def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_parser", "format_hit", "format_reembed", "run"]
+__all__ = ["add_parser", "format_episode", "format_hit", "format_reembed", "parse_when", "run"]

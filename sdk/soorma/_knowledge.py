@@ -213,6 +213,7 @@ class KnowledgeMemory:
         metadata: Mapping[str, Any] | None = None,
         min_score: float | None = None,
         mode: SearchMode = "hybrid",
+        embedding: Sequence[float] | None = None,
     ) -> SemanticSearchResult:
         """The records closest in meaning to ``query``, best first.
 
@@ -227,6 +228,8 @@ class KnowledgeMemory:
             min_score: Leave out hits scoring lower.
             mode: ``"hybrid"`` (vector similarity fused with keyword search, so exact
                 names and codes are found too) or ``"vector"`` (similarity only).
+            embedding: The query's vector, precomputed with the service's model: the
+                service does not embed ``query`` (keyword ranking still uses it).
 
         Raises:
             ValidationFailed: an out-of-range limit, an oversized query, a bad filter.
@@ -242,6 +245,7 @@ class KnowledgeMemory:
             metadata=dict(metadata or {}),
             min_score=min_score,
             mode=mode,
+            embedding=[float(x) for x in embedding] if embedding is not None else None,
         )
         data = await self._send("POST", f"{_BASE}/search", json=body)
         return SemanticSearchResult.model_validate(data)

@@ -137,6 +137,18 @@ async def test_a_precomputed_embedding_is_stored_as_given(memory):
     assert found.hits[0].vector_score == pytest.approx(1.0, abs=1e-3)
 
 
+async def test_search_with_a_precomputed_query_vector(memory):
+    info = await memory.embedding_info()
+    embedder = DeterministicEmbedder(dimensions=info.dimensions)
+    stored = [await memory.knowledge.add(fact) for fact in FACTS]
+    # The vector is the warehouse fact's; the words are the refund fact's.
+    found = await memory.knowledge.search(
+        "refunds paid back", embedding=embedder.embed(FACTS[1]), mode="vector", limit=1
+    )
+    assert [hit.record.id for hit in found.hits] == [stored[1].id]
+    assert found.hits[0].vector_score == pytest.approx(1.0, abs=1e-3)
+
+
 async def test_private_public_and_tenant_visibility(make_memory):
     alice, bob = make_memory("tenant-a", "alice"), make_memory("tenant-a", "bob")
     mallory = make_memory("tenant-b", "alice")

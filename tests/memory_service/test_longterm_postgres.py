@@ -7,9 +7,13 @@ from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from memory_service import create_app
 from memory_service.longterm.schema import RLS_ROLE
+from memory_service.longterm.store import LongTermStore
+from memory_service.sql import open_sql_store
 from testsupport.services import in_process, memory_settings
 
 pytestmark = pytest.mark.asyncio
@@ -33,6 +37,40 @@ async def _seed(url: str, tmp_path: Any) -> None:
             ):
                 r = await client.post(path, json=body, headers=headers)
                 assert r.status_code == 201, r.text
+
+
+async def test_the_search_transaction_is_walled_read_only_and_leaves_nothing_behind(
+    pgvector_url: str, tmp_path: Any
+) -> None:
+    """Searches begin their transaction and its settings in one message (``_read``):
+    the tenant wall holds there too, and the pooled connection comes back clean."""
+    await _seed(pgvector_url, tmp_path)
+    sql = await open_sql_store(pgvector_url)
+    try:
+        store = await LongTermStore.open(sql.engine)
+        async with store._read("tenant-a") as conn:
+            rows = await conn.execute(text("SELECT DISTINCT tenant_id FROM memory_semantic"))
+            assert [r[0] for r in rows] == ["tenant-a"]
+        with pytest.raises(DBAPIError, match="read-only"):
+            async with store._read("tenant-a") as conn:
+                await conn.execute(text("UPDATE memory_semantic SET source = 'x'"))
+        # Every pooled connection is back to the owner role, outside any transaction and
+        # with no tenant set.
+        async with sql.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    text(
+                        "SELECT current_user, current_setting('soorma.tenant_id', true), "
+                        "(SELECT count(DISTINCT tenant_id) FROM memory_semantic)"
+                    )
+                )
+            ).one()
+            assert (row[0], row[1] or "", row[2]) == ("postgres", "", 2)
+        async with store._read("tenant-b") as conn:
+            rows = await conn.execute(text("SELECT DISTINCT tenant_id FROM memory_semantic"))
+            assert [r[0] for r in rows] == ["tenant-b"]
+    finally:
+        await sql.engine.dispose()
 
 
 async def test_a_query_that_forgets_the_tenant_sees_only_its_own_tenant(

@@ -164,3 +164,50 @@ async def test_add_with_a_situation_stores_a_procedure(memory_service: LiveServe
     assert plain.lines[-1].startswith("stored prompt ") and plain.lines[-1].endswith(
         ", private to ada"
     )
+
+
+async def test_episodes_log_recent_and_search(memory_service: LiveServer):
+    url = memory_service.url
+    for role, text in (
+        ("user", "My parcel to Leeds is late."),
+        ("assistant", "I reopened the delivery ticket for Leeds."),
+        ("user", "Please refund the shipping fee."),
+    ):
+        logged = await soorma(
+            url, "episodes", "log", "support-bot", text, "--role", role, "--session", "s1"
+        )
+        assert logged.proc.returncode == 0, logged.output
+        assert logged.lines[-1].startswith("logged ") and f"({role}, agent support-bot)" in (
+            logged.output
+        )
+    await soorma(url, "episodes", "log", "other-bot", "Unrelated chat about Leeds.")
+
+    recent = await soorma(url, "episodes", "recent", "support-bot", "--limit", "2")
+    assert recent.proc.returncode == 0, recent.output
+    # Oldest first, the latest two only, each with its role and session.
+    assert len(recent.lines) == 2
+    assert "assistant" in recent.lines[0] and "reopened the delivery ticket" in recent.lines[0]
+    assert "user" in recent.lines[1] and "refund the shipping fee" in recent.lines[1]
+    assert all("session=s1" in line for line in recent.lines)
+
+    found = await soorma(
+        url, "episodes", "search", "support-bot", "parcel", "to", "Leeds", "--since", "1h"
+    )
+    assert found.proc.returncode == 0, found.output
+    assert found.lines[0].startswith(" 1. ") and "My parcel to Leeds is late." in found.lines[0]
+    assert found.lines[-1] == "3 hit(s)"
+    assert not any("Unrelated" in line for line in found.lines)
+
+    as_json = await soorma(url, "episodes", "recent", "support-bot", "--json")
+    assert [r["role"] for r in json.loads(as_json.output)] == ["user", "assistant", "user"]
+    # Private to the user: bob has none with this agent.
+    bob = await soorma(url, "episodes", "recent", "support-bot", user="bob")
+    assert bob.lines == ["no episodes with agent support-bot"]
+    # Nothing before an hour ago; a bad --since is one line, not a traceback.
+    old = await soorma(url, "episodes", "search", "support-bot", "Leeds", "--until", "1h")
+    assert old.lines == ["no matching episodes with agent support-bot"]
+    bad = await soorma(url, "episodes", "search", "support-bot", "Leeds", "--since", "lately")
+    assert bad.proc.returncode == 1
+    assert bad.lines == [
+        "soorma: --since 'lately' is neither an ISO 8601 time nor an age like 30m, 12h, 7d"
+    ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -111,6 +112,7 @@ class LongTermMemory:
                 await task
             except asyncio.CancelledError:
                 pass
+        self.store.close()
 
     async def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         model = await self.model()
@@ -129,8 +131,11 @@ class LongTermMemory:
         model = await self.model()
         missing = [i for i, item in enumerate(items) if item.embedding is None]
         for item in items:
-            if item.embedding is not None:
-                check_vector(item.embedding, model=model.name, dimensions=model.dims)
+            vector = item.embedding
+            # The request body already refused non-finite values; the full check (and its
+            # error) runs only when the dimension or the sum looks wrong.
+            if vector is not None and (len(vector) != model.dims or not math.isfinite(sum(vector))):
+                check_vector(vector, model=model.name, dimensions=model.dims)
         computed = await self._embed([items[i].content for i in missing]) if missing else []
         vectors: list[list[float]] = [list(item.embedding or []) for item in items]
         for i, vector in zip(missing, computed, strict=True):
@@ -171,7 +176,11 @@ class LongTermMemory:
     ) -> SemanticSearchResult:
         self.store.require_available()
         model = await self.model()
-        query_vector = (await self._embed([body.query]))[0]
+        if body.embedding is not None:
+            check_vector(body.embedding, model=model.name, dimensions=model.dims)
+            query_vector = body.embedding
+        else:
+            query_vector = (await self._embed([body.query]))[0]
         vector_mode = body.mode == "vector"
         # Fusion needs deeper lists than the hits it returns; pure vector ranking does not.
         k = body.limit if vector_mode else min(200, max(50, body.limit * 5))

@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memory_service.longterm.dialect import Dialect, dialect_for, keyword_terms
+from memory_service.longterm.dialect import (
+    Dialect,
+    SqliteVecReader,
+    dialect_for,
+    keyword_terms,
+)
 from memory_service.longterm.schema import (
     ALL_TENANTS,
     RLS_ROLE,
@@ -166,18 +171,44 @@ class _Clock:
 class LongTermStore:
     """Semantic, episodic and procedural records on an injected engine (already migrated)."""
 
-    def __init__(self, engine: AsyncEngine, *, available: bool, rls_role: bool) -> None:
+    # Most records matching a keyword query that are ranked by relevance (see
+    # semantic_candidates).
+    KEYWORD_CANDIDATES = 500
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        available: bool,
+        rls_role: bool,
+        vectors: SqliteVecReader | None = None,
+    ) -> None:
         self.engine = engine
+        # SQLite: vector ranking through sqlite-vec when it can be loaded (see
+        # SqliteVecReader); otherwise on the engine's connections.
+        self.vectors = vectors
         self.d: Dialect = dialect_for(engine)
         self.available = available
         self._rls_role = rls_role
         self._clock = _Clock()
+        self._statements: dict[str, TextClause] = {}
+        self._semantic_upsert = self._semantic_insert(
+            "ON CONFLICT (tenant_id, user_id, external_id) WHERE external_id IS NOT NULL "
+            "DO UPDATE SET content = excluded.content, content_hash = excluded.content_hash, "
+            "metadata = excluded.metadata, tags = excluded.tags, source = excluded.source, "
+            "is_public = excluded.is_public, embedding = excluded.embedding, "
+            "embedding_model = excluded.embedding_model, "
+            "embedding_dims = excluded.embedding_dims, updated_at = excluded.updated_at"
+        )
+        self._semantic_dedupe = self._semantic_insert(
+            "ON CONFLICT (tenant_id, user_id, content_hash) WHERE external_id IS NULL DO NOTHING"
+        )
 
     @classmethod
     async def open(cls, engine: AsyncEngine) -> LongTermStore:
         """Check (PostgreSQL: create if pgvector appeared since migrating) the tables."""
         if engine.dialect.name != "postgresql":
-            return cls(engine, available=True, rls_role=False)
+            return cls(engine, available=True, rls_role=False, vectors=SqliteVecReader.open(engine))
         async with engine.begin() as conn:
             if not await conn.run_sync(tables_exist):
                 if not await conn.run_sync(pgvector_available):
@@ -211,6 +242,16 @@ class LongTermStore:
                     )
                 )
 
+    def close(self) -> None:
+        if self.vectors is not None:
+            self.vectors.close()
+
+    async def _ranked(self, conn: AsyncConnection, sql: str, params: dict[str, Any]) -> list[Any]:
+        """Rows of a vector-ranking statement: through sqlite-vec when available."""
+        if self.vectors is not None:
+            return await self.vectors.fetch(sql, params)
+        return list((await conn.execute(self._sql(sql), params)).all())
+
     def require_available(self) -> None:
         if not self.available:
             raise VectorSearchUnavailable(
@@ -220,24 +261,57 @@ class LongTermStore:
                 details={"extension": "vector"},
             )
 
+    def _settings(self, tenant_sql: str, search_k: int) -> str:
+        """The per-transaction settings (tenant, RLS role, HNSW tuning) as one SELECT."""
+        role = f", set_config('role', '{RLS_ROLE}', true)" if self._rls_role else ""
+        tuning = ""
+        if search_k:
+            # Filtered HNSW scans keep going until enough rows pass the filters.
+            tuning = (
+                ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                f", set_config('hnsw.ef_search', '{max(40, min(search_k, 1000))}', true)"
+            )
+        return f"SELECT set_config('{TENANT_SETTING}', {tenant_sql}, true){role}{tuning}"
+
     @asynccontextmanager
     async def _tx(self, tenant: str, *, search_k: int = 0) -> AsyncIterator[AsyncConnection]:
         self.require_available()
         async with self.engine.begin() as conn:
             if self.d.pg:
-                role = f", set_config('role', '{RLS_ROLE}', true)" if self._rls_role else ""
-                tuning = ""
-                if search_k:
-                    # Filtered HNSW scans keep going until enough rows pass the filters.
-                    tuning = (
-                        ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
-                        f", set_config('hnsw.ef_search', '{max(40, min(search_k, 1000))}', true)"
-                    )
-                await conn.execute(
-                    text(f"SELECT set_config('{TENANT_SETTING}', :t, true){role}{tuning}"),
-                    {"t": tenant},
-                )
+                await conn.execute(self._sql(self._settings(":t", search_k)), {"t": tenant})
             yield conn
+
+    @asynccontextmanager
+    async def _read(self, tenant: str, *, search_k: int = 0) -> AsyncIterator[AsyncConnection]:
+        """A read-only transaction for searches.
+
+        PostgreSQL: ``BEGIN`` and the settings go in one simple-query message (one round
+        trip, where SQLAlchemy's transaction takes two): under load each round trip's
+        socket writes were the largest part of a search's CPU in the service. The
+        connection runs in autocommit mode meanwhile so SQLAlchemy sends no ``BEGIN`` of
+        its own; statements run inside this transaction all the same.
+        """
+        if not self.d.pg:
+            async with self._tx(tenant, search_k=search_k) as conn:
+                yield conn
+            return
+        self.require_available()
+        async with self.engine.connect() as conn:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+            raw = (await conn.get_raw_connection()).driver_connection
+            assert raw is not None
+            literal = "'" + tenant.replace("'", "''") + "'"
+            await raw.execute(f"BEGIN READ ONLY; {self._settings(literal, search_k)}")
+            try:
+                yield conn
+            except BaseException:
+                try:
+                    await raw.execute("ROLLBACK")
+                except Exception:
+                    # Never back to the pool inside a transaction.
+                    await conn.invalidate()
+                raise
+            await raw.execute("COMMIT")
 
     def _by_distance(self, distance: str) -> str:
         # PostgreSQL needs the indexed expression itself to order by the HNSW index;
@@ -273,6 +347,7 @@ class LongTermStore:
             "hash": content_hash(item.content),
             "metadata": self.d.json_param(item.metadata),
             "tags": self.d.json_param(item.tags),
+            "item": item,
             "source": item.source,
             "public": item.public,
             "emb": self.d.vector_param(vector),
@@ -302,10 +377,14 @@ class LongTermStore:
     ) -> list[tuple[SemanticMemoryRecord, bool]]:
         """Store ``items`` in one transaction: upsert by external id, else de-duplicate.
 
-        Set-based (a few statements per batch, not per item): existing external ids and
-        content hashes are looked up at once, then the rows are written with one
-        ``executemany`` per kind. Returns each item's record and whether it was created
-        (False: updated in place, or the same content was already stored).
+        Set-based, a fixed number of statements per batch whatever its size: the stored
+        external ids and content hashes are looked up with one statement each, the rows
+        written with one ``executemany`` per kind, and the keys looked up again to learn
+        what each row became (a concurrent writer may have stored the same content
+        first). Records are built from what was written; only rows stored by someone
+        else (de-duplicated content, a lost race) are read back. Returns each item's
+        record and whether it was created (False: updated in place, or the same content
+        was already stored).
         """
         now = self._clock.now()
         rows = [
@@ -316,22 +395,13 @@ class LongTermStore:
         ]
         keyed = [row for row in rows if row["external_id"] is not None]
         hashed = [row for row in rows if row["external_id"] is None]
-        upsert = self._semantic_insert(
-            "ON CONFLICT (tenant_id, user_id, external_id) WHERE external_id IS NOT NULL "
-            "DO UPDATE SET content = excluded.content, content_hash = excluded.content_hash, "
-            "metadata = excluded.metadata, tags = excluded.tags, source = excluded.source, "
-            "is_public = excluded.is_public, embedding = excluded.embedding, "
-            "embedding_model = excluded.embedding_model, "
-            "embedding_dims = excluded.embedding_dims, updated_at = excluded.updated_at"
-        )
-        dedupe = self._semantic_insert(
-            "ON CONFLICT (tenant_id, user_id, content_hash) WHERE external_id IS NULL DO NOTHING"
-        )
+        # The last write of an external id in the batch is what stays stored.
+        last_keyed = {row["external_id"]: row for row in keyed}
         async with self._tx(tenant) as conn:
-            known_external = await self._semantic_lookup(
-                conn, tenant, user, "external_id", {r["external_id"] for r in keyed}
+            known_external = await self._semantic_keys(
+                conn, tenant, user, "external_id", last_keyed
             )
-            known_hash = await self._semantic_lookup(
+            known_hash = await self._semantic_keys(
                 conn, tenant, user, "content_hash", {r["hash"] for r in hashed}
             )
             # New content only, once per hash (a batch may repeat itself).
@@ -339,51 +409,112 @@ class LongTermStore:
                 {r["hash"]: r for r in reversed(hashed) if r["hash"] not in known_hash}.values()
             )
             if keyed:
-                await conn.execute(text(upsert), keyed)
+                await conn.execute(self._sql(self._semantic_upsert), keyed)
             if fresh:
-                await conn.execute(text(dedupe), fresh)
-            by_external = await self._semantic_lookup(
-                conn, tenant, user, "external_id", {r["external_id"] for r in keyed}
-            )
-            by_hash = await self._semantic_lookup(
-                conn, tenant, user, "content_hash", {r["hash"] for r in hashed}
-            )
+                await conn.execute(self._sql(self._semantic_dedupe), fresh)
+            by_external = await self._semantic_keys(conn, tenant, user, "external_id", last_keyed)
+            by_hash = dict(known_hash)
+            if fresh:
+                by_hash.update(
+                    await self._semantic_keys(
+                        conn, tenant, user, "content_hash", {r["hash"] for r in fresh}
+                    )
+                )
+            written = {r["id"]: r for r in fresh}
+            for row in last_keyed.values():
+                record_id, created_at = by_external[row["external_id"]]
+                written[record_id] = {**row, "id": record_id, "created_at": created_at}
+            # Everything else (stored before, or by a concurrent writer) is read back.
+            others = {rid for rid, _ in by_hash.values() if rid not in written}
+            stored = await self._semantic_by_ids(conn, tenant, others)
+        built = {rid: self._semantic_built(row, model) for rid, row in written.items()}
         out: list[tuple[SemanticMemoryRecord, bool]] = []
         seen: set[str] = set()
         for row in rows:
             if row["external_id"] is not None:
-                record = by_external[row["external_id"]]
-                created = row["external_id"] not in known_external and record.id not in seen
+                record_id = by_external[row["external_id"]][0]
+                created = row["external_id"] not in known_external and record_id not in seen
             else:
-                record = by_hash[row["hash"]]
-                created = row["hash"] not in known_hash and record.id not in seen
-            seen.add(record.id)
-            out.append((record, created))
+                record_id = by_hash[row["hash"]][0]
+                created = row["hash"] not in known_hash and record_id not in seen
+            seen.add(record_id)
+            record = built.get(record_id) or stored[record_id]
+            out.append((record, created and record_id in built))
         return out
 
-    async def _semantic_lookup(
-        self, conn: AsyncConnection, tenant: str, user: str, column: str, values: set[str]
-    ) -> dict[str, SemanticMemoryRecord]:
-        """The user's records whose ``column`` (external id or content hash) is in
-        ``values``, by that value (the oldest one for a hash stored more than once)."""
-        found: dict[str, SemanticMemoryRecord] = {}
+    def _semantic_built(self, row: dict[str, Any], model: ActiveModel) -> SemanticMemoryRecord:
+        """The record a row written by :meth:`semantic_put` now is (no read-back)."""
+        created_at = row.get("created_at", row["now"])
+        return SemanticMemoryRecord.model_construct(
+            id=row["id"],
+            external_id=row["external_id"],
+            parent_external_id=None,
+            chunk_index=None,
+            content=row["content"],
+            metadata=row["item"].metadata,
+            tags=row["item"].tags,
+            source=row["source"],
+            public=bool(row["public"]),
+            user_id=row["u"],
+            content_hash=row["hash"],
+            embedding_model=model.name,
+            created_at=_dt(created_at),
+            updated_at=_dt(row["now"]),
+        )
+
+    def _sql(self, statement: str) -> TextClause:
+        """``text(statement)``, built once (parsing bind names shows up per batch)."""
+        clause = self._statements.get(statement)
+        if clause is None:
+            clause = self._statements[statement] = text(statement)
+        return clause
+
+    async def _semantic_keys(
+        self, conn: AsyncConnection, tenant: str, user: str, column: str, values: Iterable[str]
+    ) -> dict[str, tuple[str, Any]]:
+        """``(id, created_at)`` of the user's records whose ``column`` (external id or
+        content hash) is in ``values``, by that value (the oldest for a hash stored more
+        than once)."""
         ordered = sorted(values)
-        for start in range(0, len(ordered), 500):
-            chunk = ordered[start : start + 500]
-            marks = ", ".join(f":v{i}" for i in range(len(chunk)))
-            result = await conn.execute(
-                text(
-                    f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE tenant_id = :t "
-                    f"AND user_id = :u AND {column} IN ({marks}) ORDER BY created_at DESC, id"
-                ),
-                {"t": tenant, "u": user, **{f"v{i}": v for i, v in enumerate(chunk)}},
+        if not ordered:
+            return {}
+        result = await conn.execute(
+            self._sql(
+                f"SELECT {column} AS k, id, created_at FROM memory_semantic WHERE "
+                f"tenant_id = :t AND user_id = :u AND {self.d.in_values(column, 'vals')} "
+                "ORDER BY created_at DESC, id DESC"
+            ),
+            {"t": tenant, "u": user, "vals": self.d.values_param(ordered)},
+        )
+        # Newest first: the oldest is written last and wins. (CHAR pads on PostgreSQL.)
+        if column == "content_hash":
+            return {row.k.strip(): (row.id, row.created_at) for row in result}
+        return {row.k: (row.id, row.created_at) for row in result}
+
+    async def _semantic_by_ids(
+        self, conn: AsyncConnection, tenant: str, ids: Iterable[str]
+    ) -> dict[str, SemanticMemoryRecord]:
+        wanted = sorted(ids)
+        if not wanted:
+            return {}
+        if self.d.pg:
+            sql = (
+                f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic WHERE tenant_id = :t "
+                f"AND {self.d.in_values('id', 'ids')}"
             )
-            for row in result:
-                record = semantic_record(row)
-                key = record.external_id if column == "external_id" else record.content_hash
-                assert key is not None
-                found[key] = record  # newest first: the oldest is written last and wins
-        return found
+        else:
+            # The ids drive the join (CROSS JOIN keeps SQLite's order): with
+            # "tenant_id = ? AND id IN (json_each)" SQLite scanned the tenant's rows
+            # (124 ms at 100,000) instead of looking the ids up.
+            columns = ", ".join(f"s.{c}" for c in SEMANTIC_COLUMNS.split(", "))
+            sql = (
+                f"SELECT {columns} FROM json_each(:ids) j CROSS JOIN memory_semantic s "
+                "WHERE s.id = j.value AND s.tenant_id = :t"
+            )
+        result = await conn.execute(
+            self._sql(sql), {"t": tenant, "ids": self.d.values_param(wanted)}
+        )
+        return {row.id: semantic_record(row) for row in result}
 
     async def semantic_replace_document(
         self,
@@ -563,7 +694,8 @@ class LongTermStore:
         (the final hits: candidates' text is not read), all in one transaction."""
         vector_hits: list[Ranked] = []
         keyword_hits: list[Ranked] = []
-        async with self._tx(tenant, search_k=k) as conn:
+        records: dict[str, SemanticMemoryRecord] = {}
+        async with self._read(tenant, search_k=k) as conn:
             if query_vector is not None:
                 params: dict[str, Any] = {}
                 scope = self._semantic_scope(
@@ -577,15 +709,21 @@ class LongTermStore:
                 )
                 distance = self.d.distance(model.dims)
                 params.update(q=self.d.vector_param(query_vector), k=k)
-                result = await conn.execute(
-                    text(
-                        f"SELECT s.id, {distance} AS distance FROM memory_semantic s "
-                        f"WHERE {scope} AND {_on_model(model, 's.')} "
-                        f"ORDER BY {self._by_distance(distance)} LIMIT :k"
-                    ),
+                # Pure vector ranking returns its candidates: they are read in the same
+                # statement (one round trip less per search).
+                columns = (
+                    "s.id" if keyword else ", ".join(f"s.{c}" for c in SEMANTIC_COLUMNS.split(", "))
+                )
+                rows = await self._ranked(
+                    conn,
+                    f"SELECT {columns}, {distance} AS distance FROM memory_semantic s "
+                    f"WHERE {scope} AND {_on_model(model, 's.')} "
+                    f"ORDER BY {self._by_distance(distance)} LIMIT :k",
                     params,
                 )
-                vector_hits = [Ranked(r.id, 1.0 - float(r.distance)) for r in result]
+                vector_hits = [Ranked(r.id, 1.0 - float(r.distance)) for r in rows]
+                if not keyword:
+                    records = {r.id: semantic_record(r) for r in rows}
             terms = keyword_terms(query) if keyword else []
             if terms:
                 params = {}
@@ -605,36 +743,34 @@ class LongTermStore:
                 for joiner in (" & ", " | ") if self.d.pg else (" ", " OR "):
                     if keyword_hits or (joiner in (" | ", " OR ") and len(terms) < 2):
                         break
+                    # At most KEYWORD_CANDIDATES matching records are ranked: a query
+                    # of common words matches nearly every record, and ranking them all
+                    # took seconds at 100,000 records (B8). Below the cap nothing changes.
+                    params["cap"] = self.KEYWORD_CANDIDATES
                     if self.d.pg:
                         params["kq"] = joiner.join(terms)
                         sql = (
-                            "SELECT s.id, ts_rank_cd(s.tsv, kq) AS relevance "
-                            "FROM memory_semantic s, to_tsquery('simple', :kq) kq "
-                            f"WHERE s.tsv @@ kq AND {scope} ORDER BY relevance DESC, s.id LIMIT :k"
+                            "SELECT m.id, ts_rank_cd(m.tsv, kq) AS relevance FROM "
+                            "(SELECT s.id, s.tsv FROM memory_semantic s "
+                            f"WHERE s.tsv @@ to_tsquery('simple', :kq) AND {scope} LIMIT :cap) m, "
+                            "to_tsquery('simple', :kq) kq ORDER BY relevance DESC, m.id LIMIT :k"
                         )
                     else:
                         params["kq"] = joiner.join(f'"{term}"' for term in terms)
                         sql = (
-                            "SELECT s.id, -bm25(memory_semantic_fts) AS relevance "
-                            "FROM memory_semantic_fts JOIN memory_semantic s "
+                            # CROSS JOIN: the full-text match drives the join (with a
+                            # plain JOIN, SQLite 3.40 ran the match once per tenant row).
+                            "SELECT m.id, m.relevance FROM (SELECT s.id, "
+                            "-bm25(memory_semantic_fts) AS relevance "
+                            "FROM memory_semantic_fts CROSS JOIN memory_semantic s "
                             "ON s.seq = memory_semantic_fts.rowid "
-                            f"WHERE memory_semantic_fts MATCH :kq AND {scope} "
-                            "ORDER BY bm25(memory_semantic_fts), s.id LIMIT :k"
+                            f"WHERE memory_semantic_fts MATCH :kq AND {scope} LIMIT :cap) m "
+                            "ORDER BY m.relevance DESC, m.id LIMIT :k"
                         )
                     result = await conn.execute(text(sql), params)
                     keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]
-            ids = pick(vector_hits, keyword_hits)
-            records: dict[str, SemanticMemoryRecord] = {}
-            if ids:
-                marks = ", ".join(f":id{i}" for i in range(len(ids)))
-                result = await conn.execute(
-                    text(
-                        f"SELECT {SEMANTIC_COLUMNS} FROM memory_semantic "
-                        f"WHERE tenant_id = :t AND id IN ({marks})"
-                    ),
-                    {"t": tenant, **{f"id{i}": v for i, v in enumerate(ids)}},
-                )
-                records = {row.id: semantic_record(row) for row in result}
+            ids = [i for i in pick(vector_hits, keyword_hits) if i not in records]
+            records.update(await self._semantic_by_ids(conn, tenant, ids))
         return vector_hits, keyword_hits, records
 
     # --- episodic -------------------------------------------------------------------------
@@ -743,15 +879,14 @@ class LongTermStore:
         if session_id is not None:
             where += " AND session_id = :s"
             params["s"] = session_id
-        async with self._tx(tenant) as conn:
-            result = await conn.execute(
-                text(
-                    f"SELECT {EPISODE_COLUMNS}, {distance} AS distance FROM memory_episodes "
-                    f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit"
-                ),
+        async with self._read(tenant) as conn:
+            rows = await self._ranked(
+                conn,
+                f"SELECT {EPISODE_COLUMNS}, {distance} AS distance FROM memory_episodes "
+                f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit",
                 params,
             )
-            return [(episode_record(r), 1.0 - float(r.distance)) for r in result]
+            return [(episode_record(r), 1.0 - float(r.distance)) for r in rows]
 
     async def episode_delete(self, tenant: str, user: str, record_id: str) -> None:
         await self._delete_own("memory_episodes", tenant, user, record_id, "episode")
@@ -853,15 +988,14 @@ class LongTermStore:
             marks = ", ".join(f":kind{i}" for i in range(len(kinds)))
             where += f" AND kind IN ({marks})"
             params.update({f"kind{i}": k for i, k in enumerate(kinds)})
-        async with self._tx(tenant, search_k=limit) as conn:
-            result = await conn.execute(
-                text(
-                    f"SELECT {PROCEDURE_COLUMNS}, {distance} AS distance FROM memory_procedures "
-                    f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit"
-                ),
+        async with self._read(tenant, search_k=limit) as conn:
+            rows = await self._ranked(
+                conn,
+                f"SELECT {PROCEDURE_COLUMNS}, {distance} AS distance FROM memory_procedures "
+                f"WHERE {where} ORDER BY {self._by_distance(distance)} LIMIT :limit",
                 params,
             )
-            return [(procedure_record(r), 1.0 - float(r.distance)) for r in result]
+            return [(procedure_record(r), 1.0 - float(r.distance)) for r in rows]
 
     # --- administration -------------------------------------------------------------------
 

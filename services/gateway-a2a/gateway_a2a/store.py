@@ -216,7 +216,12 @@ def build_stores(settings: Settings) -> Stores:
         # only connections that sat idle (a restarted server closed those).
         engine = make_engine(url, pool_pre_ping=False)
         ping_idle_connections(engine)
-    tasks = GatewayTaskStore(engine, tenant_of, settings.gateway_write_delay_seconds)
+    tasks = GatewayTaskStore(
+        engine,
+        tenant_of,
+        settings.gateway_write_delay_seconds,
+        accelerated=settings.gateway_fast_task_store,
+    )
     events = DatabaseTaskEventStream(
         engine,
         create_table=False,

@@ -21,6 +21,10 @@ What it saves against the SDK's store, per task:
   one transaction. Reads on this replica see the pending state; another replica sees the
   task once it is written (at most the delay later); a replica that dies inside the delay
   loses a task its client never learnt the id of (the client's request fails).
+
+``SOORMA_GATEWAY_FAST_TASK_STORE=false`` (``accelerated=False``) turns all three off: every
+read and write goes to a2a-sdk's ``VersionedDatabaseTaskStore`` as is
+(``tests/gateway/test_gateway_taskstore_switch.py`` runs the same tasks both ways).
 """
 
 from __future__ import annotations
@@ -142,7 +146,10 @@ class GatewayTaskStore(VersionedTaskStore):
         engine: AsyncEngine,
         owner_resolver: OwnerResolver,
         write_delay_seconds: float = 0.5,
+        *,
+        accelerated: bool = True,
     ) -> None:
+        self.accelerated = accelerated
         self.engine = engine
         self.postgres = engine.dialect.name == "postgresql"
         self.owner_resolver = owner_resolver
@@ -155,6 +162,8 @@ class GatewayTaskStore(VersionedTaskStore):
     # -- reads ---------------------------------------------------------------------------
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        if not self.accelerated:
+            return await self.sdk.get(task_id, context)
         owner = self.owner_resolver(context)
         pending = self._pending.get(task_id)
         if pending is not None and pending.owner == owner and pending.task is not None:
@@ -214,6 +223,10 @@ class GatewayTaskStore(VersionedTaskStore):
         context: ServerCallContext,
     ) -> TaskVersion:
         del prev
+        if not self.accelerated:
+            return await self.sdk.save(
+                task, event=event, prev_version=prev_version, context=context
+            )
         owner = self.owner_resolver(context)
         pending = self._pending.get(task.id)
         if pending is None and prev_version.is_missing and self._defers(context, task.id):
@@ -242,7 +255,8 @@ class GatewayTaskStore(VersionedTaskStore):
 
     def _defers(self, context: ServerCallContext, task_id: str) -> bool:
         return (
-            self.write_delay > 0
+            self.accelerated
+            and self.write_delay > 0
             and request_state(context).defer_writes
             and request_state(context).fresh_task(task_id)
         )

@@ -254,11 +254,12 @@ class GatewayTaskStore(VersionedTaskStore):
         return TaskVersion(write.version)
 
     def _defers(self, context: ServerCallContext, task_id: str) -> bool:
+        state = request_state(context)
         return (
             self.accelerated
             and self.write_delay > 0
-            and request_state(context).defer_writes
-            and request_state(context).fresh_task(task_id)
+            and state.defer_writes
+            and state.fresh_task(task_id)
         )
 
     def _entry(self, task_id: str, owner: str) -> _Write:

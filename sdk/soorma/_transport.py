@@ -11,7 +11,9 @@ Anything it does not handle goes to httpx's own ``AsyncHTTPTransport``: ``https`
 ``Accept: text/event-stream`` (SSE must stream; this transport buffers bodies) and
 request bodies that are streams rather than bytes. Requests that ``HTTP_PROXY`` /
 ``HTTPS_PROXY`` / ``ALL_PROXY`` send through a proxy (``NO_PROXY`` exempts hosts) go to
-httpx's proxy transport, decided exactly as httpx decides it (see :class:`SDKHTTPClient`).
+httpx's proxy transport, mounted as httpx itself mounts them (see
+:func:`environment_proxy_mounts`). The client is a plain ``httpx.AsyncClient`` given this
+transport through httpx's public ``transport=``/``mounts=`` interface (:func:`lean_client`).
 ``SOORMA_HTTP_TRANSPORT=httpx`` turns it off (see :func:`make_http_client`).
 
 Why not a maintained client underneath: httpx-aiohttp (aiohttp's C parser behind httpx's
@@ -26,9 +28,10 @@ token-checked header names, bodies capped at ``max_body_bytes``.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import re
-import ssl
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -436,41 +439,73 @@ async def _read_line(reader: asyncio.StreamReader) -> bytes:
 HTTP_TRANSPORT_ENV = "SOORMA_HTTP_TRANSPORT"
 
 
-_DEFAULT_LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+def environment_proxy_mounts(
+    limits: httpx.Limits,
+) -> dict[str, httpx.AsyncBaseTransport | None]:
+    """``mounts=`` for ``httpx.AsyncClient`` routing requests as the proxy variables say.
 
-
-class SDKHTTPClient(httpx.AsyncClient):
-    """``httpx.AsyncClient`` whose default transport is :class:`LeanTransport`.
-
-    Only the default transport changes (the way httpx-aiohttp swaps in its own), so
-    everything else is httpx's: with ``trust_env`` (the default) ``HTTP_PROXY``,
-    ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` mount httpx's proxy transports for
-    the URLs they cover, exactly as for a plain ``httpx.AsyncClient``. (Passing
-    ``transport=`` to httpx instead would silently turn environment proxies off.)
+    httpx reads ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` itself only
+    when no ``transport=`` is given; the SDK passes its own transport, so it mounts the
+    proxies the same way: a proxy transport per scheme the variables name, and ``None``
+    (the client's own transport, so direct) for each ``NO_PROXY`` entry, following curl's
+    rules (``*`` turns proxies off; ``.example.com`` covers subdomains only, ``example.com``
+    the domain and its subdomains; IP addresses and ``localhost`` match exactly).
     """
+    found = urllib.request.getproxies()
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
+    for scheme in ("http", "https", "all"):
+        url = found.get(scheme)
+        if url:
+            proxy = url if "://" in url else f"http://{url}"
+            mounts[f"{scheme}://"] = httpx.AsyncHTTPTransport(proxy=proxy, limits=limits)
+    if not mounts:
+        return {}
+    for host in (entry.strip() for entry in found.get("no", "").split(",")):
+        if host == "*":
+            return {}
+        if not host:
+            continue
+        if "://" in host:
+            mounts[host] = None
+        elif _is_ip(host, ipaddress.IPv6Address):
+            mounts[f"all://[{host}]"] = None
+        elif _is_ip(host, ipaddress.IPv4Address) or host.lower() == "localhost":
+            mounts[f"all://{host}"] = None
+        else:
+            mounts[f"all://*{host}"] = None
+    return mounts
 
-    def _init_transport(
-        self,
-        verify: ssl.SSLContext | str | bool = True,
-        cert: Any = None,
-        trust_env: bool = True,
-        http1: bool = True,
-        http2: bool = False,
-        limits: httpx.Limits = _DEFAULT_LIMITS,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> httpx.AsyncBaseTransport:
-        if transport is not None:
-            return transport
-        fallback = httpx.AsyncHTTPTransport(
-            verify=verify, cert=cert, trust_env=trust_env, http1=http1, http2=http2, limits=limits
-        )
-        return LeanTransport(limits=limits, fallback=fallback)
+
+def _is_ip(host: str, kind: type[ipaddress.IPv4Address | ipaddress.IPv6Address]) -> bool:
+    try:
+        kind(host.split("/")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def lean_client(*, limits: httpx.Limits) -> httpx.AsyncClient:
+    """A plain ``httpx.AsyncClient`` whose transport is :class:`LeanTransport`.
+
+    Through httpx's public interface only (``transport=`` and ``mounts=``): what the lean
+    transport does not handle goes to its fallback, an ``httpx.AsyncHTTPTransport`` with
+    the same limits; proxied URLs go to the proxy transports of
+    :func:`environment_proxy_mounts`.
+    """
+    fallback = httpx.AsyncHTTPTransport(limits=limits)
+    return httpx.AsyncClient(
+        transport=LeanTransport(limits=limits, fallback=fallback),
+        mounts=environment_proxy_mounts(limits),
+    )
 
 
 def make_http_client(
     *, limits: httpx.Limits, environ: Mapping[str, str] | None = None
 ) -> httpx.AsyncClient:
-    """The SDK's shared client: :class:`SDKHTTPClient` unless the env says ``httpx``.
+    """The SDK's shared client: :func:`lean_client` unless the env says ``httpx``.
+
+    ``SOORMA_HTTP_TRANSPORT`` is the lean transport's one switch: ``lean`` (default) or
+    ``httpx`` (a plain ``httpx.AsyncClient``, httpx's own transport).
 
     Args:
         limits: Connection limits for whichever transport is used.
@@ -483,14 +518,15 @@ def make_http_client(
         return httpx.AsyncClient(limits=limits)
     if choice != "lean":
         raise ValueError(f"{HTTP_TRANSPORT_ENV} must be 'lean' or 'httpx', not {choice!r}")
-    return SDKHTTPClient(limits=limits)
+    return lean_client(limits=limits)
 
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "HTTP_TRANSPORT_ENV",
     "LeanTransport",
-    "SDKHTTPClient",
+    "environment_proxy_mounts",
+    "lean_client",
     "make_http_client",
     "read_response",
 ]

@@ -57,7 +57,11 @@ async def _fast_and_routed(
         spy = _CountingFastPath(settings=settings)
         for side in ("fast", "routed"):
             own = settings.model_copy(update={"redis_prefix": f"{settings.redis_prefix}-{side}"})
-            app = create_app(own, fast_path=spy if side == "fast" else False)
+            if side == "fast":
+                app = create_app(own, fast_path=spy)
+            else:  # the switch off: FastAPI's routes
+                app = create_app(own.model_copy(update={"publish_fast_path": False}))
+                assert app.fast_path is None  # the switch alone turns it off
             clients.append(
                 await stack.enter_async_context(in_process(app, base_url="http://events"))
             )

@@ -53,7 +53,10 @@ async def _fast_and_routed(make_settings: Callable[..., Settings]) -> AsyncItera
             settings = make_settings(max_payload_bytes=4096)
             if fast_path:
                 spy = _CountingFastPath(settings=settings)
-            app = create_app(settings, fast_path=spy if fast_path else False)
+                app = create_app(settings, fast_path=spy)
+            else:  # the switch off: FastAPI's routes
+                app = create_app(settings.model_copy(update={"plan_context_fast_path": False}))
+                assert app.fast_path is None  # the switch alone turns it off
             clients.append(
                 await stack.enter_async_context(
                     in_process(app, base_url="http://memory", headers={"X-Tenant-ID": tenant})

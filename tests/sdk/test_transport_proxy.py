@@ -8,7 +8,7 @@ import httpx
 import pytest
 from test_transport import LIMITS, echo_app, lean_client, ok, read_request, scripted_server
 
-from soorma._transport import LeanTransport, make_http_client
+from soorma._transport import LeanTransport, environment_proxy_mounts, make_http_client
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
@@ -52,6 +52,34 @@ async def test_without_proxy_variables_requests_go_direct(
         assert (await client.get(f"{srv.url}/peer")).status_code == 200
         assert isinstance(client._transport, LeanTransport)
         assert client._transport.idle_connections() == 1
+
+
+async def test_the_client_is_httpx_own_given_the_lean_transport() -> None:
+    """No subclass of httpx's client: the lean transport goes in through ``transport=``."""
+    async with make_http_client(limits=LIMITS, environ={}) as client:
+        assert type(client) is httpx.AsyncClient
+        assert isinstance(client._transport, LeanTransport)
+
+
+async def test_no_proxy_entries_follow_curls_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    monkeypatch.setenv("NO_PROXY", "example.com")
+    assert environment_proxy_mounts(LIMITS) == {}  # no proxy: nothing to exempt
+    monkeypatch.setenv("HTTP_PROXY", "proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", ".example.com, 10.0.0.0/8,::1,localhost,http://a.invalid")
+    mounts = environment_proxy_mounts(LIMITS)
+    assert isinstance(mounts.pop("http://"), httpx.AsyncHTTPTransport)
+    assert mounts == {
+        "all://*.example.com": None,
+        "all://10.0.0.0/8": None,
+        "all://[::1]": None,
+        "all://localhost": None,
+        "http://a.invalid": None,
+    }
+    monkeypatch.setenv("NO_PROXY", "localhost,*")
+    assert environment_proxy_mounts(LIMITS) == {}
 
 
 async def test_bytes_arriving_on_an_idle_socket_retire_it() -> None:

@@ -25,15 +25,15 @@ from servicekit.errors import error_response
 
 
 def create_app(
-    settings: Settings | None = None, *, fast_path: bool | PublishFastPath = True
+    settings: Settings | None = None, *, fast_path: PublishFastPath | None = None
 ) -> FastAPI:
     """Build the event-service app. Nothing connects until the lifespan starts.
 
     Args:
         settings: Service settings (from the environment when omitted).
-        fast_path: Answer the publish routes in pure ASGI (:mod:`event_service.fastpath`);
-            innermost in servicekit's middleware stack; ``False`` leaves every request to
-            FastAPI (tests compare the two); an instance is used as given.
+        fast_path: The publish fast path to use when ``settings.publish_fast_path`` is on
+            (``SOORMA_PUBLISH_FAST_PATH``, the switch; default: a new
+            :class:`PublishFastPath`). Off, every request goes to FastAPI's routes.
     """
     settings = settings or Settings()
 
@@ -53,6 +53,7 @@ def create_app(
                 max_length=settings.stream_max_length,
                 command_timeout=settings.redis_command_timeout,
                 tap_topics=settings.tap_topics,
+                direct=settings.redis_direct,
             )
         else:
             log = MemoryEventLog(
@@ -77,7 +78,9 @@ def create_app(
             if app.metrics is not None:
                 app.metrics.clear_scrape_callbacks()
 
-    if fast_path is True:
+    if not settings.publish_fast_path:
+        fast_path = None
+    elif fast_path is None:
         fast_path = PublishFastPath(settings=settings)
     app = create_service_app(
         name="event-service",
@@ -85,7 +88,7 @@ def create_app(
         lifespan=lifespan,
         routers=[router],
         max_body_bytes=settings.max_request_bytes,
-        fast_path=fast_path or None,
+        fast_path=fast_path,
     )
     metrics = EventMetrics(app.metrics)
     app.add_middleware(StreamMetricsMiddleware, metrics=metrics)

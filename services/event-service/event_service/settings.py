@@ -42,6 +42,13 @@ class Settings(ServiceSettings):
     redis_prefix: str = Field(default="soorma", pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
     # Approximate cap on entries kept per topic (Redis ``XADD MAXLEN ~``).
     stream_max_length: int = Field(default=100_000, ge=100)
+    # Accelerators (docs/architecture.md, "Accelerators"); each off falls back to the plain
+    # path. ``SOORMA_PUBLISH_FAST_PATH``: the publish routes in pure ASGI (fastpath.py)
+    # instead of FastAPI. ``SOORMA_REDIS_DIRECT``: appends and live reads as hand-packed
+    # RESP on raw connections, single appends group-committed (redis_direct.py,
+    # redis_appends.py), instead of redis-py's commands (always off on a Redis Cluster).
+    publish_fast_path: bool = True
+    redis_direct: bool = True
     heartbeat_seconds: float = Field(default=15.0, ge=0.5)
     # How many entries one backend read returns (also the SSE write batch size).
     read_batch: int = Field(default=500, ge=1, le=10_000)

@@ -18,8 +18,8 @@ from starlette.authentication import SimpleUser
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway_a2a.request_state import request_state
 from gateway_a2a.settings import Settings, hash_api_key
-from gateway_a2a.store import TENANT_KEY, USER_KEY
 from servicekit.auth import Identity, resolve_identity
 from servicekit.errors import STATUS_BY_ERROR, error_response
 from soorma_common.errors import SoormaError, Unauthenticated
@@ -82,12 +82,9 @@ class TenantContextBuilder(DefaultServerCallContextBuilder):
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         identity: Identity | None = request.scope.get(IDENTITY_SCOPE_KEY)
+        state = request_state(context)
         if identity is not None:
-            context.state[TENANT_KEY] = identity.tenant_id
-            context.state[USER_KEY] = identity.user_id
-        agent = request.path_params.get("agent")
-        if agent:
-            from gateway_a2a.handler import AGENT_KEY
-
-            context.state[AGENT_KEY] = agent
+            state.tenant_id = identity.tenant_id
+            state.user_id = identity.user_id
+        state.agent = request.path_params.get("agent") or None
         return context

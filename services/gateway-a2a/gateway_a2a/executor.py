@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,19 +38,16 @@ from gateway_a2a.mapping import (
     result_state,
     to_part,
 )
+from gateway_a2a.request_state import GatewayRequest, request_state
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import Skill
-from gateway_a2a.store import TENANT_KEY, USER_KEY, Route, RouteStore, route_values
+from gateway_a2a.store import Route, RouteStore, route_values
 from gateway_a2a.taskstore import GatewayTaskStore
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS
 
 # A synthetic event (replicas.py): the task's replica stopped and no answer came.
 ORPHAN_EVENT = "gateway.task.orphaned"
-SKILL_KEY = "soorma_skill"
-PAYLOAD_KEY = "soorma_payload"
-ANSWER_KEY = "soorma_answer"
-RESUME_KEY = "soorma_resume"
 
 
 def _now_status(state: TaskState) -> TaskStatus:
@@ -105,16 +101,17 @@ class BusAgentExecutor(AgentExecutor):
         self.tasks = tasks
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        state = context.call_context.state
+        state = request_state(context.call_context)
         task_id = str(context.task_id)
         context_id = str(context.context_id)
         updater = TaskUpdater(event_queue, task_id, context_id)
-        resume: Event | None = state.get(RESUME_KEY)
-        if resume is not None:
-            await self._handle(updater, task_id, resume)
+        if state.resume is not None:
+            await self._handle(updater, task_id, state.resume)
             return
         if context.current_task is None:
-            skill: Skill = state[SKILL_KEY]
+            skill = state.skill
+            if skill is None:
+                raise InternalError(message="no skill resolved for a new task")
             if skill.reply_message:
                 await self._reply_with_message(context, event_queue, skill, state)
             else:
@@ -137,7 +134,7 @@ class BusAgentExecutor(AgentExecutor):
         event_queue: EventQueue,
         updater: TaskUpdater,
         skill: Skill,
-        state: MutableMapping[str, Any],
+        state: GatewayRequest,
         *,
         announce: bool = True,
     ) -> None:
@@ -148,7 +145,7 @@ class BusAgentExecutor(AgentExecutor):
         answer marked ``"reply": "message"`` becomes a direct message and no task.
         """
         task_id, context_id = str(context.task_id), str(context.context_id)
-        tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
+        tenant, user = str(state.tenant_id), state.user_id or ""
         message = context.message
         submitted = Task(
             id=task_id,
@@ -180,7 +177,7 @@ class BusAgentExecutor(AgentExecutor):
                 tenant,
                 skill.topic,
                 skill.event,
-                state[PAYLOAD_KEY],
+                state.payload or {},
                 user_id=user or None,
                 event_id=task_id,
                 correlation_id=task_id,
@@ -209,11 +206,11 @@ class BusAgentExecutor(AgentExecutor):
         context: RequestContext,
         event_queue: EventQueue,
         skill: Skill,
-        state: MutableMapping[str, Any],
+        state: GatewayRequest,
     ) -> None:
         """An agent that answers with messages: no task, one agent message back."""
         request_id = str(uuid.uuid4())
-        tenant, user = str(state[TENANT_KEY]), str(state.get(USER_KEY) or "")
+        tenant, user = str(state.tenant_id), state.user_id or ""
         queue = self.bridge.wait_for(request_id, tenant)
         try:
             await self.bridge.ensure(tenant)
@@ -221,7 +218,7 @@ class BusAgentExecutor(AgentExecutor):
                 tenant,
                 skill.topic,
                 skill.event,
-                state[PAYLOAD_KEY],
+                state.payload or {},
                 user_id=user or None,
                 correlation_id=request_id,
                 response_event=self.settings.gateway_response_event,
@@ -239,7 +236,7 @@ class BusAgentExecutor(AgentExecutor):
     # -- answer to input-required ------------------------------------------------------
 
     async def _answer(
-        self, context: RequestContext, updater: TaskUpdater, state: MutableMapping[str, Any]
+        self, context: RequestContext, updater: TaskUpdater, state: GatewayRequest
     ) -> None:
         task_id = str(context.task_id)
         route = await self.routes.get(task_id)
@@ -259,8 +256,8 @@ class BusAgentExecutor(AgentExecutor):
                 route.tenant_id,
                 route.awaiting_topic or NOTIFICATION_EVENTS,
                 route.awaiting_event,
-                state[ANSWER_KEY],
-                user_id=str(state.get(USER_KEY) or "") or None,
+                state.answer or {},
+                user_id=state.user_id or None,
                 correlation_id=route.awaiting_correlation,
                 session_id=route.context_id,
             )

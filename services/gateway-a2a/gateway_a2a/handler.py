@@ -50,20 +50,19 @@ from google.protobuf.json_format import MessageToDict
 
 from gateway_a2a.bridge import Bridge
 from gateway_a2a.errors import unavailable
-from gateway_a2a.executor import ANSWER_KEY, PAYLOAD_KEY, RESUME_KEY, SKILL_KEY
 from gateway_a2a.mapping import MESSAGE_KEY, message_record, narrow, request_payload
 from gateway_a2a.pushpolicy import SETTING as PUSH_SETTING
 from gateway_a2a.pushpolicy import PushPolicy
+from gateway_a2a.request_state import MessageIdClaim, request_state
 from gateway_a2a.routing import message_text
 from gateway_a2a.settings import Settings
 from gateway_a2a.skills import Skill, SkillCatalog
 from gateway_a2a.store import MessageIdStore, Route, RouteStore, tenant_context, tenant_of
-from gateway_a2a.taskstore import DEFER_KEY, PRESET_TASK_KEY, NewTaskIdBuilder
+from gateway_a2a.taskstore import NewTaskIdBuilder
 from soorma.event import Event as BusEvent
 from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import SYSTEM_EVENTS
 
-AGENT_KEY = "soorma_agent"
 _SDK_SEND = DefaultRequestHandler.on_message_send.__wrapped__
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
@@ -73,8 +72,6 @@ TERMINAL = {
 }
 # Where a blocking send returns: terminal, or waiting for the client.
 SETTLED = TERMINAL | {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
-DUPLICATE_KEY = "soorma_retry_of_task"
-CLAIM_KEY = "soorma_message_id_claim"
 # A retry through another replica may arrive before the first send stored its task.
 RETRY_LOOKUPS = 40
 RETRY_LOOKUP_SECONDS = 0.05
@@ -124,7 +121,7 @@ class GatewayRequestHandler(DefaultRequestHandler):
             if not message.context_id:
                 # The task's context (the client may leave it out on a follow-up).
                 message.context_id = task.context_id
-            context.state[ANSWER_KEY] = _answer_payload(message)
+            request_state(context).answer = _answer_payload(message)
             await self._require_bus(tenant)
             return
         metadata = narrow(MessageToDict(message.metadata)) if message.metadata else {}
@@ -132,15 +129,16 @@ class GatewayRequestHandler(DefaultRequestHandler):
             skill = await self.catalog.resolve(
                 tenant,
                 metadata,
-                agent=context.state.get(AGENT_KEY),
+                agent=request_state(context).agent,
                 default=self.settings.gateway_default_skill,
                 text=lambda: _words_of(message),
                 fits=lambda candidate: _takes(message, candidate),
             )
         except ServiceUnavailable as exc:
             raise unavailable("registry", exc) from exc
-        context.state[SKILL_KEY] = skill
-        context.state[PAYLOAD_KEY] = request_payload(message, skill.id, skill.schema)
+        state = request_state(context)
+        state.skill = skill
+        state.payload = request_payload(message, skill.id, skill.schema)
         await self._require_bus(tenant)
         if (
             message.context_id
@@ -158,16 +156,20 @@ class GatewayRequestHandler(DefaultRequestHandler):
         task_id = await self.message_ids.claim(
             tenant, message.context_id, message.message_id, wanted
         )
+        state = request_state(context)
         if task_id != wanted:
-            context.state[DUPLICATE_KEY] = task_id
+            state.retry_of = task_id
             return
-        context.state[PRESET_TASK_KEY] = task_id
-        context.state[CLAIM_KEY] = (tenant, message.context_id, message.message_id, task_id)
+        state.preset_task_id = task_id
+        state.claim = MessageIdClaim(tenant, message.context_id, message.message_id, task_id)
 
     async def _release_message_id(self, context: ServerCallContext) -> None:
-        claim = context.state.pop(CLAIM_KEY, None)
+        state = request_state(context)
+        claim, state.claim = state.claim, None
         if claim is not None:
-            await self.message_ids.release(*claim)
+            await self.message_ids.release(
+                claim.tenant_id, claim.context_id, claim.message_id, claim.task_id
+            )
 
     async def _retried_task(self, task_id: str, context: ServerCallContext) -> Task:
         """The task a retried message started (written by its replica moments ago)."""
@@ -205,7 +207,8 @@ class GatewayRequestHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
         await self._prepare(params, context)
-        duplicate = context.state.get(DUPLICATE_KEY)
+        state = request_state(context)
+        duplicate = state.retry_of
         if duplicate:
             return await self._answer_retry(duplicate, params, context)
         config = params.configuration
@@ -213,12 +216,12 @@ class GatewayRequestHandler(DefaultRequestHandler):
             not params.message.task_id
             and not config.return_immediately
             and not config.HasField("task_push_notification_config")
-            and CLAIM_KEY not in context.state
+            and state.claim is None
         ):
             # The client learns the task id only with the answer: write the task once.
             # (Not with a push config: its receiver learns the id at once; nor when a
             # retry of the message may reach another replica, which must find the task.)
-            context.state[DEFER_KEY] = True
+            state.defer_writes = True
         try:
             # The SDK's method without its decorator: the parameters were validated above.
             return await _SDK_SEND(self, params, context)
@@ -234,7 +237,7 @@ class GatewayRequestHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         await self._prepare(params, context)
-        duplicate = context.state.get(DUPLICATE_KEY)
+        duplicate = request_state(context).retry_of
         if duplicate:
             task = await self._retried_task(duplicate, context)
             if task.status.state in SETTLED:
@@ -323,7 +326,7 @@ class GatewayRequestHandler(DefaultRequestHandler):
     async def resume(self, route: Route, event: BusEvent) -> None:
         """Apply ``event`` to a task no executor here waits for (the SDK's own path)."""
         context = tenant_context(route.tenant_id, route.user_id)
-        context.state[RESUME_KEY] = event
+        request_state(context).resume = event
         try:
             active = await self._active_task_registry.get_or_create(
                 route.task_id, call_context=context, create_task_if_missing=False

@@ -76,6 +76,10 @@ class Settings(ServiceSettings):
     # A blocking send's task is written once when it ends or asks for input, or after
     # this many seconds (0: write every change at once, as a2a-sdk's store does).
     gateway_write_delay_seconds: float = Field(default=0.5, ge=0)
+    # Accelerator switch (docs/architecture.md): the gateway's own task store (no reads of
+    # a task it just created, one transaction per write, the deferred first write above);
+    # off, a2a-sdk's VersionedDatabaseTaskStore reads and writes every task as is.
+    gateway_fast_task_store: bool = True
     # Takeover: each replica writes a heartbeat this often; a replica silent for the
     # lease has stopped, and a live one takes its unfinished tasks over. A taken-over
     # task whose answer is not known to the taker fails after the grace period.

@@ -15,6 +15,7 @@ from a2a.server.tasks import DatabasePushNotificationConfigStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway_a2a.models import message_ids, routes
+from gateway_a2a.request_state import request_state
 from gateway_a2a.settings import Settings
 from gateway_a2a.taskstore import GatewayTaskStore
 from servicekit.db import database_url, is_sqlite, make_engine, migrate
@@ -23,8 +24,6 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 VERSION_TABLE = "gateway_alembic_version"
 # A pooled connection unused for longer is pinged before use (a busy one is not).
 IDLE_PING_SECONDS = 5.0
-TENANT_KEY = "soorma_tenant"
-USER_KEY = "soorma_user"
 
 
 def tenant_of(context: ServerCallContext) -> str:
@@ -32,15 +31,18 @@ def tenant_of(context: ServerCallContext) -> str:
 
     The gateway's auth middleware always sets it; a context without it owns nothing.
     """
-    tenant = context.state.get(TENANT_KEY)
+    tenant = request_state(context).tenant_id
     if not tenant:
         raise PermissionError("no authenticated tenant on this call")
-    return str(tenant)
+    return tenant
 
 
 def tenant_context(tenant_id: str, user_id: str = "gateway") -> ServerCallContext:
     """A call context acting as ``tenant_id`` (the gateway's own writes for a task)."""
-    return ServerCallContext(state={TENANT_KEY: tenant_id, USER_KEY: user_id})
+    context = ServerCallContext()
+    state = request_state(context)
+    state.tenant_id, state.user_id = tenant_id, user_id
+    return context
 
 
 @dataclass(slots=True)
@@ -214,7 +216,12 @@ def build_stores(settings: Settings) -> Stores:
         # only connections that sat idle (a restarted server closed those).
         engine = make_engine(url, pool_pre_ping=False)
         ping_idle_connections(engine)
-    tasks = GatewayTaskStore(engine, tenant_of, settings.gateway_write_delay_seconds)
+    tasks = GatewayTaskStore(
+        engine,
+        tenant_of,
+        settings.gateway_write_delay_seconds,
+        accelerated=settings.gateway_fast_task_store,
+    )
     events = DatabaseTaskEventStream(
         engine,
         create_table=False,

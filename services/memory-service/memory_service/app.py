@@ -26,7 +26,7 @@ LONG_TERM_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 def create_app(
-    settings: Settings | None = None, *, fast_path: bool | PlanContextFastPath = True
+    settings: Settings | None = None, *, fast_path: PlanContextFastPath | None = None
 ) -> FastAPI:
     """Build the memory-service app. Nothing connects until the lifespan starts.
 
@@ -35,10 +35,10 @@ def create_app(
 
     Args:
         settings: Service settings (from the environment when omitted).
-        fast_path: Answer the plan-context hot routes in pure ASGI
-            (:mod:`memory_service.fastpath`), innermost in servicekit's middleware stack;
-            ``False`` leaves every request to FastAPI (tests compare the two); an
-            instance is used as given.
+        fast_path: The plan-context fast path to use when
+            ``settings.plan_context_fast_path`` is on (``SOORMA_PLAN_CONTEXT_FAST_PATH``,
+            the switch; default: a new :class:`PlanContextFastPath`). Off, FastAPI's
+            routes answer every request.
     """
     settings = settings or Settings()
 
@@ -103,14 +103,16 @@ def create_app(
             await longterm.close()
             await store.close()
 
-    if fast_path is True:
+    if not settings.plan_context_fast_path:
+        fast_path = None
+    elif fast_path is None:
         fast_path = PlanContextFastPath(settings=settings)
     return create_service_app(
         name="memory-service",
         settings=settings,
         lifespan=lifespan,
         routers=ROUTERS,
-        fast_path=fast_path or None,
+        fast_path=fast_path,
         # Batches of 1,000 items and long documents: each body is still validated per
         # field (content, query, item count) by the long-term memory DTOs.
         max_body_bytes=max(settings.max_payload_bytes * 4, LONG_TERM_MAX_BODY_BYTES),

@@ -33,7 +33,12 @@ class Settings(ServiceSettings):
         memory_retention_semantic_days / _episodic_days / _procedural_days: Long-term
             records older than this (since their last update) are pruned; ``0`` keeps them.
         reembed_batch_size: Records re-embedded per step of ``POST /v1/memory/reembed``.
+        plan_context_fast_path: ``SOORMA_PLAN_CONTEXT_FAST_PATH``, an accelerator switch
+            (docs/architecture.md): the plan-context hot routes in pure ASGI
+            (``memory_service.fastpath``); off, FastAPI's routes answer them.
     """
+
+    plan_context_fast_path: bool = True
 
     memory_database_url: str | None = None
     memory_retention_days: float = DEFAULT_RETENTION_DAYS

@@ -214,7 +214,9 @@ class RedisEventLog(EventLog):
     """Event log on Redis Streams; the clients (and their pools) are injected and shared.
 
     ``blocking_redis`` serves the blocking reads (defaults to ``redis``); see
-    :func:`open_redis`. Single-event appends are coalesced: see :class:`AppendCoalescer`.
+    :func:`open_redis`. With ``direct`` (``SOORMA_REDIS_DIRECT``, not on a cluster) appends
+    and live reads skip redis-py's client layer (:class:`DirectCommands`) and single-event
+    appends are coalesced (:class:`AppendCoalescer`); without it they are redis-py commands.
     """
 
     # Every event-service replica on this Redis shares the group state.
@@ -229,6 +231,7 @@ class RedisEventLog(EventLog):
         max_length: int = 100_000,
         command_timeout: float = 5.0,
         tap_topics: Iterable[str] = (),
+        direct: bool = True,
     ):
         self._r = redis
         self._tap = frozenset(tap_topics)
@@ -246,7 +249,7 @@ class RedisEventLog(EventLog):
         self._cluster = isinstance(redis, RedisCluster)
         self._live: DirectCommands | None = None
         self._appends: AppendCoalescer | None = None
-        if not self._cluster:
+        if direct and not self._cluster:
             # The hot commands skip the client layer; both use the blocking pool's
             # timer-free connections (appends bound each round trip themselves).
             blocking_pool = self._blocking.connection_pool
@@ -304,7 +307,7 @@ class RedisEventLog(EventLog):
         # same MULTI as the tenant's own entry.
         tap = self._tap
         if self._appends is None:
-            return await self._append_on_cluster(tenant, events)
+            return await self._append_by_client(tenant, events)
         if len(events) == 1:
             e = events[0]
             tap_key = self._key(TAP_TENANT, e.topic) if e.topic in tap else None
@@ -319,8 +322,8 @@ class RedisEventLog(EventLog):
         raws = await self._appends.xadd_atomic(items)
         return [raw.decode() for raw in raws[: len(events)]]
 
-    async def _append_on_cluster(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
-        """Appends on a Redis Cluster: the tenant's entries in one MULTI on its shard.
+    async def _append_by_client(self, tenant: str, events: Sequence[NewEvent]) -> list[str]:
+        """Appends through redis-py: the tenant's entries in one MULTI (on its shard).
 
         The tap copies live under the ``{*}`` hash tag, usually on another shard, so
         they follow in a second MULTI there (a crash between the two can lose a tap

@@ -78,67 +78,32 @@ async def test_sqlite_vector_distance_is_cosine_distance(tmp_path: Any) -> None:
     assert opposite == pytest.approx(2.0, abs=1e-6)
 
 
-_SQLITE_VEC_PROBE = """
-import json, sqlite3, sys
-from array import array
-conn = sqlite3.connect(":memory:")
-conn.enable_load_extension(True)
-conn.load_extension(sys.argv[1])
-pairs = json.loads(sys.argv[2])
-out = [
-    conn.execute(
-        "SELECT vec_distance_cosine(?, ?)",
-        (array("f", a).tobytes(), array("f", b).tobytes()),
-    ).fetchone()[0]
-    for a, b in pairs
-]
-print(json.dumps(out))
-"""
-
-
-def _interpreter_loading_sqlite_extensions() -> str | None:
-    import shutil
-    import subprocess
-    import sys
-
-    for candidate in (sys.executable, shutil.which("python3"), "/usr/bin/python3"):
-        if candidate is None:
-            continue
-        probe = subprocess.run(
-            [candidate, "-c", "import sqlite3; sqlite3.connect(':memory:').enable_load_extension"],
-            capture_output=True,
-        )
-        if probe.returncode == 0:
-            return candidate
-    return None
-
-
 def test_python_stand_in_answers_like_sqlite_vec() -> None:
-    """The SQLite path uses sqlite-vec where the interpreter can load it and a Python
-    stand-in elsewhere: both must rank alike."""
-    import json
+    """The SQLite path uses sqlite-vec where it can load it (APSW's SQLite, a dependency
+    of the service) and a Python stand-in elsewhere: both must rank alike."""
     import random
-    import subprocess
 
+    import apsw
     import sqlite_vec
 
     from memory_service.longterm.dialect import _cosine_distance
 
-    interpreter = _interpreter_loading_sqlite_extensions()
-    if interpreter is None:
-        pytest.skip("no Python here can load SQLite extensions")
     rng = random.Random(7)
     pairs = [
         ([rng.uniform(-1, 1) for _ in range(dims)], [rng.uniform(-1, 1) for _ in range(dims)])
         for dims in (3, 64, 256, 256)
     ]
     pairs.append(([1.0, 0.0], [1.0, 0.0]))
-    result = subprocess.run(
-        [interpreter, "-c", _SQLITE_VEC_PROBE, sqlite_vec.loadable_path(), json.dumps(pairs)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    from_sqlite_vec = json.loads(result.stdout)
+    conn = apsw.Connection(":memory:")
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    from_sqlite_vec = [
+        conn.execute(
+            "SELECT vec_distance_cosine(?, ?)",
+            (array("f", a).tobytes(), array("f", b).tobytes()),
+        ).fetchone()[0]
+        for a, b in pairs
+    ]
+    conn.close()
     ours = [_cosine_distance(array("f", a).tobytes(), array("f", b).tobytes()) for a, b in pairs]
     assert ours == pytest.approx(from_sqlite_vec, abs=1e-5)

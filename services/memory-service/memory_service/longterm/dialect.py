@@ -9,6 +9,7 @@ import math
 import re
 import sqlite3
 import threading
+from abc import ABC, abstractmethod
 from array import array
 from collections import namedtuple
 from collections.abc import Sequence
@@ -30,32 +31,32 @@ def keyword_terms(query: str) -> list[str]:
     return _WORD.findall(query.lower())[:64]
 
 
-class Dialect:
-    """SQL fragments and parameter encodings of one engine."""
+class Dialect(ABC):
+    """SQL fragments and parameter encodings of one engine (one subclass per engine)."""
 
     pg = False
 
-    def vector_param(self, vector: Sequence[float]) -> Any:
-        raise NotImplementedError
+    @abstractmethod
+    def vector_param(self, vector: Sequence[float]) -> Any: ...
 
+    @abstractmethod
     def vector_value(self, name: str) -> str:
         """SQL for a vector bind parameter ``:name`` in an INSERT/UPDATE."""
-        raise NotImplementedError
 
+    @abstractmethod
     def distance(self, dims: int, name: str = "q") -> str:
         """Cosine distance between the row's ``embedding`` and ``:name`` (0 = same)."""
-        raise NotImplementedError
 
     def json_param(self, value: Any) -> str:
         return orjson.dumps(value).decode()
 
+    @abstractmethod
     def in_values(self, column: str, name: str) -> str:
         """``column`` is one of the strings in list parameter ``:name`` (one statement
         for any number of values, so the driver prepares it once)."""
-        raise NotImplementedError
 
-    def values_param(self, values: Sequence[str]) -> Any:
-        raise NotImplementedError
+    @abstractmethod
+    def values_param(self, values: Sequence[str]) -> Any: ...
 
     def json_value(self, name: str) -> str:
         return f":{name}"
@@ -63,15 +64,15 @@ class Dialect:
     def ts(self, value: datetime) -> Any:
         return value
 
+    @abstractmethod
     def tags_all(self, tags: list[str], params: dict[str, Any], alias: str = "") -> str:
         """Every tag in ``tags`` is among the row's tags (``alias``: table prefix)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def metadata_equals(
         self, metadata: dict[str, Any], params: dict[str, Any], alias: str = ""
     ) -> str:
         """Each top-level metadata field equals the given value, type included."""
-        raise NotImplementedError
 
 
 class SqliteDialect(Dialect):

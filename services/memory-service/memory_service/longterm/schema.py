@@ -172,6 +172,9 @@ def pg_segment_statements() -> list[str]:
         "ALTER TABLE memory_semantic ADD COLUMN IF NOT EXISTS seq BIGINT "
         "GENERATED ALWAYS AS IDENTITY",
         "CREATE INDEX IF NOT EXISTS ix_memory_semantic_seq ON memory_semantic (seq)",
+        # Which segments hold a tenant's rows (a search skips the others).
+        "CREATE INDEX IF NOT EXISTS ix_memory_semantic_tenant_seq ON memory_semantic "
+        "(tenant_id, seq)",
         # The per-model index that every insert went through row by row.
         """DO $$ DECLARE ix text; BEGIN
     FOR ix IN SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid

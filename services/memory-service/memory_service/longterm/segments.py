@@ -178,17 +178,16 @@ class SegmentIndex:
                 out.append((int(match[2]), int(match[3])))
         return out
 
-    async def cover(self, name: str, dims: int) -> Cover:
+    async def cover(self, name: str, dims: int, conn: Any) -> Cover:
         """The cover searches use (at most ``REFRESH_SECONDS`` old: another process may
-        build; a stale cover is still a correct tiling, only slower)."""
+        build; a stale cover is still a correct tiling, only slower); ``conn``: an
+        asyncpg connection to read the catalog on when the cached cover is too old."""
         tag = model_tag(name, dims)
         cached = self._covers.get(tag)
         now = time.monotonic()
         if cached is not None and now - cached[0] < self.REFRESH_SECONDS:
             return cached[1]
-        async with self.engine.connect() as sa:
-            raw = (await sa.get_raw_connection()).driver_connection
-            cover = choose_cover(await self._valid_ranges(raw, tag))
+        cover = choose_cover(await self._valid_ranges(conn, tag))
         self._covers[tag] = (now, cover)
         return cover
 
@@ -250,6 +249,7 @@ class SegmentIndex:
         literal = name.replace("'", "''")
         on_model = f"embedding_model = '{literal}' AND embedding_dims = {int(dims)}"
         last_seq: int | None = None
+        analyzed = 0
         changed_at = time.monotonic()
         while True:
             ranges = await self._valid_ranges(conn, tag)
@@ -258,6 +258,12 @@ class SegmentIndex:
             next_seq = int(await conn.fetchval(f"SELECT coalesce(max(seq), 0) + 1 FROM {TABLE}"))
             if next_seq != last_seq:
                 last_seq, changed_at = next_seq, time.monotonic()
+            if next_seq > analyzed * 1.25 + 1000:
+                # Statistics that lag a bulk load make the planner scan a user's rows
+                # for each batch's key lookups instead of probing the key index (and
+                # misjudge searches); autovacuum's analyze comes too late for a load.
+                await conn.execute(f"ANALYZE {TABLE}")
+                analyzed = next_seq
             idle = time.monotonic() - changed_at >= self.idle_seconds
             tail = int(
                 await conn.fetchval(
@@ -312,12 +318,26 @@ class SegmentIndex:
                 await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(tag, lo, hi)}")
 
 
-def ranking_sql(cover: Cover, *, columns: str, distance: str, where: str, limit: str = ":k") -> str:
+def ranking_sql(
+    cover: Cover,
+    *,
+    columns: str,
+    distance: str,
+    where: str,
+    tenant: str = ":t",
+    limit: str = ":k",
+) -> str:
     """One statement ranking every segment through its index and the tail exactly,
-    best ``limit`` overall (``where``: scope and active model, alias ``s``)."""
+    best ``limit`` overall (``where``: scope and active model, alias ``s``).
+
+    A segment holding none of the tenant's rows is skipped by a one-time check (btree on
+    ``(tenant_id, seq)``): a filtered HNSW scan finding nothing would walk its whole
+    graph first."""
     branches = [
         f"SELECT {columns}, {distance} AS distance FROM {TABLE} s WHERE {where} "
-        f"AND s.seq >= {lo} AND s.seq < {hi} ORDER BY {distance} LIMIT {limit}"
+        f"AND s.seq >= {lo} AND s.seq < {hi} AND EXISTS (SELECT 1 FROM {TABLE} e "
+        f"WHERE e.tenant_id = {tenant} AND e.seq >= {lo} AND e.seq < {hi}) "
+        f"ORDER BY {distance} LIMIT {limit}"
         for lo, hi in cover.segments
     ]
     tail = (

@@ -798,7 +798,8 @@ class LongTermStore:
                     "s.id" if keyword else ", ".join(f"s.{c}" for c in SEMANTIC_COLUMNS.split(", "))
                 )
                 if self.segments is not None:
-                    cover = await self.segments.cover(model.name, model.dims)
+                    raw = (await conn.get_raw_connection()).driver_connection
+                    cover = await self.segments.cover(model.name, model.dims, raw)
                     sql = ranking_sql(
                         cover,
                         columns=columns,
@@ -891,31 +892,37 @@ class LongTermStore:
             source=source,
             metadata=metadata,
         )
-        cover = await self.segments.cover(model.name, model.dims)
         columns = ", ".join(f"s.{c}" for c in SEMANTIC_COLUMNS.split(", "))
-        sql, args = positional(
-            ranking_sql(
-                cover,
-                columns=columns,
-                distance=self.d.distance(model.dims),
-                where=f"{scope} AND {_on_model(model, 's.')}",
-                limit=str(int(k)),
-            ),
-            params,
-        )
+        where = f"{scope} AND {_on_model(model, 's.')}"
+        distance = self.d.distance(model.dims)
         vector = self.d.vector_param(query_vector)
-        async with self.engine.connect() as sa:
-            raw = (await sa.get_raw_connection()).driver_connection
-            assert raw is not None
-            rows = await raw.fetch(
-                _SEARCH_CALL,
-                tenant,
-                RLS_ROLE if self._rls_role else None,
-                max(40, min(k, 1000)),
-                sql,
-                vector,
-                args,
-            )
+        role = RLS_ROLE if self._rls_role else None
+        for attempt in (1, 2):
+            async with self.engine.connect() as sa:
+                raw = (await sa.get_raw_connection()).driver_connection
+                assert raw is not None
+                try:
+                    cover = await self.segments.cover(model.name, model.dims, raw)
+                    sql, args = positional(
+                        ranking_sql(
+                            cover,
+                            columns=columns,
+                            distance=distance,
+                            where=where,
+                            limit=str(int(k)),
+                        ),
+                        params,
+                    )
+                    ef = max(40, min(k, 1000))
+                    rows = await raw.fetch(_SEARCH_CALL, tenant, role, ef, sql, vector, args)
+                    break
+                except BaseException:
+                    if not raw.is_closed() or attempt == 2:
+                        raise
+                    # The server dropped it (a restart): replace the pool, read again
+                    # (a read is safe to repeat).
+                    await sa.invalidate()
+                    await self.engine.dispose(close=False)
         hits = [Ranked(r["id"], 1.0 - r["distance"]) for r in rows]
         return hits, [], {r["id"]: semantic_record_from_pg(r) for r in rows}
 

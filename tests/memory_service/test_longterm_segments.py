@@ -245,9 +245,12 @@ async def test_a_build_killed_half_way_loses_nothing_and_is_redone(
             if pid is not None:
                 break
             await asyncio.sleep(0.1)
-        await watcher.close()
         assert pid is not None, "the builder never started a build"
         await asyncio.sleep(0.3)
+        # Mid-build: the index is in the catalog, not yet valid.
+        _, _, invalid = await _cover(pgvector_url)
+        assert invalid, "no build in progress to kill"
+        await watcher.close()
         os.kill(pid, signal.SIGKILL)
         # The server is back once a connection succeeds.
         for _ in range(100):
@@ -259,8 +262,6 @@ async def test_a_build_killed_half_way_loses_nothing_and_is_redone(
                 await asyncio.sleep(0.2)
         with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError, OSError)):
             await blocker.execute("COMMIT")
-        _, _, invalid = await _cover(pgvector_url)
-        assert invalid, "the killed build left no INVALID index (was it killed mid-build?)"
         # Every acknowledged record is found while the index is missing (exact tail).
         for i in (0, 57, 119):
             hits = await _search(client, A, mine[i], 1)

@@ -273,3 +273,80 @@ async def test_a_build_killed_half_way_loses_nothing_and_is_redone(
         assert cover.segments
         for i in (0, 57, 119):
             assert (await _search(client, A, mine[i], 1))[0][0] == ids[i]
+
+
+def _migrate(connection: Any, revision: str, *, down: bool = False) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from memory_service.sql import MIGRATIONS, VERSION_TABLE
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    config.attributes["version_table"] = VERSION_TABLE
+    (command.downgrade if down else command.upgrade)(config, revision)
+
+
+@pytest.mark.asyncio
+async def test_migration_0007_numbers_existing_rows_and_drops_the_row_by_row_index(
+    pgvector_url: str,
+) -> None:
+    from sqlalchemy import text
+
+    from servicekit.db import make_engine
+
+    engine = make_engine(pgvector_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(_migrate, "0006_long_term_memory")
+            await conn.execute(
+                text(
+                    "INSERT INTO memory_semantic (id, tenant_id, user_id, embedding_model, "
+                    "embedding_dims, content, content_hash, embedding, created_at, updated_at) "
+                    "SELECT 'r' || i, 't', 'u', 'm', 2, 'c' || i, md5(i::text) || md5(i::text), "
+                    "'[1,2]', now(), now() FROM generate_series(1, 3) i"
+                )
+            )
+            # What 0006-era services built at start-up: every insert went through it.
+            await conn.execute(
+                text(
+                    "CREATE INDEX ix_memory_semantic_hnsw_0123456789ab ON memory_semantic "
+                    "USING hnsw ((embedding::vector(2)) vector_cosine_ops)"
+                )
+            )
+            await conn.run_sync(_migrate, "head")
+            seqs = (await conn.execute(text("SELECT seq FROM memory_semantic"))).scalars().all()
+            indexes = (
+                (
+                    await conn.execute(
+                        text("SELECT indexname FROM pg_indexes WHERE tablename = 'memory_semantic'")
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            function = (
+                await conn.execute(text("SELECT to_regproc('soorma_memory_ranked')::text"))
+            ).scalar()
+        assert sorted(seqs) == [1, 2, 3]
+        assert "ix_memory_semantic_hnsw_0123456789ab" not in indexes
+        assert {"ix_memory_semantic_seq", "ix_memory_semantic_tenant_seq"} <= set(indexes)
+        assert function == "soorma_memory_ranked"
+        async with engine.begin() as conn:
+            await conn.run_sync(_migrate, "0006_long_term_memory", down=True)
+            columns = (
+                (
+                    await conn.execute(
+                        text(
+                            "SELECT column_name FROM information_schema.columns "
+                            "WHERE table_name = 'memory_semantic'"
+                        )
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        assert "seq" not in columns
+    finally:
+        await engine.dispose()

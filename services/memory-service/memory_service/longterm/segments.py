@@ -250,6 +250,7 @@ class SegmentIndex:
         on_model = f"embedding_model = '{literal}' AND embedding_dims = {int(dims)}"
         last_seq: int | None = None
         analyzed = 0
+        counted: dict[tuple[int, int], int] = {}
         changed_at = time.monotonic()
         while True:
             ranges = await self._valid_ranges(conn, tag)
@@ -271,16 +272,19 @@ class SegmentIndex:
                     cover.sealed_hi,
                 )
             )
-            sizes = [
-                int(
-                    await conn.fetchval(
-                        f"SELECT count(*) FROM {TABLE} WHERE seq >= $1 AND seq < $2 AND {on_model}",
-                        lo,
-                        hi,
+            # A segment's range never changes, so its row count is counted once (only
+            # the merge policy reads it: drift from later deletes does not matter).
+            for lo, hi in cover.segments:
+                if (lo, hi) not in counted:
+                    counted[(lo, hi)] = int(
+                        await conn.fetchval(
+                            f"SELECT count(*) FROM {TABLE} WHERE seq >= $1 AND seq < $2 "
+                            f"AND {on_model}",
+                            lo,
+                            hi,
+                        )
                     )
-                )
-                for lo, hi in cover.segments
-            ]
+            sizes = [counted[segment] for segment in cover.segments]
             step = plan_step(cover, sizes, tail, next_seq, idle=idle, seal_rows=self.seal_rows)
             kept = set(cover.segments)
             leftovers = [r for r in ranges if r not in kept]

@@ -29,6 +29,10 @@ KNOWN_VARIABLES: frozenset[str] = frozenset(
         "SOORMA_EMBEDDING_RETRIES",
         "SOORMA_EMBEDDING_TIMEOUT_SECONDS",
         "SOORMA_REEMBED_BATCH_SIZE",
+        # memory service: semantic vector index built in bulk (PostgreSQL)
+        "SOORMA_MEMORY_VECTOR_SEAL_ROWS",
+        "SOORMA_MEMORY_VECTOR_IDLE_SECONDS",
+        "SOORMA_MEMORY_VECTOR_BUILD_MEMORY_MB",
         # SDK and the soorma command
         "SOORMA_URL",
         "SOORMA_EVENT_SERVICE_URL",

@@ -47,7 +47,12 @@ def create_app(
         url = database_url(settings, "memory", settings.memory_database_url)
         store = await open_sql_store(url)
         longterm = LongTermMemory(
-            await LongTermStore.open(store.engine),
+            await LongTermStore.open(
+                store.engine,
+                seal_rows=settings.memory_vector_seal_rows,
+                idle_seconds=settings.memory_vector_idle_seconds,
+                build_memory_mb=settings.memory_vector_build_memory_mb,
+            ),
             make_embedder(
                 settings.embedding_model,
                 api_base=settings.embedding_api_base,

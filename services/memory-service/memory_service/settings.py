@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from memory_service.longterm.segments import (
+    DEFAULT_BUILD_MEMORY_MB,
+    DEFAULT_IDLE_SECONDS,
+    DEFAULT_SEAL_ROWS,
+)
 from servicekit.settings import ServiceSettings
 
 DEFAULT_PORT = 8083
@@ -33,6 +38,13 @@ class Settings(ServiceSettings):
         memory_retention_semantic_days / _episodic_days / _procedural_days: Long-term
             records older than this (since their last update) are pruned; ``0`` keeps them.
         reembed_batch_size: Records re-embedded per step of ``POST /v1/memory/reembed``.
+        memory_vector_seal_rows: PostgreSQL: semantic records are written unindexed and
+            searched exactly until this many have arrived; the background builder then
+            builds their HNSW index in bulk (``memory_service.longterm.segments``).
+        memory_vector_idle_seconds: PostgreSQL: once writes have paused this long, the
+            builder indexes the unindexed records and merges the segment indexes into one.
+        memory_vector_build_memory_mb: PostgreSQL: ``maintenance_work_mem`` of those
+            builds (an HNSW build is much slower once its graph outgrows it).
         plan_context_fast_path: ``SOORMA_PLAN_CONTEXT_FAST_PATH``, an accelerator switch
             (docs/architecture.md): the plan-context hot routes in pure ASGI
             (``memory_service.fastpath``); off, FastAPI's routes answer them.
@@ -54,3 +66,6 @@ class Settings(ServiceSettings):
     memory_retention_episodic_days: float = Field(default=0.0, ge=0)
     memory_retention_procedural_days: float = Field(default=0.0, ge=0)
     reembed_batch_size: int = Field(default=256, ge=1, le=10_000)
+    memory_vector_seal_rows: int = Field(default=DEFAULT_SEAL_ROWS, ge=1, le=10_000_000)
+    memory_vector_idle_seconds: float = Field(default=DEFAULT_IDLE_SECONDS, gt=0)
+    memory_vector_build_memory_mb: int = Field(default=DEFAULT_BUILD_MEMORY_MB, ge=64, le=65536)

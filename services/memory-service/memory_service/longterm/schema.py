@@ -161,12 +161,72 @@ END $$""",
     return out
 
 
+SEARCH_FUNCTION = "soorma_memory_ranked"
+
+
+def pg_segment_statements() -> list[str]:
+    """Semantic vectors indexed in bulk by segments (``memory_service.longterm.segments``)
+    and searches in one round trip; idempotent (migration 0007 and fresh schemas)."""
+    return [
+        # Insert order, never changed by an update: segments are ranges of it.
+        "ALTER TABLE memory_semantic ADD COLUMN IF NOT EXISTS seq BIGINT "
+        "GENERATED ALWAYS AS IDENTITY",
+        "CREATE INDEX IF NOT EXISTS ix_memory_semantic_seq ON memory_semantic (seq)",
+        # Which segments hold a tenant's rows (a search skips the others).
+        "CREATE INDEX IF NOT EXISTS ix_memory_semantic_tenant_seq ON memory_semantic "
+        "(tenant_id, seq)",
+        # The per-model index that every insert went through row by row.
+        """DO $$ DECLARE ix text; BEGIN
+    FOR ix IN SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE i.indrelid = 'memory_semantic'::regclass
+        AND c.relname LIKE 'ix\\_memory\\_semantic\\_hnsw\\_%'
+    LOOP EXECUTE format('DROP INDEX %I', ix); END LOOP;
+END $$""",
+        # A search in one statement: the transaction's tenant, HNSW settings and RLS
+        # role, then the ranking the service built ($1: query vector, $2: the other
+        # parameters as text). The caller's connection is in autocommit: the settings
+        # end with the statement's own transaction, which is read-only.
+        f"""CREATE OR REPLACE FUNCTION {SEARCH_FUNCTION}(
+    p_tenant text, p_role text, p_ef integer, p_sql text, p_q real[], p_args text[]
+) RETURNS SETOF record LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM set_config('transaction_read_only', 'on', true);
+    PERFORM set_config('{TENANT_SETTING}', p_tenant, true);
+    IF p_ef > 0 THEN
+        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        PERFORM set_config('hnsw.ef_search', p_ef::text, true);
+    END IF;
+    IF p_role IS NOT NULL THEN
+        PERFORM set_config('role', p_role, true);
+    END IF;
+    RETURN QUERY EXECUTE p_sql USING p_q, p_args;
+END $$""",
+    ]
+
+
+def pg_segment_downgrade() -> list[str]:
+    return [
+        f"DROP FUNCTION IF EXISTS {SEARCH_FUNCTION}(text, text, integer, text, real[], text[])",
+        """DO $$ DECLARE ix text; BEGIN
+    FOR ix IN SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE i.indrelid = 'memory_semantic'::regclass AND c.relname LIKE 'msv\\_%'
+    LOOP EXECUTE format('DROP INDEX %I', ix); END LOOP;
+END $$""",
+        "ALTER TABLE memory_semantic DROP COLUMN IF EXISTS seq",
+    ]
+
+
 def sqlite_statements() -> list[str]:
     return [*_tables(pg=False), *_SQLITE_FTS]
 
 
 def postgres_statements() -> list[str]:
-    return ["CREATE EXTENSION IF NOT EXISTS vector", *_tables(pg=True), *_pg_security()]
+    return [
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        *_tables(pg=True),
+        *_pg_security(),
+        *pg_segment_statements(),
+    ]
 
 
 def pgvector_available(conn: Any) -> bool:

@@ -93,6 +93,7 @@ class LongTermMemory:
                     model = ActiveModel(self.embedder.model, await self.embedder.dimensions())
                     if self.store.available and self.store.d.pg:
                         await self.store.prepare_model(model)
+                        self.store.start_indexing(model)
                     self._model = model
         return self._model
 
@@ -105,6 +106,7 @@ class LongTermMemory:
             await self.model()
 
     async def close(self) -> None:
+        await self.store.stop_indexing()
         task = self._job.task
         if task is not None and not task.done():
             task.cancel()

@@ -11,6 +11,7 @@ take part in vector ranking.
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -31,11 +32,13 @@ from memory_service.longterm.dialect import (
 from memory_service.longterm.schema import (
     ALL_TENANTS,
     RLS_ROLE,
+    SEARCH_FUNCTION,
     TENANT_SETTING,
     create_schema,
     pgvector_available,
     tables_exist,
 )
+from memory_service.longterm.segments import SegmentIndex, ranking_sql
 from soorma_common.errors import MemoryNotFound, VectorSearchUnavailable
 from soorma_common.knowledge import (
     EpisodeCreate,
@@ -115,6 +118,54 @@ def semantic_record(row: Any) -> SemanticMemoryRecord:
     )
 
 
+def semantic_record_from_pg(row: Any) -> SemanticMemoryRecord:
+    """A record from an asyncpg row of the search function (trusted: no validation)."""
+    return SemanticMemoryRecord.model_construct(
+        id=row["id"],
+        external_id=row["external_id"],
+        parent_external_id=row["parent_external_id"],
+        chunk_index=row["chunk_index"],
+        content=row["content"],
+        metadata=_loads(row["metadata"]),
+        tags=_loads(row["tags"]),
+        source=row["source"],
+        public=row["is_public"],
+        user_id=row["user_id"],
+        content_hash=row["content_hash"].strip(),
+        embedding_model=row["embedding_model"],
+        created_at=_dt(row["created_at"]),
+        updated_at=_dt(row["updated_at"]),
+    )
+
+
+# The search function's rows (schema.SEARCH_FUNCTION): SEMANTIC_COLUMNS and the distance.
+_SEARCH_ROW = (
+    "id varchar, external_id varchar, parent_external_id varchar, chunk_index integer, "
+    "content text, metadata jsonb, tags jsonb, source varchar, is_public boolean, "
+    "user_id varchar, content_hash bpchar, embedding_model varchar, "
+    "created_at timestamptz, updated_at timestamptz, distance double precision"
+)
+_SEARCH_CALL = f"SELECT * FROM {SEARCH_FUNCTION}($1, $2, $3, $4, $5, $6) AS h({_SEARCH_ROW})"
+_BIND = re.compile(r"(?<!:):(\w+)")
+
+
+def positional(sql: str, params: dict[str, Any], vector: str = "q") -> tuple[str, list[str | None]]:
+    """``sql`` with its ``:name`` parameters as the search function's: ``:q`` (the
+    vector) as ``$1``, every other one as ``$2[i]``, a text (its uses cast it)."""
+    names: list[str] = []
+
+    def place(match: re.Match[str]) -> str:
+        name = match[1]
+        if name == vector:
+            return "$1"
+        if name not in names:
+            names.append(name)
+        return f"$2[{names.index(name) + 1}]"
+
+    out = _BIND.sub(place, sql)
+    return out, [None if params[n] is None else str(params[n]) for n in names]
+
+
 def episode_record(row: Any) -> EpisodeRecord:
     return EpisodeRecord(
         id=row.id,
@@ -182,8 +233,11 @@ class LongTermStore:
         available: bool,
         rls_role: bool,
         vectors: SqliteVecReader | None = None,
+        segments: SegmentIndex | None = None,
     ) -> None:
         self.engine = engine
+        # PostgreSQL: the semantic vectors' segment indexes (built in bulk).
+        self.segments = segments
         # SQLite: vector ranking through sqlite-vec when it can be loaded (see
         # SqliteVecReader); otherwise on the engine's connections.
         self.vectors = vectors
@@ -205,8 +259,9 @@ class LongTermStore:
         )
 
     @classmethod
-    async def open(cls, engine: AsyncEngine) -> LongTermStore:
-        """Check (PostgreSQL: create if pgvector appeared since migrating) the tables."""
+    async def open(cls, engine: AsyncEngine, **segments: Any) -> LongTermStore:
+        """Check (PostgreSQL: create if pgvector appeared since migrating) the tables.
+        ``segments``: :class:`SegmentIndex` settings (PostgreSQL)."""
         if engine.dialect.name != "postgresql":
             return cls(engine, available=True, rls_role=False, vectors=SqliteVecReader.open(engine))
         async with engine.begin() as conn:
@@ -223,17 +278,23 @@ class LongTermStore:
                     {"r": RLS_ROLE},
                 )
             ).scalar()
-        return cls(engine, available=True, rls_role=bool(role))
+        return cls(
+            engine,
+            available=True,
+            rls_role=bool(role),
+            segments=SegmentIndex(engine, **segments),
+        )
 
     async def prepare_model(self, model: ActiveModel) -> None:
-        """PostgreSQL: an HNSW index for ``model``'s vectors (built once, kept after)."""
+        """PostgreSQL: an HNSW index for ``model``'s procedure vectors (built once, kept
+        after); semantic vectors are indexed by segments (see :meth:`start_indexing`)."""
         if not (self.d.pg and self.available):
             return
         tag = hashlib.sha256(f"{model.name}@{model.dims}".encode()).hexdigest()[:12]
         literal = model.name.replace("'", "''")
         predicate = f"embedding_model = '{literal}' AND embedding_dims = {model.dims}"
         async with self.engine.begin() as conn:
-            for table in ("memory_semantic", "memory_procedures"):
+            for table in ("memory_procedures",):
                 await conn.execute(
                     text(
                         f"CREATE INDEX IF NOT EXISTS ix_{table}_hnsw_{tag} ON {table} "
@@ -241,6 +302,15 @@ class LongTermStore:
                         f"WHERE {predicate}"
                     )
                 )
+
+    def start_indexing(self, model: ActiveModel) -> None:
+        """PostgreSQL: start the builder of ``model``'s semantic segment indexes."""
+        if self.segments is not None and self.available:
+            self.segments.start(model.name, model.dims)
+
+    async def stop_indexing(self) -> None:
+        if self.segments is not None:
+            await self.segments.stop()
 
     def close(self) -> None:
         if self.vectors is not None:
@@ -695,6 +765,19 @@ class LongTermStore:
         vector_hits: list[Ranked] = []
         keyword_hits: list[Ranked] = []
         records: dict[str, SemanticMemoryRecord] = {}
+        if self.segments is not None and query_vector is not None and not keyword:
+            self.require_available()
+            return await self._semantic_vector_pg(
+                tenant,
+                user,
+                query_vector,
+                model,
+                k=k,
+                include_public=include_public,
+                tags=tags,
+                source=source,
+                metadata=metadata,
+            )
         async with self._read(tenant, search_k=k) as conn:
             if query_vector is not None:
                 params: dict[str, Any] = {}
@@ -714,13 +797,22 @@ class LongTermStore:
                 columns = (
                     "s.id" if keyword else ", ".join(f"s.{c}" for c in SEMANTIC_COLUMNS.split(", "))
                 )
-                rows = await self._ranked(
-                    conn,
-                    f"SELECT {columns}, {distance} AS distance FROM memory_semantic s "
-                    f"WHERE {scope} AND {_on_model(model, 's.')} "
-                    f"ORDER BY {self._by_distance(distance)} LIMIT :k",
-                    params,
-                )
+                if self.segments is not None:
+                    raw = (await conn.get_raw_connection()).driver_connection
+                    cover = await self.segments.cover(model.name, model.dims, raw)
+                    sql = ranking_sql(
+                        cover,
+                        columns=columns,
+                        distance=distance,
+                        where=f"{scope} AND {_on_model(model, 's.')}",
+                    )
+                else:
+                    sql = (
+                        f"SELECT {columns}, {distance} AS distance FROM memory_semantic s "
+                        f"WHERE {scope} AND {_on_model(model, 's.')} "
+                        f"ORDER BY {self._by_distance(distance)} LIMIT :k"
+                    )
+                rows = await self._ranked(conn, sql, params)
                 vector_hits = [Ranked(r.id, 1.0 - float(r.distance)) for r in rows]
                 if not keyword:
                     records = {r.id: semantic_record(r) for r in rows}
@@ -772,6 +864,67 @@ class LongTermStore:
             ids = [i for i in pick(vector_hits, keyword_hits) if i not in records]
             records.update(await self._semantic_by_ids(conn, tenant, ids))
         return vector_hits, keyword_hits, records
+
+    async def _semantic_vector_pg(
+        self,
+        tenant: str,
+        user: str,
+        query_vector: Sequence[float],
+        model: ActiveModel,
+        *,
+        k: int,
+        include_public: bool,
+        tags: list[str],
+        source: str | None,
+        metadata: dict[str, Any],
+    ) -> tuple[list[Ranked], list[Ranked], dict[str, SemanticMemoryRecord]]:
+        """Pure vector ranking on PostgreSQL in one round trip: the search function sets
+        the tenant, RLS role and HNSW settings and runs the segments' ranking in the
+        statement's own transaction; rows come straight from asyncpg."""
+        assert self.segments is not None
+        params: dict[str, Any] = {}
+        scope = self._semantic_scope(
+            tenant,
+            user,
+            params,
+            include_public=include_public,
+            tags=tags,
+            source=source,
+            metadata=metadata,
+        )
+        columns = ", ".join(f"s.{c}" for c in SEMANTIC_COLUMNS.split(", "))
+        where = f"{scope} AND {_on_model(model, 's.')}"
+        distance = self.d.distance(model.dims)
+        vector = self.d.vector_param(query_vector)
+        role = RLS_ROLE if self._rls_role else None
+        for attempt in (1, 2):
+            async with self.engine.connect() as sa:
+                raw = (await sa.get_raw_connection()).driver_connection
+                assert raw is not None
+                try:
+                    cover = await self.segments.cover(model.name, model.dims, raw)
+                    sql, args = positional(
+                        ranking_sql(
+                            cover,
+                            columns=columns,
+                            distance=distance,
+                            where=where,
+                            limit=str(int(k)),
+                        ),
+                        params,
+                    )
+                    ef = max(40, min(k, 1000))
+                    rows = await raw.fetch(_SEARCH_CALL, tenant, role, ef, sql, vector, args)
+                    break
+                except BaseException:
+                    if not raw.is_closed() or attempt == 2:
+                        raise
+                    # The server dropped it (a restart): replace the pool, read again
+                    # (a read is safe to repeat).
+                    await sa.invalidate()
+                    await self.engine.dispose(close=False)
+        hits = [Ranked(r["id"], 1.0 - r["distance"]) for r in rows]
+        return hits, [], {r["id"]: semantic_record_from_pg(r) for r in rows}
 
     # --- episodic -------------------------------------------------------------------------
 

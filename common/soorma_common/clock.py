@@ -35,6 +35,10 @@ class Clock(Protocol):
         """Seconds on a clock that never goes back (only differences mean anything)."""
         ...
 
+    def time(self) -> float:
+        """The wall-clock time in seconds since the epoch."""
+        ...
+
     def now(self) -> datetime:
         """The wall-clock time, timezone-aware UTC."""
         ...
@@ -51,10 +55,13 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """Real time: :func:`time.monotonic`, :func:`datetime.now`, :func:`asyncio.sleep`."""
+    """Real time: :func:`time.monotonic`, :func:`time.time`, :func:`asyncio.sleep`."""
 
     def monotonic(self) -> float:
         return time.monotonic()
+
+    def time(self) -> float:
+        return time.time()
 
     def now(self) -> datetime:
         return datetime.now(UTC)
@@ -102,6 +109,9 @@ class ManualClock:
 
     def monotonic(self) -> float:
         return self._monotonic
+
+    def time(self) -> float:
+        return self._start.timestamp() + self._monotonic
 
     def now(self) -> datetime:
         return self._start + timedelta(seconds=self._monotonic)

@@ -23,6 +23,7 @@ async def test_both_clocks_are_clocks() -> None:
 async def test_system_clock_reads_and_waits_in_real_time() -> None:
     before = datetime.now(UTC)
     assert SYSTEM_CLOCK.now() >= before and SYSTEM_CLOCK.now().tzinfo is not None
+    assert SYSTEM_CLOCK.time() >= before.timestamp()
     first = SYSTEM_CLOCK.monotonic()
     await SYSTEM_CLOCK.sleep(0.01)
     assert SYSTEM_CLOCK.monotonic() > first
@@ -34,10 +35,11 @@ async def test_system_clock_reads_and_waits_in_real_time() -> None:
 
 async def test_manual_time_stands_still_until_advanced() -> None:
     clock = ManualClock(start=START)
-    assert (clock.monotonic(), clock.now()) == (0.0, START)
+    assert (clock.monotonic(), clock.now(), clock.time()) == (0.0, START, START.timestamp())
     await clock.advance(2.5)
     assert clock.monotonic() == 2.5
     assert clock.now() == START + timedelta(seconds=2.5)
+    assert clock.time() == START.timestamp() + 2.5
     with pytest.raises(ValueError):
         await clock.advance(-1)
     with pytest.raises(ValueError):

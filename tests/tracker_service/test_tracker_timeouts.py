@@ -129,7 +129,9 @@ async def test_hitl_timeout_fires_once_across_two_replicas_and_a_late_answer_is_
         Listener(stack, ["task.timeout", MARKER]) as timeouts,
     ):
         ids = await ask_human(stack, 1.0)
-        await task(stack, ids["task_id"], lambda t: t["status"] == "waiting")
+        # The wait is recorded (the two replicas may project the request and the question
+        # in either order): time can run out on it now.
+        await task(stack, ids["task_id"], lambda t: bool(t["waits"]))
         await let_time_pass(stack, PAST_THE_DEADLINES)
         (fired,) = await timeouts.wait_for(1)
         assert fired.correlation_id == ids["sub"] and fired.plan_id == ids["plan_id"]

@@ -6,7 +6,10 @@ variants skip locally; in CI (``CI=true``) they fail instead, so CI never silent
 
 from __future__ import annotations
 
+import inspect
 import os
+import sys
+import types
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
@@ -36,9 +39,94 @@ POSTGRES_HEAVY = {
 LONGEST_FIRST = ("tests/chaos/", "tests/crash/", "tests/tracker_ui/")
 
 
+@pytest.hookimpl(tryfirst=True)  # marks the system tier before -m deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    _mark_system_tier(items)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))
+
+
+# The system tier: tests that serve an app under real uvicorn (a port, a socket, SSE) or
+# start another process. They are marked here, by what the test and its fixtures call,
+# so no module has to remember to: ``pytest -m "not system"`` runs the fast tier.
+_SUBPROCESS_CALLS = frozenset(
+    {"Popen", "check_call", "check_output", "create_subprocess_exec", "create_subprocess_shell"}
+)
+_SUBPROCESS_MODULES = frozenset({"subprocess", "multiprocessing"})
+_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _system_starters() -> set[object]:
+    import uvicorn
+
+    from testsupport.server import LiveServer, serve
+
+    return {LiveServer, serve, uvicorn, uvicorn.Server, uvicorn.run}
+
+
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _in_tests(obj: object) -> bool:
+    module = sys.modules.get(getattr(obj, "__module__", "") or "")
+    path = getattr(module, "__file__", None) or ""
+    return os.path.abspath(path).startswith(_TESTS_DIR)
+
+
+def _starts_system(obj: object, starters: set[object], seen: dict[int, bool]) -> bool:
+    """Whether calling ``obj`` (a test, a fixture, a helper of the test tree) serves an
+    app under uvicorn or starts a process, directly or through helpers of the test tree."""
+    obj = inspect.unwrap(obj)  # through @asynccontextmanager and the like
+    key = id(obj)
+    if key in seen:
+        return seen[key]
+    seen[key] = False  # a cycle adds nothing
+    found = False
+    if isinstance(obj, type):
+        found = any(
+            _starts_system(member, starters, seen)
+            for member in vars(obj).values()
+            if inspect.isfunction(member)
+        )
+    elif inspect.isfunction(obj):
+        names: set[str] = set()
+        for code in _code_objects(obj.__code__):
+            names.update(code.co_names)
+        scope = obj.__globals__
+        for name in names:
+            value = scope.get(name)
+            if value is None:
+                continue
+            if inspect.ismodule(value):
+                if value.__name__ in _SUBPROCESS_MODULES or value in starters:
+                    found = True
+                elif value.__name__ == "asyncio" and names & _SUBPROCESS_CALLS:
+                    found = True
+            elif any(value is starter for starter in starters):
+                found = True
+            elif (inspect.isfunction(value) or isinstance(value, type)) and _in_tests(value):
+                found = _starts_system(value, starters, seen)
+            if found:
+                break
+    seen[key] = found
+    return found
+
+
+def _mark_system_tier(items: list[pytest.Item]) -> None:
+    starters = _system_starters()
+    seen: dict[int, bool] = {}
+    for item in items:
+        if not isinstance(item, pytest.Function) or item.get_closest_marker("system"):
+            continue
+        calls: list[object] = [getattr(item.obj, "__func__", item.obj)]
+        for defs in item._fixtureinfo.name2fixturedefs.values():
+            calls.extend(getattr(d.func, "__func__", d.func) for d in defs)
+        if any(_starts_system(call, starters, seen) for call in calls):
+            item.add_marker(pytest.mark.system)
 
 
 @pytest.fixture(autouse=True)

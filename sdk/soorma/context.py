@@ -18,6 +18,7 @@ from soorma.memory import MemoryClient
 from soorma.registry import RegistryClient
 from soorma.tracker import TrackerClient
 from soorma_common import tracing as otel
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from soorma_common.errors import ConfigurationError, ServiceUnavailable
 from soorma_common.events import PLAN_CANCEL_REQUESTED, SYSTEM_EVENTS
 
@@ -181,6 +182,8 @@ class PlatformContext:
         settings: The settings the clients were built from.
         http: The shared HTTP client; closed by :meth:`close` when ``owns_http``.
         owns_http: Whether this context created ``http`` and must close it.
+        clock: Time for the agent's leases, claims and ack batching (a test passes a
+            ``ManualClock`` and advances it instead of sleeping).
     """
 
     def __init__(
@@ -194,6 +197,7 @@ class PlatformContext:
         settings: PlatformSettings | None = None,
         http: httpx.AsyncClient | None = None,
         owns_http: bool = False,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.bus = bus
         self.memory = memory
@@ -203,6 +207,7 @@ class PlatformContext:
         self.settings = settings or PlatformSettings()
         self.http = http or bus.http
         self._owns_http = owns_http
+        self.clock = clock
 
     @classmethod
     def from_env(

@@ -1,16 +1,69 @@
 """Durable timeouts (``task.timeout``, ``plan.wait_timeout``): fired once, at the deadline,
-across replicas and restarts; an answer in time cancels; a late answer is recorded, not acted on."""
+across replicas and restarts; an answer in time cancels; a late answer is recorded, not acted on.
+
+The trackers' timeout loops run on a manual clock: a test moves time past a deadline
+instead of sleeping through it (the projector and the bus run in real time)."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from tracker_stack import Listener, Stack, start_stack
 
+from soorma_common.clock import ManualClock
+
 pytestmark = pytest.mark.asyncio
+
+# Seconds between two passes of a tracker's timeout loop (the stack's setting).
+INTERVAL = 0.1
+# Far past every deadline the tests set: the manual clock's wall time starts at the real
+# time it was made, while the events are stamped with real time some seconds later.
+PAST_THE_DEADLINES = 300.0
+MARKER = "test.marker"
+
+
+@pytest_asyncio.fixture
+async def stack(backends: dict[str, str], tmp_path: object) -> AsyncIterator[Stack]:
+    async with start_stack(backends, tmp_path, clock=ManualClock()) as running:
+        yield running
+
+
+async def let_time_pass(stack: Stack, seconds: float, *, passes: int = 1) -> None:
+    """Move the trackers' time ``seconds`` forward, then let every running tracker make
+    ``passes`` timeout passes that all see the new time."""
+    clock = stack.clock
+    assert isinstance(clock, ManualClock)
+    loops = len(stack.trackers)
+    await clock.sleeping(loops)  # every loop waits for its next pass
+    await clock.advance(seconds)
+    for _ in range(passes):
+        # A loop woken during the advance read the time as it woke: the next passes are
+        # the ones that see all of it.
+        await clock.sleeping(loops)
+        await clock.advance(INTERVAL)
+    await clock.sleeping(loops)
+
+
+async def settle_bus(stack: Stack, listener: Listener) -> None:
+    """Return once ``listener`` has every event published to its topic so far (a marker
+    published now arrives after them)."""
+    marker = await stack.publish({"topic": "system-events", "type": MARKER})
+    await stack.until(_has(listener, marker))
+
+
+def _has(listener: Listener, event_id: str) -> Any:
+    async def probe() -> bool:
+        return any(e.id == event_id for e in listener.events)
+
+    return probe
+
+
+def of_type(listener: Listener, event_type: str) -> list[Any]:
+    return [e for e in listener.events if e.type == event_type]
 
 
 async def ask_human(stack: Stack, seconds: float, *, tenant: str = "acme") -> dict[str, str]:
@@ -72,10 +125,14 @@ async def test_hitl_timeout_fires_once_across_two_replicas_and_a_late_answer_is_
     backends: dict[str, str], tmp_path: object
 ) -> None:
     async with (
-        start_stack(backends, tmp_path, trackers=2) as stack,
-        Listener(stack, ["task.timeout"]) as timeouts,
+        start_stack(backends, tmp_path, trackers=2, clock=ManualClock()) as stack,
+        Listener(stack, ["task.timeout", MARKER]) as timeouts,
     ):
         ids = await ask_human(stack, 1.0)
+        # The wait is recorded (the two replicas may project the request and the question
+        # in either order): time can run out on it now.
+        await task(stack, ids["task_id"], lambda t: bool(t["waits"]))
+        await let_time_pass(stack, PAST_THE_DEADLINES)
         (fired,) = await timeouts.wait_for(1)
         assert fired.correlation_id == ids["sub"] and fired.plan_id == ids["plan_id"]
         assert fired.session_id == "s" and fired.source == "soorma-tracker"
@@ -89,44 +146,53 @@ async def test_hitl_timeout_fires_once_across_two_replicas_and_a_late_answer_is_
         await answer(stack, ids["sub"])
         late = await task(stack, ids["sub"], lambda t: t["waits"][0]["late_answer_at"])
         assert late["status"] == "failed" and late["waits"][0]["status"] == "timed_out"
-        await asyncio.sleep(1.0)  # both replicas had many more passes: still one
-        assert len(timeouts.events) == 1
+        await let_time_pass(stack, INTERVAL, passes=10)  # many more passes: still one
+        await settle_bus(stack, timeouts)
+        assert len(of_type(timeouts, "task.timeout")) == 1
         metrics = await stack.ok("/metrics")
         assert metrics["projector"]["timeouts_fired"] == 1
 
 
 async def test_an_answer_in_time_cancels_the_timeout(stack: Stack) -> None:
-    async with Listener(stack, ["task.timeout"]) as timeouts:
+    async with Listener(stack, ["task.timeout", MARKER]) as timeouts:
         ids = await ask_human(stack, 1.5)
         await answer(stack, ids["sub"])
         parent = await task(
             stack, ids["task_id"], lambda t: t["waits"] and t["waits"][0]["status"] == "answered"
         )
         assert parent["status"] == "running"
-        await asyncio.sleep(2.0)
-        assert timeouts.events == []
+        await let_time_pass(stack, PAST_THE_DEADLINES, passes=3)
+        await settle_bus(stack, timeouts)
+        assert of_type(timeouts, "task.timeout") == []
 
 
 async def test_overdue_timeouts_fire_once_at_start(
     backends: dict[str, str], tmp_path: object
 ) -> None:
+    clock = ManualClock()
     async with (
-        start_stack(backends, tmp_path, trackers=0) as stack,
-        Listener(stack, ["task.timeout"]) as timeouts,
+        start_stack(backends, tmp_path, trackers=0, clock=clock) as stack,
+        Listener(stack, ["task.timeout", MARKER]) as timeouts,
     ):
         first = await stack.add_tracker()
         ids = await ask_human(stack, 1.0)
         await task(stack, ids["task_id"], lambda t: t["status"] == "waiting")
         await stack.exits.enter_async_context(_stopped(first))
         stack.trackers.remove(first)
-        await asyncio.sleep(1.5)  # the deadline passes while no tracker runs
-        assert timeouts.events == []
-        await stack.add_tracker()
-        (fired,) = await timeouts.wait_for(1)
-        assert fired.correlation_id == ids["sub"]
+        await clock.advance(PAST_THE_DEADLINES)  # the deadline passes while no tracker runs
+        await settle_bus(stack, timeouts)
+        assert of_type(timeouts, "task.timeout") == []
+        await stack.add_tracker()  # its first pass, at once, finds the wait overdue
+
+        async def timed_out() -> list[Any]:
+            return of_type(timeouts, "task.timeout")
+
+        (timeout,) = await stack.until(timed_out)
+        assert timeout.correlation_id == ids["sub"]
         await stack.add_tracker()  # a second start finds nothing left to fire
-        await asyncio.sleep(1.0)
-        assert len(timeouts.events) == 1
+        await let_time_pass(stack, INTERVAL, passes=10)
+        await settle_bus(stack, timeouts)
+        assert len(of_type(timeouts, "task.timeout")) == 1
 
 
 async def test_planner_wait_times_out_with_plan_wait_timeout(stack: Stack) -> None:
@@ -146,14 +212,16 @@ async def test_planner_wait_times_out_with_plan_wait_timeout(stack: Stack) -> No
                 },
             }
         )
-        (fired,) = await timeouts.wait_for(1)
-    assert (fired.correlation_id, fired.plan_id) == (plan_id, plan_id)
-    assert fired.data == {
+        await stack.plan_when(plan_id, lambda p: bool(p["waits"]))
+        await let_time_pass(stack, PAST_THE_DEADLINES)
+        (timeout,) = await timeouts.wait_for(1)
+    assert (timeout.correlation_id, timeout.plan_id) == (plan_id, plan_id)
+    assert timeout.data == {
         "plan_id": plan_id,
         "expected_event": "user.replied",
         "timeout_seconds": 1.0,
         "reason": "wait_timeout",
-        "wait_id": fired.data["wait_id"],
+        "wait_id": timeout.data["wait_id"],
     }
     plan = await stack.plan_when(
         plan_id, lambda p: p["waits"] and p["waits"][0]["status"] == "timed_out"

@@ -19,6 +19,7 @@ import httpx
 
 from event_service import create_app as create_event_app
 from memory_service import create_app as create_memory_app
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from testsupport.server import LiveServer, serve
 from testsupport.services import event_settings, memory_settings, redis_event_settings
 from tracker_service import create_app as create_tracker_app
@@ -38,6 +39,8 @@ class Stack:
     client: httpx.AsyncClient
     exits: AsyncExitStack
     tracker_overrides: dict[str, Any] = field(default_factory=dict)
+    # What the in-process trackers' timeout loops take for time.
+    clock: Clock = SYSTEM_CLOCK
 
     @property
     def tracker(self) -> LiveServer:
@@ -58,7 +61,7 @@ class Stack:
 
     async def add_tracker(self, **overrides: Any) -> LiveServer:
         server = await self.exits.enter_async_context(
-            serve(create_tracker_app(self.tracker_settings(**overrides)))
+            serve(create_tracker_app(self.tracker_settings(**overrides), clock=self.clock))
         )
         self.trackers.append(server)
         return server
@@ -132,7 +135,12 @@ def event_service_settings(backends: dict[str, str]) -> Any:
 
 @asynccontextmanager
 async def start_stack(
-    backends: dict[str, str], tmp_path: Any, *, trackers: int = 1, **tracker_overrides: Any
+    backends: dict[str, str],
+    tmp_path: Any,
+    *,
+    trackers: int = 1,
+    clock: Clock = SYSTEM_CLOCK,
+    **tracker_overrides: Any,
 ) -> AsyncIterator[Stack]:
     async with AsyncExitStack() as exits:
         events = await exits.enter_async_context(
@@ -155,6 +163,7 @@ async def start_stack(
             client=client,
             exits=exits,
             tracker_overrides=tracker_overrides,
+            clock=clock,
         )
         for _ in range(trackers):
             await stack.add_tracker()

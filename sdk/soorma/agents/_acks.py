@@ -17,6 +17,8 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from soorma_common.clock import SYSTEM_CLOCK, Clock
+
 if TYPE_CHECKING:
     from soorma.bus import BusClient
 
@@ -40,6 +42,7 @@ class AckBatcher:
         window: Seconds a settlement may wait for others to join its request.
         max_batch: Pending ids that trigger a flush without waiting for the window.
         name: Owner's name, for log messages.
+        clock: Times the window.
     """
 
     def __init__(
@@ -50,6 +53,7 @@ class AckBatcher:
         window: float = DEFAULT_ACK_WINDOW,
         max_batch: int = DEFAULT_ACK_BATCH,
         name: str = "",
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if window < 0:
             raise ValueError("ack window must be 0 or more seconds")
@@ -60,6 +64,7 @@ class AckBatcher:
         self.window = window
         self.max_batch = max_batch
         self.name = name or group
+        self.clock = clock
         self._acks: list[str] = []
         self._nacks: dict[str, list[str]] = {}
         self._pending = 0
@@ -99,8 +104,7 @@ class AckBatcher:
             await self._wake.wait()
             if not self._closed and self._pending < self.max_batch and self.window > 0:
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.window):
-                        await self._full.wait()
+                    await self.clock.wait_for(self._full.wait(), self.window)
             self._wake.clear()
             self._full.clear()
             await self.flush()

@@ -149,6 +149,7 @@ class AnswerLog:
             record_wait=self.record_wait,
             who=self.who,
             lease=self.claim_lease,
+            clock=context.clock,
         )
         if turn.recorded is None and turn.memory is not None:
             # Recording the answer, from wherever the task is finished, ends this claim.

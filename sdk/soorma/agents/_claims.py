@@ -26,11 +26,12 @@ import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from soorma._concurrency import retry_while_unavailable
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from soorma_common.errors import ServiceUnavailable
 from soorma_common.events import EventEnvelope
 
@@ -61,11 +62,20 @@ def new_owner() -> str:
 class HeldClaim:
     """A granted claim, renewed in the background until it is given back."""
 
-    def __init__(self, memory: MemoryClient, key: str, owner: str, lease: float) -> None:
+    def __init__(
+        self,
+        memory: MemoryClient,
+        key: str,
+        owner: str,
+        lease: float,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.memory = memory
         self.key = key
         self.owner = owner
         self.lease = lease
+        self.clock = clock
         self._ended = False  # the recorded answer ended it in the memory service
         self._renewing: asyncio.Task[None] | None = None
 
@@ -76,7 +86,7 @@ class HeldClaim:
 
     async def _renew(self) -> None:
         while True:
-            await asyncio.sleep(self.lease / 3)
+            await self.clock.sleep(self.lease / 3)
             try:
                 got = await self.memory.claim_request(
                     self.key, self.owner, lease_seconds=self.lease
@@ -196,8 +206,11 @@ class Once:
         record_wait: float,
         who: str,
         lease: float = DEFAULT_CLAIM_LEASE,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> Once:
         """Claim ``key`` (or find its recorded answer); wait while another delivery runs it.
+
+        ``clock`` times the looks at a claim held elsewhere and the renewals of our own.
 
         Raises:
             ServiceUnavailable: the memory service cannot be reached: the request must
@@ -212,7 +225,7 @@ class Once:
         while True:
             got = await memory.claim_request(key, owner, lease_seconds=lease)
             if got.status == "granted":
-                claim = HeldClaim(memory, key, owner, lease).start()
+                claim = HeldClaim(memory, key, owner, lease, clock=clock).start()
                 return cls(memory, key, claim=claim, **kwargs)
             if got.status == "answered":
                 return cls(memory, key, recorded=dict(got.answer or {}), **kwargs)
@@ -221,7 +234,7 @@ class Once:
                 logger.info(
                     "%s: %s is being handled by %s; waiting for its answer", who, key, got.owner
                 )
-            await asyncio.sleep(min(pause, _until(got.expires_at)))
+            await clock.sleep(min(pause, _until(got.expires_at, clock.now())))
             pause = min(pause * 2, _MAX_POLL)
 
     def on_release(self, callback: Callable[[Once], object]) -> None:
@@ -283,10 +296,10 @@ class Once:
         await self.release()
 
 
-def _until(expires_at: datetime | None) -> float:
+def _until(expires_at: datetime | None, now: datetime) -> float:
     if expires_at is None:
         return _FIRST_POLL
-    left = (expires_at - datetime.now(UTC)).total_seconds()
+    left = (expires_at - now).total_seconds()
     return max(left + 0.01, _FIRST_POLL)
 
 

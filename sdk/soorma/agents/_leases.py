@@ -8,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from soorma.agents._acks import MAX_IDS_PER_REQUEST
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from soorma.bus import BusClient
@@ -39,10 +40,19 @@ class LeaseRenewer:
         name: Agent name (for task names and log lines).
         group: Consumer group the deliveries belong to.
         visibility_timeout: The subscription's timeout (``None``: the service's default).
+        clock: Times the renewals and reports.
     """
 
-    def __init__(self, *, name: str, group: str, visibility_timeout: float | None) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        group: str,
+        visibility_timeout: float | None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.name = name
+        self.clock = clock
         self.group = group
         self.interval = max((visibility_timeout or SERVICE_VISIBILITY_TIMEOUT) / 3, 0.05)
         # Delivery ids received and not yet handled.
@@ -79,27 +89,26 @@ class LeaseRenewer:
                 await task
 
     async def _renew(self, bus: BusClient) -> None:
-        loop = asyncio.get_running_loop()
-        due = loop.time() + self.interval
+        clock = self.clock
+        due = clock.monotonic() + self.interval
         sent = float("-inf")
         while True:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout_at(due):
-                    await self._woken.wait()
-            if loop.time() < due:
+                await clock.wait_for(self._woken.wait(), due - clock.monotonic())
+            if clock.monotonic() < due:
                 # A handler started: report it soon, with whatever starts follow (but
                 # never later than the renewal, however short the interval).
-                report_at = max(loop.time() + MARK_DELAY, sent + MARK_GAP)
-                await asyncio.sleep(max(0.0, min(report_at, due) - loop.time()))
+                report_at = max(clock.monotonic() + MARK_DELAY, sent + MARK_GAP)
+                await clock.sleep(min(report_at, due) - clock.monotonic())
             self._woken.clear()
-            if loop.time() >= due - MARK_DELAY:
+            if clock.monotonic() >= due - MARK_DELAY:
                 # The renewal is (nearly) due: renew everything, reporting all starts.
-                due = loop.time() + self.interval
+                due = clock.monotonic() + self.interval
                 ids = list(self.held)
             else:
                 ids = list(self._fresh)
             self._fresh.clear()
-            sent = loop.time()
+            sent = clock.monotonic()
             await self._send(bus, ids)
 
     async def _send(self, bus: BusClient, ids: list[str]) -> None:

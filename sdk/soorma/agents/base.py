@@ -336,6 +336,7 @@ class Agent:
                 window=window,
                 max_batch=self.ack_batch_size,
                 name=self.name,
+                clock=self.context.clock,
             )
             self._subscription = bus.subscribe(
                 self.topics,
@@ -351,6 +352,7 @@ class Agent:
                 count_started=True,
             )
             await self._subscription.wait_ready()
+            self._leases.clock = self.context.clock
             self._leases.start(bus)
             self._consumer = asyncio.create_task(
                 self._intake.consume(

@@ -17,6 +17,7 @@ from soorma.bus import BusClient
 from soorma.client import Identity
 from soorma.consumer_identity import ConsumerIdentity
 from soorma.registry import RegistryClient
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from tracker_service.agents import router as agents_router
 from tracker_service.db import open_engine
 from tracker_service.projector import GROUP, Projector
@@ -30,11 +31,11 @@ SERVICE_ROLE = "service"
 SHUTDOWN_SECONDS = 2.0
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, clock: Clock = SYSTEM_CLOCK) -> FastAPI:
     """Build the tracker-service app. Nothing connects until the lifespan starts.
 
     The lifespan migrates the database, then (unless switched off) starts the projector on
-    the event service's tap and the timeout loop.
+    the event service's tap and the timeout loop, which ``clock`` times.
     """
     settings = settings or Settings()
     routers: list[APIRouter] = [router, agents_router, ui_router]
@@ -92,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                         owner=consumer,
                         lease=settings.tracker_timeout_lease_seconds,
                         interval=settings.tracker_timeout_interval_seconds,
+                        clock=clock,
                     ),
                     name="tracker-timeouts",
                 )

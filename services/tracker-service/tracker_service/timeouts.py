@@ -7,6 +7,9 @@ from the wait (so a re-fire after a crash is the same event), then marks the wai
 ``timed_out``. A replica that dies between claim and mark leaves a lease that runs out
 after ``lease`` seconds; another replica (or the restarted one) then fires it. Overdue waits
 are fired at start, since the loop runs at once.
+
+Every function takes the ``clock`` that says what time it is and times the passes, so a
+test moves time past a deadline instead of waiting for it.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from soorma.bus import BusClient
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from soorma_common.events import PLAN_WAIT_TIMEOUT, SYSTEM_EVENTS, TASK_TIMEOUT
 from tracker_service.db import lock_writes
 from tracker_service.models import waits
 from tracker_service.projection import bump
-from tracker_service.timeutil import now, utc, utc_or_none
+from tracker_service.timeutil import utc, utc_or_none
 
 log = logging.getLogger("tracker_service.timeouts")
 
@@ -62,9 +66,11 @@ def timeout_event(row: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
     return PLAN_WAIT_TIMEOUT, data, {"correlation_id": m["plan_id"]}
 
 
-async def claim_due(engine: AsyncEngine, owner: str, lease: float) -> list[Any]:
+async def claim_due(
+    engine: AsyncEngine, owner: str, lease: float, *, clock: Clock = SYSTEM_CLOCK
+) -> list[Any]:
     """Claim the due waits nobody holds a live lease on; the claimed rows."""
-    at = now()
+    at = clock.now()
     due = sa.and_(
         waits.c.status == "waiting",
         waits.c.deadline <= at,
@@ -90,7 +96,9 @@ async def claim_due(engine: AsyncEngine, owner: str, lease: float) -> list[Any]:
     return claimed
 
 
-async def fire(engine: AsyncEngine, bus: BusClient, row: Any, owner: str) -> str:
+async def fire(
+    engine: AsyncEngine, bus: BusClient, row: Any, owner: str, *, clock: Clock = SYSTEM_CLOCK
+) -> str:
     """Publish the timeout of a claimed wait, then mark it timed out; the event id."""
     m = row._mapping
     event_type, data, fields = timeout_event(row)
@@ -116,7 +124,7 @@ async def fire(engine: AsyncEngine, bus: BusClient, row: Any, owner: str) -> str
                 waits.c.status == "waiting",
                 waits.c.lease_owner == owner,
             )
-            .values(status="timed_out", timed_out_at=now(), timeout_event_id=event_id)
+            .values(status="timed_out", timed_out_at=clock.now(), timeout_event_id=event_id)
         )
         if done.rowcount:
             await bump(conn, timeouts_fired=1)
@@ -130,12 +138,14 @@ async def fire(engine: AsyncEngine, bus: BusClient, row: Any, owner: str) -> str
     return event_id
 
 
-async def fire_due(engine: AsyncEngine, bus: BusClient, owner: str, lease: float) -> int:
+async def fire_due(
+    engine: AsyncEngine, bus: BusClient, owner: str, lease: float, *, clock: Clock = SYSTEM_CLOCK
+) -> int:
     """One pass: claim and fire every due wait; how many were fired."""
     fired = 0
-    for row in await claim_due(engine, owner, lease):
+    for row in await claim_due(engine, owner, lease, clock=clock):
         try:
-            await fire(engine, bus, row, owner)
+            await fire(engine, bus, row, owner, clock=clock)
             fired += 1
         except Exception as exc:  # the lease runs out and a later pass retries
             log.warning("could not fire timeout of %s: %s", row._mapping["wait_id"], exc)
@@ -143,14 +153,20 @@ async def fire_due(engine: AsyncEngine, bus: BusClient, owner: str, lease: float
 
 
 async def run_timeouts(
-    engine: AsyncEngine, bus: BusClient, *, owner: str, lease: float, interval: float
+    engine: AsyncEngine,
+    bus: BusClient,
+    *,
+    owner: str,
+    lease: float,
+    interval: float,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> None:
     """Fire due timeouts every ``interval`` seconds until cancelled (first pass at once)."""
     while True:
         try:
-            await fire_due(engine, bus, owner, lease)
+            await fire_due(engine, bus, owner, lease, clock=clock)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.warning("timeout pass failed: %s", exc)
-        await asyncio.sleep(interval)
+        await clock.sleep(interval)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from event_service.backends.base import (
     DeadEntry,
@@ -20,6 +19,7 @@ from event_service.backends.base import (
 from event_service.backends.burial import burial_reason
 from event_service.ids import StreamKey, format_id, parse_id
 from event_service.settings import TAP_TENANT
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from soorma_common.errors import EventNotFound
 from soorma_common.events import DLQ_SUFFIX, dead_letter_topic
 
@@ -95,9 +95,20 @@ class _Tenant:
 
 
 class MemoryEventLog(EventLog):
-    """Event log kept in process memory, bounded to ``max_length`` entries per topic."""
+    """Event log kept in process memory, bounded to ``max_length`` entries per topic.
 
-    def __init__(self, *, max_length: int = 100_000, tap_topics: Iterable[str] = ()) -> None:
+    ``clock`` stamps the ids and times the leases (visibility, redelivery) and blocking
+    reads, so a test can let a lease run out without waiting for it.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_length: int = 100_000,
+        tap_topics: Iterable[str] = (),
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self._clock = clock
         self._max_length = max_length
         self._tap = frozenset(tap_topics)
         self._tenants: dict[str, _Tenant] = {}
@@ -110,7 +121,7 @@ class MemoryEventLog(EventLog):
         return found
 
     def _add(self, topic_name: str, t: _Topic, event: NewEvent) -> Entry:
-        now_ms = time.time_ns() // 1_000_000
+        now_ms = int(self._clock.time() * 1000)
         key = (now_ms, 0) if now_ms > t.last[0] else (t.last[0], t.last[1] + 1)
         t.last = key
         entry = Entry(topic_name, format_id(key), key, event.type, event.payload)
@@ -157,8 +168,7 @@ class MemoryEventLog(EventLog):
             if attempt or self._closed:
                 break
             try:
-                async with asyncio.timeout(block):
-                    await state.changed.wait()
+                await self._clock.wait_for(state.changed.wait(), block)
             except TimeoutError:
                 break
         return []
@@ -176,7 +186,7 @@ class MemoryEventLog(EventLog):
         self, state: _Tenant, topics: Sequence[str], group: str, consumer: str, count: int
     ) -> list[Entry]:
         out: list[Entry] = []
-        now = time.monotonic()
+        now = self._clock.monotonic()
         for name in topics:
             t = state.topic(name)
             g = t.groups.get(group)
@@ -210,19 +220,18 @@ class MemoryEventLog(EventLog):
         # work is shared rather than swallowed by whichever consumer runs first.
         count = min(count, _GROUP_SLICE)
         await asyncio.sleep(0)
-        deadline = asyncio.get_running_loop().time() + block
+        deadline = self._clock.monotonic() + block
         while True:
             taken = self._take_new(state, topics, group, consumer, count)
             if taken or self._closed:
                 return taken
             # Lost the race for this append: wait again at once, which puts this
             # consumer ahead of the one just served (it re-waits only after a yield).
-            remaining = deadline - asyncio.get_running_loop().time()
+            remaining = deadline - self._clock.monotonic()
             if remaining <= 0:
                 return []
             try:
-                async with asyncio.timeout(remaining):
-                    await state.changed.wait()
+                await self._clock.wait_for(state.changed.wait(), remaining)
             except TimeoutError:
                 return []
 
@@ -242,7 +251,7 @@ class MemoryEventLog(EventLog):
         g = state.topic(topic).groups.get(group)
         if g is None or not g.pending:
             return []
-        now = time.monotonic()
+        now = self._clock.monotonic()
         due = [p for p in g.pending.values() if p.nacked or now - p.delivered_at >= min_idle][
             :count
         ]
@@ -289,7 +298,7 @@ class MemoryEventLog(EventLog):
         )[:count]
         if not own:
             return [], None
-        now = time.monotonic()
+        now = self._clock.monotonic()
         out: list[Entry] = []
         dead = False
         for p in own:
@@ -328,7 +337,7 @@ class MemoryEventLog(EventLog):
         running: Sequence[tuple[str, str]] = (),
     ) -> tuple[int, list[tuple[str, str, str]]]:
         state = self._tenant(tenant)
-        now = time.monotonic()
+        now = self._clock.monotonic()
         done = 0
         others: list[tuple[str, str, str]] = []
         started = set(running)
@@ -353,7 +362,7 @@ class MemoryEventLog(EventLog):
         name = dead_letter_topic(topic)
         t = state.topic(name)
         dead = self._add(name, t, NewEvent(name, entry.type, entry.payload))
-        t.dead[dead.id] = (reason, count, group, datetime.now(UTC))
+        t.dead[dead.id] = (reason, count, group, self._clock.now())
 
     async def ack(self, tenant: str, group: str, refs: Sequence[tuple[str, str]]) -> int:
         state = self._tenant(tenant)

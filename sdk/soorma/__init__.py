@@ -8,6 +8,7 @@ these classes, whichever service answered.
 
 from soorma._client_main import run_client
 from soorma._propagation import current_event
+from soorma.agents._options import AgentOptions
 from soorma.agents.base import Agent
 from soorma.agents.planner import GoalContext, Planner, TransitionContext
 from soorma.agents.tool import InvocationContext, Tool, run_once
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentNotFound",
+    "AgentOptions",
     "BusClient",
     "ConfigurationError",
     "Conflict",

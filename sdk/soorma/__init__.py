@@ -15,11 +15,12 @@ from soorma.agents.tool import InvocationContext, Tool, run_once
 from soorma.agents.worker import Worker
 from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
-from soorma.context import PlatformContext, PlatformSettings
+from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.memory import MemoryClient
 from soorma.planning.plan import PlanContext
 from soorma.registry import RegistryClient
+from soorma.settings import PlatformSettings
 from soorma.subscription import Subscription
 from soorma.tasking.context import DelegationSpec, TaskContext
 from soorma.tasking.results import ResultContext

@@ -132,3 +132,11 @@ def test_a_choreography_planner_hands_its_options_to_the_agent() -> None:
     planner = ChoreographyPlanner(name="chooser", options=options, mock_response="{}")
     assert planner.options is options
     assert "options" not in planner.llm_kwargs
+
+
+def test_an_agents_options_are_read_only_once_it_is_built() -> None:
+    agent = Agent(name="a")
+    with pytest.raises(AttributeError):
+        agent.options = AgentOptions(max_concurrency=2)  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        agent.max_concurrency = 2  # type: ignore[misc]

@@ -117,14 +117,14 @@ class Agent:
         self.events_consumed = list(events_consumed)
         self.events_produced = list(events_produced)
         self.agent_id = agent_id or name
-        self.options = options or AgentOptions()
+        self._options = options or AgentOptions()
         self._presence = RegistryPresence(
             name=name,
             agent_id=self.agent_id,
-            ttl_seconds=self.options.registry_ttl,
+            ttl_seconds=self._options.registry_ttl,
             definition=self.agent_definition,
         )
-        self._consumer_arg = self.options.consumer_id
+        self._consumer_arg = self._options.consumer_id
         self._identity: ConsumerIdentity | None = None
         self._consumer_resolved: str | None = None
         # Set by a second Ctrl-C: stop() cancels the handlers instead of waiting.
@@ -135,7 +135,7 @@ class Agent:
         self._table = DispatchTable()
         self._startup_hooks: list[LifecycleHook] = []
         self._shutdown_hooks: list[LifecycleHook] = []
-        self._completed = RecentIds(self.options.dedupe_capacity)
+        self._completed = RecentIds(self._options.dedupe_capacity)
         self._leases = LeaseRenewer(
             name=name, group=self.group, visibility_timeout=self.visibility_timeout
         )
@@ -151,52 +151,57 @@ class Agent:
         self._running = False
         self._stopping = False
 
-    # -- options, as the agent applies them (read-only: see ``options``) ---------------
+    # -- options, as the agent applies them (read-only) --------------------------------
+
+    @property
+    def options(self) -> AgentOptions:
+        """The :class:`~soorma.AgentOptions` the agent was built with."""
+        return self._options
 
     @property
     def group(self) -> str:
         """The consumer group: ``options.group``, else the agent's name."""
-        return self.options.group or self.name
+        return self._options.group or self.name
 
     @property
     def max_concurrency(self) -> int:
         """Most events handled at once."""
-        return self.options.max_concurrency
+        return self._options.max_concurrency
 
     @property
     def prefetch(self) -> int:
         """Most deliveries held unacked at once (``options.prefetch`` or its default)."""
-        return self.options.effective_prefetch
+        return self._options.effective_prefetch
 
     @property
     def visibility_timeout(self) -> float | None:
         """Seconds before an unacked delivery is redelivered (``None``: the service's)."""
-        return self.options.visibility_timeout
+        return self._options.visibility_timeout
 
     @property
     def max_deliveries(self) -> int | None:
         """Deliveries before an event is dead-lettered (``None``: the service's)."""
-        return self.options.max_deliveries
+        return self._options.max_deliveries
 
     @property
     def start_from(self) -> str | None:
         """Where a new consumer group starts (``"earliest"``; ``None``: now)."""
-        return self.options.start_from
+        return self._options.start_from
 
     @property
     def shutdown_timeout(self) -> float:
         """Seconds :meth:`stop` waits for in-flight handlers."""
-        return self.options.shutdown_timeout
+        return self._options.shutdown_timeout
 
     @property
     def ack_window(self) -> float:
         """Seconds an ack may wait for others to share its request."""
-        return self.options.ack_window
+        return self._options.ack_window
 
     @property
     def ack_batch_size(self) -> int:
         """Queued acks sent at once, without waiting."""
-        return self.options.ack_batch_size
+        return self._options.ack_batch_size
 
     # -- decorators ------------------------------------------------------------------
 
@@ -513,7 +518,7 @@ class Agent:
             capabilities=self.capabilities,
             events_consumed=[*self.events_consumed, *handled],
             events_produced=self.events_produced,
-            ttl_seconds=self.options.registry_ttl,
+            ttl_seconds=self._options.registry_ttl,
             # The tracker's connected-agents view finds the agent's lag by this group.
             metadata={"consumer_group": self.group},
         )

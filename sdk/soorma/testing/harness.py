@@ -364,7 +364,8 @@ class PlatformHarness:
             return
         if id(agent) not in self._attached:
             self._attached[id(agent)] = (self._attach(agent), agent.options)
-        agent.options = dataclasses.replace(
+        # Handlers still running at a test's end get stop_timeout, not the agent's own.
+        agent._options = dataclasses.replace(
             agent.options, shutdown_timeout=min(agent.shutdown_timeout, self.stop_timeout)
         )
         try:
@@ -402,7 +403,7 @@ class PlatformHarness:
         if attached is None:
             return
         context, options = attached
-        agent.options = options
+        agent._options = options
         if agent._context is context and context.bus.source == agent.name:
             agent._context = None
 

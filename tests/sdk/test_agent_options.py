@@ -140,3 +140,9 @@ def test_an_agents_options_are_read_only_once_it_is_built() -> None:
         agent.options = AgentOptions(max_concurrency=2)  # type: ignore[misc]
     with pytest.raises(AttributeError):
         agent.max_concurrency = 2  # type: ignore[misc]
+
+
+def test_the_arguments_agent_types_pass_on_match_the_agent_constructor() -> None:
+    from soorma.agents.base import AgentArguments
+
+    assert set(AgentArguments.__annotations__) == IDENTITY

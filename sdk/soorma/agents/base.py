@@ -24,7 +24,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Required, TypedDict, TypeVar
 
 from soorma import _tracing
 from soorma._propagation import handling
@@ -56,6 +56,22 @@ if TYPE_CHECKING:
     from soorma_common.registry import AgentDefinition
 
 logger = logging.getLogger("soorma.agent")
+
+
+class AgentArguments(TypedDict, total=False):
+    """:class:`Agent`'s constructor arguments, for agent types that pass them on
+    (``**kwargs: Unpack[AgentArguments]``), so a type checker still checks them."""
+
+    name: Required[str]
+    description: str
+    version: str
+    capabilities: Sequence[AgentCapability | str]
+    events_consumed: Sequence[EventDefinition | str]
+    events_produced: Sequence[EventDefinition | str]
+    agent_id: str | None
+    context: PlatformContext | None
+    options: AgentOptions | None
+
 
 H = TypeVar("H", bound=EventHandler)
 K = TypeVar("K", bound=LifecycleHook)
@@ -561,4 +577,4 @@ class Agent:
             self._acks.nack(event.delivery_id, f"{type(error).__name__}: {error}")
 
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "AgentArguments"]

@@ -161,6 +161,8 @@ class PlatformSettings:
             )
         state_dir = value("SOORMA_STATE_DIR")
         cache = value("XDG_CACHE_HOME")
+        if not state_dir and cache:
+            state_dir = str(Path(cache) / "soorma")
         return cls(
             platform_url=platform or None,
             event_service_url=service_url("events"),
@@ -175,7 +177,7 @@ class PlatformSettings:
             gateway_api_key=value("SOORMA_GATEWAY_API_KEY"),
             consumer_id=value("SOORMA_CONSUMER_ID"),
             replica=value("SOORMA_REPLICA"),
-            state_dir=Path(state_dir) if state_dir else Path(cache) / "soorma" if cache else None,
+            state_dir=Path(state_dir) if state_dir else None,
             http_transport="httpx" if transport == "httpx" else "lean",
         )
 

@@ -371,7 +371,7 @@ class Driver:
         self.collector: Any = None
 
     async def start(self) -> None:
-        from soorma import Agent, PlatformContext, PlatformSettings
+        from soorma import Agent, AgentOptions, PlatformContext, PlatformSettings
 
         settings = PlatformSettings(
             event_service_url=self.stack.urls["event"],
@@ -382,8 +382,7 @@ class Driver:
         collector = Agent(
             name="chaos-collector",
             context=self.context,
-            consumer_id="chaos-collector-1",
-            max_concurrency=64,
+            options=AgentOptions(consumer_id="chaos-collector-1", max_concurrency=64),
         )
 
         @collector.on_event(topic="action-results", event_type="research.done")

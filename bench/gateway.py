@@ -48,13 +48,13 @@ def free_port() -> int:
 
 
 def echo_tool(context: Any) -> Any:
-    from soorma import Tool
+    from soorma import AgentOptions, Tool
     from soorma_common.registry import AgentCapability, EventDefinition
 
     tool = Tool(
         name="bench-echo",
         context=context,
-        max_concurrency=64,
+        options=AgentOptions(max_concurrency=64),
         # No recorded answers: B7 measures the bus and the gateway, not the memory
         # service (none runs here; the Tool would retry it before every answer).
         answer_retention=0,

@@ -155,11 +155,11 @@ def machine() -> dict[str, Any]:
     return states
 
 
-def echo_agent(context: Any, **tuning: Any) -> Any:
+def echo_agent(context: Any, options: Any) -> Any:
     """The agent answering every step request with its own data."""
     from soorma import Agent
 
-    echo = Agent(name="bench-echo", context=context, max_concurrency=64, **tuning)
+    echo = Agent(name="bench-echo", context=context, options=options)
 
     @echo.on_event(topic="action-requests", event_type="bench.step*.requested")
     async def answer(event, ctx):
@@ -173,6 +173,15 @@ def echo_agent(context: Any, **tuning: Any) -> Any:
     return echo
 
 
+def agent_options(args: argparse.Namespace) -> Any:
+    """The planner's and the echo agent's options: 64 at once, ``--ack-window`` if given."""
+    from soorma import AgentOptions
+
+    if args.ack_window is None:
+        return AgentOptions(max_concurrency=64)
+    return AgentOptions(max_concurrency=64, ack_window=args.ack_window)
+
+
 async def echo_worker(args: argparse.Namespace) -> None:
     """``--echo-worker``: run only the echo agent until stdin closes (split layout)."""
     from soorma import PlatformContext, PlatformSettings
@@ -184,8 +193,7 @@ async def echo_worker(args: argparse.Namespace) -> None:
     )
     context = PlatformContext.from_env(settings=settings, http=http)
     context.bus.coalesce = not args.no_coalesce
-    tuning = {"ack_window": args.ack_window} if args.ack_window is not None else {}
-    echo = echo_agent(context, **tuning)
+    echo = echo_agent(context, agent_options(args))
     await echo.start()
     print("ready", flush=True)
     # The parent closes our stdin to stop us: no signal handling needed.
@@ -313,17 +321,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         )
         context = PlatformContext.from_env(settings=settings, http=http)
         context.bus.coalesce = not args.no_coalesce
-        tuning: dict[str, Any] = {}
-        if args.ack_window is not None:
-            tuning["ack_window"] = args.ack_window
+        options = agent_options(args)
         planner = Planner(
             name="bench-planner",
             context=context,
-            max_concurrency=64,
+            options=options,
             plan_definition=PlanDefinition(plan_type="bench.goal", states=machine()),
-            **tuning,
         )
-        echo = echo_agent(context, **tuning) if args.layout == "one" else None
+        echo = echo_agent(context, options) if args.layout == "one" else None
         await planner.start()
         if echo is not None:
             await echo.start()

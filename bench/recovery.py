@@ -67,14 +67,17 @@ AGENT = "recovery-bench"
 
 
 async def run_agent(args: argparse.Namespace) -> None:
-    from soorma import Agent
+    from soorma import Agent, AgentOptions
 
     print(f"imported {time.time():.6f}", flush=True)
 
     markers = Path(args.markers)
     if args.mode == "before":
         # Old behaviour: a new consumer id per process, the service's 30 s timeout.
-        agent = Agent(name=AGENT, consumer_id=f"p-{uuid.uuid4().hex[:12]}", visibility_timeout=None)
+        agent = Agent(
+            name=AGENT,
+            options=AgentOptions(consumer_id=f"p-{uuid.uuid4().hex[:12]}", visibility_timeout=None),
+        )
     else:
         agent = Agent(name=AGENT)
 

@@ -8,17 +8,19 @@ these classes, whichever service answered.
 
 from soorma._client_main import run_client
 from soorma._propagation import current_event
+from soorma.agents._options import AgentOptions
 from soorma.agents.base import Agent
 from soorma.agents.planner import GoalContext, Planner, TransitionContext
 from soorma.agents.tool import InvocationContext, Tool, run_once
 from soorma.agents.worker import Worker
 from soorma.ai.toolkit import EventToolkit
 from soorma.bus import BusClient
-from soorma.context import PlatformContext, PlatformSettings
+from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.memory import MemoryClient
 from soorma.planning.plan import PlanContext
 from soorma.registry import RegistryClient
+from soorma.settings import PlatformSettings
 from soorma.subscription import Subscription
 from soorma.tasking.context import DelegationSpec, TaskContext
 from soorma.tasking.results import ResultContext
@@ -55,6 +57,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentNotFound",
+    "AgentOptions",
     "BusClient",
     "ConfigurationError",
     "Conflict",

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from soorma.settings import PlatformSettings
 
 EXIT_OK, EXIT_TASK_FAILED, EXIT_INPUT_REQUIRED, EXIT_USAGE = 0, 1, 3, 2
 
@@ -52,14 +54,17 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    from soorma.settings import PlatformSettings
+
+    settings = PlatformSettings.from_env()
     if args.a2a_command == "card":
-        return asyncio.run(_card(args))
-    return asyncio.run(_send(args))
+        return asyncio.run(_card(args, settings))
+    return asyncio.run(_send(args, settings))
 
 
-def _headers(args: argparse.Namespace) -> dict[str, str]:
-    key = args.api_key or os.environ.get("SOORMA_GATEWAY_API_KEY")
-    token = args.token or os.environ.get("SOORMA_API_TOKEN")
+def _headers(args: argparse.Namespace, settings: PlatformSettings) -> dict[str, str]:
+    key = args.api_key or settings.gateway_api_key
+    token = args.token or settings.api_token
     headers: dict[str, str] = {}
     if key:
         headers["X-API-Key"] = key
@@ -68,16 +73,14 @@ def _headers(args: argparse.Namespace) -> dict[str, str]:
     return headers
 
 
-async def _card(args: argparse.Namespace) -> int:
+async def _card(args: argparse.Namespace, settings: PlatformSettings) -> int:
     import httpx
     from a2a.client import A2ACardResolver
     from google.protobuf.json_format import MessageToDict
 
-    from soorma.context import PlatformSettings
-
     if not args.url:
-        args.url = PlatformSettings.from_env().gateway_url
-    async with httpx.AsyncClient(headers=_headers(args), timeout=30) as http:
+        args.url = settings.gateway_url
+    async with httpx.AsyncClient(headers=_headers(args, settings), timeout=30) as http:
         try:
             card = await A2ACardResolver(http, args.url).get_agent_card()
         except Exception as exc:
@@ -122,7 +125,7 @@ def _message(args: argparse.Namespace) -> Any:
     )
 
 
-async def _send(args: argparse.Namespace) -> int:
+async def _send(args: argparse.Namespace, settings: PlatformSettings) -> int:
     import httpx
     from a2a.client import ClientConfig, ClientFactory
     from a2a.types.a2a_pb2 import SendMessageRequest, TaskState
@@ -131,7 +134,7 @@ async def _send(args: argparse.Namespace) -> int:
 
     state = TaskState.TASK_STATE_UNSPECIFIED
     task_ids: list[str] = []
-    async with httpx.AsyncClient(headers=_headers(args), timeout=None) as http:
+    async with httpx.AsyncClient(headers=_headers(args, settings), timeout=None) as http:
         factory = ClientFactory(
             ClientConfig(
                 streaming=not args.no_stream,

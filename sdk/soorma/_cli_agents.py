@@ -117,7 +117,8 @@ def format_agents(listing: ConnectedAgentList, *, color: bool = False) -> list[s
 
 async def _list(args: argparse.Namespace) -> int:
     from soorma._cli_style import use_color
-    from soorma.context import PlatformContext, PlatformSettings
+    from soorma.context import PlatformContext
+    from soorma.settings import PlatformSettings
     from soorma_common.errors import SoormaError
 
     settings = PlatformSettings.from_env()

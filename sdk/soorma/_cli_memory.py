@@ -174,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
 def _context(args: argparse.Namespace) -> Any:
     from dataclasses import replace
 
-    from soorma.context import PlatformContext, PlatformSettings
+    from soorma.context import PlatformContext
+    from soorma.settings import PlatformSettings
 
     settings = PlatformSettings.from_env()
     if args.url:

@@ -112,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
 def _context(url: str | None) -> Any:
     from dataclasses import replace
 
-    from soorma.context import PlatformContext, PlatformSettings
+    from soorma.context import PlatformContext
+    from soorma.settings import PlatformSettings
 
     settings = PlatformSettings.from_env()
     if url:

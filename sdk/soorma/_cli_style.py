@@ -6,8 +6,9 @@ Colour is used when the output is a terminal and ``NO_COLOR`` is not set
 
 from __future__ import annotations
 
-import os
 from typing import TextIO
+
+from soorma.settings import no_color
 
 _CODES = {
     "dim": "2",
@@ -22,7 +23,7 @@ def use_color(choice: str, stream: TextIO) -> bool:
     """Whether to colour ``stream``: ``always``, ``never`` or ``auto``."""
     if choice == "always":
         return True
-    if choice == "never" or os.environ.get("NO_COLOR"):
+    if choice == "never" or no_color():
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())

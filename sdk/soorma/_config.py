@@ -17,7 +17,9 @@ from soorma_common.errors import ConfigurationError
 logger = logging.getLogger("soorma.config")
 
 # Every SOORMA_* variable the SDK, the services, the scripts and the tests read
-# (tests/sdk/test_config_errors.py checks the services' settings are all here).
+# (tests/repo/test_variables_documented.py: each is documented and each one code names is
+# here; tests/repo/test_variables_read.py: each is read by something). The SDK reads its
+# own in soorma.settings.
 KNOWN_VARIABLES: frozenset[str] = frozenset(
     {
         # memory service: long-term memory embeddings
@@ -33,7 +35,7 @@ KNOWN_VARIABLES: frozenset[str] = frozenset(
         "SOORMA_MEMORY_VECTOR_SEAL_ROWS",
         "SOORMA_MEMORY_VECTOR_IDLE_SECONDS",
         "SOORMA_MEMORY_VECTOR_BUILD_MEMORY_MB",
-        # SDK and the soorma command
+        # SDK (soorma.settings) and the soorma command
         "SOORMA_URL",
         "SOORMA_EVENT_SERVICE_URL",
         "SOORMA_MEMORY_URL",

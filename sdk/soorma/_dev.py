@@ -20,10 +20,9 @@ from typing import Any, Literal, TextIO
 
 import pydantic
 
-from soorma._config import warn_unknown_variables
 from soorma._platform_router import DISCOVERY_PATH, Mounted, PlatformRouter
 from soorma._services import load_service
-from soorma.context import SERVICE_PREFIXES
+from soorma.settings import SERVICE_PREFIXES, warn_unknown_variables
 from soorma_common import tracing as otel
 
 
@@ -182,7 +181,7 @@ async def run_dev(
     if log_format not in LOG_FORMATS:
         raise DevError(f"--log-format must be one of {', '.join(LOG_FORMATS)}")
     check_ports_free(host, [*((s.name, s.port) for s in services), (PLATFORM, platform_port)])
-    warn_unknown_variables(os.environ)
+    warn_unknown_variables()
     os.environ["SOORMA_LOG_FORMAT"] = log_format
     # Migrations log every step at INFO (the banner says where the data lives), httpx
     # every request the services make to each other.

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from soorma.context import DISCOVERY_PATH
+from soorma.settings import DISCOVERY_PATH
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 import httpx
 
 from soorma.agents.base import Agent
-from soorma.context import PlatformSettings
+from soorma.settings import PlatformSettings
 
 # How often the supervisor looks at the watched files' modification times.
 POLL_SECONDS = 0.5
@@ -132,10 +132,10 @@ def watched_files(targets: Sequence[str]) -> list[Path]:
 async def use_discovery() -> None:
     """With ``SOORMA_URL`` set, the agents connect where the platform's discovery
     document says (their ``from_env()`` reads the per-service variables set here)."""
-    if not os.environ.get("SOORMA_URL"):
-        return
     async with httpx.AsyncClient() as http:
         settings = await PlatformSettings.discover(http)
+    if not settings.platform_url:
+        return
     for variable, url in settings.service_variables().items():
         os.environ.setdefault(variable, url)
 

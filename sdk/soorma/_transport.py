@@ -29,11 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 import re
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -436,9 +435,6 @@ async def _read_line(reader: asyncio.StreamReader) -> bytes:
         raise _protocol_error("chunk size or trailer line too long") from exc
 
 
-HTTP_TRANSPORT_ENV = "SOORMA_HTTP_TRANSPORT"
-
-
 def environment_proxy_mounts(
     limits: httpx.Limits,
 ) -> dict[str, httpx.AsyncBaseTransport | None]:
@@ -500,30 +496,26 @@ def lean_client(*, limits: httpx.Limits) -> httpx.AsyncClient:
 
 
 def make_http_client(
-    *, limits: httpx.Limits, environ: Mapping[str, str] | None = None
+    *, limits: httpx.Limits, transport: Literal["lean", "httpx"] = "lean"
 ) -> httpx.AsyncClient:
-    """The SDK's shared client: :func:`lean_client` unless the env says ``httpx``.
-
-    ``SOORMA_HTTP_TRANSPORT`` is the lean transport's one switch: ``lean`` (default) or
-    ``httpx`` (a plain ``httpx.AsyncClient``, httpx's own transport).
+    """The SDK's shared client: :func:`lean_client`, or a plain ``httpx.AsyncClient``.
 
     Args:
         limits: Connection limits for whichever transport is used.
-        environ: Environment to read ``SOORMA_HTTP_TRANSPORT`` from (``os.environ``).
-            Proxies always come from ``os.environ``, as httpx reads them.
+        transport: ``"lean"`` (default): :func:`lean_client`; ``"httpx"``: httpx's own
+            transport. The SDK takes it from ``SOORMA_HTTP_TRANSPORT`` through
+            :class:`soorma.settings.PlatformSettings`. Proxies come from the
+            environment either way, as httpx reads them.
     """
-    env = os.environ if environ is None else environ
-    choice = (env.get(HTTP_TRANSPORT_ENV) or "lean").strip().lower()
-    if choice == "httpx":
+    if transport == "httpx":
         return httpx.AsyncClient(limits=limits)
-    if choice != "lean":
-        raise ValueError(f"{HTTP_TRANSPORT_ENV} must be 'lean' or 'httpx', not {choice!r}")
+    if transport != "lean":
+        raise ValueError(f"transport must be 'lean' or 'httpx', not {transport!r}")
     return lean_client(limits=limits)
 
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
-    "HTTP_TRANSPORT_ENV",
     "LeanTransport",
     "environment_proxy_mounts",
     "lean_client",

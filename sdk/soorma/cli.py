@@ -203,7 +203,8 @@ async def _context(url: str | None) -> Any:
     """The platform's clients: found from ``SOORMA_URL``'s discovery document when set."""
     import httpx
 
-    from soorma.context import PlatformContext, PlatformSettings
+    from soorma.context import PlatformContext
+    from soorma.settings import PlatformSettings
 
     async with httpx.AsyncClient() as http:
         settings = await PlatformSettings.discover(http)

@@ -26,18 +26,17 @@ Resolution, first match wins:
 from __future__ import annotations
 
 import logging
-import os
 import re
 import socket
 import uuid
-from pathlib import Path
 from typing import IO
+
+from soorma.settings import PlatformSettings
 
 logger = logging.getLogger("soorma.agent")
 
 CONSUMER_ID_ENV = "SOORMA_CONSUMER_ID"
 REPLICA_ENV = "SOORMA_REPLICA"
-STATE_DIR_ENV = "SOORMA_STATE_DIR"
 MAX_SLOTS = 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:@-]+")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
@@ -58,36 +57,36 @@ def check_consumer_id(value: str, source: str = "consumer_id") -> str:
     return value
 
 
-def state_dir() -> Path:
-    """Where replica slot locks live (see the module docstring)."""
-    explicit = os.environ.get(STATE_DIR_ENV)
-    if explicit:
-        return Path(explicit)
-    cache = os.environ.get("XDG_CACHE_HOME")
-    return (Path(cache) if cache else Path.home() / ".cache") / "soorma"
-
-
 class ConsumerIdentity:
     """This replica's consumer id in one group, holding its slot lock while alive.
 
     Args:
         group: The consumer group (slots are counted per group).
         explicit: An id given in code; wins over everything else.
+        settings: Where ``consumer_id``, ``replica`` and ``state_dir`` come from
+            (default: :meth:`PlatformSettings.from_env`, read now).
     """
 
-    def __init__(self, group: str, explicit: str | None = None) -> None:
+    def __init__(
+        self,
+        group: str,
+        explicit: str | None = None,
+        *,
+        settings: PlatformSettings | None = None,
+    ) -> None:
         self.group = group
         self._lock: IO[bytes] | None = None
         self.source = "argument"
         if explicit:
             self.consumer_id = check_consumer_id(explicit, "consumer_id")
             return
-        env_id = os.environ.get(CONSUMER_ID_ENV, "").strip()
-        if env_id:
+        settings = settings or PlatformSettings.from_env()
+        self.state_dir = settings.replica_state_dir
+        if settings.consumer_id:
             self.source = CONSUMER_ID_ENV
-            self.consumer_id = check_consumer_id(env_id, CONSUMER_ID_ENV)
+            self.consumer_id = check_consumer_id(settings.consumer_id, CONSUMER_ID_ENV)
             return
-        replica = os.environ.get(REPLICA_ENV, "").strip()
+        replica = settings.replica
         if replica:
             self.source = REPLICA_ENV
             self.consumer_id = check_consumer_id(f"{_host()}-{replica}", REPLICA_ENV)
@@ -104,7 +103,7 @@ class ConsumerIdentity:
             "events held by this process if it crashes come back only after the "
             "visibility timeout (set %s or %s for a stable id)",
             group,
-            state_dir(),
+            self.state_dir,
             self.consumer_id,
             CONSUMER_ID_ENV,
             REPLICA_ENV,
@@ -117,7 +116,7 @@ class ConsumerIdentity:
             return None
         safe_group = _UNSAFE.sub("_", self.group)
         try:
-            folder = state_dir() / "consumers"
+            folder = self.state_dir / "consumers"
             folder.mkdir(parents=True, exist_ok=True)
             for slot in range(MAX_SLOTS):
                 handle = open(folder / f"{safe_group}.{slot}.lock", "ab")

@@ -27,7 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from soorma.agents.base import DEFAULT_MAX_CONCURRENCY as PLANNER_CONCURRENCY
+from soorma import AgentOptions
+
+# The chaos planners run with the default options.
+PLANNER_CONCURRENCY = AgentOptions().max_concurrency
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = 100

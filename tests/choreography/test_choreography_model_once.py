@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from test_choreography_flows import running
 
-from soorma import PlatformContext, PlatformSettings
+from soorma import AgentOptions, PlatformContext, PlatformSettings
 from soorma.agents import _dispatch
 from soorma.ai.choreography import ChoreographyPlanner
 from testsupport.relay import TcpRelay
@@ -161,7 +161,9 @@ async def test_memory_outage_after_the_model_answered_asks_the_model_once(
     agent_log = logging.getLogger("soorma.agent")
     agent_log.addHandler(retried)
     async with serve(model.app) as model_server:
-        planner = make_planner(relayed_settings(stack, relay), model_server, max_deliveries=50)
+        planner = make_planner(
+            relayed_settings(stack, relay), model_server, options=AgentOptions(max_deliveries=50)
+        )
         async with running(planner):
             asked = asyncio.create_task(
                 context.bus.call(

@@ -11,7 +11,7 @@ import logging
 import os
 from typing import Any
 
-from soorma import Planner
+from soorma import AgentOptions, Planner
 from soorma.planning.plan import PlanContext
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 
@@ -40,8 +40,9 @@ if os.environ.get("CRASH_HOLD") == "mid_cancel":
 planner = Planner(
     name="buyer",
     plan_definition=PlanDefinition(plan_type="purchase.goal", states=STATES),
-    visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")),
-    ack_window=0.9,
+    options=AgentOptions(
+        visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")), ack_window=0.9
+    ),
 )
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import logging
 import os
 from typing import Any
 
-from soorma import Worker
+from soorma import AgentOptions, Worker
 from soorma.agents import _cancel
 
 if os.environ.get("CRASH_HOLD") == "mid_cancel":
@@ -30,8 +30,9 @@ if os.environ.get("CRASH_HOLD") == "mid_cancel":
 
 worker = Worker(
     name="analyst",
-    visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")),
-    ack_window=0.9,
+    options=AgentOptions(
+        visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")), ack_window=0.9
+    ),
 )
 # A killed process's claim on its running task lapses after this long.
 worker.answers.claim_lease = 2.0

@@ -16,6 +16,7 @@ from typing import Any
 
 import litellm
 
+from soorma import AgentOptions
 from soorma.ai import ChoreographyPlanner
 
 HOLD = os.environ.get("CRASH_HOLD", "")
@@ -64,8 +65,9 @@ planner = ChoreographyPlanner(
     name="advisor",
     reasoning_model="scripted/planner",
     transition_topics=["action-results"],
-    visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")),
-    ack_window=0.9,
+    options=AgentOptions(
+        visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")), ack_window=0.9
+    ),
 )
 
 

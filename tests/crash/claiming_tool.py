@@ -10,9 +10,12 @@ import asyncio
 import logging
 import os
 
-from soorma import Tool
+from soorma import AgentOptions, Tool
 
-tool = Tool(name="claim-pricer", group=os.environ.get("TOOL_GROUP", "claim-pricer-a"))
+tool = Tool(
+    name="claim-pricer",
+    options=AgentOptions(group=os.environ.get("TOOL_GROUP", "claim-pricer-a")),
+)
 tool.answers.claim_lease = float(os.environ.get("CLAIM_LEASE", "2"))
 
 

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import os
 
-from soorma import Planner
+from soorma import AgentOptions, Planner
 from soorma_common.state import StateAction, StateConfig, StateTransition
 
 HOLD = os.environ.get("CRASH_HOLD", "")
@@ -33,8 +33,9 @@ STATES = {
 planner = Planner(
     name="buyer",
     transition_topics=["action-results"],
-    visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")),
-    ack_window=0.9,
+    options=AgentOptions(
+        visibility_timeout=float(os.environ.get("CRASH_VISIBILITY", "2")), ack_window=0.9
+    ),
 )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from crash_support import sigkill, start_agent
 
-from soorma import PlatformContext, Tool
+from soorma import AgentOptions, PlatformContext, Tool
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
 
@@ -32,7 +32,9 @@ async def test_the_other_replica_runs_a_request_once_its_killed_holder_claim_lap
     # Its own group, started once the holder runs the body (so the holder claims
     # first); "earliest": the new group is given the request sent before it started.
     other = Tool(
-        name="claim-pricer", group="claim-pricer-b", context=context, start_from="earliest"
+        name="claim-pricer",
+        options=AgentOptions(group="claim-pricer-b", start_from="earliest"),
+        context=context,
     )
     other.answers.claim_lease = LEASE
 

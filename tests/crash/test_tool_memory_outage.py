@@ -13,7 +13,7 @@ import pytest
 from memory_outage import ask as ask_for
 
 from event_service import create_app as create_event_app
-from soorma import PlatformContext, PlatformSettings, Tool
+from soorma import AgentOptions, PlatformContext, PlatformSettings, Tool
 from soorma_common.events import new_event_id
 from testsupport.server import free_port, serve
 from testsupport.services import redis_event_settings
@@ -24,7 +24,11 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
 def counting_tool(
     context: PlatformContext, runs: list[str], gate: asyncio.Event, entered: asyncio.Event
 ) -> Tool:
-    tool = Tool(name="outage-tool", context=context, visibility_timeout=5)
+    tool = Tool(
+        name="outage-tool",
+        context=context,
+        options=AgentOptions(visibility_timeout=5),
+    )
 
     @tool.on_invoke("outage.requested")
     async def handle(request: Any, ctx: Any) -> dict[str, Any]:

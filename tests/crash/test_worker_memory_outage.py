@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from memory_outage import ask
 
-from soorma import PlatformContext, Tool, Worker
+from soorma import AgentOptions, PlatformContext, Tool, Worker
 from soorma_common.events import new_event_id
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
@@ -22,7 +22,11 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
 
 def finishing_worker(context: PlatformContext, runs: list[str], gate: asyncio.Event) -> Worker:
     """Counts its runs; answers ``{"n": runs so far}`` once ``gate`` is set."""
-    worker = Worker(name="outage-worker", context=context, visibility_timeout=5)
+    worker = Worker(
+        name="outage-worker",
+        context=context,
+        options=AgentOptions(visibility_timeout=5),
+    )
 
     @worker.on_task("wo.requested")
     async def handle(task: Any, ctx: Any) -> None:
@@ -105,7 +109,11 @@ async def test_a_delegation_that_cannot_be_saved_is_held_not_run_again(stack):
     runs: list[str] = []
     quotes: list[str] = []
     gate = asyncio.Event()
-    worker = Worker(name="outage-delegator", context=context, visibility_timeout=5)
+    worker = Worker(
+        name="outage-delegator",
+        context=context,
+        options=AgentOptions(visibility_timeout=5),
+    )
 
     @worker.on_task("wd.requested")
     async def buy(task: Any, ctx: Any) -> None:
@@ -118,7 +126,11 @@ async def test_a_delegation_that_cannot_be_saved_is_held_not_run_again(stack):
         task = await result.restore_task()
         await task.complete({"quote": result.data["result"], "runs": len(runs)})
 
-    quoter = Tool(name="outage-quoter", context=context, visibility_timeout=5)
+    quoter = Tool(
+        name="outage-quoter",
+        context=context,
+        options=AgentOptions(visibility_timeout=5),
+    )
 
     @quoter.on_invoke("wd.quote.requested")
     async def quote(request: Any, ctx: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import sys
 import pytest
 from conftest import KEY_A, Platform
 
-from soorma import _cli_a2a
+from soorma import PlatformSettings, _cli_a2a
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -52,7 +52,7 @@ async def test_send_exit_codes(platform: Platform, capsys: pytest.CaptureFixture
 
     async def send(*argv: str) -> int:
         args = parser.parse_args(["a2a", "send", "--api-key", KEY_A, *argv])
-        return await _cli_a2a._send(args)
+        return await _cli_a2a._send(args, PlatformSettings())
 
     assert (
         await send(

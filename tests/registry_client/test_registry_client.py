@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from soorma import Agent, PlatformContext
+from soorma import Agent, AgentOptions, PlatformContext
 from soorma.ai import EventToolkit
 from soorma_common.errors import (
     AgentNotFound,
@@ -136,7 +136,11 @@ async def test_agent_registers_all_three_event_levels_and_deregisters_on_stop(co
 
 
 async def test_agent_re_registers_when_its_heartbeat_finds_it_gone(context):
-    agent = Agent(name="comeback", context=context, ttl_seconds=1)
+    agent = Agent(
+        name="comeback",
+        context=context,
+        options=AgentOptions(registry_ttl=1),
+    )
 
     @agent.on_event(topic="business-facts", event_type="x.y")
     async def handler(event, ctx):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from soorma import Agent
+from soorma import Agent, AgentOptions
 
 
 async def main() -> None:
@@ -20,10 +20,12 @@ async def main() -> None:
     most = os.environ.get("RECOVERY_MAX_DELIVERIES")
     agent = Agent(
         name="recovering",
-        visibility_timeout=float(os.environ["RECOVERY_VT"]),
-        ack_window=0,
-        max_concurrency=int(os.environ.get("RECOVERY_CONCURRENCY", "16")),
-        max_deliveries=int(most) if most else None,
+        options=AgentOptions(
+            visibility_timeout=float(os.environ["RECOVERY_VT"]),
+            ack_window=0,
+            max_concurrency=int(os.environ.get("RECOVERY_CONCURRENCY", "16")),
+            max_deliveries=int(most) if most else None,
+        ),
     )
 
     @agent.on_event(topic="business-facts", event_type="job.created")

@@ -16,7 +16,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from soorma import Agent, PlatformContext, PlatformSettings
+from soorma import Agent, AgentOptions, PlatformContext, PlatformSettings
 from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio
@@ -86,7 +86,11 @@ async def publish_facts(context: PlatformContext, names: list[str]) -> list[str]
 
 async def test_acks_of_handlers_finishing_together_share_one_request(recorded):
     context, transport = recorded
-    agent = Agent(name="batcher", context=context, max_concurrency=32)
+    agent = Agent(
+        name="batcher",
+        context=context,
+        options=AgentOptions(max_concurrency=32),
+    )
     names = [f"job-{i}" for i in range(20)]
     started: list[str] = []
     all_started, release = asyncio.Event(), asyncio.Event()
@@ -118,7 +122,11 @@ async def test_acks_of_handlers_finishing_together_share_one_request(recorded):
 
 async def test_an_event_is_acked_only_after_its_handler_finished(recorded):
     context, transport = recorded
-    agent = Agent(name="patient", context=context, max_concurrency=4)
+    agent = Agent(
+        name="patient",
+        context=context,
+        options=AgentOptions(max_concurrency=4),
+    )
     gate = asyncio.Event()
     ids: dict[str, str] = {}
 
@@ -169,7 +177,11 @@ async def test_a_failing_handler_is_nacked_with_its_reason_and_redelivered(recor
 
 async def test_stop_sends_the_acks_still_waiting_for_their_window(recorded):
     context, transport = recorded
-    agent = Agent(name="lazy", context=context, ack_window=60.0, max_concurrency=8)
+    agent = Agent(
+        name="lazy",
+        context=context,
+        options=AgentOptions(ack_window=60.0, max_concurrency=8),
+    )
     handled: list[str] = []
     all_handled = asyncio.Event()
 
@@ -191,6 +203,12 @@ async def test_stop_sends_the_acks_still_waiting_for_their_window(recorded):
 
 async def test_ack_batching_options_are_checked():
     with pytest.raises(ValueError, match="ack_window"):
-        Agent(name="x", ack_window=-1)
+        Agent(
+            name="x",
+            options=AgentOptions(ack_window=-1),
+        )
     with pytest.raises(ValueError, match="ack_batch_size"):
-        Agent(name="x", ack_batch_size=0)
+        Agent(
+            name="x",
+            options=AgentOptions(ack_batch_size=0),
+        )

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from sdk_helpers import Proc, eventually, make_context, subprocess_env
 
-from soorma import Agent, Event, PlatformContext
+from soorma import Agent, AgentOptions, Event, PlatformContext
 from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio
@@ -80,9 +80,9 @@ async def test_handler_starts_are_reported_soon_in_few_requests(
 ) -> None:
     agent = Agent(
         name="reporting",
-        visibility_timeout=60,  # no lease renewal during the test
-        max_concurrency=40,
-        consumer_id="reporting-0",
+        options=AgentOptions(
+            visibility_timeout=60, max_concurrency=40, consumer_id="reporting-0"
+        ),  # no lease renewal during the test
         context=make_context(event_service.url),
     )
     release = asyncio.Event()

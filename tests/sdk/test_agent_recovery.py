@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sdk_helpers import Proc, eventually, make_context, subprocess_env
 
-from soorma import Agent, Event, PlatformContext
+from soorma import Agent, AgentOptions, Event, PlatformContext
 from soorma.consumer_identity import ConsumerIdentity
 from testsupport.server import LiveServer
 
@@ -94,9 +94,7 @@ async def test_a_live_replica_takes_over_the_events_of_one_that_does_not_come_ba
     done: list[int] = []
     survivor = Agent(
         name="recovering",
-        visibility_timeout=1,
-        ack_window=0,
-        consumer_id="survivor",
+        options=AgentOptions(visibility_timeout=1, ack_window=0, consumer_id="survivor"),
         context=make_context(event_service.url),
     )
 
@@ -139,9 +137,7 @@ async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered(
     finished: list[int] = []
     agent = Agent(
         name="slow",
-        visibility_timeout=1,
-        ack_window=0,
-        consumer_id="worker",
+        options=AgentOptions(visibility_timeout=1, ack_window=0, consumer_id="worker"),
         context=make_context(event_service.url),
     )
 

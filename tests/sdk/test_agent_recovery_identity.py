@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from soorma import Agent
+from soorma import Agent, AgentOptions
 from soorma.consumer_identity import ConsumerIdentity
 
 
@@ -33,7 +33,10 @@ def test_an_invalid_id_names_its_source(monkeypatch: pytest.MonkeyPatch) -> None
     with pytest.raises(ValueError, match="SOORMA_CONSUMER_ID"):
         ConsumerIdentity("g")
     with pytest.raises(ValueError, match="consumer_id"):
-        Agent(name="a", consumer_id="-dash-first")
+        Agent(
+            name="a",
+            options=AgentOptions(consumer_id="-dash-first"),
+        )
 
 
 def test_replicas_take_distinct_slots_and_a_freed_slot_is_taken_again() -> None:

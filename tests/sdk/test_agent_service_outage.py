@@ -18,7 +18,7 @@ import httpx
 import pytest
 from sdk_helpers import eventually
 
-from soorma import Agent, PlatformContext
+from soorma import Agent, AgentOptions, PlatformContext
 from soorma.client import ServiceClient
 from testsupport.server import LiveServer
 
@@ -41,7 +41,11 @@ async def test_handler_runs_again_after_outage_without_dead_letter(
             base_url=f"http://127.0.0.1:{closed_port()}", http=http, connect_retries=0
         )
         # max_deliveries=1: a single nack would dead-letter the event.
-        agent = Agent(name="outage-agent", context=context, max_deliveries=1)
+        agent = Agent(
+            name="outage-agent",
+            context=context,
+            options=AgentOptions(max_deliveries=1),
+        )
 
         @agent.on_event(topic="business-facts", event_type="outage.checked")
         async def handle(event, ctx):

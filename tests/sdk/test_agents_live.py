@@ -10,7 +10,7 @@ from sdk_helpers import eventually, make_context
 
 from event_service import create_app
 from event_service.settings import Settings
-from soorma import Agent, Event, PlatformContext, Tool
+from soorma import Agent, AgentOptions, Event, PlatformContext, Tool
 from testsupport.server import LiveServer, free_port, serve
 
 pytestmark = pytest.mark.asyncio
@@ -177,7 +177,14 @@ async def test_two_replicas_of_one_agent_split_the_work(
 ):
     handled_by: dict[int, str] = {}
     contexts = [make_context(event_service.url) for _ in range(2)]
-    replicas = [Agent(name="splitter", context=ctx, max_concurrency=1) for ctx in contexts]
+    replicas = [
+        Agent(
+            name="splitter",
+            context=ctx,
+            options=AgentOptions(max_concurrency=1),
+        )
+        for ctx in contexts
+    ]
     for replica in replicas:
 
         @replica.on_event(topic="business-facts", event_type="job.created")

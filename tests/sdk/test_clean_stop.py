@@ -27,11 +27,11 @@ AGENT = textwrap.dedent(
     """
     import asyncio
     import logging
-    from soorma import Agent
+    from soorma import Agent, AgentOptions
 
     logging.basicConfig(level=logging.INFO)
 
-    agent = Agent(name="slow", shutdown_timeout=30)
+    agent = Agent(name="slow", options=AgentOptions(shutdown_timeout=30))
 
     @agent.on_event(topic="business-facts", event_type="job.created")
     async def handle(event, context):

@@ -16,7 +16,7 @@ import pytest_asyncio
 
 from event_service.settings import Settings as EventSettings
 from registry_service import create_app as create_registry_app
-from soorma import Agent, PlatformContext, PlatformSettings
+from soorma import Agent, AgentOptions, PlatformContext, PlatformSettings
 from soorma._cli_agents import ago
 from soorma.cli import main
 from soorma_common.registry import AgentCapability, AgentDefinition, EventDefinition
@@ -89,8 +89,7 @@ async def test_agents_list_shows_each_agent_its_events_last_seen_and_lag(
                 consumed_event=EventDefinition(event_name="invoice.requested"),
             )
         ],
-        max_concurrency=1,
-        prefetch=1,
+        options=AgentOptions(max_concurrency=1, prefetch=1),
         context=platform(urls),
     )
 

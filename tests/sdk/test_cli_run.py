@@ -128,9 +128,9 @@ async def test_an_agent_held_by_two_names_is_started_once(tmp_path: Path) -> Non
 SLOW = textwrap.dedent(
     """
     import asyncio
-    from soorma import Agent
+    from soorma import Agent, AgentOptions
 
-    agent = Agent(name="slow", shutdown_timeout=30)
+    agent = Agent(name="slow", options=AgentOptions(shutdown_timeout=30))
 
     @agent.on_event(topic="business-facts", event_type="job.created")
     async def handle(event, context):

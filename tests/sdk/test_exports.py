@@ -8,6 +8,7 @@ def test_top_level_exports_are_pinned():
     assert sorted(soorma.__all__) == [
         "Agent",
         "AgentNotFound",
+        "AgentOptions",
         "BusClient",
         "ConfigurationError",
         "Conflict",

@@ -22,7 +22,7 @@ import pytest
 import pytest_asyncio
 from sdk_helpers import eventually
 
-from soorma import Agent, PlatformContext, PlatformSettings
+from soorma import Agent, AgentOptions, PlatformContext, PlatformSettings
 from soorma.client import ServiceClient
 from soorma_common.errors import ServiceUnavailable
 from testsupport.server import LiveServer
@@ -76,7 +76,11 @@ async def test_agent_starts_and_works_while_registry_dies_mid_request(
         event_service_url=event_service.url, registry_url=dying_registry.url
     )
     async with PlatformContext.from_env(settings=settings) as context:
-        agent = Agent(name="lost-answer-agent", context=context, ttl_seconds=1)
+        agent = Agent(
+            name="lost-answer-agent",
+            context=context,
+            options=AgentOptions(registry_ttl=1),
+        )
         seen: list[str] = []
 
         @agent.on_event(topic="business-facts", event_type="lost.answer.checked")

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from soorma import PlatformContext, PlatformSettings
+from soorma import ConfigurationError, PlatformContext, PlatformSettings
 from soorma._transport import LeanTransport, make_http_client
 from testsupport.server import serve
 
@@ -296,20 +296,22 @@ async def test_refused_connection_raises_connect_error() -> None:
 
 
 async def test_platform_context_uses_lean_transport_unless_env_opts_out() -> None:
-    settings = PlatformSettings()
-    async with PlatformContext.from_env(settings=settings, environ={}) as context:
+    async with PlatformContext.from_env(environ={}) as context:
         assert isinstance(context.http._transport, LeanTransport)
-    async with PlatformContext.from_env(
-        settings=settings, environ={"SOORMA_HTTP_TRANSPORT": "httpx"}
-    ) as context:
+    async with PlatformContext.from_env(environ={"SOORMA_HTTP_TRANSPORT": "httpx"}) as context:
         assert isinstance(context.http._transport, httpx.AsyncHTTPTransport)
-    with pytest.raises(ValueError, match="SOORMA_HTTP_TRANSPORT"):
-        make_http_client(limits=LIMITS, environ={"SOORMA_HTTP_TRANSPORT": "curl"})
+    settings = PlatformSettings(http_transport="httpx")
+    async with PlatformContext.from_env(settings=settings) as context:
+        assert isinstance(context.http._transport, httpx.AsyncHTTPTransport)
+    with pytest.raises(ConfigurationError, match="SOORMA_HTTP_TRANSPORT"):
+        PlatformSettings.from_env({"SOORMA_HTTP_TRANSPORT": "curl"})
+    with pytest.raises(ValueError, match="transport must be 'lean' or 'httpx'"):
+        make_http_client(limits=LIMITS, transport="curl")  # type: ignore[arg-type]
 
 
 async def test_sdk_client_round_trips_json_through_lean_transport() -> None:
     async with serve(echo_app()) as srv:
-        client = make_http_client(limits=LIMITS, environ={})
+        client = make_http_client(limits=LIMITS)
         async with client:
             body = {"nested": {"k": [1, 2, 3]}, "s": json.dumps({"x": 1})}
             assert (await client.post(f"{srv.url}/echo", json=body)).json() == body

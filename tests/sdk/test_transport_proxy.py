@@ -28,7 +28,7 @@ async def test_http_proxy_from_the_environment_is_used(monkeypatch: pytest.Monke
         for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv("HTTP_PROXY", proxy_url)
-        client = make_http_client(limits=LIMITS, environ={})
+        client = make_http_client(limits=LIMITS)
         async with client:
             # Through the proxy, in absolute form, as httpx's own client sends it.
             answer = await client.get("http://soorma-proxied.invalid/x?y=1")
@@ -36,7 +36,7 @@ async def test_http_proxy_from_the_environment_is_used(monkeypatch: pytest.Monke
             assert seen == [b"GET http://soorma-proxied.invalid/x?y=1 HTTP/1.1"]
             # NO_PROXY exempts a host: that request goes direct, on the lean transport.
             monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-        async with make_http_client(limits=LIMITS, environ={}) as client:
+        async with make_http_client(limits=LIMITS) as client:
             assert isinstance(client._transport, LeanTransport)
             assert (await client.get(f"{srv.url}/peer")).status_code == 200
             assert client._transport.idle_connections() == 1
@@ -48,7 +48,7 @@ async def test_without_proxy_variables_requests_go_direct(
 ) -> None:
     for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-    async with serve(echo_app()) as srv, make_http_client(limits=LIMITS, environ={}) as client:
+    async with serve(echo_app()) as srv, make_http_client(limits=LIMITS) as client:
         assert (await client.get(f"{srv.url}/peer")).status_code == 200
         assert isinstance(client._transport, LeanTransport)
         assert client._transport.idle_connections() == 1
@@ -56,7 +56,7 @@ async def test_without_proxy_variables_requests_go_direct(
 
 async def test_the_client_is_httpx_own_given_the_lean_transport() -> None:
     """No subclass of httpx's client: the lean transport goes in through ``transport=``."""
-    async with make_http_client(limits=LIMITS, environ={}) as client:
+    async with make_http_client(limits=LIMITS) as client:
         assert type(client) is httpx.AsyncClient
         assert isinstance(client._transport, LeanTransport)
 

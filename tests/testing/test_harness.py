@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from soorma import Agent, Tool, Worker
+from soorma import Agent, AgentOptions, Tool, Worker
 from soorma.testing import PlatformHarness
 from soorma_common.events import NOTIFICATION_EVENTS
 
@@ -216,7 +216,10 @@ async def test_the_services_leave_the_test_logging_alone():
 
 
 async def test_a_handler_that_raises_is_named_when_the_answer_never_comes():
-    agent = Agent(name="broken", max_deliveries=2)
+    agent = Agent(
+        name="broken",
+        options=AgentOptions(max_deliveries=2),
+    )
 
     @agent.on_event("x.requested", topic="action-requests")
     async def explode(event: Any, context: Any) -> None:

@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode, format_trace_id
 
-from soorma import Agent, Tool
+from soorma import Agent, AgentOptions, Tool
 from soorma.agents.planner import Planner
 from soorma.testing import PlatformHarness
 from soorma_common.events import trace_id_of
@@ -194,7 +194,10 @@ async def test_tracing_off_emits_no_spans_and_leaves_envelopes_as_before(provide
 
 
 async def test_a_failing_handler_marks_its_process_span_failed(spans):
-    agent = Agent(name="breaker", max_deliveries=1)
+    agent = Agent(
+        name="breaker",
+        options=AgentOptions(max_deliveries=1),
+    )
 
     @agent.on_event("order.placed", topic="business-facts")
     async def breaks(event: Any, context: Any) -> None:

@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from event_service import create_app as create_event_app
 from registry_service import create_app as create_registry_app
-from soorma import Agent, PlatformContext, PlatformSettings
+from soorma import Agent, AgentOptions, PlatformContext, PlatformSettings
 from soorma_common.registry import AgentCapability, AgentDefinition, EventDefinition
 from testsupport.server import serve
 from testsupport.services import (
@@ -135,8 +135,7 @@ def greeter(platform: Platform, gate: asyncio.Event) -> Agent:
             )
         ],
         events_consumed=["farewell.requested"],
-        max_concurrency=1,
-        prefetch=1,
+        options=AgentOptions(max_concurrency=1, prefetch=1),
         context=platform.context(ACME, "greeter"),
     )
 
@@ -210,7 +209,7 @@ async def test_an_agent_with_a_group_of_its_own_shows_that_groups_lag(platform: 
     gate = asyncio.Event()
     agent = Agent(
         name="mailer",
-        group="outbox-readers",
+        options=AgentOptions(group="outbox-readers"),
         context=platform.context(ACME, "mailer"),
     )
 

@@ -21,7 +21,7 @@ import pytest
 from ui_browser import IN_CI, console_errors, start_chromium, wait_for
 from ui_stack import Stack
 
-from soorma import Agent, PlatformContext
+from soorma import Agent, AgentOptions, PlatformContext
 from soorma_common.registry import AgentCapability, EventDefinition
 
 TENANT = "acme-agents"
@@ -31,12 +31,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # An agent in its own process (what `python agent.py` runs), with a short registry TTL.
 CRASHING_AGENT = textwrap.dedent(
     """
-    from soorma import Agent
+    from soorma import Agent, AgentOptions
     from soorma_common.registry import AgentCapability, EventDefinition
 
     agent = Agent(
         name="mailer",
-        ttl_seconds=2,
+        options=AgentOptions(registry_ttl=2),
         capabilities=[
             AgentCapability(
                 task_name="send mail",
@@ -142,8 +142,7 @@ def start_translator(stack: Stack, gate: asyncio.Event) -> Agent:
                 produced_events=[EventDefinition(event_name="translate.completed")],
             )
         ],
-        max_concurrency=1,
-        prefetch=1,
+        options=AgentOptions(max_concurrency=1, prefetch=1),
         context=stack.agent_context("translator", TENANT),
     )
 

@@ -15,7 +15,7 @@ import time
 import pytest
 from worker_helpers import collect, next_event
 
-from soorma import PlatformContext, Tool, Worker, run_once
+from soorma import AgentOptions, PlatformContext, Tool, Worker, run_once
 
 pytestmark = pytest.mark.asyncio
 
@@ -32,7 +32,7 @@ def request_envelope(context: PlatformContext, event_type: str, response_event: 
 
 
 def slow_tool(context: PlatformContext, runs: list[str], group: str) -> Tool:
-    tool = Tool(name="pricer", group=group, context=context)
+    tool = Tool(name="pricer", options=AgentOptions(group=group), context=context)
 
     @tool.on_invoke("price.requested")
     async def price(request, ctx):
@@ -65,7 +65,7 @@ async def test_two_tool_replicas_given_one_request_at_once_run_it_once(
 
 
 def slow_worker(context: PlatformContext, runs: list[str], group: str) -> Worker:
-    worker = Worker(name="packer", group=group, context=context)
+    worker = Worker(name="packer", options=AgentOptions(group=group), context=context)
 
     @worker.on_task("pack.requested")
     async def pack(task, ctx):
@@ -127,7 +127,11 @@ async def test_a_claim_left_by_a_killed_holder_is_taken_when_its_lease_runs_out(
 
 
 def failing_once_worker(context: PlatformContext, runs: list[str]) -> Worker:
-    worker = Worker(name="flaky", context=context, visibility_timeout=30)
+    worker = Worker(
+        name="flaky",
+        context=context,
+        options=AgentOptions(visibility_timeout=30),
+    )
 
     @worker.on_task("flaky.requested")
     async def flaky(task, ctx):

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from worker_helpers import collect
 
-from soorma import DelegationSpec, PlatformContext, Worker
+from soorma import AgentOptions, DelegationSpec, PlatformContext, Worker
 
 pytestmark = pytest.mark.asyncio
 
@@ -24,7 +24,11 @@ def replica(
     all_handled: asyncio.Event,
     number: int,
 ) -> Worker:
-    worker = Worker(name="bulk", context=context, max_concurrency=16)
+    worker = Worker(
+        name="bulk",
+        context=context,
+        options=AgentOptions(max_concurrency=16),
+    )
 
     @worker.on_task("bulk.requested")
     async def fan_out(task, ctx):

@@ -11,10 +11,10 @@ runs, the agent renews the lease of its delivery every third of ``visibility_tim
 so a short timeout only redelivers events whose replica actually died.
 
 This module holds the class users meet (constructor, decorators, lifecycle, per-event
-dispatch); it is near 500 lines because the class docstring documents each of the
-twenty constructor arguments. The parts live beside it: registration and heartbeats
-(``_registration``), consumption (``_intake``), lease renewal (``_leases``), handler
-matching and restart-tolerant calls (``_dispatch``), batched acks (``_acks``).
+dispatch). How it consumes is one :class:`~soorma.AgentOptions` value (``_options``). The
+parts live beside it: registration and heartbeats (``_registration``), consumption
+(``_intake``), lease renewal (``_leases``), handler matching and restart-tolerant calls
+(``_dispatch``), batched acks (``_acks``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Required, TypedDict, TypeVar
 
 from soorma import _tracing
 from soorma._propagation import handling
-from soorma.agents._acks import DEFAULT_ACK_BATCH, DEFAULT_ACK_WINDOW, AckBatcher
+from soorma.agents._acks import AckBatcher
 from soorma.agents._banner import announce
 from soorma.agents._dispatch import DispatchTable, call_while_unavailable
 from soorma.agents._handlers import (
@@ -43,26 +43,35 @@ from soorma.agents._handlers import (
 from soorma.agents._intake import Intake
 from soorma.agents._leases import LeaseRenewer
 from soorma.agents._lru import RecentIds
+from soorma.agents._options import AgentOptions
 from soorma.agents._registration import RegistryPresence
-from soorma.consumer_identity import ConsumerIdentity, check_consumer_id
+from soorma.consumer_identity import ConsumerIdentity
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.subscription import Subscription
 from soorma_common import tracing as otel
-from soorma_common.registry import DEFAULT_AGENT_TTL_SECONDS, AgentCapability, EventDefinition
+from soorma_common.registry import AgentCapability, EventDefinition
 
 if TYPE_CHECKING:
     from soorma_common.registry import AgentDefinition
 
 logger = logging.getLogger("soorma.agent")
 
-DEFAULT_MAX_CONCURRENCY = 16
-DEFAULT_DEDUPE_CAPACITY = 10_000
-DEFAULT_SHUTDOWN_TIMEOUT = 30.0
-# Short, because running handlers renew their lease every third of it: only the events
-# of a replica that died wait this long (when it does not come back).
-DEFAULT_VISIBILITY_TIMEOUT = 10.0
-MAX_PREFETCH = 1000
+
+class AgentArguments(TypedDict, total=False):
+    """:class:`Agent`'s constructor arguments, for agent types that pass them on
+    (``**kwargs: Unpack[AgentArguments]``), so a type checker still checks them."""
+
+    name: Required[str]
+    description: str
+    version: str
+    capabilities: Sequence[AgentCapability | str]
+    events_consumed: Sequence[EventDefinition | str]
+    events_produced: Sequence[EventDefinition | str]
+    agent_id: str | None
+    context: PlatformContext | None
+    options: AgentOptions | None
+
 
 H = TypeVar("H", bound=EventHandler)
 K = TypeVar("K", bound=LifecycleHook)
@@ -91,30 +100,11 @@ class Agent:
             :class:`EventDefinition` objects (registered with the agent).
         events_produced: Events the agent produces (same forms).
         agent_id: Registry id (default: ``name``, so replicas share one entry).
-        ttl_seconds: Registry lease; the agent heartbeats every third of it.
-        max_concurrency: Most events handled at once.
         context: Platform clients; built with ``PlatformContext.from_env()`` at start
             (and closed at stop) when omitted.
-        group: Consumer group override (default: ``name``).
-        consumer_id: This replica's consumer id in the group. Default:
-            ``SOORMA_CONSUMER_ID``, else ``<host>-<SOORMA_REPLICA>``, else
-            ``<host>-<n>`` with ``n`` a replica slot locked on this host (see
-            docs/sdk.md, "Consumer identity and leases"). A restarted replica with the id
-            gets back at once what its previous life left unacked.
-        visibility_timeout: Seconds the service waits for an ack before redelivering
-            (default 10; running handlers renew their lease every third of it;
-            ``None``: the service's default).
-        prefetch: Most deliveries held unacked at once (default twice
-            ``max_concurrency``): the service sends no more until some are settled.
-        max_deliveries: Deliveries before an event is dead-lettered.
-        start_from: ``"earliest"`` makes a *new* group start at the oldest event.
-        dedupe_capacity: How many completed event ids to remember for the
-            duplicate-delivery guard.
-        shutdown_timeout: Seconds :meth:`stop` waits for in-flight handlers.
-        ack_window: Seconds an ack (or nack) may wait so that others share its
-            request (at most a tenth of ``visibility_timeout``); ``0`` sends
-            whatever is queued as soon as the loop runs.
-        ack_batch_size: Queued acks that are sent at once, without waiting.
+        options: How the agent consumes its events: consumer group and id,
+            concurrency, leases, acks, shutdown and registry lease
+            (:class:`~soorma.AgentOptions`; default ``AgentOptions()``).
     """
 
     agent_type: ClassVar[str] = "agent"
@@ -129,34 +119,13 @@ class Agent:
         events_consumed: Sequence[EventDefinition | str] = (),
         events_produced: Sequence[EventDefinition | str] = (),
         agent_id: str | None = None,
-        ttl_seconds: int = DEFAULT_AGENT_TTL_SECONDS,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         context: PlatformContext | None = None,
-        group: str | None = None,
-        consumer_id: str | None = None,
-        visibility_timeout: float | None = DEFAULT_VISIBILITY_TIMEOUT,
-        prefetch: int | None = None,
-        max_deliveries: int | None = None,
-        start_from: str | None = None,
-        dedupe_capacity: int = DEFAULT_DEDUPE_CAPACITY,
-        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
-        ack_window: float = DEFAULT_ACK_WINDOW,
-        ack_batch_size: int = DEFAULT_ACK_BATCH,
+        options: AgentOptions | None = None,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ValueError("Agent name must be a non-empty string")
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
-        if ack_window < 0:
-            raise ValueError("ack_window must be 0 or more seconds")
-        if not 1 <= ack_batch_size <= 1000:
-            raise ValueError("ack_batch_size must be between 1 and 1000")
-        if prefetch is not None and not 1 <= prefetch <= MAX_PREFETCH:
-            raise ValueError(f"prefetch must be between 1 and {MAX_PREFETCH}")
-        if consumer_id is not None:
-            check_consumer_id(consumer_id)
-        if visibility_timeout is not None and visibility_timeout < 0.1:
-            raise ValueError("visibility_timeout must be at least 0.1 seconds")
+        if options is not None and not isinstance(options, AgentOptions):
+            raise TypeError(f"options must be a soorma.AgentOptions, not {type(options).__name__}")
         self.name = name
         self.description = description
         self.version = version
@@ -164,36 +133,27 @@ class Agent:
         self.events_consumed = list(events_consumed)
         self.events_produced = list(events_produced)
         self.agent_id = agent_id or name
-        self.ttl_seconds = ttl_seconds
+        self._options = options or AgentOptions()
         self._presence = RegistryPresence(
             name=name,
             agent_id=self.agent_id,
-            ttl_seconds=ttl_seconds,
+            ttl_seconds=self._options.registry_ttl,
             definition=self.agent_definition,
         )
-        self.max_concurrency = max_concurrency
-        self.group = group or name
-        self._consumer_arg = consumer_id
+        self._consumer_arg = self._options.consumer_id
         self._identity: ConsumerIdentity | None = None
         self._consumer_resolved: str | None = None
-        self.visibility_timeout = visibility_timeout
-        self.prefetch = prefetch or min(2 * max_concurrency, MAX_PREFETCH)
-        self.max_deliveries = max_deliveries
-        self.start_from = start_from
-        self.shutdown_timeout = shutdown_timeout
         # Set by a second Ctrl-C: stop() cancels the handlers instead of waiting.
         self._stop_now = asyncio.Event()
-        self.ack_window = ack_window
-        self.ack_batch_size = ack_batch_size
         self._acks: AckBatcher | None = None
         self._context = context
         self._owns_context = False
         self._table = DispatchTable()
         self._startup_hooks: list[LifecycleHook] = []
         self._shutdown_hooks: list[LifecycleHook] = []
-        self._completed = RecentIds(dedupe_capacity)
+        self._completed = RecentIds(self._options.dedupe_capacity)
         self._leases = LeaseRenewer(
-            name=name, group=self.group, visibility_timeout=visibility_timeout
+            name=name, group=self.group, visibility_timeout=self.visibility_timeout
         )
         self._intake = Intake(
             name=name,
@@ -206,6 +166,58 @@ class Agent:
         self._consumer: asyncio.Task[None] | None = None
         self._running = False
         self._stopping = False
+
+    # -- options, as the agent applies them (read-only) --------------------------------
+
+    @property
+    def options(self) -> AgentOptions:
+        """The :class:`~soorma.AgentOptions` the agent was built with."""
+        return self._options
+
+    @property
+    def group(self) -> str:
+        """The consumer group: ``options.group``, else the agent's name."""
+        return self._options.group or self.name
+
+    @property
+    def max_concurrency(self) -> int:
+        """Most events handled at once."""
+        return self._options.max_concurrency
+
+    @property
+    def prefetch(self) -> int:
+        """Most deliveries held unacked at once (``options.prefetch`` or its default)."""
+        return self._options.effective_prefetch
+
+    @property
+    def visibility_timeout(self) -> float | None:
+        """Seconds before an unacked delivery is redelivered (``None``: the service's)."""
+        return self._options.visibility_timeout
+
+    @property
+    def max_deliveries(self) -> int | None:
+        """Deliveries before an event is dead-lettered (``None``: the service's)."""
+        return self._options.max_deliveries
+
+    @property
+    def start_from(self) -> str | None:
+        """Where a new consumer group starts (``"earliest"``; ``None``: now)."""
+        return self._options.start_from
+
+    @property
+    def shutdown_timeout(self) -> float:
+        """Seconds :meth:`stop` waits for in-flight handlers."""
+        return self._options.shutdown_timeout
+
+    @property
+    def ack_window(self) -> float:
+        """Seconds an ack may wait for others to share its request."""
+        return self._options.ack_window
+
+    @property
+    def ack_batch_size(self) -> int:
+        """Queued acks sent at once, without waiting."""
+        return self._options.ack_batch_size
 
     # -- decorators ------------------------------------------------------------------
 
@@ -524,7 +536,7 @@ class Agent:
             capabilities=self.capabilities,
             events_consumed=[*self.events_consumed, *handled],
             events_produced=self.events_produced,
-            ttl_seconds=self.ttl_seconds,
+            ttl_seconds=self._options.registry_ttl,
             # The tracker's connected-agents view finds the agent's lag by this group.
             metadata={"consumer_group": self.group},
         )
@@ -567,4 +579,4 @@ class Agent:
             self._acks.nack(event.delivery_id, f"{type(error).__name__}: {error}")
 
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "Agent"]
+__all__ = ["Agent", "AgentArguments"]

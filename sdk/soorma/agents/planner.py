@@ -28,11 +28,11 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from soorma._names import check_event_type
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
-from soorma.agents.base import Agent
+from soorma.agents.base import Agent, AgentArguments
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.planning.cache import PlanCache
@@ -220,7 +220,7 @@ class Planner(Agent):
         goal_description: str = "",
         transition_topics: Sequence[str] | None = None,
         transition_event_types: Sequence[str] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[AgentArguments],
     ) -> None:
         super().__init__(**kwargs)
         if transition_topics is None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from soorma.agents._answers import (
     DEFAULT_ANSWER_RETENTION,
@@ -37,7 +37,7 @@ from soorma.agents._answers import (
 )
 from soorma.agents._claims import Once
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
-from soorma.agents.base import Agent
+from soorma.agents.base import Agent, AgentArguments
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma_common.errors import describe_exception
@@ -133,7 +133,7 @@ class Tool(RecordWait, Agent):
         *,
         answer_retention: float = DEFAULT_ANSWER_RETENTION,
         record_wait: float = DEFAULT_RECORD_WAIT,
-        **kwargs: Any,
+        **kwargs: Unpack[AgentArguments],
     ) -> None:
         super().__init__(**kwargs)
         self.answers = keep_answers(self, answer_retention, record_wait)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from soorma.agents._answers import (
     DEFAULT_ANSWER_RETENTION,
@@ -38,7 +38,7 @@ from soorma.agents._answers import (
 )
 from soorma.agents._cancel import TaskCancels, was_cancelled
 from soorma.agents._handlers import HandlerSpec, check_handler, make_spec, placeholder
-from soorma.agents.base import Agent
+from soorma.agents.base import Agent, AgentArguments
 from soorma.context import PlatformContext
 from soorma.event import Event
 from soorma.tasking.cancelled import is_cancelled
@@ -107,7 +107,7 @@ class Worker(RecordWait, Agent):
         *,
         answer_retention: float = DEFAULT_ANSWER_RETENTION,
         record_wait: float = DEFAULT_RECORD_WAIT,
-        **kwargs: Any,
+        **kwargs: Unpack[AgentArguments],
     ) -> None:
         super().__init__(**kwargs)
         self.answers = keep_answers(self, answer_retention, record_wait)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 
 from soorma import _tracing
 from soorma.ai._errors import LLMNotConfigured
+from soorma.settings import provider_key
 
 logger = logging.getLogger("soorma.ai")
 
@@ -136,8 +136,7 @@ def check_credentials(
     if provider and provider in _custom_providers():
         return
     env_var = key_env_var(model)
-    env = os.environ if environ is None else environ
-    if env_var and not env.get(env_var):
+    if env_var and not provider_key(env_var, environ):
         raise LLMNotConfigured(
             f"no API key for model {model!r}: set the {env_var} environment variable "
             f"(or pass api_key=... to ChoreographyPlanner); use an 'ollama/...' model for a "

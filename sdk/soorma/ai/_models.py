@@ -15,10 +15,11 @@ only its own settings: nothing is inherited from the planner's ``api_base``/``ap
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from soorma.settings import provider_key
 
 _ENV_PREFIX = "os.environ/"
 ModelEntry = str | Mapping[str, Any]
@@ -46,7 +47,7 @@ class ModelSettings:
         """The key to send: ``api_key``, else the variable ``api_key_env`` names."""
         if self.api_key:
             return self.api_key
-        return os.environ.get(self.api_key_env) if self.api_key_env else None
+        return provider_key(self.api_key_env) if self.api_key_env else None
 
     def check_configured(self, options: Mapping[str, Any]) -> None:
         """Raise :class:`LLMNotConfigured` (naming the variable) when no key is set.

@@ -146,8 +146,8 @@ class ChoreographyPlanner(Planner):
             (``retrieved``). See docs/memory.md.
         description: Registry description.
         **llm_kwargs: Passed to ``litellm.acompletion`` (``max_tokens``, ``top_p``,
-            ``mock_response`` ...) and, when they are Agent/Planner options
-            (``context``, ``capabilities``, ``max_concurrency`` ...), to the Planner.
+            ``mock_response`` ...) and, when they are Agent/Planner arguments
+            (``context``, ``capabilities``, ``options`` ...), to the Planner.
     """
 
     agent_type = "planner"

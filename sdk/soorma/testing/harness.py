@@ -35,9 +35,11 @@ from typing import Any
 
 import httpx
 
+from soorma.agents._options import AgentOptions
 from soorma.agents.base import Agent
-from soorma.context import PlatformContext, PlatformSettings
+from soorma.context import PlatformContext
 from soorma.event import Event
+from soorma.settings import PlatformSettings
 from soorma.testing._asgi import Lifespan, StreamingASGITransport
 from soorma.testing._llm import Script, ScriptedLLM
 from soorma.testing._recorder import (
@@ -181,7 +183,7 @@ class PlatformHarness:
         self._context: PlatformContext | None = None
         self._settings: PlatformSettings | None = None
         self._agents: list[Agent] = []
-        self._attached: dict[int, tuple[PlatformContext, float]] = {}
+        self._attached: dict[int, tuple[PlatformContext, AgentOptions]] = {}
         self._llms: list[ScriptedLLM] = []
 
     # -- lifecycle -------------------------------------------------------------------
@@ -361,8 +363,11 @@ class PlatformHarness:
         if agent.running:
             return
         if id(agent) not in self._attached:
-            self._attached[id(agent)] = (self._attach(agent), agent.shutdown_timeout)
-        agent.shutdown_timeout = min(agent.shutdown_timeout, self.stop_timeout)
+            self._attached[id(agent)] = (self._attach(agent), agent.options)
+        # Handlers still running at a test's end get stop_timeout, not the agent's own.
+        agent._options = dataclasses.replace(
+            agent.options, shutdown_timeout=min(agent.shutdown_timeout, self.stop_timeout)
+        )
         try:
             await agent.start()
         except BaseException:
@@ -397,8 +402,8 @@ class PlatformHarness:
         attached = self._attached.pop(id(agent), None)
         if attached is None:
             return
-        context, shutdown_timeout = attached
-        agent.shutdown_timeout = shutdown_timeout
+        context, options = attached
+        agent._options = options
         if agent._context is context and context.bus.source == agent.name:
             agent._context = None
 

@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     gateway_logs.install()  # a client's bad request: one log line, no traceback
     stores = build_stores(settings)
-    http = make_http_client(limits=DEFAULT_HTTP_LIMITS)
+    http = make_http_client(limits=DEFAULT_HTTP_LIMITS, transport=settings.http_transport)
     push_http = httpx.AsyncClient(
         timeout=settings.gateway_push_timeout_seconds, follow_redirects=False
     )

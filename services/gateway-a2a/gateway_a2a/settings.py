@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
@@ -40,6 +40,8 @@ class Settings(ServiceSettings):
     memory_url: str | None = "http://127.0.0.1:8083"
     # How external clients reach this gateway (the card's interface URLs).
     gateway_url: str = "http://127.0.0.1:8085"
+    # Its client of the other services: the SDK's lean transport, or httpx's own.
+    http_transport: Literal["lean", "httpx"] = "lean"
     # jwt mode: the gateway's own token, with the claim soorma_role=service (contract C1).
     api_token: str | None = None
     gateway_api_keys: dict[str, str] = Field(default_factory=dict)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import jwt
 from fastapi import Depends, Request
 
-from servicekit.settings import ServiceSettings
+from servicekit.settings import AuthSettings
 from soorma_common.errors import PermissionDenied, Unauthenticated, ValidationFailed
 
 TENANT_HEADER = "x-tenant-id"
@@ -38,7 +38,7 @@ class Identity:
     is_service: bool = False
 
 
-def _verify_token(token: str, settings: ServiceSettings) -> dict[str, Any]:
+def _verify_token(token: str, settings: AuthSettings) -> dict[str, Any]:
     key = settings.jwt_public_key or settings.jwt_secret
     if not key:
         raise Unauthenticated("server has no JWT key configured: set SOORMA_JWT_SECRET")
@@ -91,12 +91,12 @@ def _checked(identity: Identity) -> Identity:
     return identity
 
 
-def resolve_identity(headers: Any, settings: ServiceSettings) -> Identity:
+def resolve_identity(headers: Any, settings: AuthSettings) -> Identity:
     """Identity for a request's headers (any mapping with case-insensitive ``get``)."""
     return _checked(_resolve(headers, settings))
 
 
-def _resolve(headers: Any, settings: ServiceSettings) -> Identity:
+def _resolve(headers: Any, settings: AuthSettings) -> Identity:
     header_tenant = headers.get(TENANT_HEADER)
     header_user = headers.get(USER_HEADER)
     if settings.auth_mode == "dev":
@@ -163,7 +163,7 @@ def require_service(identity: Identity, what: str) -> None:
 
 
 def issue_token(
-    settings: ServiceSettings,
+    settings: AuthSettings,
     *,
     tenant_id: Any,
     user_id: Any,

@@ -16,10 +16,10 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from servicekit.settings import ServiceSettings
+from servicekit.settings import StorageSettings
 
 
-def database_url(settings: ServiceSettings, service: str, override: str | None = None) -> str:
+def database_url(settings: StorageSettings, service: str, override: str | None = None) -> str:
     """The service's database URL: explicit override, ``SOORMA_DATABASE_URL``, or SQLite."""
     url = override or settings.database_url
     if url:

@@ -54,7 +54,7 @@ from prometheus_client.utils import floatToGoString
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from servicekit.errors import error_response
-from servicekit.settings import ServiceSettings
+from servicekit.settings import MetricsSettings
 
 log = logging.getLogger("servicekit.metrics")
 
@@ -180,7 +180,7 @@ class FastHistogram:
 class ServiceMetrics:
     """One service's Prometheus registry, request histogram and scrape-time refreshers."""
 
-    def __init__(self, service: str, settings: ServiceSettings) -> None:
+    def __init__(self, service: str, settings: MetricsSettings) -> None:
         self.service = service
         self.settings = settings
         self.tenant_label = settings.metrics_tenant_label

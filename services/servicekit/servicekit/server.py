@@ -27,7 +27,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from servicekit.settings import ServiceSettings
+from servicekit.settings import LimitsSettings
 
 try:  # the platform's default parser; h11 when httptools is not installed
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -194,7 +194,7 @@ def guarded_protocol(*, max_header_bytes: int, header_timeout: float) -> type[as
     )
 
 
-def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
+def uvicorn_options(settings: LimitsSettings) -> dict[str, Any]:
     """``uvicorn.Config`` keyword arguments bounding request heads as ``settings`` say."""
     return {
         "http": guarded_protocol(
@@ -213,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
-    options = uvicorn_options(ServiceSettings())
+    options = uvicorn_options(LimitsSettings())
     uvicorn.run(
         args.factory,
         factory=True,

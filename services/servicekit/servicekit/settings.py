@@ -1,4 +1,19 @@
-"""Settings shared by every service (pydantic-settings, ``SOORMA_`` prefix)."""
+"""Settings shared by every service, grouped by concern (pydantic-settings, ``SOORMA_``).
+
+Each concern is a small settings class of its own, read from the same flat variables
+(``SOORMA_AUTH_MODE``, ``SOORMA_MAX_HEADER_BYTES``...), so code that needs one concern
+takes that class (``resolve_identity(headers, settings: AuthSettings)``) and a test
+builds only what it exercises:
+
+* :class:`AuthSettings`: how a request's identity is found (dev headers or JWT);
+* :class:`LimitsSettings`: what a request may weigh and how long its head may take;
+* :class:`LoggingSettings`: log level and access log;
+* :class:`MetricsSettings`: ``GET /metrics``;
+* :class:`StorageSettings`: where the data lives and how often the backends are checked.
+
+:class:`ServiceSettings` composes them all; each service's ``Settings`` subclasses it and
+adds its own fields.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +23,15 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+_CONFIG = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore")
 
-class ServiceSettings(BaseSettings):
-    """Base settings; each service subclasses it and adds its own fields.
 
-    Environment variables use the ``SOORMA_`` prefix (``SOORMA_AUTH_MODE=jwt``).
-    """
+class AuthSettings(BaseSettings):
+    """How a request's identity is found (servicekit.auth; docs/auth.md)."""
 
-    model_config = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore")
+    model_config = _CONFIG
 
+    # dev: X-Tenant-ID / X-User-ID headers (or the defaults below); jwt: a bearer token.
     auth_mode: Literal["dev", "jwt"] = "dev"
     jwt_secret: str | None = None
     jwt_public_key: str | None = None
@@ -27,10 +42,12 @@ class ServiceSettings(BaseSettings):
     default_tenant: str = "default"
     default_user: str = "anonymous"
 
-    data_dir: Path = Path(".soorma")
-    database_url: str | None = None
-    log_level: str = "INFO"
-    access_log: bool = False
+
+class LimitsSettings(BaseSettings):
+    """What one request may weigh, and how long its head may take to arrive."""
+
+    model_config = _CONFIG
+
     max_payload_bytes: int = 256 * 1024
     # Request line + headers; larger heads are answered 431 (servicekit.server).
     max_header_bytes: int = Field(default=32 * 1024, ge=1024)
@@ -38,11 +55,21 @@ class ServiceSettings(BaseSettings):
     # it starts its next request), else it is answered 408 and closed.
     header_timeout_seconds: float = Field(default=10.0, gt=0)
 
-    # How often the backends (database, Redis) are checked, to log one lost and its
-    # return once each (servicekit.readiness); 0 turns the watch off.
-    backend_check_seconds: float = Field(default=5.0, ge=0)
 
-    # Prometheus metrics on GET /metrics (servicekit.metrics; docs/operations.md).
+class LoggingSettings(BaseSettings):
+    """Log level and the per-request access log (the format: servicekit.logging)."""
+
+    model_config = _CONFIG
+
+    log_level: str = "INFO"
+    access_log: bool = False
+
+
+class MetricsSettings(BaseSettings):
+    """Prometheus metrics on ``GET /metrics`` (servicekit.metrics; docs/operations.md)."""
+
+    model_config = _CONFIG
+
     metrics_enabled: bool = True
     # When set, /metrics needs "Authorization: Bearer <token>"; unset, it is open on the
     # service port (it then carries no per-tenant data).
@@ -55,10 +82,43 @@ class ServiceSettings(BaseSettings):
     metrics_cache_seconds: float = Field(default=5.0, ge=0)
 
     @model_validator(mode="after")
-    def _tenant_metrics_need_a_token(self) -> ServiceSettings:
+    def _tenant_metrics_need_a_token(self) -> MetricsSettings:
         if self.metrics_tenant_label and not self.metrics_token:
             raise ValueError(
                 "SOORMA_METRICS_TENANT_LABEL=true needs SOORMA_METRICS_TOKEN: per-tenant "
                 "metrics must not be readable by anyone who can reach the port"
             )
         return self
+
+
+class StorageSettings(BaseSettings):
+    """Where a service keeps its data, and how often its backends are checked."""
+
+    model_config = _CONFIG
+
+    data_dir: Path = Path(".soorma")
+    database_url: str | None = None
+    # How often the backends (database, Redis) are checked, to log one lost and its
+    # return once each (servicekit.readiness); 0 turns the watch off.
+    backend_check_seconds: float = Field(default=5.0, ge=0)
+
+
+class ServiceSettings(
+    AuthSettings, LimitsSettings, LoggingSettings, MetricsSettings, StorageSettings
+):
+    """Every shared concern in one value; each service subclasses it with its own fields.
+
+    Environment variables use the ``SOORMA_`` prefix (``SOORMA_AUTH_MODE=jwt``).
+    """
+
+    model_config = _CONFIG
+
+
+__all__ = [
+    "AuthSettings",
+    "LimitsSettings",
+    "LoggingSettings",
+    "MetricsSettings",
+    "ServiceSettings",
+    "StorageSettings",
+]

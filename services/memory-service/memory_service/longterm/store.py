@@ -11,6 +11,7 @@ take part in vector ranking.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -56,6 +57,8 @@ from soorma_common.knowledge import (
     SemanticMemoryRecord,
     content_hash,
 )
+
+log = logging.getLogger("memory_service.longterm.store")
 
 SEMANTIC_COLUMNS = (
     "id, external_id, parent_external_id, chunk_index, content, metadata, tags, source, "
@@ -262,6 +265,7 @@ class LongTermStore:
         self._statements: dict[str, TextClause] = {}
         # Generated search functions this process created (segments.static_name).
         self._static_searches: set[str] = set()
+        self._static_allowed = True
         self._semantic_upsert = self._semantic_insert(
             "ON CONFLICT (tenant_id, user_id, external_id) WHERE external_id IS NOT NULL "
             "DO UPDATE SET content = excluded.content, content_hash = excluded.content_hash, "
@@ -960,13 +964,17 @@ class LongTermStore:
         or was dropped since (a cover replaced). ``head``: tenant, RLS role, HNSW
         ef_search, query vector."""
         ranking, static = rankings
-        if name not in self._static_searches:
+        if name not in self._static_searches and self._static_allowed:
             body, _ = positional(static, params, refs=("p_v", "p_args"))
             create = static_search_function(name, body)
             if create is not None:
                 try:
                     await raw.execute(create)
                     self._static_searches.add(name)
+                except asyncpg.InsufficientPrivilegeError:
+                    # A database user without CREATE on the schema: never try again.
+                    self._static_allowed = False
+                    log.warning("cannot create search functions; searches plan per call")
                 except asyncpg.PostgresError:
                     # Another process creating the same function at the same moment.
                     pass

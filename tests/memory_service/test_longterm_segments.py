@@ -16,7 +16,15 @@ import numpy as np
 import pytest
 
 from memory_service import create_app
-from memory_service.longterm.segments import Build, Cover, choose_cover, plan_step, ranking_sql
+from memory_service.longterm.segments import (
+    Build,
+    Cover,
+    SegmentIndex,
+    choose_cover,
+    layout_prefix,
+    plan_step,
+    ranking_sql,
+)
 from memory_service.longterm.store import positional
 from testsupport.services import in_process, memory_settings
 
@@ -203,6 +211,89 @@ async def test_searches_across_bulk_built_segments_match_exact_ranking(
         # Tenant B sees only its own records through the same segment indexes.
         b_hits = await _search(client, B, theirs[5], 10)
         assert b_hits and all(h not in set(ids) for h, _ in b_hits)
+
+
+async def _search_functions(url: str) -> tuple[str, list[str]]:
+    """(the active model's tag, names of the generated search functions)."""
+    conn = await asyncpg.connect(_plain(url))
+    try:
+        index = await conn.fetchval(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'memory_semantic'::regclass AND c.relname LIKE 'msv\\_%' "
+            "LIMIT 1"
+        )
+        names = await conn.fetch(
+            "SELECT proname FROM pg_proc WHERE proname LIKE 'soorma\\_msr\\_%'"
+        )
+    finally:
+        await conn.close()
+    return index.split("_")[1], sorted(r["proname"] for r in names)
+
+
+async def _until(check: Any, *, limit_s: float = 30.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not await check():
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.asyncio
+async def test_searches_run_a_function_planned_once_per_cover_and_follow_a_new_cover(
+    pgvector_url: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Static SQL generated per cover (its plan cached per session) instead of dynamic
+    # SQL planned on every call; a new cover is picked up by the next searches.
+    monkeypatch.setattr(SegmentIndex, "SWEEP_SECONDS", 0.5)
+    settings = memory_settings(
+        pgvector_url,
+        tmp_path,
+        embedding_model=f"deterministic/{DIMS}",
+        memory_vector_seal_rows=40,
+        memory_vector_idle_seconds=0.5,
+    )
+    mine = _vectors(160, 6)
+    async with in_process(create_app(settings), base_url="http://memory") as client:
+        first_ids = await _store(client, A, mine[:80], "a")
+        first = await _wait_indexed(pgvector_url)
+        assert (await _search(client, A, mine[3], 1))[0][0] == first_ids[3]
+        tag, names = await _search_functions(pgvector_url)
+        assert [n for n in names if n.startswith(layout_prefix(tag, first))], names
+
+        more_ids = await _store(client, A, mine[80:], "b")
+        assert await _wait_indexed(pgvector_url) != first
+
+        async def on_new_cover() -> bool:
+            # Every search is right whichever cover it ran on; the next ones run on
+            # the current cover's function, and the old cover's functions are dropped.
+            hit = (await _search(client, A, mine[120], 1))[0][0]
+            assert hit == more_ids[40]
+            current, _, _ = await _cover(pgvector_url)
+            _, names = await _search_functions(pgvector_url)
+            return any(n.startswith(layout_prefix(tag, current)) for n in names) and not any(
+                n.startswith(layout_prefix(tag, first)) for n in names
+            )
+
+        await _until(on_new_cover)
+
+        # A generated function dropped under the service (another process's builder
+        # swept it): the search still answers, and the function comes back.
+        conn = await asyncpg.connect(_plain(pgvector_url))
+        try:
+            await conn.execute(
+                "DO $$ DECLARE f regprocedure; BEGIN FOR f IN SELECT oid::regprocedure "
+                "FROM pg_proc WHERE proname LIKE 'soorma\\_msr\\_%' "
+                "LOOP EXECUTE format('DROP FUNCTION %s', f); END LOOP; END $$"
+            )
+        finally:
+            await conn.close()
+
+        async def recreated() -> bool:
+            assert (await _search(client, A, mine[7], 1))[0][0] == first_ids[7]
+            current, _, _ = await _cover(pgvector_url)
+            _, names = await _search_functions(pgvector_url)
+            return any(n.startswith(layout_prefix(tag, current)) for n in names)
+
+        await _until(recreated)
 
 
 @pytest.mark.asyncio

@@ -162,6 +162,10 @@ END $$""",
 
 
 SEARCH_FUNCTION = "soorma_memory_ranked"
+# Search functions generated per cover and query shape (static SQL: PL/pgSQL plans it once
+# per session and reuses the plan, where SEARCH_FUNCTION's EXECUTE plans on every call).
+STATIC_SEARCH_PREFIX = "soorma_msr_"
+_STATIC_BODY_QUOTE = "$soorma_ranked$"
 
 
 def pg_segment_statements() -> list[str]:
@@ -204,8 +208,49 @@ END $$""",
     ]
 
 
+def static_search_function(name: str, sql: str) -> str | None:
+    """``CREATE OR REPLACE FUNCTION name(p_tenant, p_role, p_ef, p_q, p_args)`` doing what
+    SEARCH_FUNCTION does with ``sql`` as its static ranking (``p_v``: the query vector as
+    a ``vector``, converted once: in a generic plan a cast of the parameter is evaluated
+    per row, which made the exact tail's scan 7x slower; ``p_args``: the other
+    parameters as text). None when ``sql`` cannot be quoted."""
+    if _STATIC_BODY_QUOTE in sql or not name.startswith(STATIC_SEARCH_PREFIX):
+        return None
+    return f"""CREATE OR REPLACE FUNCTION {name}(
+    p_tenant text, p_role text, p_ef integer, p_q real[], p_args text[]
+) RETURNS SETOF record LANGUAGE plpgsql VOLATILE AS {_STATIC_BODY_QUOTE}
+DECLARE
+    p_v vector := p_q::vector;
+BEGIN
+    PERFORM set_config('transaction_read_only', 'on', true);
+    PERFORM set_config('{TENANT_SETTING}', p_tenant, true);
+    IF p_ef > 0 THEN
+        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        PERFORM set_config('hnsw.ef_search', p_ef::text, true);
+    END IF;
+    IF p_role IS NOT NULL THEN
+        PERFORM set_config('role', p_role, true);
+    END IF;
+    RETURN QUERY {sql};
+END {_STATIC_BODY_QUOTE}"""
+
+
+def drop_static_search_functions(keep_prefix: str = "") -> str:
+    """One statement dropping the generated search functions (except those whose name
+    starts with ``keep_prefix``)."""
+    prefix = STATIC_SEARCH_PREFIX.replace("_", "\\_")
+    keep = keep_prefix.replace("'", "''")
+    spared = f" AND left(p.proname, {len(keep)}) <> '{keep}'" if keep else ""
+    return f"""DO $$ DECLARE f regprocedure; BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+        WHERE p.proname LIKE '{prefix}%'{spared}
+    LOOP EXECUTE format('DROP FUNCTION IF EXISTS %s', f); END LOOP;
+END $$"""
+
+
 def pg_segment_downgrade() -> list[str]:
     return [
+        drop_static_search_functions(),
         f"DROP FUNCTION IF EXISTS {SEARCH_FUNCTION}(text, text, integer, text, real[], text[])",
         """DO $$ DECLARE ix text; BEGIN
     FOR ix IN SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid

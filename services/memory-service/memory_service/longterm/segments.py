@@ -39,6 +39,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memory_service.longterm.schema import STATIC_SEARCH_PREFIX, drop_static_search_functions
+
 log = logging.getLogger("memory_service.longterm.segments")
 
 TABLE = "memory_semantic"
@@ -85,6 +87,17 @@ def choose_cover(ranges: Sequence[tuple[int, int]]) -> Cover:
         out.append((cur, by_lo[cur]))
         cur = by_lo[cur]
     return Cover(tuple(out))
+
+
+def layout_prefix(tag: str, cover: Cover) -> str:
+    """Name prefix of the generated search functions of one cover (``static_name``)."""
+    layout = hashlib.sha256(repr(cover.segments).encode()).hexdigest()[:8]
+    return f"{STATIC_SEARCH_PREFIX}{tag}_{layout}_"
+
+
+def static_name(tag: str, cover: Cover, sql: str) -> str:
+    """The generated search function running ``sql`` (a ranking over ``cover``)."""
+    return layout_prefix(tag, cover) + hashlib.sha256(sql.encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +158,7 @@ class SegmentIndex:
 
     REFRESH_SECONDS = 1.0
     POLL_SECONDS = 0.5
+    SWEEP_SECONDS = 30.0
 
     def __init__(
         self,
@@ -252,10 +266,20 @@ class SegmentIndex:
         analyzed = 0
         counted: dict[tuple[int, int], int] = {}
         changed_at = time.monotonic()
+        swept: tuple[str, float] = ("", 0.0)
         while True:
             ranges = await self._valid_ranges(conn, tag)
             cover = choose_cover(ranges)
             self._covers[tag] = (time.monotonic(), cover)
+            keep = layout_prefix(tag, cover)
+            if keep != swept[0] or time.monotonic() - swept[1] >= self.SWEEP_SECONDS:
+                # Search functions of other covers (a search still holding an older
+                # cover finds its function gone and uses SEARCH_FUNCTION instead).
+                try:
+                    await conn.execute(drop_static_search_functions(keep))
+                except Exception as exc:  # e.g. a search creating one meanwhile
+                    log.info("search functions not swept: %s", exc)
+                swept = (keep, time.monotonic())
             next_seq = int(await conn.fetchval(f"SELECT coalesce(max(seq), 0) + 1 FROM {TABLE}"))
             if next_seq != last_seq:
                 last_seq, changed_at = next_seq, time.monotonic()

@@ -11,6 +11,7 @@ take part in vector ranking.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import asyncpg
 import orjson
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -36,9 +38,15 @@ from memory_service.longterm.schema import (
     TENANT_SETTING,
     create_schema,
     pgvector_available,
+    static_search_function,
     tables_exist,
 )
-from memory_service.longterm.segments import SegmentIndex, ranking_sql
+from memory_service.longterm.segments import (
+    SegmentIndex,
+    model_tag,
+    ranking_sql,
+    static_name,
+)
 from soorma_common.errors import MemoryNotFound, VectorSearchUnavailable
 from soorma_common.knowledge import (
     EpisodeCreate,
@@ -49,6 +57,8 @@ from soorma_common.knowledge import (
     SemanticMemoryRecord,
     content_hash,
 )
+
+log = logging.getLogger("memory_service.longterm.store")
 
 SEMANTIC_COLUMNS = (
     "id, external_id, parent_external_id, chunk_index, content, metadata, tags, source, "
@@ -149,18 +159,25 @@ _SEARCH_CALL = f"SELECT * FROM {SEARCH_FUNCTION}($1, $2, $3, $4, $5, $6) AS h({_
 _BIND = re.compile(r"(?<!:):(\w+)")
 
 
-def positional(sql: str, params: dict[str, Any], vector: str = "q") -> tuple[str, list[str | None]]:
+def positional(
+    sql: str,
+    params: dict[str, Any],
+    vector: str = "q",
+    *,
+    refs: tuple[str, str] = ("$1", "$2"),
+) -> tuple[str, list[str | None]]:
     """``sql`` with its ``:name`` parameters as the search function's: ``:q`` (the
-    vector) as ``$1``, every other one as ``$2[i]``, a text (its uses cast it)."""
+    vector) as ``refs[0]``, every other one as ``refs[1][i]``, a text (its uses cast
+    it)."""
     names: list[str] = []
 
     def place(match: re.Match[str]) -> str:
         name = match[1]
         if name == vector:
-            return "$1"
+            return refs[0]
         if name not in names:
             names.append(name)
-        return f"$2[{names.index(name) + 1}]"
+        return f"{refs[1]}[{names.index(name) + 1}]"
 
     out = _BIND.sub(place, sql)
     return out, [None if params[n] is None else str(params[n]) for n in names]
@@ -246,6 +263,9 @@ class LongTermStore:
         self._rls_role = rls_role
         self._clock = _Clock()
         self._statements: dict[str, TextClause] = {}
+        # Generated search functions this process created (segments.static_name).
+        self._static_searches: set[str] = set()
+        self._static_allowed = True
         self._semantic_upsert = self._semantic_insert(
             "ON CONFLICT (tenant_id, user_id, external_id) WHERE external_id IS NOT NULL "
             "DO UPDATE SET content = excluded.content, content_hash = excluded.content_hash, "
@@ -895,6 +915,8 @@ class LongTermStore:
         columns = ", ".join(f"s.{c}" for c in SEMANTIC_COLUMNS.split(", "))
         where = f"{scope} AND {_on_model(model, 's.')}"
         distance = self.d.distance(model.dims)
+        # The generated function's query vector (schema.static_search_function).
+        static_distance = f"(embedding::vector({int(model.dims)}) <=> p_v)"
         vector = self.d.vector_param(query_vector)
         role = RLS_ROLE if self._rls_role else None
         for attempt in (1, 2):
@@ -903,18 +925,20 @@ class LongTermStore:
                 assert raw is not None
                 try:
                     cover = await self.segments.cover(model.name, model.dims, raw)
-                    sql, args = positional(
+                    ranking, static = (
                         ranking_sql(
-                            cover,
-                            columns=columns,
-                            distance=distance,
-                            where=where,
-                            limit=str(int(k)),
-                        ),
-                        params,
+                            cover, columns=columns, distance=d, where=where, limit=str(int(k))
+                        )
+                        for d in (distance, static_distance)
                     )
                     ef = max(40, min(k, 1000))
-                    rows = await raw.fetch(_SEARCH_CALL, tenant, role, ef, sql, vector, args)
+                    rows = await self._search_rows(
+                        raw,
+                        static_name(model_tag(model.name, model.dims), cover, static),
+                        (ranking, static),
+                        params,
+                        (tenant, role, ef, vector),
+                    )
                     break
                 except BaseException:
                     if not raw.is_closed() or attempt == 2:
@@ -925,6 +949,49 @@ class LongTermStore:
                     await self.engine.dispose(close=False)
         hits = [Ranked(r["id"], 1.0 - r["distance"]) for r in rows]
         return hits, [], {r["id"]: semantic_record_from_pg(r) for r in rows}
+
+    async def _search_rows(
+        self,
+        raw: Any,
+        name: str,
+        rankings: tuple[str, str],
+        params: dict[str, Any],
+        head: tuple[Any, ...],
+    ) -> list[Any]:
+        """Rows of a ranking through its generated function ``name`` (static SQL: its
+        plan is made once per session; ``rankings[1]``), created on first use; through
+        SEARCH_FUNCTION (planned per call; ``rankings[0]``) when it cannot be created
+        or was dropped since (a cover replaced). ``head``: tenant, RLS role, HNSW
+        ef_search, query vector."""
+        ranking, static = rankings
+        if name not in self._static_searches and self._static_allowed:
+            body, _ = positional(static, params, refs=("p_v", "p_args"))
+            create = static_search_function(name, body)
+            if create is not None:
+                try:
+                    await raw.execute(create)
+                    self._static_searches.add(name)
+                except asyncpg.InsufficientPrivilegeError:
+                    # A database user without CREATE on the schema: never try again.
+                    self._static_allowed = False
+                    log.warning("cannot create search functions; searches plan per call")
+                except asyncpg.PostgresError:
+                    # Another process creating the same function at the same moment.
+                    pass
+        sql, args = positional(ranking, params)
+        if name in self._static_searches:
+            try:
+                return list(
+                    await raw.fetch(
+                        f"SELECT * FROM {name}($1, $2, $3, $4, $5) AS h({_SEARCH_ROW})",
+                        *head,
+                        args,
+                    )
+                )
+            except asyncpg.UndefinedFunctionError:
+                self._static_searches.discard(name)
+        tenant, role, ef, vector = head
+        return list(await raw.fetch(_SEARCH_CALL, tenant, role, ef, sql, vector, args))
 
     # --- episodic -------------------------------------------------------------------------
 

@@ -940,7 +940,8 @@ class LongTermStore:
                         (tenant, role, ef, vector),
                     )
                     break
-                except BaseException:
+                except Exception:
+                    # Not BaseException: a cancelled search must end, not be read again.
                     if not raw.is_closed() or attempt == 2:
                         raise
                     # The server dropped it (a restart): replace the pool, read again
@@ -975,9 +976,10 @@ class LongTermStore:
                     # A database user without CREATE on the schema: never try again.
                     self._static_allowed = False
                     log.warning("cannot create search functions; searches plan per call")
-                except asyncpg.PostgresError:
-                    # Another process creating the same function at the same moment.
-                    pass
+                except asyncpg.PostgresError as exc:
+                    # Usually another process creating the same function at the same
+                    # moment; the search falls back to the per-call plan either way.
+                    log.info("search function %s not created: %s", name, exc)
         sql, args = positional(ranking, params)
         if name in self._static_searches:
             try:

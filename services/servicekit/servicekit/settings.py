@@ -9,7 +9,10 @@ builds only what it exercises:
 * :class:`LimitsSettings`: what a request may weigh and how long its head may take;
 * :class:`LoggingSettings`: log level and access log;
 * :class:`MetricsSettings`: ``GET /metrics``;
-* :class:`StorageSettings`: where the data lives and how often the backends are checked.
+* :class:`StorageSettings`: where the data lives and how often the backends are checked;
+* :class:`TracingSettings`: OpenTelemetry's standard ``OTEL_*`` variables (no prefix) and
+  ``SOORMA_OTEL_RECORD_PROMPTS``, read here with the rest (servicekit.tracing turns them
+  into :class:`soorma_common.tracing.TracingSettings`).
 
 :class:`ServiceSettings` composes them all; each service's ``Settings`` subclasses it and
 adds its own fields.
@@ -20,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 _CONFIG = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore")
@@ -103,8 +106,55 @@ class StorageSettings(BaseSettings):
     backend_check_seconds: float = Field(default=5.0, ge=0)
 
 
+def _otel(variable: str) -> AliasChoices:
+    """Read from OpenTelemetry's own variable (no ``SOORMA_`` prefix); built by field name."""
+    return AliasChoices(variable, variable.lower())
+
+
+class TracingSettings(BaseSettings):
+    """Tracing (servicekit.tracing; docs/tracing.md): the variables that decide whether a
+    tracer provider is installed, and which. Unset, tracing is off.
+
+    Kept as the raw text: one parser (``soorma_common.tracing.TracingSettings.from_env``)
+    reads them for the SDK and the services alike, so an empty or odd value means the
+    same in both.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore", populate_by_name=True)
+
+    otel_sdk_disabled: str | None = Field(default=None, validation_alias=_otel("OTEL_SDK_DISABLED"))
+    otel_traces_exporter: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_TRACES_EXPORTER")
+    )
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+    otel_exporter_otlp_traces_endpoint: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+    otel_exporter_otlp_protocol: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_EXPORTER_OTLP_PROTOCOL")
+    )
+    otel_exporter_otlp_traces_protocol: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+    )
+    otel_service_name: str | None = Field(default=None, validation_alias=_otel("OTEL_SERVICE_NAME"))
+    otel_instrumentation_genai_capture_message_content: str | None = Field(
+        default=None,
+        validation_alias=_otel("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
+    )
+    # LLM spans carry prompt and answer text (the services make no LLM calls of their own;
+    # read for the same meaning as in the SDK).
+    otel_record_prompts: str | None = None
+
+
 class ServiceSettings(
-    AuthSettings, LimitsSettings, LoggingSettings, MetricsSettings, StorageSettings
+    AuthSettings,
+    LimitsSettings,
+    LoggingSettings,
+    MetricsSettings,
+    StorageSettings,
+    TracingSettings,
 ):
     """Every shared concern in one value; each service subclasses it with its own fields.
 
@@ -121,4 +171,5 @@ __all__ = [
     "MetricsSettings",
     "ServiceSettings",
     "StorageSettings",
+    "TracingSettings",
 ]

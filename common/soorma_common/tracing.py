@@ -8,8 +8,9 @@ read and ``opentelemetry`` is not even imported.
 What the variables say is a :class:`TracingSettings` value, read with the rest of a
 process's settings: by ``soorma.settings.PlatformSettings.from_env`` in an agent or client,
 by servicekit's ``TracingSettings`` group in a service. :func:`configure` takes that value
-and reads no environment of its own. This module, when asked, installs an OpenTelemetry
-tracer provider; it performs no I/O of its own.
+(it reads the environment itself only when called without one, as a script may). This
+module, when asked, installs an OpenTelemetry tracer provider; it performs no I/O of its
+own.
 """
 
 from __future__ import annotations

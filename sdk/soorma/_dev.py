@@ -192,9 +192,8 @@ async def run_dev(
     for service in services:
         os.environ[service.url_env] = f"http://{_url_host(host)}:{service.port}"
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    otel.configure(
-        "soorma-dev", tracing_settings()
-    )  # one process: one service.name for all its services
+    # One process: one service.name for all its services.
+    otel.configure("soorma-dev", tracing_settings())
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -7,7 +7,7 @@ builds only what it exercises:
 
 * :class:`AuthSettings`: how a request's identity is found (dev headers or JWT);
 * :class:`LimitsSettings`: what a request may weigh and how long its head may take;
-* :class:`LoggingSettings`: log level and access log;
+* :class:`LoggingSettings`: log level, log format and access log;
 * :class:`MetricsSettings`: ``GET /metrics``;
 * :class:`StorageSettings`: where the data lives and how often the backends are checked;
 * :class:`TracingSettings`: OpenTelemetry's standard ``OTEL_*`` variables (no prefix) and
@@ -21,10 +21,12 @@ adds its own fields.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from servicekit.logging import LOG_FORMATS
 
 _CONFIG = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore")
 
@@ -60,12 +62,27 @@ class LimitsSettings(BaseSettings):
 
 
 class LoggingSettings(BaseSettings):
-    """Log level and the per-request access log (the format: servicekit.logging)."""
+    """Log level, format and the per-request access log (servicekit.logging)."""
 
     model_config = _CONFIG
 
     log_level: str = "INFO"
+    # ``json``: one JSON object a line (containers); ``text``: readable lines (what
+    # ``soorma dev`` sets unless ``--log-format json``). Any case; empty: ``json``.
+    log_format: Literal["json", "text"] = "json"
     access_log: bool = False
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _known_format(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        chosen = value.strip().lower() or "json"
+        if chosen not in LOG_FORMATS:
+            raise ValueError(
+                f"SOORMA_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {chosen!r}"
+            )
+        return chosen
 
 
 class MetricsSettings(BaseSettings):

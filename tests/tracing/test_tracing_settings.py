@@ -76,3 +76,19 @@ def test_a_service_without_tracing_settings_stays_untraced() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("ok")
+
+
+def test_the_gateway_turns_a2a_sdk_spans_off_only_when_its_tracing_is_off() -> None:
+    script = """
+        import os
+        import gateway_a2a
+        print(os.environ.get("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"))
+        """
+    untraced = run(script)
+    assert untraced.returncode == 0, untraced.stderr
+    assert untraced.stdout.strip().splitlines()[-1] == "false"
+    traced = run(
+        "import os\nos.environ['OTEL_TRACES_EXPORTER'] = 'console'\n" + textwrap.dedent(script)
+    )
+    assert traced.returncode == 0, traced.stderr
+    assert traced.stdout.strip().splitlines()[-1] == "None"

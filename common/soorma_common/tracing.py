@@ -3,8 +3,14 @@
 Tracing is off unless the standard ``OTEL_*`` variables ask for it (see :func:`configure`
 and docs/tracing.md). The SDK's span hooks and servicekit's server spans both test
 :data:`ENABLED` before doing anything, so with tracing off the hot paths pay one attribute
-read and ``opentelemetry`` is not even imported. This module only reads the environment
-and, when asked, installs an OpenTelemetry tracer provider; it performs no I/O of its own.
+read and ``opentelemetry`` is not even imported.
+
+What the variables say is a :class:`TracingSettings` value, read with the rest of a
+process's settings: by ``soorma.settings.PlatformSettings.from_env`` in an agent or client,
+by servicekit's ``TracingSettings`` group in a service. :func:`configure` takes that value
+(it reads the environment itself only when called without one, as a script may). This
+module, when asked, installs an OpenTelemetry tracer provider; it performs no I/O of its
+own.
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
@@ -47,30 +54,93 @@ def exporter_names(environ: Mapping[str, str]) -> list[str]:
     unset, an ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``) means ``otlp``.
     ``OTEL_SDK_DISABLED=true`` wins over both.
     """
-    if _truthy(environ.get("OTEL_SDK_DISABLED")):
-        return []
-    raw = (environ.get("OTEL_TRACES_EXPORTER") or "").strip()
-    if not raw:
-        endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get(
-            "OTEL_EXPORTER_OTLP_ENDPOINT"
+    return list(TracingSettings.from_env(environ).exporters)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TracingSettings:
+    """What the ``OTEL_*`` variables (and ``SOORMA_OTEL_RECORD_PROMPTS``) ask of tracing.
+
+    The default is tracing off. The OpenTelemetry SDK goes on reading its own variables
+    (sampler, resource attributes, the exporter's headers and endpoint path...): these
+    are only the ones that decide whether Soorma installs a tracer provider, and which.
+
+    Attributes:
+        disabled: ``OTEL_SDK_DISABLED=true``: off, whatever else is set.
+        exporters: The span exporters asked for (``otlp``, ``console``); see
+            :func:`exporter_names`.
+        protocol: The OTLP protocol (``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL``, else
+            ``OTEL_EXPORTER_OTLP_PROTOCOL``; ``http/protobuf`` or ``grpc``).
+        service_name: ``OTEL_SERVICE_NAME`` (``None``: the process's own name).
+        record_prompts: LLM spans carry prompt and answer text
+            (``SOORMA_OTEL_RECORD_PROMPTS`` or
+            ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``).
+    """
+
+    disabled: bool = False
+    exporters: tuple[str, ...] = ()
+    protocol: str = "http/protobuf"
+    service_name: str | None = None
+    record_prompts: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TracingSettings:
+        """Read the variables from ``environ`` (else ``os.environ``).
+
+        Called by each process's settings (``PlatformSettings.from_env``, servicekit's
+        ``TracingSettings``), the one place that process reads its environment.
+        """
+        env = os.environ if environ is None else environ
+        disabled = _truthy(env.get("OTEL_SDK_DISABLED"))
+        raw = (env.get("OTEL_TRACES_EXPORTER") or "").strip()
+        if disabled:
+            exporters: list[str] = []
+        elif raw:
+            names = [name.strip().lower() for name in raw.split(",") if name.strip()]
+            exporters = [name for name in names if name != "none"]
+        else:
+            endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get(
+                "OTEL_EXPORTER_OTLP_ENDPOINT"
+            )
+            exporters = ["otlp"] if endpoint else []
+        protocol = (
+            env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            or "http/protobuf"
         )
-        return ["otlp"] if endpoint else []
-    names = [name.strip().lower() for name in raw.split(",") if name.strip()]
-    return [name for name in names if name != "none"]
+        return cls(
+            disabled=disabled,
+            exporters=tuple(exporters),
+            protocol=protocol.strip().lower(),
+            service_name=env.get("OTEL_SERVICE_NAME") or None,
+            record_prompts=_truthy(env.get(RECORD_PROMPTS_ENV))
+            or _truthy(env.get(GENAI_CONTENT_ENV)),
+        )
 
 
-def configure(service_name: str, *, environ: Mapping[str, str] | None = None) -> bool:
-    """Turn tracing on when the environment asks for it; the first call in a process decides.
+def configure(
+    service_name: str,
+    settings: TracingSettings | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> bool:
+    """Turn tracing on when the settings ask for it; the first call in a process decides.
 
     Called when an agent starts, when a ``PlatformContext`` is built from the environment
-    and when a service app is created. Tracing is on when
+    and when a service app is created, each with the :class:`TracingSettings` it read
+    with the rest of its settings. Tracing is on when
 
-    * the ``OTEL_*`` variables name an exporter (see :func:`exporter_names`) and
+    * the settings name an exporter (``OTEL_*``, see :func:`exporter_names`) and
       ``opentelemetry-sdk`` is installed (``pip install 'soorma[otel]'``): a tracer
       provider is installed globally with ``service.name`` = ``OTEL_SERVICE_NAME`` or
       ``service_name``; or
     * the application installed an OpenTelemetry SDK tracer provider itself before:
       the SDK's spans then go to it (unless ``OTEL_SDK_DISABLED=true``).
+
+    Args:
+        service_name: ``service.name`` unless ``OTEL_SERVICE_NAME`` is set.
+        settings: What the variables asked for; ``None``: read them now, from
+            ``environ`` (else ``os.environ``). Only once per process either way.
 
     Returns:
         Whether tracing is on.
@@ -81,17 +151,16 @@ def configure(service_name: str, *, environ: Mapping[str, str] | None = None) ->
     if _configured:
         return False
     _configured = True
-    env = os.environ if environ is None else environ
-    if _truthy(env.get("OTEL_SDK_DISABLED")):
+    if settings is None:
+        settings = TracingSettings.from_env(environ)
+    if settings.disabled:
         return False
-    record_prompts = _truthy(env.get(RECORD_PROMPTS_ENV)) or _truthy(env.get(GENAI_CONTENT_ENV))
     provider = _installed_provider()
-    names = exporter_names(env)
-    if provider is None and names:
-        provider = _build_provider(service_name, names, env)
+    if provider is None and settings.exporters:
+        provider = _build_provider(service_name, settings)
     if provider is None:
         return False
-    enable(provider, record_prompts=record_prompts)
+    enable(provider, record_prompts=settings.record_prompts)
     return True
 
 
@@ -107,7 +176,7 @@ def _installed_provider() -> Any:
     return provider
 
 
-def _build_provider(service_name: str, names: Sequence[str], env: Mapping[str, str]) -> Any:
+def _build_provider(service_name: str, settings: TracingSettings) -> Any:
     try:
         from opentelemetry import trace
         from opentelemetry.sdk.resources import Resource
@@ -119,10 +188,13 @@ def _build_provider(service_name: str, names: Sequence[str], env: Mapping[str, s
             "`pip install 'soorma[otel]'`; tracing stays off"
         )
         return None
-    exporters = [exporter for name in names if (exporter := _exporter(name, env)) is not None]
+    names = settings.exporters
+    exporters = [
+        exporter for name in names if (exporter := _exporter(name, settings.protocol)) is not None
+    ]
     if not exporters:
         return None
-    resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or service_name})
+    resource = Resource.create({"service.name": settings.service_name or service_name})
     provider = TracerProvider(resource=resource)
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
@@ -135,7 +207,7 @@ def _build_provider(service_name: str, names: Sequence[str], env: Mapping[str, s
     return provider
 
 
-def _exporter(name: str, env: Mapping[str, str]) -> Any:
+def _exporter(name: str, protocol: str) -> Any:
     """The span exporter called ``name`` (``otlp`` or ``console``), or None with a warning."""
     try:
         if name == "console":
@@ -143,12 +215,7 @@ def _exporter(name: str, env: Mapping[str, str]) -> Any:
 
             return ConsoleSpanExporter()
         if name == "otlp":
-            protocol = (
-                env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-                or "http/protobuf"
-            )
-            if protocol.strip().lower() == "grpc":
+            if protocol == "grpc":
                 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
                     OTLPSpanExporter,
                 )
@@ -241,6 +308,7 @@ __all__ = [
     "GENAI_CONTENT_ENV",
     "RECORD_PROMPTS",
     "RECORD_PROMPTS_ENV",
+    "TracingSettings",
     "configure",
     "disable",
     "enable",

@@ -50,6 +50,8 @@ KNOWN_VARIABLES: frozenset[str] = frozenset(
         "SOORMA_REPLICA",
         "SOORMA_STATE_DIR",
         "SOORMA_HTTP_TRANSPORT",
+        "SOORMA_PUBLISH_COALESCE",
+        "SOORMA_ACK_BATCHING",
         "SOORMA_GATEWAY_API_KEY",
         "SOORMA_OTEL_RECORD_PROMPTS",
         "SOORMA_LOG_FORMAT",

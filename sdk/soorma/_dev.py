@@ -22,7 +22,7 @@ import pydantic
 
 from soorma._platform_router import DISCOVERY_PATH, Mounted, PlatformRouter
 from soorma._services import load_service
-from soorma.settings import SERVICE_PREFIXES, warn_unknown_variables
+from soorma.settings import SERVICE_PREFIXES, tracing_settings, warn_unknown_variables
 from soorma_common import tracing as otel
 
 
@@ -192,7 +192,8 @@ async def run_dev(
     for service in services:
         os.environ[service.url_env] = f"http://{_url_host(host)}:{service.port}"
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    otel.configure("soorma-dev")  # one process: one service.name for all its services
+    # One process: one service.name for all its services.
+    otel.configure("soorma-dev", tracing_settings())
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

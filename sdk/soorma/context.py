@@ -76,18 +76,24 @@ class PlatformContext:
                 created and closed with the context otherwise, on the transport the
                 settings name (``http_transport``: the SDK's lean keep-alive one unless
                 ``SOORMA_HTTP_TRANSPORT=httpx``).
-            settings: Use these settings instead of reading the environment.
-            environ: Environment mapping to read instead of ``os.environ`` (the
-                settings, unless given, and OpenTelemetry's variables).
+            settings: Use these settings instead of reading the environment (their
+                ``tracing`` and ``publish_coalesce`` included).
+            environ: Environment mapping to read instead of ``os.environ`` (unless
+                ``settings`` are given).
         """
         settings = settings or PlatformSettings.from_env(environ)
-        otel.configure("soorma-client", environ=environ)
+        otel.configure("soorma-client", settings.tracing)
         owns_http = http is None
         client = http or make_http_client(
             limits=DEFAULT_HTTP_LIMITS, transport=settings.http_transport
         )
         identity = settings.identity
-        bus = BusClient(base_url=settings.event_service_url, http=client, identity=identity)
+        bus = BusClient(
+            base_url=settings.event_service_url,
+            http=client,
+            identity=identity,
+            coalesce=settings.publish_coalesce,
+        )
         memory = MemoryClient(base_url=settings.memory_url, http=client, identity=identity)
         registry = RegistryClient(base_url=settings.registry_url, http=client, identity=identity)
         # Action requests are checked against their registered schemas before they are

@@ -1,20 +1,22 @@
 """The SDK's settings: everything it takes from the environment, read in this module only.
 
 :meth:`PlatformSettings.from_env` reads every ``SOORMA_*`` variable the SDK uses into one
-frozen value: where the services are, who the SDK acts as, how a replica names itself
-and which HTTP transport it uses. It is called when a :class:`~soorma.PlatformContext`
+frozen value: where the services are, who the SDK acts as, how a replica names itself,
+which HTTP transport it uses, which accelerators are on, and what OpenTelemetry's
+``OTEL_*`` variables ask of tracing. It is called when a :class:`~soorma.PlatformContext`
 is built from the environment (an agent's ``start()`` does that) and when a replica's
 consumer id is resolved, never at import: a test that sets a variable with
 ``monkeypatch.setenv`` before building its context or starting its agent sees it. Code
 that has settings in hand passes them on instead of reading the environment again.
 
-Three readings stay outside :class:`PlatformSettings`, all in this module:
+Two readings stay outside :class:`PlatformSettings`, both in this module:
 
 * an LLM provider's key (:func:`provider_key`): read at each model call, as litellm
   reads it, so the key checked is the key that is used;
-* ``NO_COLOR`` (:func:`no_color`), the command line's colour switch;
-* OpenTelemetry's ``OTEL_*`` variables and ``SOORMA_OTEL_RECORD_PROMPTS``, read once per
-  process by ``soorma_common.tracing`` (shared with the services; see docs/tracing.md).
+* ``NO_COLOR`` (:func:`no_color`), the command line's colour switch.
+
+The OpenTelemetry SDK, once tracing is on, reads its own further variables (sampler,
+exporter headers...; docs/tracing.md).
 
 The ``soorma dev`` and ``soorma run`` commands *write* variables, for the processes and
 agents they start; writing is not reading, and they do it where they start them.
@@ -35,6 +37,7 @@ from soorma import _config
 from soorma._config import check_url
 from soorma.client import Identity
 from soorma_common.errors import ConfigurationError, ServiceUnavailable
+from soorma_common.tracing import TracingSettings
 
 DEFAULT_EVENT_SERVICE_URL = "http://127.0.0.1:8082"
 DEFAULT_MEMORY_URL = "http://127.0.0.1:8083"
@@ -66,6 +69,9 @@ _SERVICE_FIELDS = {
 HttpTransport = Literal["lean", "httpx"]
 HTTP_TRANSPORTS: tuple[HttpTransport, ...] = ("lean", "httpx")
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlatformSettings:
@@ -95,6 +101,16 @@ class PlatformSettings:
             ``$XDG_CACHE_HOME/soorma``; ``None``: ``~/.cache/soorma``).
         http_transport: ``"lean"``: the SDK's keep-alive transport; ``"httpx"``:
             httpx's own (``SOORMA_HTTP_TRANSPORT``).
+        publish_coalesce: Accelerator switch: publishes made while another of the same
+            identity is in flight share one request (``SOORMA_PUBLISH_COALESCE``;
+            ``False``: one request per publish). Applied by
+            :meth:`PlatformContext.from_env <soorma.PlatformContext.from_env>`.
+        ack_batching: Accelerator switch: an agent's acks and nacks are sent in
+            batches (``SOORMA_ACK_BATCHING``; ``False``: one request per delivery,
+            sent at once). Applied when an agent starts, from its context's settings.
+        tracing: What OpenTelemetry's ``OTEL_*`` variables (and
+            ``SOORMA_OTEL_RECORD_PROMPTS``) ask of tracing; default off
+            (docs/tracing.md).
     """
 
     platform_url: str | None = None
@@ -112,6 +128,9 @@ class PlatformSettings:
     replica: str | None = None
     state_dir: Path | None = None
     http_transport: HttpTransport = "lean"
+    publish_coalesce: bool = True
+    ack_batching: bool = True
+    tracing: TracingSettings = field(default_factory=TracingSettings)
 
     def __post_init__(self) -> None:
         if self.http_transport not in HTTP_TRANSPORTS:
@@ -130,8 +149,9 @@ class PlatformSettings:
 
         Raises:
             ConfigurationError: a URL variable is not an http(s) URL (fails at once
-                instead of being retried as an unreachable service), or
-                ``SOORMA_HTTP_TRANSPORT`` is neither ``lean`` nor ``httpx``. Unknown
+                instead of being retried as an unreachable service),
+                ``SOORMA_HTTP_TRANSPORT`` is neither ``lean`` nor ``httpx``, or an
+                accelerator switch is neither true nor false. Unknown
                 ``SOORMA_*`` variables are logged, with the closest known name.
         """
         env = os.environ if environ is None else environ
@@ -139,6 +159,17 @@ class PlatformSettings:
 
         def value(name: str) -> str | None:
             return (env.get(name) or "").strip() or None
+
+        def switch(name: str, default: bool) -> bool:
+            raw = (value(name) or "").lower()
+            if not raw:
+                return default
+            if raw in _TRUE or raw in _FALSE:
+                return raw in _TRUE
+            raise ConfigurationError(
+                f"{name}={raw!r}: expected true or false",
+                details={"variable": name, "value": raw},
+            )
 
         platform = (value("SOORMA_URL") or "").rstrip("/")
         if platform:
@@ -179,6 +210,9 @@ class PlatformSettings:
             replica=value("SOORMA_REPLICA"),
             state_dir=Path(state_dir) if state_dir else None,
             http_transport="httpx" if transport == "httpx" else "lean",
+            publish_coalesce=switch("SOORMA_PUBLISH_COALESCE", True),
+            ack_batching=switch("SOORMA_ACK_BATCHING", True),
+            tracing=TracingSettings.from_env(env),
         )
 
     @classmethod
@@ -255,6 +289,12 @@ def warn_unknown_variables(environ: Mapping[str, str] | None = None) -> None:
     _config.warn_unknown_variables(os.environ if environ is None else environ)
 
 
+def tracing_settings(environ: Mapping[str, str] | None = None) -> TracingSettings:
+    """What the ``OTEL_*`` variables ask of tracing, alone: for a process that reads no
+    other SDK setting (``soorma dev``); everything else takes ``settings.tracing``."""
+    return TracingSettings.from_env(os.environ if environ is None else environ)
+
+
 def provider_key(variable: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The LLM provider key held by ``variable`` (``None``: unset or empty).
 
@@ -284,5 +324,6 @@ __all__ = [
     "PlatformSettings",
     "no_color",
     "provider_key",
+    "tracing_settings",
     "warn_unknown_variables",
 ]

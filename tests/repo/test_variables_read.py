@@ -7,6 +7,7 @@ import importlib
 import re
 from pathlib import Path
 
+from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 
 from soorma._config import KNOWN_VARIABLES
@@ -30,8 +31,13 @@ def service_fields() -> dict[str, str]:
         module = importlib.import_module(module_name)
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, BaseSettings):
-                for name in value.model_fields:
-                    fields[f"SOORMA_{name.upper()}"] = name
+                for name, field in value.model_fields.items():
+                    alias = field.validation_alias
+                    if isinstance(alias, AliasChoices):
+                        # Read under another name (OpenTelemetry's OTEL_* variables).
+                        fields[str(alias.choices[0])] = name
+                    else:
+                        fields[f"SOORMA_{name.upper()}"] = name
     return fields
 
 

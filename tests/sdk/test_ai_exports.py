@@ -14,6 +14,7 @@ def test_ai_package_exports_are_pinned():
         "DecisionInvalid",
         "EventToolkit",
         "LLMNotConfigured",
+        "ModelOptions",
         "PlannerError",
         "Retrieval",
         "stream_text",

@@ -11,6 +11,7 @@ import pytest
 from soorma import ConfigurationError, PlatformContext, PlatformSettings
 from soorma.consumer_identity import ConsumerIdentity
 from soorma.settings import no_color, provider_key
+from soorma_common.tracing import TracingSettings
 
 SDK = Path(__file__).resolve().parents[2] / "sdk" / "soorma"
 # Writing the environment is allowed where processes or agents are started with it.
@@ -79,6 +80,12 @@ def test_every_sdk_variable_is_read_into_one_frozen_value() -> None:
             "SOORMA_REPLICA": "3",
             "SOORMA_STATE_DIR": "/var/lib/soorma",
             "SOORMA_HTTP_TRANSPORT": "HTTPX",
+            "SOORMA_PUBLISH_COALESCE": "false",
+            "SOORMA_ACK_BATCHING": "0",
+            "OTEL_TRACES_EXPORTER": "console",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_SERVICE_NAME": "orders",
+            "SOORMA_OTEL_RECORD_PROMPTS": "true",
         }
     )
     assert settings == PlatformSettings(
@@ -97,6 +104,11 @@ def test_every_sdk_variable_is_read_into_one_frozen_value() -> None:
         replica="3",
         state_dir=Path("/var/lib/soorma"),
         http_transport="httpx",
+        publish_coalesce=False,
+        ack_batching=False,
+        tracing=TracingSettings(
+            exporters=("console",), protocol="grpc", service_name="orders", record_prompts=True
+        ),
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.api_token = "other"  # type: ignore[misc]
@@ -115,6 +127,61 @@ def test_a_bad_transport_fails_when_the_settings_are_read() -> None:
         PlatformSettings.from_env({"SOORMA_HTTP_TRANSPORT": "curl"})
     with pytest.raises(ValueError, match="http_transport"):
         PlatformSettings(http_transport="curl")  # type: ignore[arg-type]
+
+
+def test_the_accelerator_switches_are_on_unless_turned_off() -> None:
+    assert PlatformSettings.from_env({}).publish_coalesce is True
+    assert PlatformSettings.from_env({"SOORMA_ACK_BATCHING": "yes"}).ack_batching is True
+    assert PlatformSettings.from_env({"SOORMA_ACK_BATCHING": "OFF"}).ack_batching is False
+    with pytest.raises(ConfigurationError, match="SOORMA_PUBLISH_COALESCE='maybe'"):
+        PlatformSettings.from_env({"SOORMA_PUBLISH_COALESCE": "maybe"})
+
+
+def test_tracing_is_off_unless_the_otel_variables_ask() -> None:
+    assert PlatformSettings.from_env({}).tracing == TracingSettings()
+    assert PlatformSettings().tracing.exporters == ()
+    endpoint = PlatformSettings.from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"})
+    assert endpoint.tracing.exporters == ("otlp",)
+    disabled = PlatformSettings.from_env(
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}
+    )
+    assert disabled.tracing.disabled and disabled.tracing.exporters == ()
+
+
+@pytest.mark.asyncio
+async def test_an_agent_reads_its_settings_once_at_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, event_service
+) -> None:
+    from soorma import Agent
+
+    monkeypatch.setenv("SOORMA_EVENT_SERVICE_URL", event_service.url)
+    monkeypatch.setenv("SOORMA_REGISTRY_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("SOORMA_CONSUMER_ID", "read-once-7")
+    monkeypatch.setenv("SOORMA_ACK_BATCHING", "false")
+    monkeypatch.setenv("SOORMA_STATE_DIR", str(tmp_path))
+    reads: list[PlatformSettings] = []
+    real = PlatformSettings.from_env.__func__  # type: ignore[attr-defined]
+
+    def counted(cls, environ=None):
+        reads.append(real(cls, environ))
+        return reads[-1]
+
+    monkeypatch.setattr(PlatformSettings, "from_env", classmethod(counted))
+    agent = Agent(name="reads-once")
+
+    @agent.on_event(topic="business-facts", event_type="x.happened")
+    async def handle(event, context):
+        return None
+
+    await agent.start()
+    try:
+        assert len(reads) == 1
+        # The context, the consumer id and the ack path all come from that one reading.
+        assert agent.context.settings is reads[0]
+        assert agent.consumer_id == "read-once-7"
+        assert type(agent._acks).__name__ == "DirectAcks"
+    finally:
+        await agent.stop()
 
 
 @pytest.mark.asyncio

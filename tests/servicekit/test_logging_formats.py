@@ -8,8 +8,10 @@ import logging
 import re
 
 import pytest
+from pydantic import ValidationError
 
 from servicekit.logging import configure_logging, log_format, make_formatter, request_id_var
+from servicekit.settings import LoggingSettings, ServiceSettings
 
 
 def _record(msg: str = "stream opened", **extra: object) -> logging.LogRecord:
@@ -44,11 +46,18 @@ def test_json_stays_the_default_and_keeps_its_fields(monkeypatch: pytest.MonkeyP
 def test_the_environment_selects_the_format_and_a_typo_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ):
+    # Read with the rest of the service's settings (LoggingSettings), not by the formatter.
     monkeypatch.setenv("SOORMA_LOG_FORMAT", "TEXT")
-    assert log_format() == "text"
+    assert LoggingSettings().log_format == "text"
+    assert ServiceSettings().log_format == "text"
+    assert log_format() == "json"
+    monkeypatch.setenv("SOORMA_LOG_FORMAT", "")
+    assert LoggingSettings().log_format == "json"
     monkeypatch.setenv("SOORMA_LOG_FORMAT", "yaml")
+    with pytest.raises(ValidationError, match="SOORMA_LOG_FORMAT must be one of json, text"):
+        LoggingSettings()
     with pytest.raises(ValueError, match="SOORMA_LOG_FORMAT must be one of json, text"):
-        log_format()
+        log_format("yaml")
 
 
 def test_configure_logging_switches_the_one_handler(monkeypatch: pytest.MonkeyPatch):

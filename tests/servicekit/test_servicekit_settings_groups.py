@@ -15,9 +15,18 @@ from servicekit.settings import (
     MetricsSettings,
     ServiceSettings,
     StorageSettings,
+    TracingSettings,
 )
+from servicekit.tracing import tracing_settings
 
-GROUPS = (AuthSettings, LimitsSettings, LoggingSettings, MetricsSettings, StorageSettings)
+GROUPS = (
+    AuthSettings,
+    LimitsSettings,
+    LoggingSettings,
+    MetricsSettings,
+    StorageSettings,
+    TracingSettings,
+)
 
 
 def test_every_shared_setting_belongs_to_exactly_one_group() -> None:
@@ -62,3 +71,29 @@ def test_code_needing_one_concern_takes_that_group_alone() -> None:
         uvicorn_options(LimitsSettings(max_header_bytes=2048))["h11_max_incomplete_event_size"]
         == 2048
     )
+
+
+def test_tracing_reads_the_otel_variables_under_their_own_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("OTEL_SDK_DISABLED", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console,none")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "events-eu")
+    monkeypatch.setenv("SOORMA_OTEL_RECORD_PROMPTS", "true")
+    group = TracingSettings()
+    assert group.otel_traces_exporter == "console,none"
+    assert ServiceSettings().otel_service_name == "events-eu"
+    # One parser for the SDK and the services: the same value the SDK reads.
+    read = tracing_settings(group)
+    assert (read.exporters, read.protocol, read.service_name, read.record_prompts) == (
+        ("console",),
+        "grpc",
+        "events-eu",
+        True,
+    )
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert tracing_settings(TracingSettings()).exporters == ()
+    # Built by hand, by field name: tracing off unless asked.
+    assert tracing_settings(TracingSettings(otel_traces_exporter="none")).exporters == ()

@@ -8,6 +8,11 @@ after the first one was queued, and always on :meth:`AckBatcher.close`.
 At-least-once is unchanged: an id is queued only after its handlers finished, and an id
 whose request is lost (crash before the flush, service unreachable) is simply redelivered
 after the visibility timeout, where the agent's duplicate guard settles it again.
+
+The batcher is an accelerator (docs/architecture.md, "Accelerators"): its switch is
+``PlatformSettings.ack_batching`` (``SOORMA_ACK_BATCHING=false``), and :func:`settlements`
+is the one place it is applied. Off, :class:`DirectAcks` sends one request per delivery
+at once, the plain path; tests/sdk/test_accelerator_switches.py runs both.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from soorma_common.clock import SYSTEM_CLOCK, Clock
 
@@ -31,6 +36,19 @@ DEFAULT_ACK_WINDOW = 0.05
 DEFAULT_ACK_BATCH = 50
 # The event service accepts at most this many ids per ack/nack request.
 MAX_IDS_PER_REQUEST = 1000
+
+
+class Settlements(Protocol):
+    """Where an agent settles its deliveries (:class:`AckBatcher` or :class:`DirectAcks`)."""
+
+    @property
+    def pending(self) -> int: ...
+
+    def ack(self, delivery_id: str) -> None: ...
+
+    def nack(self, delivery_id: str, reason: str) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class AckBatcher:
@@ -148,3 +166,73 @@ class AckBatcher:
             self._wake.set()
             await task
         await self.flush()
+
+
+class DirectAcks:
+    """The plain path: each settlement is its own request, sent at once.
+
+    What :class:`AckBatcher` replaces when ``ack_batching`` is off; a failed request is
+    logged and its delivery comes back after the visibility timeout, as with the batcher.
+    """
+
+    def __init__(self, *, bus: BusClient, group: str, name: str = "") -> None:
+        self.bus = bus
+        self.group = group
+        self.name = name or group
+        self._sending: set[asyncio.Task[None]] = set()
+
+    @property
+    def pending(self) -> int:
+        """Settlements whose request has not returned yet."""
+        return len(self._sending)
+
+    def ack(self, delivery_id: str) -> None:
+        """Send the delivery's ack now."""
+        self._start(delivery_id, None)
+
+    def nack(self, delivery_id: str, reason: str) -> None:
+        """Send the delivery's nack now: it becomes available again with ``reason``."""
+        self._start(delivery_id, reason[:4096])
+
+    def _start(self, delivery_id: str, reason: str | None) -> None:
+        task = asyncio.create_task(self._send(delivery_id, reason), name=f"{self.name} ack")
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self, delivery_id: str, reason: str | None) -> None:
+        try:
+            if reason is None:
+                await self.bus.ack(self.group, [delivery_id])
+            else:
+                await self.bus.nack(self.group, [delivery_id], reason)
+        except Exception as exc:
+            logger.warning(
+                "agent %s: could not %s delivery %s: %s",
+                self.name,
+                "ack" if reason is None else "nack",
+                delivery_id,
+                exc,
+            )
+
+    async def close(self) -> None:
+        """Wait for the requests in flight."""
+        while self._sending:
+            await asyncio.wait(set(self._sending))
+
+
+def settlements(
+    *,
+    batched: bool,
+    bus: BusClient,
+    group: str,
+    window: float = DEFAULT_ACK_WINDOW,
+    max_batch: int = DEFAULT_ACK_BATCH,
+    name: str = "",
+    clock: Clock = SYSTEM_CLOCK,
+) -> Settlements:
+    """The agent's settlements: batched (the accelerator) or one request each (plain)."""
+    if batched:
+        return AckBatcher(
+            bus=bus, group=group, window=window, max_batch=max_batch, name=name, clock=clock
+        )
+    return DirectAcks(bus=bus, group=group, name=name)

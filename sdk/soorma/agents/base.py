@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, ClassVar, Required, TypedDict, TypeVar
 
 from soorma import _tracing
 from soorma._propagation import handling
-from soorma.agents._acks import AckBatcher
+from soorma.agents._acks import Settlements, settlements
 from soorma.agents._banner import announce
 from soorma.agents._dispatch import DispatchTable, call_while_unavailable
 from soorma.agents._handlers import (
@@ -48,6 +48,7 @@ from soorma.agents._registration import RegistryPresence
 from soorma.consumer_identity import ConsumerIdentity
 from soorma.context import PlatformContext
 from soorma.event import Event
+from soorma.settings import PlatformSettings
 from soorma.subscription import Subscription
 from soorma_common import tracing as otel
 from soorma_common.registry import AgentCapability, EventDefinition
@@ -145,7 +146,7 @@ class Agent:
         self._consumer_resolved: str | None = None
         # Set by a second Ctrl-C: stop() cancels the handlers instead of waiting.
         self._stop_now = asyncio.Event()
-        self._acks: AckBatcher | None = None
+        self._acks: Settlements | None = None
         self._context = context
         self._owns_context = False
         self._table = DispatchTable()
@@ -324,9 +325,12 @@ class Agent:
             return
         if not self._table.handlers:
             raise RuntimeError(f"agent {self.name!r} has no handlers; add one with on_event()")
-        otel.configure(self.name)
+        # The environment is read once per start: tracing, the context (unless one was
+        # given) and the consumer id all come from these settings.
+        settings = PlatformSettings.from_env()
+        otel.configure(self.name, settings.tracing)
         if self._context is None:
-            self._context = PlatformContext.from_env()
+            self._context = PlatformContext.from_env(settings=settings)
             self._context.bus.source = self.name
             self._owns_context = True
         await announce(self)  # who it is, what it listens to, where it connects
@@ -336,13 +340,15 @@ class Agent:
                 await hook()
             await self._presence.start(self.context.registry)
             bus = self.context.bus
-            self._identity = ConsumerIdentity(self.group, self._consumer_arg)
+            self._identity = ConsumerIdentity(self.group, self._consumer_arg, settings=settings)
             self._consumer_resolved = self._identity.consumer_id
             window = self.ack_window
             if self.visibility_timeout is not None:
                 # Settle well inside the redelivery deadline, however short it is.
                 window = min(window, self.visibility_timeout / 10)
-            self._acks = AckBatcher(
+            # The accelerator switch is the context's, as its bus's coalescing is.
+            self._acks = settlements(
+                batched=self.context.settings.ack_batching,
                 bus=bus,
                 group=self.group,
                 window=window,

@@ -12,6 +12,7 @@ from soorma.ai._errors import (
     LLMNotConfigured,
     PlannerError,
 )
+from soorma.ai._model_options import ModelOptions
 from soorma.ai._retrieval import Retrieval
 from soorma.ai._stream import ArtifactSink, stream_text
 from soorma.ai.toolkit import EventToolkit
@@ -37,6 +38,7 @@ __all__ = [
     "DecisionInvalid",
     "EventToolkit",
     "LLMNotConfigured",
+    "ModelOptions",
     "PlannerError",
     "Retrieval",
     "stream_text",

@@ -66,6 +66,7 @@ from soorma.ai._keys import (
     status,
 )
 from soorma.ai._llm import load_litellm
+from soorma.ai._model_options import ModelOptions, check_model_options
 from soorma.ai._models import ModelEntry, model_settings
 from soorma.ai._prompt import STRATEGIES, build_messages
 from soorma.ai._reasoning import (
@@ -145,9 +146,11 @@ class ChoreographyPlanner(Planner):
             ``max_chars``, and records the ids it added in each audit record
             (``retrieved``). See docs/memory.md.
         description: Registry description.
-        **llm_kwargs: Passed to ``litellm.acompletion`` (``max_tokens``, ``top_p``,
-            ``mock_response`` ...) and, when they are Agent/Planner arguments
-            (``context``, ``capabilities``, ``options`` ...), to the Planner.
+        **llm_kwargs: Agent/Planner arguments (``context``, ``capabilities``,
+            ``options`` ...) go to the Planner; the rest are model options passed to
+            ``litellm.acompletion`` on every call: the names of
+            :class:`~soorma.ai.ModelOptions` (``max_tokens``, ``top_p``,
+            ``mock_response`` ...). Any other name raises ``TypeError`` naming it.
     """
 
     agent_type = "planner"
@@ -196,6 +199,10 @@ class ChoreographyPlanner(Planner):
         agent_options = {
             key: llm_kwargs.pop(key) for key in list(llm_kwargs) if key in _AGENT_OPTIONS
         }
+        # Fails here, naming the option, rather than at each decision as a provider error.
+        llm_kwargs = check_model_options(
+            llm_kwargs, f"ChoreographyPlanner(name={name!r})", arguments=_AGENT_OPTIONS
+        )
         super().__init__(
             name=name,
             description=description or f"Autonomous planner using {reasoning_model}",
@@ -276,7 +283,7 @@ class ChoreographyPlanner(Planner):
         custom_context: Mapping[str, Any] | None = None,
         *,
         plan: PlanContext | None = None,
-        llm_options: Mapping[str, Any] | None = None,
+        llm_options: ModelOptions | Mapping[str, Any] | None = None,
         step_key: str | None = None,
     ) -> PlannerDecision:
         """Ask the model for the plan's next action and validate it.
@@ -288,8 +295,9 @@ class ChoreographyPlanner(Planner):
             plan_id: Plan to decide for; restored from memory when ``plan`` is omitted.
             custom_context: Runtime facts for this decision (customer tier, limits ...).
             plan: The plan object itself (saves a read when the caller has it).
-            llm_options: Extra ``litellm.acompletion`` options for this call only
-                (e.g. a scripted ``mock_response``).
+            llm_options: Extra model options for this call only (the names of
+                :class:`~soorma.ai.ModelOptions`, e.g. a scripted ``mock_response``);
+                another name raises ``TypeError`` naming it.
             step_key: The step this decision is for (:meth:`step` passes the triggering
                 event's id). With a plan, each model call then carries an idempotency
                 key derived from plan, step and attempt (see ``idempotency_header``).
@@ -332,6 +340,8 @@ class ChoreographyPlanner(Planner):
 
         When there is no valid decision the records are kept here and the plan failed.
         """
+        # A bad option is the caller's mistake: refused before anything is read or asked.
+        llm_options = check_model_options(llm_options or {}, "llm_options")
         if plan is None and plan_id is not None:
             plan = await PlanContext.restore(plan_id, context)
         if plan is not None:
@@ -552,7 +562,7 @@ class ChoreographyPlanner(Planner):
         trigger: str,
         custom_context: Mapping[str, Any] | None = None,
         goal_event: Any = None,
-        llm_options: Mapping[str, Any] | None = None,
+        llm_options: ModelOptions | Mapping[str, Any] | None = None,
         trigger_id: str | None = None,
     ) -> PlannerDecision | None:
         """Reason and execute one decision for ``plan``: one step per triggering event.

@@ -316,7 +316,7 @@ def create_service_app(
     FastAPI; ``middlewares`` (outermost first) are this service's own additions, inside
     the platform-wide :data:`PLATFORM_MIDDLEWARES` (see the module docstring).
     """
-    configure_logging(name, settings.log_level)
+    configure_logging(name, settings.log_level, settings.log_format)
 
     @asynccontextmanager
     async def _lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:

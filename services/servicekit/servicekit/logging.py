@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -91,8 +90,12 @@ def _short(value: object) -> str:
 
 
 def log_format(value: str | None = None) -> str:
-    """``value``, else ``SOORMA_LOG_FORMAT``, else ``json``; checked."""
-    chosen = (value or os.environ.get("SOORMA_LOG_FORMAT") or "json").strip().lower()
+    """``value`` (any case), else ``json``; checked.
+
+    ``SOORMA_LOG_FORMAT`` is read with the rest of a service's settings
+    (``LoggingSettings.log_format``), which the app factory passes here.
+    """
+    chosen = (value or "json").strip().lower()
     if chosen not in LOG_FORMATS:
         raise ValueError(
             f"SOORMA_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {chosen!r}"
@@ -111,7 +114,8 @@ def configure_logging(service: str, level: str = "INFO", fmt: str | None = None)
     Args:
         service: Name written in every JSON record.
         level: Root level.
-        fmt: ``json`` or ``text``; default ``SOORMA_LOG_FORMAT`` (else ``json``).
+        fmt: ``json`` (default) or ``text``; a service passes its settings'
+            ``log_format`` (``SOORMA_LOG_FORMAT``).
     """
     formatter = make_formatter(service, fmt)
     root = logging.getLogger()

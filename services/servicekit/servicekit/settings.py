@@ -7,9 +7,12 @@ builds only what it exercises:
 
 * :class:`AuthSettings`: how a request's identity is found (dev headers or JWT);
 * :class:`LimitsSettings`: what a request may weigh and how long its head may take;
-* :class:`LoggingSettings`: log level and access log;
+* :class:`LoggingSettings`: log level, log format and access log;
 * :class:`MetricsSettings`: ``GET /metrics``;
-* :class:`StorageSettings`: where the data lives and how often the backends are checked.
+* :class:`StorageSettings`: where the data lives and how often the backends are checked;
+* :class:`TracingSettings`: OpenTelemetry's standard ``OTEL_*`` variables (no prefix) and
+  ``SOORMA_OTEL_RECORD_PROMPTS``, read here with the rest (servicekit.tracing turns them
+  into :class:`soorma_common.tracing.TracingSettings`).
 
 :class:`ServiceSettings` composes them all; each service's ``Settings`` subclasses it and
 adds its own fields.
@@ -18,10 +21,12 @@ adds its own fields.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from servicekit.logging import LOG_FORMATS
 
 _CONFIG = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore")
 
@@ -57,12 +62,27 @@ class LimitsSettings(BaseSettings):
 
 
 class LoggingSettings(BaseSettings):
-    """Log level and the per-request access log (the format: servicekit.logging)."""
+    """Log level, format and the per-request access log (servicekit.logging)."""
 
     model_config = _CONFIG
 
     log_level: str = "INFO"
+    # ``json``: one JSON object a line (containers); ``text``: readable lines (what
+    # ``soorma dev`` sets unless ``--log-format json``). Any case; empty: ``json``.
+    log_format: Literal["json", "text"] = "json"
     access_log: bool = False
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _known_format(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        chosen = value.strip().lower() or "json"
+        if chosen not in LOG_FORMATS:
+            raise ValueError(
+                f"SOORMA_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {chosen!r}"
+            )
+        return chosen
 
 
 class MetricsSettings(BaseSettings):
@@ -103,8 +123,55 @@ class StorageSettings(BaseSettings):
     backend_check_seconds: float = Field(default=5.0, ge=0)
 
 
+def _otel(variable: str) -> AliasChoices:
+    """Read from OpenTelemetry's own variable (no ``SOORMA_`` prefix); built by field name."""
+    return AliasChoices(variable, variable.lower())
+
+
+class TracingSettings(BaseSettings):
+    """Tracing (servicekit.tracing; docs/tracing.md): the variables that decide whether a
+    tracer provider is installed, and which. Unset, tracing is off.
+
+    Kept as the raw text: one parser (``soorma_common.tracing.TracingSettings.from_env``)
+    reads them for the SDK and the services alike, so an empty or odd value means the
+    same in both.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore", populate_by_name=True)
+
+    otel_sdk_disabled: str | None = Field(default=None, validation_alias=_otel("OTEL_SDK_DISABLED"))
+    otel_traces_exporter: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_TRACES_EXPORTER")
+    )
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+    otel_exporter_otlp_traces_endpoint: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+    otel_exporter_otlp_protocol: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_EXPORTER_OTLP_PROTOCOL")
+    )
+    otel_exporter_otlp_traces_protocol: str | None = Field(
+        default=None, validation_alias=_otel("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+    )
+    otel_service_name: str | None = Field(default=None, validation_alias=_otel("OTEL_SERVICE_NAME"))
+    otel_instrumentation_genai_capture_message_content: str | None = Field(
+        default=None,
+        validation_alias=_otel("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
+    )
+    # LLM spans carry prompt and answer text (the services make no LLM calls of their own;
+    # read for the same meaning as in the SDK).
+    otel_record_prompts: str | None = None
+
+
 class ServiceSettings(
-    AuthSettings, LimitsSettings, LoggingSettings, MetricsSettings, StorageSettings
+    AuthSettings,
+    LimitsSettings,
+    LoggingSettings,
+    MetricsSettings,
+    StorageSettings,
+    TracingSettings,
 ):
     """Every shared concern in one value; each service subclasses it with its own fields.
 
@@ -121,4 +188,5 @@ __all__ = [
     "MetricsSettings",
     "ServiceSettings",
     "StorageSettings",
+    "TracingSettings",
 ]

@@ -6,8 +6,10 @@ the ambient context), so a request made from a traced agent's handler shows up i
 that handler's trace. Streaming responses (SSE) are not buffered; their span ends when the
 stream does.
 
-Tracing is configured once per process from the ``OTEL_*`` variables by the platform's
-switch (:mod:`soorma_common.tracing`, shared with the SDK), when a service app is built:
+Tracing is configured once per process from the ``OTEL_*`` variables, which the service
+reads with the rest of its settings (:class:`servicekit.settings.TracingSettings`), by the
+platform's switch (:mod:`soorma_common.tracing`, shared with the SDK), when a service app
+is built:
 :func:`tracing_middleware` is the outermost entry of ``servicekit.app.PLATFORM_MIDDLEWARES``,
 so the span covers the whole stack, fast paths included. With tracing off it adds nothing
 and requests pay nothing.
@@ -21,18 +23,34 @@ from typing import Any
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from servicekit.settings import ServiceSettings
+from servicekit.settings import ServiceSettings, TracingSettings
 from soorma_common import tracing as otel
 
 
-def configure_tracing(service_name: str) -> bool:
-    """Turn tracing on for this process when ``OTEL_*`` asks for it; whether it is on."""
-    return otel.configure(service_name)
+def tracing_settings(settings: TracingSettings) -> otel.TracingSettings:
+    """What the service's ``OTEL_*`` settings ask for, read as the SDK reads them."""
+    variables = {
+        "OTEL_SDK_DISABLED": settings.otel_sdk_disabled,
+        "OTEL_TRACES_EXPORTER": settings.otel_traces_exporter,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": settings.otel_exporter_otlp_endpoint,
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": settings.otel_exporter_otlp_traces_endpoint,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": settings.otel_exporter_otlp_protocol,
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": settings.otel_exporter_otlp_traces_protocol,
+        "OTEL_SERVICE_NAME": settings.otel_service_name,
+        otel.GENAI_CONTENT_ENV: settings.otel_instrumentation_genai_capture_message_content,
+        otel.RECORD_PROMPTS_ENV: settings.otel_record_prompts,
+    }
+    return otel.TracingSettings.from_env({k: v for k, v in variables.items() if v is not None})
 
 
-def tracing_middleware(service_name: str, _settings: ServiceSettings) -> Middleware | None:
+def configure_tracing(service_name: str, settings: TracingSettings) -> bool:
+    """Turn tracing on for this process when its ``OTEL_*`` settings ask; whether it is on."""
+    return otel.configure(service_name, tracing_settings(settings))
+
+
+def tracing_middleware(service_name: str, settings: ServiceSettings) -> Middleware | None:
     """The platform-middleware entry: :class:`TracingMiddleware` when tracing is on."""
-    if not configure_tracing(service_name):
+    if not configure_tracing(service_name, settings):
         return None
     return Middleware(TracingMiddleware, service=service_name)
 
@@ -112,4 +130,4 @@ class TracingMiddleware:
                         span.set_status(Status(StatusCode.ERROR))
 
 
-__all__ = ["TracingMiddleware", "configure_tracing", "tracing_middleware"]
+__all__ = ["TracingMiddleware", "configure_tracing", "tracing_middleware", "tracing_settings"]

@@ -1,25 +1,55 @@
-"""Settings for the tracker-service (environment prefix ``SOORMA_``)."""
+"""Settings for the tracker-service (environment prefix ``SOORMA_``), grouped by concern:
+storage, the other services, the projector, plan streams and the timeouts."""
 
 from __future__ import annotations
 
 from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from servicekit.settings import ServiceSettings
 
 DEFAULT_PORT = 8084
 
 
-class Settings(ServiceSettings):
-    """Tracker-service settings.
+_CONFIG = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore")
+
+
+class TrackerStorageSettings(BaseSettings):
+    """Where the tracker keeps its projections.
 
     Attributes:
         tracker_database_url: Per-service override of ``SOORMA_DATABASE_URL``
             (``SOORMA_TRACKER_DATABASE_URL``). Unset: SQLite ``tracker.db`` under ``data_dir``.
+    """
+
+    model_config = _CONFIG
+
+    tracker_database_url: str | None = None
+
+
+class PlatformClientSettings(BaseSettings):
+    """Where the other services are, and who the tracker is to them.
+
+    Attributes:
         event_service_url: Where the tap is read and timeouts are published.
         memory_url: Where plan contexts (state machine, LLM audit) are read.
         registry_url: Where the connected-agents view reads agents and heartbeats, and
             the plan page's answer form reads the schema of an awaited answer.
         api_token: Bearer token with ``soorma_role=service`` (jwt mode).
+    """
+
+    model_config = _CONFIG
+
+    event_service_url: str = "http://127.0.0.1:8082"
+    memory_url: str = "http://127.0.0.1:8083"
+    registry_url: str = "http://127.0.0.1:8081"
+    api_token: str | None = None
+
+
+class ProjectorSettings(BaseSettings):
+    """How the tracker consumes the tap and projects it.
+
+    Attributes:
         tracker_consumer: This replica's consumer id in group ``tracker``. Default: a
             stable id per replica, resolved as agents resolve theirs
             (:mod:`soorma.consumer_identity`: ``SOORMA_CONSUMER_ID``, ``SOORMA_REPLICA``,
@@ -28,17 +58,10 @@ class Settings(ServiceSettings):
         tracker_batch: Most events projected in one transaction.
         tracker_batch_wait_seconds: How long a batch waits to fill once it has one event.
         tracker_visibility_timeout: Seconds before an unacked event goes to another replica.
-        tracker_timeouts: Fire due timeouts from this replica.
-        tracker_timeout_interval_seconds: How often due timeouts are looked for.
-        tracker_timeout_lease_seconds: A claimed timeout whose replica died is fired by
-            another one after this long.
     """
 
-    tracker_database_url: str | None = None
-    event_service_url: str = "http://127.0.0.1:8082"
-    memory_url: str = "http://127.0.0.1:8083"
-    registry_url: str = "http://127.0.0.1:8081"
-    api_token: str | None = None
+    model_config = _CONFIG
+
     tracker_consumer: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
     )
@@ -46,7 +69,55 @@ class Settings(ServiceSettings):
     tracker_batch: int = Field(default=500, ge=1, le=5000)
     tracker_batch_wait_seconds: float = Field(default=0.02, ge=0)
     tracker_visibility_timeout: float = Field(default=30.0, ge=0.1)
+
+
+class PlanStreamSettings(BaseSettings):
+    """The tracker's own live streams of a plan (its page and ``GET .../stream``).
+
+    Attributes:
+        tracker_stream_poll_seconds: How often a plan's stream looks for new entries.
+    """
+
+    model_config = _CONFIG
+
+    tracker_stream_poll_seconds: float = Field(default=0.25, gt=0)
+
+
+class TimeoutSettings(BaseSettings):
+    """Firing due timeouts (``task.timeout``, ``plan.wait_timeout``).
+
+    Attributes:
+        tracker_timeouts: Fire due timeouts from this replica.
+        tracker_timeout_interval_seconds: How often due timeouts are looked for.
+        tracker_timeout_lease_seconds: A claimed timeout whose replica died is fired by
+            another one after this long.
+    """
+
+    model_config = _CONFIG
+
     tracker_timeouts: bool = True
     tracker_timeout_interval_seconds: float = Field(default=0.25, gt=0)
     tracker_timeout_lease_seconds: float = Field(default=30.0, gt=0)
-    tracker_stream_poll_seconds: float = Field(default=0.25, gt=0)
+
+
+class Settings(
+    ServiceSettings,
+    TrackerStorageSettings,
+    PlatformClientSettings,
+    ProjectorSettings,
+    PlanStreamSettings,
+    TimeoutSettings,
+):
+    """Tracker-service settings: servicekit's shared groups and the tracker's own
+    (:data:`GROUPS`), each read from its flat ``SOORMA_*`` variables."""
+
+    model_config = _CONFIG
+
+
+GROUPS = (
+    TrackerStorageSettings,
+    PlatformClientSettings,
+    ProjectorSettings,
+    PlanStreamSettings,
+    TimeoutSettings,
+)

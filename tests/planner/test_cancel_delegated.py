@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from planner_support import MARKER, Platform, caught_up, settled, wait_for
+from planner_support import Platform, wait_for
 
 from soorma import PlatformContext, Worker
 from soorma.agents._cancel import step_cancel_requests
@@ -29,6 +29,7 @@ from soorma_common.events import SYSTEM_EVENTS, TASK_CANCEL_REQUESTED
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 from testsupport.capture import capture
 from testsupport.server import serve
+from testsupport.settle import MARKER, caught_up, settled
 from tracker_service import create_app as create_tracker_app
 from tracker_service.settings import Settings as TrackerSettings
 

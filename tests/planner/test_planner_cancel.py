@@ -7,13 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from planner_support import MARKER, Platform, caught_up, settled, wait_for
+from planner_support import Platform, wait_for
 
 from soorma import PlatformContext
 from soorma.agents.planner import Planner
 from soorma.planning.plan import PlanContext
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 from testsupport.capture import capture
+from testsupport.settle import MARKER, caught_up, settled
 
 pytestmark = pytest.mark.asyncio
 

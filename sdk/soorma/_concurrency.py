@@ -30,6 +30,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from soorma_common.errors import ServiceUnavailable, VersionConflict
 
 logger = logging.getLogger("soorma.concurrency")
@@ -69,6 +70,7 @@ async def retry_on_conflict(
     *,
     retries: int = CONFLICT_RETRIES,
     delay: Callable[[int], float] = backoff,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> T:
     """Run ``write`` until it does not conflict; re-read between attempts.
 
@@ -80,6 +82,7 @@ async def retry_on_conflict(
             none). It may raise to stop retrying (e.g. the record was deleted).
         retries: Re-reads after a conflict before giving up.
         delay: Seconds to wait before the retry after the n-th conflict.
+        clock: What the waits between attempts are slept on.
 
     Returns:
         What the successful ``write`` returned.
@@ -98,7 +101,7 @@ async def retry_on_conflict(
             logger.debug("version conflict %d of at most %d; re-reading", conflicts, retries)
         pause = delay(conflicts)
         if pause > 0:
-            await asyncio.sleep(pause)
+            await clock.sleep(pause)
         await reread()
 
 

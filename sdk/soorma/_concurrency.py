@@ -24,7 +24,6 @@ about 1.5 s in all (0.75 s on average).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -112,6 +111,7 @@ async def retry_while_unavailable(
     first_pause: float,
     max_pause: float,
     on_retry: Callable[[ServiceUnavailable, float, float], None] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> T:
     """``call()``'s result; while it raises ``ServiceUnavailable``, call it again.
 
@@ -124,6 +124,7 @@ async def retry_while_unavailable(
         first_pause: The first pause, in seconds.
         max_pause: No pause is longer than this many seconds.
         on_retry: Told ``(error, next pause, seconds waited so far)`` before each pause.
+        clock: What the pauses are slept on.
     """
     waited, pause = 0.0, first_pause
     while True:
@@ -134,7 +135,7 @@ async def retry_while_unavailable(
                 raise
             if on_retry is not None:
                 on_retry(exc, pause, waited)
-            await asyncio.sleep(pause)
+            await clock.sleep(pause)
             waited += pause
             pause = min(pause * 2, max_pause)
 

@@ -16,6 +16,7 @@ from conftest import HEADERS_A, Platform
 from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 
 from soorma_common.events import ACTION_REQUESTS
+from testsupport.settle import caught_up
 
 pytestmark = pytest.mark.asyncio
 
@@ -24,7 +25,8 @@ V1 = {**HEADERS_A, "A2A-Version": "1.0"}
 
 @contextlib.asynccontextmanager
 async def publishes(platform: Platform) -> AsyncIterator[list[Any]]:
-    """The requests published on action-requests while the block runs (and just after)."""
+    """The requests published on action-requests while the block runs: at its end a
+    marker is published and waited for, so everything published before it is in."""
     context = await platform.context()
     seen: list[Any] = []
     async with context.bus.subscribe([ACTION_REQUESTS]) as tap:
@@ -37,7 +39,7 @@ async def publishes(platform: Platform) -> AsyncIterator[list[Any]]:
         reader = asyncio.create_task(read())
         try:
             yield seen
-            await asyncio.sleep(0.5)
+            await caught_up(context, seen, ACTION_REQUESTS)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -18,6 +18,7 @@ from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_requ
 
 from event_service import create_app as create_event_app
 from soorma_common.events import ACTION_REQUESTS
+from testsupport.databases import fresh_postgres
 from testsupport.services import event_settings
 from testsupport.settle import caught_up
 
@@ -77,28 +78,6 @@ async def db_platform(
             create_event_app(event_settings(block_seconds=0.5)), sqlite_url, database, tmp_path
         ) as platform:
             yield platform
-
-
-@contextlib.asynccontextmanager
-async def fresh_postgres(server_url: str) -> AsyncIterator[str]:
-    """A new, empty PostgreSQL database on ``server_url``, dropped afterwards."""
-    import asyncpg
-
-    plain = server_url.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"soorma_t_dedupe_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(plain)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    try:
-        yield f"{server_url.rpartition('/')[0]}/{name}"
-    finally:
-        admin = await asyncpg.connect(plain)
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
 
 
 def in_context(events: list[Any], context_id: str) -> list[Any]:

@@ -9,12 +9,19 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import pytest_asyncio
 from worker_helpers import next_event
 
 from soorma import PlatformContext, Worker
 from testsupport.settle import MARKER, settled
 
-pytestmark = pytest.mark.asyncio
+# One set of services for the module; each test is a tenant of its own on them.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def context(tenant_context: PlatformContext) -> PlatformContext:
+    return tenant_context
 
 
 def reviewer(context: PlatformContext, *, with_handler: bool) -> Worker:

@@ -24,12 +24,12 @@ about 1.5 s in all (0.75 s on average).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from soorma_common.errors import ServiceUnavailable, VersionConflict
 
 logger = logging.getLogger("soorma.concurrency")
@@ -69,6 +69,7 @@ async def retry_on_conflict(
     *,
     retries: int = CONFLICT_RETRIES,
     delay: Callable[[int], float] = backoff,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> T:
     """Run ``write`` until it does not conflict; re-read between attempts.
 
@@ -80,6 +81,7 @@ async def retry_on_conflict(
             none). It may raise to stop retrying (e.g. the record was deleted).
         retries: Re-reads after a conflict before giving up.
         delay: Seconds to wait before the retry after the n-th conflict.
+        clock: What the waits between attempts are slept on.
 
     Returns:
         What the successful ``write`` returned.
@@ -98,7 +100,7 @@ async def retry_on_conflict(
             logger.debug("version conflict %d of at most %d; re-reading", conflicts, retries)
         pause = delay(conflicts)
         if pause > 0:
-            await asyncio.sleep(pause)
+            await clock.sleep(pause)
         await reread()
 
 
@@ -109,6 +111,7 @@ async def retry_while_unavailable(
     first_pause: float,
     max_pause: float,
     on_retry: Callable[[ServiceUnavailable, float, float], None] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> T:
     """``call()``'s result; while it raises ``ServiceUnavailable``, call it again.
 
@@ -121,6 +124,7 @@ async def retry_while_unavailable(
         first_pause: The first pause, in seconds.
         max_pause: No pause is longer than this many seconds.
         on_retry: Told ``(error, next pause, seconds waited so far)`` before each pause.
+        clock: What the pauses are slept on.
     """
     waited, pause = 0.0, first_pause
     while True:
@@ -131,7 +135,7 @@ async def retry_while_unavailable(
                 raise
             if on_retry is not None:
                 on_retry(exc, pause, waited)
-            await asyncio.sleep(pause)
+            await clock.sleep(pause)
             waited += pause
             pause = min(pause * 2, max_pause)
 

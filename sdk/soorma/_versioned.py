@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from soorma._concurrency import CONFLICT_RETRIES, backoff, retry_on_conflict
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 
 
 class Versioned(Protocol):
@@ -118,6 +119,7 @@ async def apply_change(
     verified: bool = True,
     retries: int = CONFLICT_RETRIES,
     delay: Callable[[int], float] = backoff,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Applied[R, T]:
     """Apply ``change`` to ``record`` and store the result; on a conflict reload and
     apply it again.
@@ -134,12 +136,15 @@ async def apply_change(
             change that writes nothing is applied once more to a freshly loaded copy.
         retries: Reloads after a conflict before ``VersionConflict`` reaches the caller.
         delay: Seconds to wait before the retry after the n-th conflict.
+        clock: What the waits between attempts are slept on.
 
     Raises:
         VersionConflict: still conflicting after ``retries`` reloads.
     """
     attempts = _Attempts(store, key, record, change, rebase, verified)
-    return await retry_on_conflict(attempts.write, attempts.reload, retries=retries, delay=delay)
+    return await retry_on_conflict(
+        attempts.write, attempts.reload, retries=retries, delay=delay, clock=clock
+    )
 
 
 __all__ = ["Applied", "Change", "VersionedStore", "apply_change"]

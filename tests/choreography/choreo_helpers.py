@@ -161,11 +161,12 @@ class Stack:
     event_url: str
     memory_url: str
     registry_url: str
+    tenant: str = "choreo"
 
-    def settings(self, tenant: str = "choreo") -> PlatformSettings:
+    def settings(self, tenant: str | None = None) -> PlatformSettings:
         return PlatformSettings(
             event_service_url=self.event_url,
             memory_url=self.memory_url,
             registry_url=self.registry_url,
-            tenant_id=tenant,
+            tenant_id=tenant or self.tenant,
         )

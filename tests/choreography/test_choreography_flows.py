@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
+import pytest_asyncio
 from choreo_helpers import (
     MODEL,
     SEARCH_SCHEMA,
@@ -30,7 +31,19 @@ from soorma.agents.base import Agent
 from soorma.ai.choreography import ChoreographyPlanner
 from soorma_common.registry import AgentCapability, EventDefinition
 
-pytestmark = pytest.mark.asyncio
+# One set of services for the module; each test is a tenant of its own on them.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def stack(tenant_stack: Stack) -> Stack:
+    return tenant_stack
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def context(stack: Stack) -> AsyncIterator[PlatformContext]:
+    async with PlatformContext.from_env(settings=stack.settings()) as ctx:
+        yield ctx
 
 
 def make_planner(stack: Stack, name: str, goal: str) -> ChoreographyPlanner:

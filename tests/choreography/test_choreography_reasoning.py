@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
+import pytest_asyncio
 from choreo_helpers import (
     MODEL,
     SEARCH_SCHEMA,
     ScriptedLLM,
+    Stack,
     complete,
     publish,
     register_event,
@@ -20,7 +24,19 @@ from soorma.ai.choreography import ChoreographyPlanner, DecisionRequest
 from soorma_common.decisions import CompleteAction, PublishAction, WaitAction
 from soorma_common.events import EventEnvelope
 
-pytestmark = pytest.mark.asyncio
+# One set of services for the module; each test is a tenant of its own on them.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def stack(tenant_stack: Stack) -> Stack:
+    return tenant_stack
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def context(stack: Stack) -> AsyncIterator[PlatformContext]:
+    async with PlatformContext.from_env(settings=stack.settings()) as ctx:
+        yield ctx
 
 
 def goal_event() -> EventEnvelope:

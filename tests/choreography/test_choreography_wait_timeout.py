@@ -13,6 +13,7 @@ from choreo_helpers import ScriptedLLM, Stack, complete, register_event, wait
 from test_choreography_flows import eventually_paused, make_planner, running
 
 from soorma import PlatformContext
+from testsupport.settle import settled
 
 pytestmark = pytest.mark.asyncio
 
@@ -66,7 +67,7 @@ async def test_wait_timeout_resumes_the_paused_plan_and_the_model_sees_it(
             answer = await anext(aiter(done))
         # The approval arriving late finds the plan finished: nothing more happens.
         await context.bus.respond("approval.granted", {"by": "manager"}, correlation_id=plan_id)
-        await asyncio.sleep(0.5)
+        await settled(context)  # the planner has handled it
 
     assert answer.data["result"] == {"approved": False, "why": "timed out"}
     assert len(llm.calls) == 2

@@ -11,20 +11,28 @@ from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
-from conftest import HEADERS_A, Platform
+from conftest import HEADERS_A, Platform, _platform
 from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 
+from event_service import create_app as create_event_app
 from soorma_common.events import ACTION_REQUESTS
+from testsupport.databases import fresh_postgres
+from testsupport.services import event_settings
+from testsupport.settle import caught_up
 
-pytestmark = pytest.mark.asyncio
+# The tests share one platform per database (each uses its own context ids and
+# documents), so they share the module's event loop.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 V1 = {**HEADERS_A, "A2A-Version": "1.0"}
 
 
 @contextlib.asynccontextmanager
 async def publishes(platform: Platform) -> AsyncIterator[list[Any]]:
-    """The requests published on action-requests while the block runs (and just after)."""
+    """The requests published on action-requests while the block runs: at its end a
+    marker is published and waited for, so everything published before it is in."""
     context = await platform.context()
     seen: list[Any] = []
     async with context.bus.subscribe([ACTION_REQUESTS]) as tap:
@@ -37,11 +45,39 @@ async def publishes(platform: Platform) -> AsyncIterator[list[Any]]:
         reader = asyncio.create_task(read())
         try:
             yield seen
-            await asyncio.sleep(0.5)
+            await caught_up(context, seen, ACTION_REQUESTS)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
+
+
+@pytest_asyncio.fixture(
+    scope="module",
+    loop_scope="module",
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+)
+async def db_platform(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Platform]:
+    """The gateway on SQLite and (when configured) PostgreSQL, with the echo and review
+    agents, shared by the module's tests."""
+    tmp_path = tmp_path_factory.mktemp("dedupe")
+    sqlite_url = f"sqlite+aiosqlite:///{tmp_path}/test.db"
+    if request.param == "sqlite":
+        async with _platform(
+            create_event_app(event_settings(block_seconds=0.5)),
+            sqlite_url,
+            sqlite_url.replace("test.db", "gw.db"),
+            tmp_path,
+        ) as platform:
+            yield platform
+        return
+    async with fresh_postgres(request.getfixturevalue("postgres_server_url")) as database:
+        async with _platform(
+            create_event_app(event_settings(block_seconds=0.5)), sqlite_url, database, tmp_path
+        ) as platform:
+            yield platform
 
 
 def in_context(events: list[Any], context_id: str) -> list[Any]:

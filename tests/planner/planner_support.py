@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,14 +16,18 @@ class Platform:
     events: str
     memory: str
     registry: str
+    tenant_id: str | None = None
     _contexts: list[PlatformContext] = field(default_factory=list)
     _agents: list[Agent] = field(default_factory=list)
 
     @property
     def settings(self) -> PlatformSettings:
-        return PlatformSettings(
+        settings = PlatformSettings(
             event_service_url=self.events, memory_url=self.memory, registry_url=self.registry
         )
+        if self.tenant_id is not None:
+            settings = dataclasses.replace(settings, tenant_id=self.tenant_id)
+        return settings
 
     def context(self) -> PlatformContext:
         ctx = PlatformContext.from_env(settings=self.settings)
@@ -31,11 +36,14 @@ class Platform:
         return ctx
 
     def env(self) -> dict[str, str]:
-        return {
+        env = {
             "SOORMA_EVENT_SERVICE_URL": self.events,
             "SOORMA_MEMORY_URL": self.memory,
             "SOORMA_REGISTRY_URL": self.registry,
         }
+        if self.tenant_id is not None:
+            env["SOORMA_TENANT_ID"] = self.tenant_id
+        return env
 
     async def start(self, agent: Agent) -> Agent:
         await agent.start()

@@ -29,6 +29,7 @@ from soorma_common.events import SYSTEM_EVENTS, TASK_CANCEL_REQUESTED
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 from testsupport.capture import capture
 from testsupport.server import serve
+from testsupport.settle import MARKER, caught_up, settled
 from tracker_service import create_app as create_tracker_app
 from tracker_service.settings import Settings as TrackerSettings
 
@@ -134,9 +135,11 @@ async def test_cancelling_a_plan_cancels_its_worker_task_and_the_sub_task_it_del
     async with (
         capture(context, ["action-requests"], ["research.requested", "source.fetch"]) as asks,
         capture(
-            context, ["action-results"], ["research.done", "source.fetched", "trip.done"]
+            context,
+            ["action-results"],
+            ["research.done", "source.fetched", "trip.done", MARKER],
         ) as answers,
-        capture(context, [SYSTEM_EVENTS], ["task.cancelled"]) as cancelled,
+        capture(context, [SYSTEM_EVENTS], ["task.cancelled", MARKER]) as cancelled,
     ):
         await context.bus.request("trip.goal", {}, "trip.done", correlation_id="trip-1")
         await asyncio.wait_for(research.started.wait(), 20)
@@ -154,21 +157,27 @@ async def test_cancelling_a_plan_cancels_its_worker_task_and_the_sub_task_it_del
                 {"task_id": step.id, "plan_id": step.plan_id, "reason": "not mine"},
                 correlation_id=step.id,
             )
-        await asyncio.sleep(1.0)
-        assert not research.cleaned_up.is_set() and cancelled == []
+            await settled(other)
+        await settled(context, in_flight={"researcher": 1, "fetcher": 1})
+        await caught_up(context, cancelled, SYSTEM_EVENTS)
+        assert not research.cleaned_up.is_set() and without_markers(cancelled) == []
         assert cancellation(await context.memory.get_task_context(step.id)) is None
 
         await context.cancel_plan(step.plan_id, "changed my mind")
         await asyncio.wait_for(research.interrupted.wait(), 20)
         await asyncio.wait_for(fetch.interrupted.wait(), 20)
-        await wait_for(lambda: len({e.data["task_id"] for e in cancelled}) == 2)
+        await wait_for(lambda: len({e.data["task_id"] for e in without_markers(cancelled)}) == 2)
         # Asked again: the plan and its workers announce the same events (same ids).
         await context.cancel_plan(step.plan_id, "changed my mind again")
         # The sub-task's answer arrives after all: it is ignored.
         late = await context.bus.respond(
             "source.fetched", {"page": "late"}, correlation_id=sub.correlation_id
         )
-        await asyncio.sleep(1.5)
+        # Every agent has handled all of it, and the captures have what they published.
+        await settled(context)
+        await caught_up(context, answers, "action-results")
+        await caught_up(context, cancelled, SYSTEM_EVENTS)
+    answers, cancelled = without_markers(answers), without_markers(cancelled)
 
     assert research.cleaned_up.is_set() and fetch.cleaned_up.is_set()
     assert (research.runs, fetch.runs) == (1, 1)
@@ -217,8 +226,8 @@ async def test_a_finished_task_is_left_alone(platform: Platform) -> None:
 
     await platform.start(quick)
     async with (
-        capture(context, ["action-results"], ["sum.done"]) as answers,
-        capture(context, [SYSTEM_EVENTS], ["task.cancelled"]) as cancelled,
+        capture(context, ["action-results"], ["sum.done", MARKER]) as answers,
+        capture(context, [SYSTEM_EVENTS], ["task.cancelled", MARKER]) as cancelled,
     ):
         request_id = await context.bus.request("sum.requested", {"values": [1, 2]}, "sum.done")
         await wait_for(lambda: len(answers) == 1)
@@ -228,7 +237,10 @@ async def test_a_finished_task_is_left_alone(platform: Platform) -> None:
             {"task_id": request_id, "event_type": "sum.requested", "reason": "too late"},
             correlation_id=request_id,
         )
-        await asyncio.sleep(1.0)
+        await settled(context)
+        await caught_up(context, answers, "action-results")
+        await caught_up(context, cancelled, SYSTEM_EVENTS)
+    answers, cancelled = without_markers(answers), without_markers(cancelled)
     assert answers[0].data["result"] == {"sum": 3}
     assert len(answers) == 1 and cancelled == []
     assert await context.memory.get_task_context(request_id) is None
@@ -266,6 +278,10 @@ async def test_each_outstanding_request_of_a_cancelled_plan_is_asked_to_cancel()
     assert len({e.id for e in events}) == 2
 
 
+def without_markers(events: list[Any]) -> list[Any]:
+    return [e for e in events if e.type != MARKER]
+
+
 def cli(*argv: str) -> int:
     """Run the ``soorma`` command; its exit code."""
     try:
@@ -288,8 +304,8 @@ async def test_a_task_cancelled_before_its_request_arrives_never_runs(platform: 
     await platform.start(slow)
     request_id = "sum-request-1"
     async with (
-        capture(context, ["action-results"], ["sum.done"]) as answers,
-        capture(context, [SYSTEM_EVENTS], ["task.cancelled"]) as cancelled,
+        capture(context, ["action-results"], ["sum.done", MARKER]) as answers,
+        capture(context, [SYSTEM_EVENTS], ["task.cancelled", MARKER]) as cancelled,
     ):
         # The cancel overtakes its request (e.g. the request waits in a backlog).
         await context.bus.publish(
@@ -307,7 +323,10 @@ async def test_a_task_cancelled_before_its_request_arrives_never_runs(platform: 
             {"task_id": "other-1", "event_type": "other.requested", "reason": "x"},
             correlation_id="other-1",
         )
-        await asyncio.sleep(1.5)
+        await settled(context)
+        await caught_up(context, answers, "action-results")
+        await caught_up(context, cancelled, SYSTEM_EVENTS)
+    answers, cancelled = without_markers(answers), without_markers(cancelled)
     assert runs == [] and answers == []
     assert [e.data["task_id"] for e in cancelled] == [request_id]
     assert cancellation(await context.memory.get_task_context(request_id)) is not None

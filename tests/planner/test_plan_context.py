@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import pytest_asyncio
 from planner_support import wait_for
 
 from soorma import PlanContext
@@ -15,7 +16,14 @@ from soorma_common.memory import PlanStatus
 from soorma_common.state import StateAction, StateConfig, StateTransition
 from testsupport.capture import capture
 
-pytestmark = pytest.mark.asyncio
+# One set of services for the module; each test is a tenant of its own on them.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def platform(tenant_platform):
+    return tenant_platform
+
 
 STATES = {
     "start": StateConfig(state_name="start", default_next="searching"),

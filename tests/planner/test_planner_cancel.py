@@ -4,7 +4,6 @@ ignores answers that arrive afterwards. Another tenant's request changes nothing
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 
 import pytest
@@ -15,6 +14,7 @@ from soorma.agents.planner import Planner
 from soorma.planning.plan import PlanContext
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 from testsupport.capture import capture
+from testsupport.settle import MARKER, caught_up, settled
 
 pytestmark = pytest.mark.asyncio
 
@@ -62,8 +62,10 @@ async def test_cancel_ends_the_plan_and_its_sub_plans_once_and_answers_the_goal(
         )
     async with (
         capture(context, ["action-requests"], ["room.book"]) as asks,
-        capture(context, ["action-results"], ["trip.done"]) as answers,
-        capture(context, ["system-events"], ["plan.cancelled", "plan.state_changed"]) as seen,
+        capture(context, ["action-results"], ["trip.done", MARKER]) as answers,
+        capture(
+            context, ["system-events"], ["plan.cancelled", "plan.state_changed", MARKER]
+        ) as seen,
     ):
         await context.bus.request("trip.goal", {}, "trip.done", correlation_id="trip-1")
         await wait_for(lambda: len(asks) == 1)
@@ -74,7 +76,8 @@ async def test_cancel_ends_the_plan_and_its_sub_plans_once_and_answers_the_goal(
 
         async with _context(platform, tenant_id="tenant-b") as other:
             await other.cancel_plan(trip_id, "not mine")
-        await asyncio.sleep(1.0)
+            await settled(other)
+        await settled(context)
         assert (await _status(trip_id, context)).status == "running"
 
         async with _context(platform, user_id="alice") as alice:
@@ -85,7 +88,12 @@ async def test_cancel_ends_the_plan_and_its_sub_plans_once_and_answers_the_goal(
         await context.bus.respond(
             "room.booked", {"room": 12}, correlation_id=asks[0].correlation_id
         )
-        await asyncio.sleep(1.5)
+        # Every planner has handled it, and the captures have what they published.
+        await settled(context)
+        await caught_up(context, answers, "action-results")
+        await caught_up(context, seen, "system-events")
+    answers = [e for e in answers if e.type != MARKER]
+    seen = [e for e in seen if e.type != MARKER]
 
     assert answers[0].correlation_id == "trip-1"
     assert answers[0].data == {

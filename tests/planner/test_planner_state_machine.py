@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import pytest_asyncio
 from planner_support import responder, wait_for
 
 from soorma import PlanContext
@@ -13,7 +14,13 @@ from soorma_common.memory import PlanStatus
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 from testsupport.capture import capture
 
-pytestmark = pytest.mark.asyncio
+# One set of services for the module; each test is a tenant of its own on them.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def platform(tenant_platform):
+    return tenant_platform
 
 
 def research_states() -> dict[str, StateConfig]:

@@ -13,12 +13,24 @@ import asyncio
 
 import httpx
 import pytest
+import pytest_asyncio
 from worker_helpers import next_event
 
 from soorma import PlatformContext, PlatformSettings, Tool, Worker
 from testsupport.server import LiveServer
 
-pytestmark = pytest.mark.asyncio
+# One set of services for the module; each test is a tenant of its own on them.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def context(tenant_context: PlatformContext) -> PlatformContext:
+    return tenant_context
+
+
+@pytest.fixture
+def memory_service(shared_memory_service: LiveServer) -> LiveServer:
+    return shared_memory_service
 
 
 def request_envelope(

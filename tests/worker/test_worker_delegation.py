@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+import pytest_asyncio
 from worker_helpers import echo_tool, next_event
 
 from soorma import (
@@ -17,7 +18,13 @@ from soorma import (
     Worker,
 )
 
-pytestmark = pytest.mark.asyncio
+# One set of services for the module; each test is a tenant of its own on them.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def context(tenant_context: PlatformContext) -> PlatformContext:
+    return tenant_context
 
 
 @contextlib.asynccontextmanager
@@ -262,7 +269,7 @@ async def test_task_save_and_restore_round_trip(context: PlatformContext):
             "response_event": "job.done",
             "plan_id": "plan-7",
             "session_id": "sess-1",
-            "tenant_id": "default",
+            "tenant_id": context.settings.tenant_id,
         }
     )
     task = TaskContext.from_event(request, context, agent_id="w")

@@ -43,6 +43,7 @@ from soorma._concurrency import CONFLICT_RETRIES, backoff
 from soorma.agents._handlers import HandlerSpec
 from soorma.tasking.cancelled import cancel_marker, cancellation
 from soorma_common.bookkeeping import TaskBookkeeping
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from soorma_common.errors import TaskNotFound, VersionConflict
 from soorma_common.events import (
     ACTION_REQUESTS,
@@ -211,7 +212,9 @@ class TaskCancels:
                 return None if unsaved is None else unsaved.to_record()
             return await self._not_started(event, task_id, memory)
 
-        record = await mark_cancelled(memory, task_id, self.worker.name, new_record, marker)
+        record = await mark_cancelled(
+            memory, task_id, self.worker.name, new_record, marker, clock=context.clock
+        )
         if record is None:
             return  # not ours, another tenant's, or finished already
         running = self._running(task_id, event)  # (also one that started meanwhile)
@@ -223,7 +226,10 @@ class TaskCancels:
             # save it had in flight may have replaced the mark: mark it again then.
             await asyncio.wait([running.handler], timeout=self.cleanup_wait)
             record = (
-                await mark_cancelled(memory, task_id, self.worker.name, _none, marker) or record
+                await mark_cancelled(
+                    memory, task_id, self.worker.name, _none, marker, clock=context.clock
+                )
+                or record
             )
         await context.bus.publish_batch(cancelled_events(context.bus, record))
 
@@ -291,10 +297,13 @@ async def mark_cancelled(
     agent: str,
     new_record: Callable[[], Awaitable[TaskContextRecord | None]],
     marker: dict[str, Any],
+    *,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> TaskContextRecord | None:
     """Store the cancel ``marker`` as the finish claim of ``agent``'s task ``task_id``
     (a versioned write). ``new_record()``: what to store when nothing is stored yet (a
     running handler's task, or one not started), or ``None``: then there is no task.
+    The waits between conflicting writes are slept on ``clock``.
 
     Returns:
         The cancelled record (also when an earlier request marked it: nothing is
@@ -324,7 +333,7 @@ async def mark_cancelled(
         except TaskNotFound:
             return None  # finished (deleted) meanwhile
         except VersionConflict:
-            await asyncio.sleep(backoff(conflicts))
+            await clock.sleep(backoff(conflicts))
     raise VersionConflict(f"could not mark task {task_id} cancelled: too many concurrent writes")
 
 

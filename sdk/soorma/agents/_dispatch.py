@@ -68,7 +68,7 @@ async def call_while_unavailable(
     is waited out here, with backoff, for up to ``UNAVAILABLE_RETRY_SECONDS``: a nack
     would redeliver at once and spend the event's ``max_deliveries`` within seconds,
     dead-lettering work that only had to wait. The lease is renewed meanwhile (the
-    delivery is still held).
+    delivery is still held). The pauses are slept on ``context.clock``.
     """
 
     def say(exc: ServiceUnavailable, pause: float, _waited: float) -> None:
@@ -86,5 +86,10 @@ async def call_while_unavailable(
         await spec.func(event, context)
 
     await retry_while_unavailable(
-        run, wait=UNAVAILABLE_RETRY_SECONDS, first_pause=0.5, max_pause=8.0, on_retry=say
+        run,
+        wait=UNAVAILABLE_RETRY_SECONDS,
+        first_pause=0.5,
+        max_pause=8.0,
+        on_retry=say,
+        clock=context.clock,
     )

@@ -418,6 +418,7 @@ class PlanContext:
             change,
             verified=not self._cached,
             retries=retries,
+            clock=self._context.clock,
         )
         if applied.written or applied.record is not self._plan:
             self._adopt(applied.record)
@@ -473,7 +474,13 @@ class PlanContext:
             return PlanState.from_record(merge_records(fresh.to_record(), base, local))
 
         applied = await apply_change(
-            self._records, self.plan_id, self._plan, _as_is, rebase=rebase, retries=retries
+            self._records,
+            self.plan_id,
+            self._plan,
+            _as_is,
+            rebase=rebase,
+            retries=retries,
+            clock=self._context.clock,
         )
         self._adopt(applied.record)
 

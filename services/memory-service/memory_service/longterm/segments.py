@@ -358,13 +358,18 @@ def ranking_sql(
     """One statement ranking every segment through its index and the tail exactly,
     best ``limit`` overall (``where``: scope and active model, alias ``s``).
 
-    A segment holding none of the tenant's rows is skipped by a one-time check (btree on
-    ``(tenant_id, seq)``): a filtered HNSW scan finding nothing would walk its whole
-    graph first."""
+    A segment holding none of the tenant's rows is skipped by a one-time check (the
+    gate): a filtered HNSW scan finding nothing would walk its whole graph first. The
+    gate reads the tenant's first ``seq`` in the range in index order (``ORDER BY ...
+    LIMIT 1``), which only a btree answers without reading every row, so the planner
+    probes the ``(tenant_id, seq)`` (or ``seq``) index: written as ``EXISTS``, where one
+    tenant holds most rows, it could choose a sequential scan from the table's start
+    instead (8 ms per segment at 20,000 rows)."""
     branches = [
         f"SELECT {columns}, {distance} AS distance FROM {TABLE} s WHERE {where} "
-        f"AND s.seq >= {lo} AND s.seq < {hi} AND EXISTS (SELECT 1 FROM {TABLE} e "
-        f"WHERE e.tenant_id = {tenant} AND e.seq >= {lo} AND e.seq < {hi}) "
+        f"AND s.seq >= {lo} AND s.seq < {hi} AND (SELECT e.seq FROM {TABLE} e "
+        f"WHERE e.tenant_id = {tenant} AND e.seq >= {lo} AND e.seq < {hi} "
+        f"ORDER BY e.tenant_id, e.seq LIMIT 1) IS NOT NULL "
         f"ORDER BY {distance} LIMIT {limit}"
         for lo, hi in cover.segments
     ]

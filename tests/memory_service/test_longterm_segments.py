@@ -51,13 +51,35 @@ def test_the_builder_seals_a_full_tail_and_merges_segments_not_larger_than_it() 
     assert plan_step(nothing, [], 99, 100, idle=False, seal_rows=100) is None
     assert plan_step(nothing, [], 150, 151, idle=False, seal_rows=100) == Build(0, 151, ())
     one = Cover(((0, 151),))
-    # A tail as large as the newest segment merges with it (sizes double), a smaller
-    # one stays on its own.
-    assert plan_step(one, [150], 150, 301, idle=False, seal_rows=100) == Build(0, 301, ((0, 151),))
+    # Past the segments a load may leave unmerged: a tail as large as the newest
+    # segment merges with it (sizes double), a smaller one stays on its own.
+    assert plan_step(
+        one, [150], 150, 301, idle=False, seal_rows=100, max_segments_writing=1
+    ) == Build(0, 301, ((0, 151),))
     many = Cover(((0, 1000), (1000, 1100)))
-    assert plan_step(many, [1000, 100], 120, 1300, idle=False, seal_rows=100) == Build(
-        1000, 1300, ((1000, 1100),)
+    assert plan_step(
+        many, [1000, 100], 120, 1300, idle=False, seal_rows=100, max_segments_writing=2
+    ) == Build(1000, 1300, ((1000, 1100),))
+
+
+def test_while_writes_go_on_full_tails_are_sealed_without_merging() -> None:
+    # Merges rebuild indexed rows; during a load they took the writers' CPU.
+    one = Cover(((0, 151),))
+    assert plan_step(one, [150], 150, 301, idle=False, seal_rows=100) == Build(151, 301, ())
+    many = Cover(tuple((i * 100, i * 100 + 100) for i in range(10)))
+    assert plan_step(many, [100] * 10, 100, 1100, idle=False, seal_rows=100) == Build(
+        1000, 1100, ()
     )
+    # A small tail waits; writes pausing merge everything into one index.
+    assert plan_step(many, [100] * 10, 50, 1050, idle=False, seal_rows=100) is None
+    assert plan_step(many, [100] * 10, 50, 1050, idle=True, seal_rows=100) == Build(
+        0, 1050, many.segments
+    )
+    # At the cap, the usual merges resume (sizes doubling from newest to oldest).
+    step = plan_step(
+        many, [100] * 10, 100, 1100, idle=False, seal_rows=100, max_segments_writing=10
+    )
+    assert step is not None and step.replaces and step.hi == 1100
 
 
 def test_an_idle_builder_merges_everything_only_when_worth_a_rebuild() -> None:

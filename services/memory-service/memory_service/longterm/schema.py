@@ -222,15 +222,12 @@ def static_search_function(name: str, sql: str) -> str | None:
 DECLARE
     p_v vector := p_q::vector;
 BEGIN
-    PERFORM set_config('transaction_read_only', 'on', true);
-    PERFORM set_config('{TENANT_SETTING}', p_tenant, true);
-    IF p_ef > 0 THEN
-        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        PERFORM set_config('hnsw.ef_search', p_ef::text, true);
-    END IF;
-    IF p_role IS NOT NULL THEN
-        PERFORM set_config('role', p_role, true);
-    END IF;
+    -- One statement for all settings (each PL/pgSQL statement is an executor run).
+    PERFORM set_config('transaction_read_only', 'on', true),
+        set_config('{TENANT_SETTING}', p_tenant, true),
+        CASE WHEN p_ef > 0 THEN set_config('hnsw.iterative_scan', 'relaxed_order', true) END,
+        CASE WHEN p_ef > 0 THEN set_config('hnsw.ef_search', p_ef::text, true) END,
+        CASE WHEN p_role IS NOT NULL THEN set_config('role', p_role, true) END;
     RETURN QUERY {sql};
 END {_STATIC_BODY_QUOTE}"""
 

@@ -6,8 +6,9 @@ Usage: .venv/bin/python bench/knowledge.py [--chunks 100000] [--embed-chunks 100
 
 For each backend (PostgreSQL + pgvector, SQLite + sqlite-vec through APSW, or its Python
 fallback where the extension cannot be loaded) the memory service runs on a
-fresh database (uvicorn subprocess pinned to core 0; this load generator pins itself to
-the last core) with its default, offline embedding model, and the script measures:
+fresh database (uvicorn subprocess, not pinned, as PostgreSQL is not; this load generator
+pins itself to the last core) with its default, offline embedding model, and the script
+measures:
 
 - ingest with precomputed embeddings: ``--chunks`` synthetic chunks (vectors computed
   here with the service's own embedder class, so they equal what it would compute),
@@ -15,7 +16,10 @@ the last core) with its default, offline embedding model, and the script measure
 - ingest with the default embedder: ``--embed-chunks`` texts without vectors (the service
   embeds), same batching;
 - search ``POST /v1/memory/semantic/search`` (``mode="vector"`` and ``"hybrid"``,
-  ``limit=10``) at 1 and 8 keep-alive clients, p50/p99;
+  ``limit=10``) at 1 and 8 clients, p50/p99. Each client is the lean keep-alive HTTP/1.1
+  client of ``bench/memory.py`` (one connection, requests written as bytes, no
+  per-request object layers): its own CPU per search (``client_cpu_ms``, reported) is
+  ~0.1 ms, what the raw baseline's asyncpg client spends per query;
 - recall@10 of the vector search against exact search (brute-force cosine over every
   vector, numpy).
 
@@ -25,6 +29,9 @@ writers over asyncpg (raw ingest rate), and are queried with ``ORDER BY embeddin
 LIMIT 10`` returning the columns a service hit carries, at 1 and 8 concurrent tasks: the
 baseline. Its query vectors are given, so service search is measured both with the query
 vector in the request (the same work) and with the text only (the service embeds it).
+The service with the query vector and the baseline are measured side by side: the same
+seconds split into alternating slices (``run_side_by_side``), so on a shared machine both
+see the same load.
 A second baseline loads the same chunks into an unindexed table and then builds its HNSW
 index in one ``CREATE INDEX`` (pgvector's bulk path). The service indexes semantic rows
 in the background (``memory_service.longterm.segments``): its ingest rate counts until

@@ -609,7 +609,7 @@ def report(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
         "## B8 — long-term memory (knowledge) vs. raw pgvector",
         "",
-        "`bench/knowledge.py`: the memory service (uvicorn, one process pinned to core 0) "
+        "`bench/knowledge.py`: the memory service (uvicorn, one process, not pinned) "
         f"with its default embedding model ({meta['model']}, {meta['dimensions']} "
         f"dimensions), {meta['chunks']:,} synthetic chunks per backend, {meta['queries']} "
         'queries; recall@10 of `mode="vector"` search against exact (brute-force cosine) '
@@ -619,7 +619,8 @@ def report(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "search is `ORDER BY embedding <=> $1 LIMIT 10` returning id, content, metadata, "
         "tags, source and timestamp (what a service hit carries). Service search is "
         "measured twice: with the query text only (the service embeds it) and with the "
-        "query's vector in the request (`embedding`, the same work as the baseline). "
+        "query's vector in the request (`embedding`, the same work as the baseline), "
+        "side by side with the baseline in alternating slices of the same seconds. "
         f"Ingest sends batches of {BATCH} items from {WRITERS} writers "
         f"(`SOORMA_MAX_PAYLOAD_BYTES` raised to {MAX_PAYLOAD_BYTES // (1024 * 1024)} MiB "
         "so a batch with its vectors fits).",

@@ -212,12 +212,14 @@ def static_search_function(name: str, sql: str) -> str | None:
     """``CREATE OR REPLACE FUNCTION name(p_tenant, p_role, p_ef, p_q, p_args)`` doing what
     SEARCH_FUNCTION does with ``sql`` as its static ranking (``p_v``: the query vector as
     a ``vector``, converted once: in a generic plan a cast of the parameter is evaluated
-    per row, which made the exact tail's scan 7x slower; ``p_args``: the other
-    parameters as text). None when ``sql`` cannot be quoted."""
+    per row, which made the exact tail's scan 7x slower; ``p_q`` is its text form
+    ``[x,y,...]``, which the service writes with orjson in a few microseconds where
+    asyncpg's ``real[]`` encoder checked every float against abstract classes;
+    ``p_args``: the other parameters as text). None when ``sql`` cannot be quoted."""
     if _STATIC_BODY_QUOTE in sql or not name.startswith(STATIC_SEARCH_PREFIX):
         return None
     return f"""CREATE OR REPLACE FUNCTION {name}(
-    p_tenant text, p_role text, p_ef integer, p_q real[], p_args text[]
+    p_tenant text, p_role text, p_ef integer, p_q text, p_args text[]
 ) RETURNS SETOF record LANGUAGE plpgsql VOLATILE AS {_STATIC_BODY_QUOTE}
 DECLARE
     p_v vector := p_q::vector;

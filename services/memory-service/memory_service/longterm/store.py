@@ -990,7 +990,9 @@ class LongTermStore:
         dynamic, names = _positional(ranking, "q", ("$1", "$2"))
         body, static_names = _positional(static, "q", ("p_v", "p_args"))
         assert names == static_names
-        name = static_name(model_tag(model.name, model.dims), cover, static)
+        # The signature is part of the name: an older function of the same ranking but
+        # another parameter type would make the call ambiguous.
+        name = static_name(model_tag(model.name, model.dims), cover, f"p_q text\n{static}")
         statement = _SearchStatement(name, static_search_function(name, body), dynamic, names)
         if len(self._search_statements) >= _SEARCH_STATEMENTS:
             self._search_statements.clear()  # covers change; old shapes go
@@ -1023,18 +1025,21 @@ class LongTermStore:
                     # moment; the search falls back to the per-call plan either way.
                     log.info("search function %s not created: %s", name, exc)
         args = _args(params, statement.names)
+        tenant, role, ef, vector = head
         if name in self._static_searches:
             try:
                 return list(
                     await raw.fetch(
                         f"SELECT * FROM {name}($1, $2, $3, $4, $5) AS h({_SEARCH_ROW})",
-                        *head,
+                        tenant,
+                        role,
+                        ef,
+                        orjson.dumps(vector, option=orjson.OPT_SERIALIZE_NUMPY).decode(),
                         args,
                     )
                 )
             except asyncpg.UndefinedFunctionError:
                 self._static_searches.discard(name)
-        tenant, role, ef, vector = head
         return list(
             await raw.fetch(_SEARCH_CALL, tenant, role, ef, statement.dynamic, vector, args)
         )

@@ -51,13 +51,35 @@ def test_the_builder_seals_a_full_tail_and_merges_segments_not_larger_than_it() 
     assert plan_step(nothing, [], 99, 100, idle=False, seal_rows=100) is None
     assert plan_step(nothing, [], 150, 151, idle=False, seal_rows=100) == Build(0, 151, ())
     one = Cover(((0, 151),))
-    # A tail as large as the newest segment merges with it (sizes double), a smaller
-    # one stays on its own.
-    assert plan_step(one, [150], 150, 301, idle=False, seal_rows=100) == Build(0, 301, ((0, 151),))
+    # Past the segments a load may leave unmerged: a tail as large as the newest
+    # segment merges with it (sizes double), a smaller one stays on its own.
+    assert plan_step(
+        one, [150], 150, 301, idle=False, seal_rows=100, max_segments_writing=1
+    ) == Build(0, 301, ((0, 151),))
     many = Cover(((0, 1000), (1000, 1100)))
-    assert plan_step(many, [1000, 100], 120, 1300, idle=False, seal_rows=100) == Build(
-        1000, 1300, ((1000, 1100),)
+    assert plan_step(
+        many, [1000, 100], 120, 1300, idle=False, seal_rows=100, max_segments_writing=2
+    ) == Build(1000, 1300, ((1000, 1100),))
+
+
+def test_while_writes_go_on_full_tails_are_sealed_without_merging() -> None:
+    # Merges rebuild indexed rows; during a load they took the writers' CPU.
+    one = Cover(((0, 151),))
+    assert plan_step(one, [150], 150, 301, idle=False, seal_rows=100) == Build(151, 301, ())
+    many = Cover(tuple((i * 100, i * 100 + 100) for i in range(10)))
+    assert plan_step(many, [100] * 10, 100, 1100, idle=False, seal_rows=100) == Build(
+        1000, 1100, ()
     )
+    # A small tail waits; writes pausing merge everything into one index.
+    assert plan_step(many, [100] * 10, 50, 1050, idle=False, seal_rows=100) is None
+    assert plan_step(many, [100] * 10, 50, 1050, idle=True, seal_rows=100) == Build(
+        0, 1050, many.segments
+    )
+    # At the cap, the usual merges resume (sizes doubling from newest to oldest).
+    step = plan_step(
+        many, [100] * 10, 100, 1100, idle=False, seal_rows=100, max_segments_writing=10
+    )
+    assert step is not None and step.replaces and step.hi == 1100
 
 
 def test_an_idle_builder_merges_everything_only_when_worth_a_rebuild() -> None:
@@ -441,3 +463,104 @@ async def test_migration_0007_numbers_existing_rows_and_drops_the_row_by_row_ind
         assert "seq" not in columns
     finally:
         await engine.dispose()
+
+
+async def _fill(url: str, tenant: str, rows: int) -> None:
+    """``rows`` semantic rows of one tenant written straight into the table (the schema
+    comes from the service's start-up), then statistics."""
+    conn = await asyncpg.connect(_plain(url))
+    try:
+        await conn.execute(
+            "INSERT INTO memory_semantic (id, tenant_id, user_id, content, content_hash, "
+            "embedding, embedding_model, embedding_dims, created_at, updated_at) "
+            "SELECT 'r' || i, $1, 'alice', 'chunk ' || i, md5(i::text) || md5(i::text), "
+            f"array_fill(1, ARRAY[{DIMS}])::vector, 'deterministic', {DIMS}, now(), now() "
+            "FROM generate_series(1, $2) i",
+            tenant,
+            rows,
+        )
+        await conn.execute("ANALYZE memory_semantic")
+    finally:
+        await conn.close()
+
+
+@pytest.mark.asyncio
+async def test_a_segment_gate_probes_the_btree_even_where_a_scan_looks_cheap(
+    pgvector_url: str, tmp_path: Any
+) -> None:
+    # One tenant holds every row and random reads are costed high: the gate written as
+    # EXISTS was planned as a sequential scan from the table's first page (reading every
+    # earlier segment's rows); in index order with LIMIT 1 only a btree answers cheaply.
+    settings = memory_settings(pgvector_url, tmp_path, embedding_model=f"deterministic/{DIMS}")
+    async with in_process(create_app(settings), base_url="http://memory"):
+        pass  # the schema
+    await _fill(pgvector_url, "tenant-a", 18_000)
+    cover = Cover(((0, 9001), (9001, 16501)))
+    sql = ranking_sql(cover, columns="s.id", distance="s.seq", where="s.tenant_id = :t")
+    conn = await asyncpg.connect(_plain(pgvector_url))
+    try:
+        await conn.execute("SET plan_cache_mode = force_generic_plan")
+        await conn.execute("SET random_page_cost = 40")
+        await conn.execute(
+            f"PREPARE ranking(text) AS {sql.replace(':t', '$1').replace(':k', '10')}"
+        )
+        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN EXECUTE ranking('tenant-a')"))
+    finally:
+        await conn.close()
+    assert "on memory_semantic e" in plan, plan
+    assert "Seq Scan on memory_semantic e" not in plan, plan
+
+
+@pytest.mark.asyncio
+async def test_a_database_user_without_create_searches_through_the_planned_per_call_function(
+    pgvector_url: str, tmp_path: Any
+) -> None:
+    # The generated search functions need CREATE on the schema; a service whose user
+    # cannot create them (here: the privilege revoked while it runs) searches through
+    # SEARCH_FUNCTION (planned per call), with the same hits.
+    settings = memory_settings(
+        pgvector_url,
+        tmp_path,
+        embedding_model=f"deterministic/{DIMS}",
+        memory_vector_seal_rows=40,
+        memory_vector_idle_seconds=0.5,
+    )
+    mine = _vectors(120, 8)
+    async with in_process(create_app(settings), base_url="http://memory") as client:
+        ids = await _store(client, A, mine, "a")
+        await _wait_indexed(pgvector_url)
+    role = "soorma_limited_" + os.urandom(4).hex()
+    conn = await asyncpg.connect(_plain(pgvector_url))
+    try:
+        # The tables' owner, allowed to create in the schema while it starts (it builds
+        # indexes there) and no longer once it runs.
+        await conn.execute(f"CREATE ROLE {role} LOGIN")
+        await conn.execute(f"GRANT USAGE, CREATE ON SCHEMA public TO {role}")
+        await conn.execute(
+            "DO $$ DECLARE t text; BEGIN FOR t IN SELECT tablename FROM pg_tables "
+            "WHERE schemaname = 'public' LOOP EXECUTE format('ALTER TABLE %I OWNER TO "
+            f"{role}', t); END LOOP; END $$"
+        )
+        limited = settings.model_copy(
+            update={"memory_database_url": pgvector_url.replace("://postgres@", f"://{role}@", 1)}
+        )
+        async with in_process(create_app(limited), base_url="http://memory") as client:
+            await conn.execute(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {role}")
+            await conn.execute(
+                "DO $$ DECLARE f regprocedure; BEGIN FOR f IN SELECT oid::regprocedure "
+                "FROM pg_proc WHERE proname LIKE 'soorma\\_msr\\_%' "
+                "LOOP EXECUTE format('DROP FUNCTION %s', f); END LOOP; END $$"
+            )
+            for i in (3, 50, 119):
+                hits = await _search(client, A, mine[i], 5)
+                truth = [ids[j] for j in np.argsort(-(mine @ mine[i]))[:5]]
+                assert [h for h, _ in hits] == truth
+                assert hits[0][1] == pytest.approx(1.0, abs=1e-4)
+            created = await conn.fetchval(
+                "SELECT count(*) FROM pg_proc WHERE proname LIKE 'soorma\\_msr\\_%'"
+            )
+            assert created == 0
+    finally:
+        await conn.execute(f"DROP OWNED BY {role}")
+        await conn.execute(f"DROP ROLE {role}")
+        await conn.close()

@@ -55,8 +55,12 @@ async def _fast_and_routed(make_settings: Callable[..., Settings]) -> AsyncItera
                 spy = _CountingFastPath(settings=settings)
                 app = create_app(settings, fast_path=spy)
             else:  # the switch off: FastAPI's routes
-                app = create_app(settings.model_copy(update={"plan_context_fast_path": False}))
-                assert app.fast_path is None  # the switch alone turns it off
+                app = create_app(
+                    settings.model_copy(
+                        update={"plan_context_fast_path": False, "semantic_search_fast_path": False}
+                    )
+                )
+                assert app.fast_path is None  # the switches alone turn them off
             clients.append(
                 await stack.enter_async_context(
                     in_process(app, base_url="http://memory", headers={"X-Tenant-ID": tenant})

@@ -12,11 +12,12 @@ from typing import Any
 from fastapi import FastAPI
 
 from memory_service.embeddings import make_embedder
-from memory_service.fastpath import PlanContextFastPath
+from memory_service.fastpath import FastPaths, PlanContextFastPath
 from memory_service.longterm.service import LongTermMemory
 from memory_service.longterm.store import LongTermStore
 from memory_service.retention import long_term_retention, run_long_term_pruner, run_pruner
 from memory_service.routes import ROUTERS
+from memory_service.search_fastpath import SemanticSearchFastPath
 from memory_service.settings import Settings
 from memory_service.sql import open_sql_store
 from servicekit import create_service_app
@@ -26,7 +27,10 @@ LONG_TERM_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 def create_app(
-    settings: Settings | None = None, *, fast_path: PlanContextFastPath | None = None
+    settings: Settings | None = None,
+    *,
+    fast_path: PlanContextFastPath | None = None,
+    search_fast_path: SemanticSearchFastPath | None = None,
 ) -> FastAPI:
     """Build the memory-service app. Nothing connects until the lifespan starts.
 
@@ -39,6 +43,10 @@ def create_app(
             ``settings.plan_context_fast_path`` is on (``SOORMA_PLAN_CONTEXT_FAST_PATH``,
             the switch; default: a new :class:`PlanContextFastPath`). Off, FastAPI's
             routes answer every request.
+        search_fast_path: The semantic-search fast path to use when
+            ``settings.semantic_search_fast_path`` is on
+            (``SOORMA_SEMANTIC_SEARCH_FAST_PATH``; default: a new
+            :class:`SemanticSearchFastPath`).
     """
     settings = settings or Settings()
 
@@ -108,17 +116,23 @@ def create_app(
             await longterm.close()
             await store.close()
 
-    if not settings.plan_context_fast_path:
-        fast_path = None
-    elif fast_path is None:
-        fast_path = PlanContextFastPath(settings=settings)
+    # Batches of 1,000 items and long documents: each body is still validated per
+    # field (content, query, item count) by the long-term memory DTOs.
+    max_body_bytes = max(settings.max_payload_bytes * 4, LONG_TERM_MAX_BODY_BYTES)
+    # The accelerator switches: each fast path is on unless its setting turns it off.
+    paths: list[PlanContextFastPath | SemanticSearchFastPath] = []
+    if settings.plan_context_fast_path:
+        paths.append(fast_path or PlanContextFastPath(settings=settings))
+    if settings.semantic_search_fast_path:
+        paths.append(
+            search_fast_path
+            or SemanticSearchFastPath(settings=settings, max_body_bytes=max_body_bytes)
+        )
     return create_service_app(
         name="memory-service",
         settings=settings,
         lifespan=lifespan,
         routers=ROUTERS,
-        fast_path=fast_path,
-        # Batches of 1,000 items and long documents: each body is still validated per
-        # field (content, query, item count) by the long-term memory DTOs.
-        max_body_bytes=max(settings.max_payload_bytes * 4, LONG_TERM_MAX_BODY_BYTES),
+        fast_path=FastPaths(*paths) if paths else None,
+        max_body_bytes=max_body_bytes,
     )

@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memory_service.routes.deps import MAX_ID_LENGTH, parse_if_match
 from memory_service.routes.plan_context import PlanContextReplace, replace_plan
 from memory_service.store import MemoryStore
+from servicekit.app import FastPath
 from servicekit.asgi import RawHeaders, read_body
 from servicekit.auth import resolve_identity
 from servicekit.errors import error_response, response_for
@@ -56,14 +57,14 @@ def _plain_id(value: str) -> bool:
     return 0 < len(value) <= MAX_ID_LENGTH and "/" not in value and NUL not in value
 
 
-def _is_json(content_type: str | None) -> bool:
+def is_json(content_type: str | None) -> bool:
     if content_type is None:
         return False
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json"
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that hands FastAPI the body this path already read."""
     sent = False
 
@@ -75,6 +76,38 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()  # then disconnects etc., as usual
 
     return replay
+
+
+async def respond_error(
+    exc: Exception, scope: Scope, receive: Receive, send: Send, logger: logging.Logger
+) -> None:
+    """Answer ``exc`` as the app's exception handlers would: a domain error's status and
+    body, anything else logged and rendered as the last-resort 500."""
+    response = response_for(exc) if isinstance(exc, SoormaError) else None
+    if response is None:
+        logger.error("unhandled error on %s %s", scope["method"], scope["path"], exc_info=exc)
+        response = error_response(500, "internal_error", "internal server error")
+    await response(scope, receive, send)
+
+
+class FastPaths:
+    """Several fast paths as the one servicekit installs: the first that handles a
+    request answers it."""
+
+    def __init__(self, *paths: FastPath) -> None:
+        self.paths = paths
+
+    def handles(self, scope: Scope) -> bool:
+        return any(path.handles(scope) for path in self.paths)
+
+    async def __call__(
+        self, scope: Scope, receive: Receive, send: Send, *, fallback: ASGIApp
+    ) -> None:
+        for path in self.paths:
+            if path.handles(scope):
+                await path(scope, receive, send, fallback=fallback)
+                return
+        await fallback(scope, receive, send)
 
 
 class PlanContextFastPath:
@@ -123,7 +156,7 @@ class PlanContextFastPath:
                 body = await read_body(receive)
                 parsed = _parse_put(headers, body)
             if parsed is None:
-                await fallback(scope, _replay(body, receive) if body else receive, send)
+                await fallback(scope, replay(body, receive) if body else receive, send)
                 return
             work = replace_plan(store, tenant, record_id, *parsed)
         scope[ROUTE_TEMPLATE] = _BY_CORRELATION_TEMPLATE if by_correlation else _PLAN_TEMPLATE
@@ -133,7 +166,7 @@ class PlanContextFastPath:
         """A JSON body declared within the record limit (else FastAPI answers, e.g. 413)."""
         length = headers.get("content-length")
         return (
-            _is_json(headers.get("content-type"))
+            is_json(headers.get("content-type"))
             and length is not None
             and length.isdigit()
             and int(length) <= self.settings.max_payload_bytes
@@ -145,17 +178,8 @@ class PlanContextFastPath:
     ) -> None:
         try:
             record = await work
-        except SoormaError as exc:
-            response = response_for(exc)
-            assert response is not None
-            await response(scope, receive, send)
-            return
-        except Exception:
-            # As the app's last-resort handler: logged, and the common error shape.
-            log.exception("unhandled error on %s %s", scope["method"], scope["path"])
-            await error_response(500, "internal_error", "internal server error")(
-                scope, receive, send
-            )
+        except Exception as exc:
+            await respond_error(exc, scope, receive, send, log)
             return
         body = _to_json(record)
         await send(

@@ -48,9 +48,13 @@ class Settings(ServiceSettings):
         plan_context_fast_path: ``SOORMA_PLAN_CONTEXT_FAST_PATH``, an accelerator switch
             (docs/architecture.md): the plan-context hot routes in pure ASGI
             (``memory_service.fastpath``); off, FastAPI's routes answer them.
+        semantic_search_fast_path: ``SOORMA_SEMANTIC_SEARCH_FAST_PATH``, an accelerator
+            switch: ``POST /v1/memory/semantic/search`` in pure ASGI
+            (``memory_service.search_fastpath``); off, the FastAPI route answers it.
     """
 
     plan_context_fast_path: bool = True
+    semantic_search_fast_path: bool = True
 
     memory_database_url: str | None = None
     memory_retention_days: float = DEFAULT_RETENTION_DAYS

@@ -212,25 +212,24 @@ def static_search_function(name: str, sql: str) -> str | None:
     """``CREATE OR REPLACE FUNCTION name(p_tenant, p_role, p_ef, p_q, p_args)`` doing what
     SEARCH_FUNCTION does with ``sql`` as its static ranking (``p_v``: the query vector as
     a ``vector``, converted once: in a generic plan a cast of the parameter is evaluated
-    per row, which made the exact tail's scan 7x slower; ``p_args``: the other
-    parameters as text). None when ``sql`` cannot be quoted."""
+    per row, which made the exact tail's scan 7x slower; ``p_q`` is its text form
+    ``[x,y,...]``, which the service writes with orjson in a few microseconds where
+    asyncpg's ``real[]`` encoder checked every float against abstract classes;
+    ``p_args``: the other parameters as text). None when ``sql`` cannot be quoted."""
     if _STATIC_BODY_QUOTE in sql or not name.startswith(STATIC_SEARCH_PREFIX):
         return None
     return f"""CREATE OR REPLACE FUNCTION {name}(
-    p_tenant text, p_role text, p_ef integer, p_q real[], p_args text[]
+    p_tenant text, p_role text, p_ef integer, p_q text, p_args text[]
 ) RETURNS SETOF record LANGUAGE plpgsql VOLATILE AS {_STATIC_BODY_QUOTE}
 DECLARE
     p_v vector := p_q::vector;
 BEGIN
-    PERFORM set_config('transaction_read_only', 'on', true);
-    PERFORM set_config('{TENANT_SETTING}', p_tenant, true);
-    IF p_ef > 0 THEN
-        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        PERFORM set_config('hnsw.ef_search', p_ef::text, true);
-    END IF;
-    IF p_role IS NOT NULL THEN
-        PERFORM set_config('role', p_role, true);
-    END IF;
+    -- One statement for all settings (each PL/pgSQL statement is an executor run).
+    PERFORM set_config('transaction_read_only', 'on', true),
+        set_config('{TENANT_SETTING}', p_tenant, true),
+        CASE WHEN p_ef > 0 THEN set_config('hnsw.iterative_scan', 'relaxed_order', true) END,
+        CASE WHEN p_ef > 0 THEN set_config('hnsw.ef_search', p_ef::text, true) END,
+        CASE WHEN p_role IS NOT NULL THEN set_config('role', p_role, true) END;
     RETURN QUERY {sql};
 END {_STATIC_BODY_QUOTE}"""
 

@@ -4,25 +4,88 @@
   at once (no waiting for the visibility timeout);
 - ``POST /v1/events/extend`` renews the lease of deliveries still being worked on;
 - ``prefetch`` bounds the unacked deliveries in flight on one stream.
+
+The tests that wait for leases to run out (or not) run twice: in process on a manual
+clock (the in-memory log, time moved forward instead of slept through) and on Redis
+under uvicorn in real time, as Redis measures idle times on its own clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from event_sse_client import Frame, SSEStream
 from event_stack import Service, make_settings
 
 from event_service import create_app
+from soorma.testing._asgi import Lifespan, StreamingASGITransport
+from soorma_common.clock import ManualClock
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
 
 TOPIC = "action-requests"
+HOST = "events.soorma.test"
+# Real seconds a stream is given, after the clock moved, to show what that set off:
+# it is all in this process, and arrives within a few turns of the event loop.
+SETTLE = 0.05
+
+
+@dataclass
+class Timed:
+    """An event service and the time it runs on: a manual clock, or real time."""
+
+    service: Service
+    clock: ManualClock | None = None
+
+    async def passes(self, seconds: float) -> None:
+        """Let ``seconds`` go by on the service's clock."""
+        if self.clock is None:
+            await asyncio.sleep(seconds)
+        else:
+            await self.clock.advance(seconds)
+
+    async def silent(self, seconds: float, *streams: SSEStream) -> bool:
+        """True when none of ``streams`` delivers a message while ``seconds`` go by."""
+        if self.clock is not None:
+            await self.clock.advance(seconds)
+            seconds = SETTLE
+        quiet = await asyncio.gather(*(_silent(stream, seconds) for stream in streams))
+        return all(quiet)
+
+
+@pytest_asyncio.fixture
+async def on_a_clock(request: pytest.FixtureRequest) -> AsyncIterator[Timed]:
+    """The event service on the in-memory log and a manual clock, in process."""
+    clock = ManualClock()
+    settings = make_settings("memory", request)
+    app = create_app(settings, clock=clock)
+    lifespan = Lifespan(app, name="event-service")
+    state = await lifespan.start()
+    try:
+        transport = StreamingASGITransport({HOST: app}, states={HOST: state})
+        async with httpx.AsyncClient(
+            transport=transport, base_url=f"http://{HOST}", timeout=15
+        ) as client:
+            yield Timed(Service(None, client, settings), clock)
+    finally:
+        await lifespan.stop()
+
+
+@pytest_asyncio.fixture
+async def on_redis(request: pytest.FixtureRequest) -> AsyncIterator[Timed]:
+    """The event service on Redis under uvicorn, in real time."""
+    settings = make_settings("redis", request)
+    async with serve(create_app(settings)) as server:
+        async with httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+            yield Timed(Service(server, client, settings))
 
 
 async def _extend(
@@ -142,8 +205,20 @@ async def test_a_consumer_id_of_another_tenant_resumes_nothing(service: Service)
 
 
 async def test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked_on(
-    service: Service,
+    on_a_clock: Timed,
 ) -> None:
+    await _extend_keeps_a_delivery(on_a_clock)
+
+
+@pytest.mark.redis
+async def test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked_on_redis(
+    on_redis: Timed,
+) -> None:
+    await _extend_keeps_a_delivery(on_redis)
+
+
+async def _extend_keeps_a_delivery(timed: Timed) -> None:
+    service = timed.service
     group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 1}
     async with (
         SSEStream(service.client, consumer="one", **group) as one,
@@ -157,13 +232,15 @@ async def test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked
             r = await _extend(service, "g", [token])
             assert r.status_code == 200, r.text
             assert r.json() == {"extended": 1}
-            assert await _silent(idle, 1 / 3)
+            # Redelivered to neither consumer (the holder's own stream could claim it too).
+            assert await timed.silent(1 / 3, idle, slow)
         # Another tenant naming the delivery renews nothing.
         r = await _extend(service, "g", [token], tenant="other-tenant")
         assert r.json() == {"extended": 0}
         # The worker dies: the lease is no longer renewed, the delivery expires and
         # moves on to the other consumer.
         await slow.close()
+        await timed.passes(1)
         again = await idle.next(within=10)
         assert again.id == token
         assert await service.ack("g", [token]) == 1
@@ -252,13 +329,25 @@ async def test_prefetch_is_bounded_and_defaults_to_the_setting(service: Service)
 
 
 async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redelivery(
-    service: Service,
+    on_a_clock: Timed,
 ) -> None:
+    await _acking_one_by_one(on_a_clock)
+
+
+@pytest.mark.redis
+async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redelivery_redis(
+    on_redis: Timed,
+) -> None:
+    await _acking_one_by_one(on_redis)
+
+
+async def _acking_one_by_one(timed: Timed) -> None:
     # The issue's case: a group stream used to push up to 500 events per read, so a
     # consumer handling and acking one at a time fell behind a 5 s visibility timeout
     # and most events were redelivered with nothing killed. With the default prefetch
     # only a handful are in flight, each well inside its lease. Here 400 events take
-    # the handler over 5 s in all, well past a 3 s lease for anything pushed early.
+    # the handler over 4 s in all, well past a 3 s lease for anything pushed early.
+    service = timed.service
     n = 400
     for start in range(0, n, 200):
         await service.publish_batch(
@@ -276,12 +365,22 @@ async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redeli
         while len(set(seen)) < n:
             frame = await stream.next(within=15)
             seen.append(frame.json()["data"]["n"])
-            await asyncio.sleep(0.01)  # the handler's work
+            await timed.passes(0.01)  # the handler's work
             await service.ack("g", [frame.id or ""])
-        # Redeliveries queue up behind the first deliveries: collect what follows.
+        # Redeliveries queue up behind the first deliveries: collect what follows, and
+        # what a lease running out now would bring.
         with contextlib.suppress(TimeoutError):
             while True:
-                seen.append((await stream.next(within=1)).json()["data"]["n"])
+                seen.append(
+                    (await stream.next(within=1 if timed.clock is None else SETTLE)).json()["data"][
+                        "n"
+                    ]
+                )
+        if timed.clock is not None:
+            await timed.passes(3)
+            with contextlib.suppress(TimeoutError):
+                while True:
+                    seen.append((await stream.next(within=SETTLE)).json()["data"]["n"])
     assert len(seen) == n, f"{len(seen) - n} of {n} events redelivered"
 
 

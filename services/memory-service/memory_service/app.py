@@ -19,14 +19,20 @@ from memory_service.retention import long_term_retention, run_long_term_pruner, 
 from memory_service.routes import ROUTERS
 from memory_service.settings import Settings
 from memory_service.sql import open_sql_store
+from memory_service.sql.answers import SqlAnswers
+from memory_service.sql.claims import SqlClaims
 from servicekit import create_service_app
 from servicekit.db import database_url
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 
 LONG_TERM_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 def create_app(
-    settings: Settings | None = None, *, fast_path: PlanContextFastPath | None = None
+    settings: Settings | None = None,
+    *,
+    fast_path: PlanContextFastPath | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> FastAPI:
     """Build the memory-service app. Nothing connects until the lifespan starts.
 
@@ -39,6 +45,9 @@ def create_app(
             ``settings.plan_context_fast_path`` is on (``SOORMA_PLAN_CONTEXT_FAST_PATH``,
             the switch; default: a new :class:`PlanContextFastPath`). Off, FastAPI's
             routes answer every request.
+        clock: Time for claims on requests (their leases) and recorded answers (their
+            retention): a test passes a ``ManualClock`` and lets a lease run out
+            without waiting.
     """
     settings = settings or Settings()
 
@@ -96,6 +105,8 @@ def create_app(
             served = metrics.timed_store(store) if metrics is not None else store
             yield {
                 "store": served,
+                "answers": SqlAnswers(engine=store.engine, clock=clock),
+                "claims": SqlClaims(engine=store.engine, clock=clock),
                 "longterm": longterm,
                 "ready_checks": {"database": store.ping},
             }

@@ -57,6 +57,7 @@ from soorma.testing._services import (
     build_app,
     service_specs,
 )
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, PLAN_FAILED
 from soorma_common.memory import PlanContextRecord, TaskContextRecord
 
@@ -147,6 +148,12 @@ class PlatformHarness:
             exit).
         stop_timeout: Seconds an agent's in-flight handlers get when it is stopped.
         timeout: Default seconds :meth:`call`, :meth:`wait_for_event` and answers wait.
+        clock: The time of the platform: the event service's in-memory log (delivery
+            leases, redelivery), the memory service's claims and recorded answers, and
+            every context the harness makes (agents' ack batching, lease renewals,
+            claims). Pass a ``soorma_common.clock.ManualClock`` and ``advance`` it to
+            let leases run out without waiting. The harness's own waits
+            (``timeout``, ``stop_timeout``) stay in real time: they bound the test.
     """
 
     def __init__(
@@ -160,8 +167,10 @@ class PlatformHarness:
         data_dir: str | Path | None = None,
         stop_timeout: float = DEFAULT_STOP_TIMEOUT,
         timeout: float = DEFAULT_WAIT_TIMEOUT,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.tenant_id = tenant_id
+        self.clock = clock
         self.user_id = user_id
         self._overrides: dict[str, Mapping[str, Any]] = {
             "events": dict(event_settings or {}),
@@ -217,7 +226,7 @@ class PlatformHarness:
             for spec in specs:
                 overrides = self._overrides[spec.name]
                 await _seed_database(spec, overrides, self._data_dir)
-                apps[spec.host] = build_app(spec, overrides)
+                apps[spec.host] = build_app(spec, overrides, clock=self.clock)
                 lifespan = Lifespan(apps[spec.host], name=f"{spec.name}-service")
                 self._lifespans.append(lifespan)
                 states[spec.host] = await _start_quietly(lifespan)
@@ -317,7 +326,8 @@ class PlatformHarness:
         tenant_id: str | None = None,
         user_id: str | None = None,
     ) -> PlatformContext:
-        """Platform clients on the in-process services (what agents are given).
+        """Platform clients on the in-process services (what agents are given), on the
+        harness's clock.
 
         Args:
             source: The ``source`` of the events its bus publishes.
@@ -333,6 +343,7 @@ class PlatformHarness:
             )
         context = PlatformContext.from_env(http=self.http, settings=settings)
         context.bus.source = source
+        context.clock = self.clock
         return context
 
     # -- agents ----------------------------------------------------------------------

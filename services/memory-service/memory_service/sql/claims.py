@@ -16,7 +16,6 @@ from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
-
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memory_service.sql.answers import answer_claims, recorded_answers

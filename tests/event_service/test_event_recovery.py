@@ -5,9 +5,10 @@
 - ``POST /v1/events/extend`` renews the lease of deliveries still being worked on;
 - ``prefetch`` bounds the unacked deliveries in flight on one stream.
 
-The tests that wait for leases to run out (or not) run twice: in process on a manual
-clock (the in-memory log, time moved forward instead of slept through) and on Redis
-under uvicorn in real time, as Redis measures idle times on its own clock.
+The tests that wait for time to pass (a lease running out, or a while in which nothing
+may be delivered) run twice: in process on a manual clock (the in-memory log, time
+moved forward instead of slept through) and on Redis under uvicorn in real time, as
+Redis measures idle times on its own clock.
 """
 
 from __future__ import annotations
@@ -59,6 +60,21 @@ class Timed:
             seconds = SETTLE
         quiet = await asyncio.gather(*(_silent(stream, seconds) for stream in streams))
         return all(quiet)
+
+
+@pytest.fixture(
+    params=[
+        "memory",
+        # Served by uvicorn (on_redis): the system tier, marked here as the tier's
+        # detection cannot see through getfixturevalue.
+        pytest.param("redis", marks=[pytest.mark.redis, pytest.mark.system]),
+    ]
+)
+def timed(request: pytest.FixtureRequest) -> Timed:
+    """The event service in process on a manual clock (memory), or on Redis in real time."""
+    name = "on_a_clock" if request.param == "memory" else "on_redis"
+    found: Timed = request.getfixturevalue(name)
+    return found
 
 
 @pytest_asyncio.fixture
@@ -125,8 +141,9 @@ async def _first_of(a: SSEStream, b: SSEStream) -> tuple[SSEStream, SSEStream, F
 
 
 async def test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once(
-    service: Service,
+    timed: Timed,
 ) -> None:
+    service = timed.service
     # The visibility timeout is far beyond every wait here: only resuming by consumer
     # id can explain the redelivery.
     group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 600}
@@ -136,7 +153,7 @@ async def test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once(
     # The process died holding three deliveries. Another consumer does not get them
     # (they are not expired) ...
     async with SSEStream(service.client, consumer="replica-1", **group) as other:
-        assert await _silent(other, 0.5)
+        assert await timed.silent(0.5, other)
     # ... the same consumer id, back, gets all three again, oldest first.
     async with SSEStream(service.client, consumer="replica-0", **group) as again:
         frames = await again.messages(3, within=5)
@@ -168,8 +185,9 @@ async def test_a_new_stream_with_a_consumer_id_supersedes_the_old_one(service: S
 
 
 async def test_resuming_counts_a_delivery_so_max_deliveries_still_dead_letters(
-    service: Service,
+    timed: Timed,
 ) -> None:
+    service = timed.service
     group: dict[str, Any] = {
         "topics": TOPIC,
         "group": "g",
@@ -183,14 +201,15 @@ async def test_resuming_counts_a_delivery_so_max_deliveries_still_dead_letters(
     async with SSEStream(service.client, **group) as stream:
         await stream.next(within=5)  # resumed: the second delivery; dies again
     async with SSEStream(service.client, **group) as stream:
-        assert await _silent(stream, 0.5)  # dead-lettered instead of a third
+        assert await timed.silent(0.5, stream)  # dead-lettered instead of a third
     r = await service.client.get("/v1/events/dlq", params={"topic": TOPIC})
     [dead] = r.json()["events"]
     assert dead["deliveries"] == 2
     assert dead["event"]["type"] == "poison"
 
 
-async def test_a_consumer_id_of_another_tenant_resumes_nothing(service: Service) -> None:
+async def test_a_consumer_id_of_another_tenant_resumes_nothing(timed: Timed) -> None:
+    service = timed.service
     group: dict[str, Any] = {
         "topics": TOPIC,
         "group": "g",
@@ -201,23 +220,12 @@ async def test_a_consumer_id_of_another_tenant_resumes_nothing(service: Service)
         await service.publish(TOPIC, "secret", tenant="tenant-a")
         await a.next()
     async with SSEStream(service.client, headers={"X-Tenant-ID": "tenant-b"}, **group) as b:
-        assert await _silent(b, 0.5)
+        assert await timed.silent(0.5, b)
 
 
 async def test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked_on(
-    on_a_clock: Timed,
+    timed: Timed,
 ) -> None:
-    await _extend_keeps_a_delivery(on_a_clock)
-
-
-@pytest.mark.redis
-async def test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked_on_redis(
-    on_redis: Timed,
-) -> None:
-    await _extend_keeps_a_delivery(on_redis)
-
-
-async def _extend_keeps_a_delivery(timed: Timed) -> None:
     service = timed.service
     group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 1}
     async with (
@@ -294,7 +302,8 @@ async def test_extend_validates_its_body_and_skips_nacked_deliveries(service: Se
         assert (await _extend(service, "g", [frame.id or ""])).json() == {"extended": 1}
 
 
-async def test_prefetch_bounds_unacked_deliveries_in_flight(service: Service) -> None:
+async def test_prefetch_bounds_unacked_deliveries_in_flight(timed: Timed) -> None:
+    service = timed.service
     async with SSEStream(
         service.client, topics=TOPIC, group="g", consumer="c", prefetch=3
     ) as stream:
@@ -303,7 +312,7 @@ async def test_prefetch_bounds_unacked_deliveries_in_flight(service: Service) ->
             [{"topic": TOPIC, "type": "job", "data": {"n": n}} for n in range(10)]
         )
         first = await stream.messages(3)
-        assert await _silent(stream, 0.5)
+        assert await timed.silent(0.5, stream)
         # Each ack lets one more in.
         got = [f.json()["data"]["n"] for f in first]
         for frame in first:
@@ -329,19 +338,8 @@ async def test_prefetch_is_bounded_and_defaults_to_the_setting(service: Service)
 
 
 async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redelivery(
-    on_a_clock: Timed,
+    timed: Timed,
 ) -> None:
-    await _acking_one_by_one(on_a_clock)
-
-
-@pytest.mark.redis
-async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redelivery_redis(
-    on_redis: Timed,
-) -> None:
-    await _acking_one_by_one(on_redis)
-
-
-async def _acking_one_by_one(timed: Timed) -> None:
     # The issue's case: a group stream used to push up to 500 events per read, so a
     # consumer handling and acking one at a time fell behind a 5 s visibility timeout
     # and most events were redelivered with nothing killed. With the default prefetch

@@ -33,9 +33,11 @@ def make_settings(backend: str, request: pytest.FixtureRequest, **overrides: Any
 
 @dataclass
 class Service:
-    """A running event service and an HTTP client for it; helpers assert success."""
+    """A running event service and an HTTP client for it; helpers assert success.
 
-    server: LiveServer
+    ``server`` is ``None`` for a service run in process (no port)."""
+
+    server: LiveServer | None
     client: httpx.AsyncClient
     settings: Settings
 

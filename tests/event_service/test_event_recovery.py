@@ -4,25 +4,104 @@
   at once (no waiting for the visibility timeout);
 - ``POST /v1/events/extend`` renews the lease of deliveries still being worked on;
 - ``prefetch`` bounds the unacked deliveries in flight on one stream.
+
+The tests that wait for time to pass (a lease running out, or a while in which nothing
+may be delivered) run twice: in process on a manual clock (the in-memory log, time
+moved forward instead of slept through) and on Redis under uvicorn in real time, as
+Redis measures idle times on its own clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from event_sse_client import Frame, SSEStream
 from event_stack import Service, make_settings
 
 from event_service import create_app
+from soorma.testing._asgi import Lifespan, StreamingASGITransport
+from soorma_common.clock import ManualClock
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
 
 TOPIC = "action-requests"
+HOST = "events.soorma.test"
+# Real seconds a stream is given, after the clock moved, to show what that set off:
+# it is all in this process, and arrives within a few turns of the event loop.
+SETTLE = 0.05
+
+
+@dataclass
+class Timed:
+    """An event service and the time it runs on: a manual clock, or real time."""
+
+    service: Service
+    clock: ManualClock | None = None
+
+    async def passes(self, seconds: float) -> None:
+        """Let ``seconds`` go by on the service's clock."""
+        if self.clock is None:
+            await asyncio.sleep(seconds)
+        else:
+            await self.clock.advance(seconds)
+
+    async def silent(self, seconds: float, *streams: SSEStream) -> bool:
+        """True when none of ``streams`` delivers a message while ``seconds`` go by."""
+        if self.clock is not None:
+            await self.clock.advance(seconds)
+            seconds = SETTLE
+        quiet = await asyncio.gather(*(_silent(stream, seconds) for stream in streams))
+        return all(quiet)
+
+
+@pytest.fixture(
+    params=[
+        "memory",
+        # Served by uvicorn (on_redis): the system tier, marked here as the tier's
+        # detection cannot see through getfixturevalue.
+        pytest.param("redis", marks=[pytest.mark.redis, pytest.mark.system]),
+    ]
+)
+def timed(request: pytest.FixtureRequest) -> Timed:
+    """The event service in process on a manual clock (memory), or on Redis in real time."""
+    name = "on_a_clock" if request.param == "memory" else "on_redis"
+    found: Timed = request.getfixturevalue(name)
+    return found
+
+
+@pytest_asyncio.fixture
+async def on_a_clock(request: pytest.FixtureRequest) -> AsyncIterator[Timed]:
+    """The event service on the in-memory log and a manual clock, in process."""
+    clock = ManualClock()
+    settings = make_settings("memory", request)
+    app = create_app(settings, clock=clock)
+    lifespan = Lifespan(app, name="event-service")
+    state = await lifespan.start()
+    try:
+        transport = StreamingASGITransport({HOST: app}, states={HOST: state})
+        async with httpx.AsyncClient(
+            transport=transport, base_url=f"http://{HOST}", timeout=15
+        ) as client:
+            yield Timed(Service(None, client, settings), clock)
+    finally:
+        await lifespan.stop()
+
+
+@pytest_asyncio.fixture
+async def on_redis(request: pytest.FixtureRequest) -> AsyncIterator[Timed]:
+    """The event service on Redis under uvicorn, in real time."""
+    settings = make_settings("redis", request)
+    async with serve(create_app(settings)) as server:
+        async with httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+            yield Timed(Service(server, client, settings))
 
 
 async def _extend(
@@ -62,8 +141,9 @@ async def _first_of(a: SSEStream, b: SSEStream) -> tuple[SSEStream, SSEStream, F
 
 
 async def test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once(
-    service: Service,
+    timed: Timed,
 ) -> None:
+    service = timed.service
     # The visibility timeout is far beyond every wait here: only resuming by consumer
     # id can explain the redelivery.
     group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 600}
@@ -73,7 +153,7 @@ async def test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once(
     # The process died holding three deliveries. Another consumer does not get them
     # (they are not expired) ...
     async with SSEStream(service.client, consumer="replica-1", **group) as other:
-        assert await _silent(other, 0.5)
+        assert await timed.silent(0.5, other)
     # ... the same consumer id, back, gets all three again, oldest first.
     async with SSEStream(service.client, consumer="replica-0", **group) as again:
         frames = await again.messages(3, within=5)
@@ -105,8 +185,9 @@ async def test_a_new_stream_with_a_consumer_id_supersedes_the_old_one(service: S
 
 
 async def test_resuming_counts_a_delivery_so_max_deliveries_still_dead_letters(
-    service: Service,
+    timed: Timed,
 ) -> None:
+    service = timed.service
     group: dict[str, Any] = {
         "topics": TOPIC,
         "group": "g",
@@ -120,14 +201,15 @@ async def test_resuming_counts_a_delivery_so_max_deliveries_still_dead_letters(
     async with SSEStream(service.client, **group) as stream:
         await stream.next(within=5)  # resumed: the second delivery; dies again
     async with SSEStream(service.client, **group) as stream:
-        assert await _silent(stream, 0.5)  # dead-lettered instead of a third
+        assert await timed.silent(0.5, stream)  # dead-lettered instead of a third
     r = await service.client.get("/v1/events/dlq", params={"topic": TOPIC})
     [dead] = r.json()["events"]
     assert dead["deliveries"] == 2
     assert dead["event"]["type"] == "poison"
 
 
-async def test_a_consumer_id_of_another_tenant_resumes_nothing(service: Service) -> None:
+async def test_a_consumer_id_of_another_tenant_resumes_nothing(timed: Timed) -> None:
+    service = timed.service
     group: dict[str, Any] = {
         "topics": TOPIC,
         "group": "g",
@@ -138,12 +220,13 @@ async def test_a_consumer_id_of_another_tenant_resumes_nothing(service: Service)
         await service.publish(TOPIC, "secret", tenant="tenant-a")
         await a.next()
     async with SSEStream(service.client, headers={"X-Tenant-ID": "tenant-b"}, **group) as b:
-        assert await _silent(b, 0.5)
+        assert await timed.silent(0.5, b)
 
 
 async def test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked_on(
-    service: Service,
+    timed: Timed,
 ) -> None:
+    service = timed.service
     group: dict[str, Any] = {"topics": TOPIC, "group": "g", "visibility_timeout": 1}
     async with (
         SSEStream(service.client, consumer="one", **group) as one,
@@ -157,13 +240,15 @@ async def test_extend_keeps_a_delivery_from_being_redelivered_while_it_is_worked
             r = await _extend(service, "g", [token])
             assert r.status_code == 200, r.text
             assert r.json() == {"extended": 1}
-            assert await _silent(idle, 1 / 3)
+            # Redelivered to neither consumer (the holder's own stream could claim it too).
+            assert await timed.silent(1 / 3, idle, slow)
         # Another tenant naming the delivery renews nothing.
         r = await _extend(service, "g", [token], tenant="other-tenant")
         assert r.json() == {"extended": 0}
         # The worker dies: the lease is no longer renewed, the delivery expires and
         # moves on to the other consumer.
         await slow.close()
+        await timed.passes(1)
         again = await idle.next(within=10)
         assert again.id == token
         assert await service.ack("g", [token]) == 1
@@ -217,7 +302,8 @@ async def test_extend_validates_its_body_and_skips_nacked_deliveries(service: Se
         assert (await _extend(service, "g", [frame.id or ""])).json() == {"extended": 1}
 
 
-async def test_prefetch_bounds_unacked_deliveries_in_flight(service: Service) -> None:
+async def test_prefetch_bounds_unacked_deliveries_in_flight(timed: Timed) -> None:
+    service = timed.service
     async with SSEStream(
         service.client, topics=TOPIC, group="g", consumer="c", prefetch=3
     ) as stream:
@@ -226,7 +312,7 @@ async def test_prefetch_bounds_unacked_deliveries_in_flight(service: Service) ->
             [{"topic": TOPIC, "type": "job", "data": {"n": n}} for n in range(10)]
         )
         first = await stream.messages(3)
-        assert await _silent(stream, 0.5)
+        assert await timed.silent(0.5, stream)
         # Each ack lets one more in.
         got = [f.json()["data"]["n"] for f in first]
         for frame in first:
@@ -252,13 +338,14 @@ async def test_prefetch_is_bounded_and_defaults_to_the_setting(service: Service)
 
 
 async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redelivery(
-    service: Service,
+    timed: Timed,
 ) -> None:
     # The issue's case: a group stream used to push up to 500 events per read, so a
     # consumer handling and acking one at a time fell behind a 5 s visibility timeout
     # and most events were redelivered with nothing killed. With the default prefetch
     # only a handful are in flight, each well inside its lease. Here 400 events take
-    # the handler over 5 s in all, well past a 3 s lease for anything pushed early.
+    # the handler over 4 s in all, well past a 3 s lease for anything pushed early.
+    service = timed.service
     n = 400
     for start in range(0, n, 200):
         await service.publish_batch(
@@ -276,12 +363,22 @@ async def test_a_consumer_acking_one_by_one_under_a_short_timeout_gets_no_redeli
         while len(set(seen)) < n:
             frame = await stream.next(within=15)
             seen.append(frame.json()["data"]["n"])
-            await asyncio.sleep(0.01)  # the handler's work
+            await timed.passes(0.01)  # the handler's work
             await service.ack("g", [frame.id or ""])
-        # Redeliveries queue up behind the first deliveries: collect what follows.
+        # Redeliveries queue up behind the first deliveries: collect what follows, and
+        # what a lease running out now would bring.
         with contextlib.suppress(TimeoutError):
             while True:
-                seen.append((await stream.next(within=1)).json()["data"]["n"])
+                seen.append(
+                    (await stream.next(within=1 if timed.clock is None else SETTLE)).json()["data"][
+                        "n"
+                    ]
+                )
+        if timed.clock is not None:
+            await timed.passes(3)
+            with contextlib.suppress(TimeoutError):
+                while True:
+                    seen.append((await stream.next(within=SETTLE)).json()["data"]["n"])
     assert len(seen) == n, f"{len(seen) - n} of {n} events redelivered"
 
 

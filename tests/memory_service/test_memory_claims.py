@@ -3,15 +3,23 @@
 A second delivery in flight at the same time is told who holds it and until when, or
 that the request is answered (with the answer); the holder renews; recording the answer
 or giving the claim back ends it; an expired claim may be taken by anyone. Runs on
-SQLite and, when configured, PostgreSQL.
+SQLite and, when configured, PostgreSQL; leases run on the app's clock (a manual one
+where a lease must run out).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import httpx
 import pytest
+
+from memory_service import create_app
+from memory_service.settings import Settings
+from soorma_common.clock import ManualClock
+from testsupport.services import in_process
 
 pytestmark = pytest.mark.asyncio
 
@@ -58,12 +66,37 @@ async def test_recording_the_answer_ends_the_claim_and_later_claims_get_the_answ
         assert got["owner"] is None and got["expires_at"] is None
 
 
-async def test_an_expired_claim_is_taken_by_another_owner(client: httpx.AsyncClient) -> None:
-    await claim(client, "replica-1", lease=1)
-    await asyncio.sleep(1.1)
-    taken = await claim(client, "replica-2")
-    assert taken["status"] == "granted" and taken["owner"] == "replica-2"
-    assert (await claim(client, "replica-1"))["status"] == "held"
+async def test_an_expired_claim_is_taken_by_another_owner(
+    make_settings: Callable[..., Settings],
+) -> None:
+    clock = ManualClock()
+    app = create_app(make_settings(), clock=clock)
+    async with in_process(app, base_url="http://memory") as client:
+        first = await claim(client, "replica-1", lease=1)
+        assert datetime.fromisoformat(first["expires_at"]) == clock.now() + timedelta(seconds=1)
+        await clock.advance(0.999)
+        assert (await claim(client, "replica-2"))["status"] == "held"
+        await clock.advance(0.001)  # the lease has run out
+        taken = await claim(client, "replica-2")
+        assert taken["status"] == "granted" and taken["owner"] == "replica-2"
+        assert (await claim(client, "replica-1"))["status"] == "held"
+
+
+async def test_an_answer_past_its_retention_on_the_clock_no_longer_ends_claims(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # Claims read the recorded answer: both keep time on the one clock of the app.
+    clock = ManualClock()
+    app = create_app(make_settings(), clock=clock)
+    async with in_process(app, base_url="http://memory") as client:
+        await claim(client, "replica-1")
+        body = {"answer": {"x": 1}, "retention_seconds": 60}
+        assert (await client.put(ANSWER, json=body, headers=A)).status_code == 200
+        await clock.advance(59.9)
+        assert (await claim(client, "replica-2"))["status"] == "answered"
+        await clock.advance(0.1)
+        assert (await client.get(ANSWER, headers=A)).status_code == 404
+        assert (await claim(client, "replica-2"))["status"] == "granted"
 
 
 async def test_a_released_claim_is_free_at_once_and_only_its_owner_releases_it(

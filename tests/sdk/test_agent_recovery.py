@@ -6,7 +6,8 @@
   consumer id explains it);
 - when the killed replica does not come back, a live one takes its events over once
   its lease renewals stop;
-- a handler running longer than the visibility timeout is not redelivered meanwhile.
+- a handler running longer than the visibility timeout is not redelivered meanwhile
+  (in process on a manual clock, and on Redis in real time: Redis keeps its own).
 
 Identity resolution itself: test_agent_recovery_identity.py.
 """
@@ -14,15 +15,23 @@ Identity resolution itself: test_agent_recovery_identity.py.
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import httpx
 import pytest
+import pytest_asyncio
 from sdk_helpers import Proc, eventually, make_context, subprocess_env
 
+from event_service import create_app
+from event_service.settings import Settings
 from soorma import Agent, AgentOptions, Event, PlatformContext
 from soorma.consumer_identity import ConsumerIdentity
-from testsupport.server import LiveServer
+from soorma.testing import PlatformHarness
+from soorma_common.clock import ManualClock
+from testsupport.server import LiveServer, serve
 
 pytestmark = pytest.mark.asyncio
 
@@ -129,26 +138,93 @@ async def test_a_live_replica_takes_over_the_events_of_one_that_does_not_come_ba
             await proc.kill()
 
 
-async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered(
-    event_service: LiveServer,
-    context: PlatformContext,
+async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered() -> None:
+    clock = ManualClock()
+    async with PlatformHarness(clock=clock) as platform:
+        agent = Agent(
+            name="slow",
+            options=AgentOptions(visibility_timeout=1, ack_window=0, consumer_id="worker"),
+        )
+        await _slow_handler_keeps_its_event(
+            agent,
+            platform.context,
+            work=clock.sleep,
+            passes=platform.advance,
+            start=platform.start,
+            stop=platform.stop,
+        )
+        assert await _redeliveries(platform.http, "http://events.soorma.test") == 0
+
+
+@pytest_asyncio.fixture
+async def redis_event_service(redis_url: str, redis_prefix: str) -> AsyncIterator[LiveServer]:
+    settings = Settings(
+        event_backend="redis",
+        redis_url=redis_url,
+        redis_prefix=redis_prefix,
+        claim_interval_seconds=0.05,
+        block_seconds=0.5,
+        max_payload_bytes=4096,
+    )
+    async with serve(create_app(settings)) as server:
+        yield server
+
+
+@pytest.mark.redis
+async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered_redis(
+    redis_event_service: LiveServer,
 ) -> None:
+    async with make_context(redis_event_service.url) as context:
+        agent = Agent(
+            name="slow",
+            options=AgentOptions(visibility_timeout=1, ack_window=0, consumer_id="worker"),
+            context=make_context(redis_event_service.url),
+        )
+        try:
+            await _slow_handler_keeps_its_event(
+                agent,
+                context,
+                work=asyncio.sleep,
+                passes=asyncio.sleep,
+                start=Agent.start,
+                stop=Agent.stop,
+            )
+            assert await _redeliveries(context.http, redis_event_service.url) == 0
+        finally:
+            await agent.context.close()
+
+
+async def _redeliveries(http: httpx.AsyncClient, url: str) -> int:
+    """Deliveries the event service took over (expired, nacked or resumed), by its metrics:
+    whichever consumer took one, even the agent itself (which skips it as in flight)."""
+    metrics = await http.get(f"{url}/metrics")
+    assert "# TYPE soorma_event_redeliveries" in metrics.text, metrics.text[:500]
+    found = re.findall(r"^soorma_event_redeliveries_total\S* (\S+)$", metrics.text, re.M)
+    return int(sum(float(n) for n in found))
+
+
+async def _slow_handler_keeps_its_event(
+    agent: Agent,
+    context: PlatformContext,
+    *,
+    work: Callable[[float], Awaitable[None]],
+    passes: Callable[[float], Awaitable[None]],
+    start: Callable[[Agent], Awaitable[object]],
+    stop: Callable[[Agent], Awaitable[object]],
+) -> None:
+    """The agent's handler works ``work(3.5)`` under a 1 s visibility timeout while
+    ``passes(3.5)`` lets that time go by; three idle consumers of its group get nothing."""
     started: list[int] = []
     finished: list[int] = []
-    agent = Agent(
-        name="slow",
-        options=AgentOptions(visibility_timeout=1, ack_window=0, consumer_id="worker"),
-        context=make_context(event_service.url),
-    )
 
     @agent.on_event(topic="business-facts", event_type="job.created")
     async def handle(event: Event, ctx: PlatformContext) -> None:
         started.append(event.data["n"])
-        await asyncio.sleep(3.5)  # three and a half visibility timeouts
+        await work(3.5)  # three and a half visibility timeouts
         finished.append(event.data["n"])
 
     try:
-        await agent.start()
+        await start(agent)
         await context.bus.announce("job.created", {"n": 0})
         await eventually(lambda: started == [0])
         # Other consumers of the group, idle: an expired lease would be claimed by one
@@ -161,13 +237,14 @@ async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered(
         ]
         for watcher in watchers:
             await watcher.wait_ready()
+        await passes(3.5)
         await eventually(lambda: finished == [0], within=20)
-        await asyncio.sleep(0.5)  # a redelivery racing the ack would show up here
+        await passes(0.5)  # a redelivery racing the ack would show up here
+        await asyncio.sleep(0.05)  # ... and reach a watcher's queue
         stolen = [watcher._queue.qsize() for watcher in watchers]
         for watcher in watchers:
             await watcher.close()
     finally:
-        await agent.stop()
-        await agent.context.close()
+        await stop(agent)
     assert stolen == [0, 0, 0], "the running handler's event was redelivered"
     assert started == [0]

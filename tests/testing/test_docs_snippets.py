@@ -15,7 +15,7 @@ import pytest
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 SNIPPET = re.compile(r"<!-- snippet: (\w+) -->\n```python\n(.*?)```", re.DOTALL)
-EXPECTED = ["tool", "worker", "planner", "choreography"]
+EXPECTED = ["tool", "worker", "planner", "choreography", "clock"]
 
 
 def snippets() -> dict[str, tuple[int, str]]:
@@ -25,7 +25,7 @@ def snippets() -> dict[str, tuple[int, str]]:
     }
 
 
-def test_the_docs_show_a_tool_a_worker_a_planner_and_a_choreography_planner():
+def test_the_docs_show_a_tool_a_worker_planners_and_a_clock():
     assert list(snippets()) == EXPECTED
 
 

@@ -14,6 +14,7 @@ lifespan once; its state is copied into every request's scope, as ASGI servers d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
@@ -213,6 +214,9 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         self.on_exchange = on_exchange
         self.watch = watch
         self._tasks: set[asyncio.Task[None]] = set()
+        # Requests the apps have not started answering yet (see quiet()).
+        self._unanswered = 0
+        self._answered: asyncio.Event | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         host = request.url.host
@@ -244,9 +248,15 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         # httpx's read timeout bounds each wait for data, as on a socket.
         read_timeout = (request.extensions.get("timeout") or {}).get("read")
         starter = asyncio.ensure_future(exchange.started.wait())
-        done, _ = await asyncio.wait(
-            {starter, task}, timeout=read_timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        self._unanswered += 1
+        try:
+            done, _ = await asyncio.wait(
+                {starter, task}, timeout=read_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            self._unanswered -= 1
+            if self._answered is not None:
+                self._answered.set()
         if not exchange.started.is_set():
             starter.cancel()
             if not done:
@@ -263,6 +273,23 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
             stream=_ResponseStream(exchange, task, read_timeout),
             request=request,
         )
+
+    async def quiet(self, *, within: float = 5.0, turns: int = 20) -> None:
+        """Return once no request is waiting for its answer (an open stream counts as
+        answered), after ``turns`` event-loop turns in which none was sent.
+
+        For a test on a manual clock: what a wake-up sent (a database write, a lease
+        renewal) is answered before time moves on. Waits at most ``within`` real
+        seconds (a request may itself wait for the clock), then returns anyway.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                while self._unanswered:
+                    answered = self._answered = self._answered or asyncio.Event()
+                    answered.clear()
+                    await answered.wait()
+                    for _ in range(turns):
+                        await asyncio.sleep(0)
 
     async def _report_when_done(
         self, request: httpx.Request, body: bytes, exchange: _Exchange, task: asyncio.Task[None]

@@ -50,6 +50,7 @@ from soorma.testing._recorder import (
     EventRecorder,
 )
 from soorma.testing._services import (
+    CLOCKED_EVENT_SETTINGS,
     EVENTS_HOST,
     GATEWAY_HOST,
     TRACKER_HOST,
@@ -57,6 +58,7 @@ from soorma.testing._services import (
     build_app,
     service_specs,
 )
+from soorma_common.clock import SYSTEM_CLOCK, Clock, ManualClock, SystemClock
 from soorma_common.events import ACTION_REQUESTS, ACTION_RESULTS, PLAN_FAILED
 from soorma_common.memory import PlanContextRecord, TaskContextRecord
 
@@ -147,6 +149,12 @@ class PlatformHarness:
             exit).
         stop_timeout: Seconds an agent's in-flight handlers get when it is stopped.
         timeout: Default seconds :meth:`call`, :meth:`wait_for_event` and answers wait.
+        clock: The time of the platform: the event service's in-memory log (delivery
+            leases, redelivery), the memory service's claims and recorded answers, and
+            every context the harness makes (agents' ack batching, lease renewals,
+            claims). Pass a ``soorma_common.clock.ManualClock`` and ``advance`` it to
+            let leases run out without waiting. The harness's own waits
+            (``timeout``, ``stop_timeout``) stay in real time: they bound the test.
     """
 
     def __init__(
@@ -160,11 +168,14 @@ class PlatformHarness:
         data_dir: str | Path | None = None,
         stop_timeout: float = DEFAULT_STOP_TIMEOUT,
         timeout: float = DEFAULT_WAIT_TIMEOUT,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.tenant_id = tenant_id
+        self.clock = clock
         self.user_id = user_id
+        clocked = {} if isinstance(clock, SystemClock) else CLOCKED_EVENT_SETTINGS
         self._overrides: dict[str, Mapping[str, Any]] = {
-            "events": dict(event_settings or {}),
+            "events": {**clocked, **(event_settings or {})},
             "memory": dict(memory_settings or {}),
             "registry": dict(registry_settings or {}),
         }
@@ -179,6 +190,7 @@ class PlatformHarness:
         )
         self._errors = _ErrorLog()
         self._lifespans: list[Lifespan] = []
+        self._transport: StreamingASGITransport | None = None
         self._http: httpx.AsyncClient | None = None
         self._context: PlatformContext | None = None
         self._settings: PlatformSettings | None = None
@@ -217,7 +229,7 @@ class PlatformHarness:
             for spec in specs:
                 overrides = self._overrides[spec.name]
                 await _seed_database(spec, overrides, self._data_dir)
-                apps[spec.host] = build_app(spec, overrides)
+                apps[spec.host] = build_app(spec, overrides, clock=self.clock)
                 lifespan = Lifespan(apps[spec.host], name=f"{spec.name}-service")
                 self._lifespans.append(lifespan)
                 states[spec.host] = await _start_quietly(lifespan)
@@ -232,6 +244,7 @@ class PlatformHarness:
                 }
             ),
         )
+        self._transport = transport
         self._http = httpx.AsyncClient(transport=transport, timeout=30.0)
         urls = {spec.name: spec.url for spec in specs}
         self._settings = PlatformSettings(
@@ -259,6 +272,7 @@ class PlatformHarness:
             if self._http is not None:
                 await self._http.aclose()
                 self._http = None
+            self._transport = None
             self._context = None
             while self._lifespans:
                 await self._lifespans.pop().stop()
@@ -268,6 +282,33 @@ class PlatformHarness:
                 self._own_dir.cleanup()
                 self._own_dir = None
                 self._data_dir = None
+
+    async def advance(self, seconds: float) -> None:
+        """Move the harness's ``ManualClock`` ``seconds`` on, from one deadline to the
+        next, letting the requests each wake-up sends (a lease renewal, a claim, an
+        answer recorded in SQLite) be answered before time moves again.
+
+        ``clock.advance(seconds)`` alone does not wait for them: a database call takes
+        real time, and meanwhile the clock could run past a lease its answer renews.
+
+        Raises:
+            TypeError: the harness runs on another clock than a ``ManualClock``.
+        """
+        clock = self.clock
+        if not isinstance(clock, ManualClock):
+            raise TypeError("advance() needs PlatformHarness(clock=ManualClock())")
+        if seconds < 0:
+            raise ValueError("time does not go back")
+        target = clock.monotonic() + seconds
+        while (due := clock.next_deadline()) is not None and due <= target:
+            await clock.advance(max(due - clock.monotonic(), 0.0))
+            await self._quiet()
+        await clock.advance(max(target - clock.monotonic(), 0.0))
+        await self._quiet()
+
+    async def _quiet(self) -> None:
+        if self._transport is not None:
+            await self._transport.quiet()
 
     @property
     def errors(self) -> list[str]:
@@ -317,7 +358,8 @@ class PlatformHarness:
         tenant_id: str | None = None,
         user_id: str | None = None,
     ) -> PlatformContext:
-        """Platform clients on the in-process services (what agents are given).
+        """Platform clients on the in-process services (what agents are given), on the
+        harness's clock.
 
         Args:
             source: The ``source`` of the events its bus publishes.
@@ -333,6 +375,7 @@ class PlatformHarness:
             )
         context = PlatformContext.from_env(http=self.http, settings=settings)
         context.bus.source = source
+        context.clock = self.clock
         return context
 
     # -- agents ----------------------------------------------------------------------

@@ -22,10 +22,14 @@ from event_service.settings import Settings
 from event_service.state import EventState
 from servicekit import create_service_app
 from servicekit.errors import error_response
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 
 
 def create_app(
-    settings: Settings | None = None, *, fast_path: PublishFastPath | None = None
+    settings: Settings | None = None,
+    *,
+    fast_path: PublishFastPath | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> FastAPI:
     """Build the event-service app. Nothing connects until the lifespan starts.
 
@@ -34,6 +38,11 @@ def create_app(
         fast_path: The publish fast path to use when ``settings.publish_fast_path`` is on
             (``SOORMA_PUBLISH_FAST_PATH``, the switch; default: a new
             :class:`PublishFastPath`). Off, every request goes to FastAPI's routes.
+        clock: Time for the in-memory log (ids, delivery leases, blocking reads) and its
+            group streams (redelivery checks, prefetch waits): a test passes a
+            ``ManualClock`` and lets leases run out without waiting. On Redis it is not
+            used: Redis measures idle times on its own clock, so the group streams
+            there keep real time.
     """
     settings = settings or Settings()
 
@@ -57,10 +66,19 @@ def create_app(
             )
         else:
             log = MemoryEventLog(
-                max_length=settings.stream_max_length, tap_topics=settings.tap_topics
+                max_length=settings.stream_max_length,
+                tap_topics=settings.tap_topics,
+                clock=clock,
             )
-        hub = BroadcastHub(log=log, batch=settings.read_batch, block=settings.block_seconds)
-        state = EventState(log=log, hub=hub, waker=GroupWaker(), settings=settings, metrics=metrics)
+        state = EventState(
+            log=log,
+            hub=BroadcastHub(log=log, batch=settings.read_batch, block=settings.block_seconds),
+            waker=GroupWaker(),
+            settings=settings,
+            metrics=metrics,
+            clock=clock if isinstance(log, MemoryEventLog) else SYSTEM_CLOCK,
+        )
+        hub = state.hub
         if app.metrics is not None:
 
             async def refresh() -> None:

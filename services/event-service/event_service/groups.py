@@ -31,6 +31,11 @@ Flow control: at most ``prefetch`` deliveries are unsettled on one stream. Acks 
 nacks made through this process free room at once; settlements made elsewhere (another
 event-service replica, or a claim by another consumer) are noticed by asking the log
 once the stream has been full for ``claim_interval_seconds``.
+
+Time: the claim loop's interval, the wait for prefetch room and the supersede watcher
+run on the session's ``clock``, which compares idle times the log measures on the same
+clock (the in-memory log). Redis measures idle times on its own clock, so on Redis the
+app gives sessions the system clock (``event_service.app.create_app``).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from event_service.backends.base import Entry, EventLog
 from event_service.fanout import Subscriber
 from event_service.ids import ZERO_ID
 from event_service.metrics import EventMetrics
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("event_service.groups")
 
@@ -131,8 +137,10 @@ class GroupSession:
         claim_interval: float,
         check_interval: float = 1.0,
         metrics: EventMetrics | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.log = log
+        self.clock = clock
         self.tenant = tenant
         self.topics = list(topics)
         self.group = group
@@ -288,7 +296,7 @@ class GroupSession:
     async def _watch(self) -> None:
         """Hand over as soon as a newer stream of this consumer id opened elsewhere."""
         while True:
-            await asyncio.sleep(self.check_interval)
+            await self.clock.sleep(self.check_interval)
             if not self._announced:
                 continue
             try:
@@ -354,8 +362,7 @@ class GroupSession:
                 return taken
             self._room.clear()
             try:
-                async with asyncio.timeout(self.claim_interval):
-                    await self._room.wait()
+                await self.clock.wait_for(self._room.wait(), self.claim_interval)
             except TimeoutError:
                 await self._reconcile()
 
@@ -462,8 +469,7 @@ class GroupSession:
             self._recovered.set()
         while not self._closed:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.claim_interval):
-                    await self.nacked.wait()
+                await self.clock.wait_for(self.nacked.wait(), self.claim_interval)
             self.nacked.clear()
             for topic in self.topics:
                 await self._backpressure()

@@ -281,6 +281,7 @@ async def stream(
             claim_interval=settings.claim_interval_seconds,
             check_interval=settings.supersede_check_seconds,
             metrics=events.metrics,
+            clock=events.clock,
         )
         body = group_stream(session=session, accept=accept, heartbeat=beat)
         return GroupStreamResponse(body, session=session, headers=SSE_HEADERS)

@@ -12,6 +12,7 @@ from event_service.fanout import BroadcastHub
 from event_service.groups import GroupWaker
 from event_service.metrics import EventMetrics
 from event_service.settings import Settings
+from soorma_common.clock import Clock
 
 
 @dataclass(slots=True, frozen=True)
@@ -21,6 +22,8 @@ class EventState:
     waker: GroupWaker
     settings: Settings
     metrics: EventMetrics
+    # What group streams wait on (the in-memory log's clock; real time on Redis).
+    clock: Clock
 
 
 async def get_events(request: Request) -> EventState:

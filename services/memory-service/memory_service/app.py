@@ -20,8 +20,11 @@ from memory_service.routes import ROUTERS
 from memory_service.search_fastpath import SemanticSearchFastPath
 from memory_service.settings import Settings
 from memory_service.sql import open_sql_store
+from memory_service.sql.answers import SqlAnswers
+from memory_service.sql.claims import SqlClaims
 from servicekit import create_service_app
 from servicekit.db import database_url
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 
 LONG_TERM_MAX_BODY_BYTES = 8 * 1024 * 1024
 
@@ -31,6 +34,7 @@ def create_app(
     *,
     fast_path: PlanContextFastPath | None = None,
     search_fast_path: SemanticSearchFastPath | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> FastAPI:
     """Build the memory-service app. Nothing connects until the lifespan starts.
 
@@ -47,6 +51,9 @@ def create_app(
             ``settings.semantic_search_fast_path`` is on
             (``SOORMA_SEMANTIC_SEARCH_FAST_PATH``; default: a new
             :class:`SemanticSearchFastPath`).
+        clock: Time for claims on requests (their leases) and recorded answers (their
+            retention): a test passes a ``ManualClock`` and lets a lease run out
+            without waiting.
     """
     settings = settings or Settings()
 
@@ -104,6 +111,8 @@ def create_app(
             served = metrics.timed_store(store) if metrics is not None else store
             yield {
                 "store": served,
+                "answers": SqlAnswers(engine=store.engine, clock=clock),
+                "claims": SqlClaims(engine=store.engine, clock=clock),
                 "longterm": longterm,
                 "ready_checks": {"database": store.ping},
             }

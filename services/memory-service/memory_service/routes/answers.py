@@ -15,13 +15,12 @@ run out (its holder died). Recording the answer ends the claim.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import Field
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memory_service.routes.deps import RecordId, SizeChecked, Store, check_storable
+from memory_service.routes.deps import RecordId, SizeChecked, check_storable
 from memory_service.sql.answers import SqlAnswers
 from memory_service.sql.claims import SqlClaims
 from servicekit import CurrentIdentity
@@ -72,17 +71,18 @@ class ClaimWrite(BaseDTO):
     )
 
 
-S = TypeVar("S", SqlAnswers, SqlClaims)
-# One store object per kind and engine (the app's engine; tests start several apps).
-_stores: dict[tuple[type, int], Any] = {}
+async def get_answers(request: Request) -> SqlAnswers:
+    """The recorded answers the lifespan built (on the store's engine and clock)."""
+    return request.state.answers  # type: ignore[no-any-return]
 
 
-def _on_engine(kind: type[S], store: Any) -> S:
-    engine: AsyncEngine = store.engine
-    found = _stores.get((kind, id(engine)))
-    if found is None or found.engine is not engine:
-        found = _stores[(kind, id(engine))] = kind(engine=engine)
-    return cast(S, found)
+async def get_claims(request: Request) -> SqlClaims:
+    """The claims the lifespan built (on the store's engine and clock)."""
+    return request.state.claims  # type: ignore[no-any-return]
+
+
+Answers = Annotated[SqlAnswers, Depends(get_answers)]
+Claims = Annotated[SqlClaims, Depends(get_claims)]
 
 
 @router.put(
@@ -92,11 +92,11 @@ def _on_engine(kind: type[S], store: Any) -> S:
     dependencies=[SizeChecked],
 )
 async def record_answer(
-    request_id: RecordId, body: AnswerWrite, identity: CurrentIdentity, store: Store
+    request_id: RecordId, body: AnswerWrite, identity: CurrentIdentity, answers: Answers
 ) -> RecordedAnswer:
     """Record the answer to ``request_id`` unless one is recorded: the kept answer."""
     check_storable(body)
-    kept = await _on_engine(SqlAnswers, store).record(
+    kept = await answers.record(
         identity.tenant_id,
         request_id,
         body.answer,
@@ -107,10 +107,10 @@ async def record_answer(
 
 @router.get("/{request_id}", responses=error_responses(404), response_model=RecordedAnswer)
 async def get_answer(
-    request_id: RecordId, identity: CurrentIdentity, store: Store
+    request_id: RecordId, identity: CurrentIdentity, answers: Answers
 ) -> RecordedAnswer:
     """The unexpired answer recorded for ``request_id`` (404 when there is none)."""
-    kept = await _on_engine(SqlAnswers, store).get(identity.tenant_id, request_id)
+    kept = await answers.get(identity.tenant_id, request_id)
     if kept is None:
         raise NotFound(
             f"no answer is recorded for request {request_id!r} (never, or expired)",
@@ -121,14 +121,14 @@ async def get_answer(
 
 @router.put("/{request_id}/claim", response_model=AnswerClaim)
 async def claim_request(
-    request_id: RecordId, body: ClaimWrite, identity: CurrentIdentity, store: Store
+    request_id: RecordId, body: ClaimWrite, identity: CurrentIdentity, claims: Claims
 ) -> AnswerClaim:
     """Claim ``request_id`` before running it, or renew the caller's own claim.
 
     ``granted``: run it (renew before ``expires_at``); ``answered``: send ``answer``, do
     not run; ``held``: another ``owner`` runs it until ``expires_at`` (unless renewed).
     """
-    outcome = await _on_engine(SqlClaims, store).claim(
+    outcome = await claims.claim(
         identity.tenant_id,
         request_id,
         body.owner,
@@ -143,11 +143,11 @@ async def claim_request(
 async def release_claim(
     request_id: RecordId,
     identity: CurrentIdentity,
-    store: Store,
+    claims: Claims,
     owner: str = Query(min_length=1, max_length=MAX_OWNER_LENGTH, description="The holder"),
 ) -> Response:
     """Give back ``owner``'s claim on ``request_id`` (404 when it holds none)."""
-    if not await _on_engine(SqlClaims, store).release(identity.tenant_id, request_id, owner):
+    if not await claims.release(identity.tenant_id, request_id, owner):
         raise NotFound(
             f"{owner!r} holds no claim on request {request_id!r} (never, expired, taken "
             "over, or ended by the answer)",

@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memory_service.models import ID, TENANT, TS, JSONDocument, metadata
-from memory_service.sql.base import SqlBase, utc, utcnow
+from memory_service.sql.base import SqlBase, utc
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 
 # Expired rows are deleted by the write path every this many writes (per process).
 PRUNE_EVERY = 200
@@ -44,10 +45,12 @@ answer_claims = sa.Table(
 
 
 class SqlAnswers(SqlBase):
-    """Recorded answers on the memory store's engine."""
+    """Recorded answers on the memory store's engine; retention is timed on ``clock``
+    (that of the claims, which read answers too)."""
 
-    def __init__(self, *, engine: AsyncEngine) -> None:
+    def __init__(self, *, engine: AsyncEngine, clock: Clock = SYSTEM_CLOCK) -> None:
         super().__init__(engine=engine)
+        self.clock = clock
         self._writes = 0
 
     async def record(
@@ -56,7 +59,7 @@ class SqlAnswers(SqlBase):
         """Keep ``answer`` unless an unexpired one is recorded; the one that is kept.
 
         Any claim on the request ends with it (the request is answered)."""
-        now = utcnow()
+        now = self.clock.now()
         table = recorded_answers
         stmt = self.insert(table).values(
             tenant_id=tenant,
@@ -104,7 +107,7 @@ class SqlAnswers(SqlBase):
                     sa.select(table).where(
                         table.c.tenant_id == tenant,
                         table.c.request_id == request_id,
-                        table.c.expires_at > utcnow(),
+                        table.c.expires_at > self.clock.now(),
                     )
                 )
             ).first()
@@ -112,7 +115,7 @@ class SqlAnswers(SqlBase):
 
     async def prune(self, now: datetime | None = None) -> int:
         """Delete every expired answer and claim (all tenants); how many answers."""
-        now = now or utcnow()
+        now = now or self.clock.now()
         async with self.engine.begin() as conn:
             expired = recorded_answers.c.expires_at <= now
             result = await conn.execute(sa.delete(recorded_answers).where(expired))

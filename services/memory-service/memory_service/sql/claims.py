@@ -4,6 +4,10 @@ Keyed like recorded answers, ``(tenant_id, request_id)``. A claim has an owner (
 of one delivery in one process) and a lease; the owner renews it while it runs the
 request and it is deleted when the answer is recorded or the owner gives it back. A
 claim whose lease ran out (its holder was killed) may be taken by anyone.
+
+Leases are timed on the store's clock (the system clock unless a test gives a manual
+one): the times are computed here and written as values, so the database's own clock
+plays no part.
 """
 
 from __future__ import annotations
@@ -12,13 +16,19 @@ from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memory_service.sql.answers import answer_claims, recorded_answers
-from memory_service.sql.base import SqlBase, utc, utcnow
+from memory_service.sql.base import SqlBase, utc
+from soorma_common.clock import SYSTEM_CLOCK, Clock
 
 
 class SqlClaims(SqlBase):
-    """Claims on requests, on the memory store's engine."""
+    """Claims on requests, on the memory store's engine, with leases on ``clock``."""
+
+    def __init__(self, *, engine: AsyncEngine, clock: Clock = SYSTEM_CLOCK) -> None:
+        super().__init__(engine=engine)
+        self.clock = clock
 
     async def claim(
         self, tenant: str, request_id: str, owner: str, *, lease: timedelta
@@ -32,7 +42,7 @@ class SqlClaims(SqlBase):
         either sees that answer or was written before the answer's transaction reached
         the claim row (and is then deleted by it).
         """
-        now = utcnow()
+        now = self.clock.now()
         table = answer_claims
         stmt = self.insert(table).values(
             tenant_id=tenant,
@@ -55,7 +65,7 @@ class SqlClaims(SqlBase):
                     sa.select(answers.c.answer).where(
                         answers.c.tenant_id == tenant,
                         answers.c.request_id == request_id,
-                        answers.c.expires_at > utcnow(),
+                        answers.c.expires_at > self.clock.now(),
                     )
                 )
             ).first()

@@ -365,7 +365,17 @@ async def test_a_build_killed_half_way_loses_nothing_and_is_redone(
         assert invalid, "no build in progress to kill"
         await watcher.close()
         os.kill(pid, signal.SIGKILL)
-        # The server is back once a connection succeeds.
+        # The postmaster answers a killed backend by ending every other one and recovering;
+        # a connection made before it noticed would see the old server, so wait for the
+        # blocker's session to end first. The server is back once a connection succeeds.
+        for _ in range(100):
+            try:
+                await blocker.execute("SELECT 1")
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            pytest.fail("the server never restarted its sessions after the SIGKILL")
         for _ in range(100):
             try:
                 conn = await asyncpg.connect(plain)

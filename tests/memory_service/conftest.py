@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -81,3 +82,38 @@ def make_lt_client(lt_db_url: str, tmp_path: Any) -> ClientFactory:
 async def lt_client(make_lt_client: ClientFactory) -> AsyncIterator[httpx.AsyncClient]:
     async with make_lt_client() as c:
         yield c
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["sqlite", "pgvector"])
+async def shared_lt_client(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[httpx.AsyncClient]:
+    """One memory service per test module and backend (deterministic embedder), for
+    tests that need no fresh database: each acts as its own tenant (:func:`own_tenant`).
+
+    The module's tests run in the module's event loop
+    (``pytestmark = pytest.mark.asyncio(loop_scope="module")``). A fresh app per test
+    costs far more than the request it checks: migrations, and FastAPI building every
+    route on the app's first requests.
+    """
+    tmp = tmp_path_factory.mktemp("shared-lt")
+    server_url: str | None = None
+    name: str | None = None
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp}/test.db"
+    else:
+        server_url = request.getfixturevalue("pgvector_server_url")
+        name, url = await create_database(server_url)
+    try:
+        settings = memory_settings(url, tmp, embedding_model="deterministic/256")
+        async with in_process(create_app(settings), base_url="http://memory") as c:
+            yield c
+    finally:
+        if server_url is not None and name is not None:
+            await drop_database(server_url, name)
+
+
+@pytest.fixture
+def own_tenant() -> dict[str, str]:
+    """Identity headers of a tenant no other test uses (user ``alice``)."""
+    return {"X-Tenant-ID": f"tenant-{uuid.uuid4().hex[:12]}", "X-User-ID": "alice"}

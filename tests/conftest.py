@@ -222,36 +222,28 @@ def postgres_server_url() -> str:
     return _require("SOORMA_TEST_DATABASE_URL")
 
 
-def _plain(url: str) -> str:
-    return url.replace("postgresql+asyncpg://", "postgresql://")
-
-
-async def _admin(url: str, *statements: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(_plain(url))
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
 @pytest.fixture(scope="session")
 def postgres_test_database(postgres_server_url: str) -> Iterator[str]:
     """This test process's own database on the PostgreSQL server (admin URL), dropped at
     the end; :func:`postgres_url` gives each test a schema of its own in it."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from sqlalchemy.engine import make_url
 
+    from testsupport.postgres import admin
+
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     name = f"soorma_t_{RUN_ID}_{worker}"
-    asyncio.run(_admin(postgres_server_url, f'CREATE DATABASE "{name}"'))
+    # In a thread: a module-scoped async fixture may ask for this one from its loop.
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, admin(postgres_server_url, f'CREATE DATABASE "{name}"')).result()
     try:
         yield make_url(postgres_server_url).set(database=name).render_as_string(hide_password=False)
     finally:
-        asyncio.run(_admin(postgres_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        drop = admin(postgres_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with ThreadPoolExecutor(1) as thread:
+            thread.submit(asyncio.run, drop).result()
 
 
 @pytest_asyncio.fixture
@@ -260,31 +252,14 @@ async def postgres_url(postgres_test_database: str) -> AsyncIterator[str]:
 
     Each test connects as a role of its own (a superuser, like the server's admin user)
     whose search path is only its own schema, in a database this test process shares
-    with its other tests. A ``CREATE DATABASE`` per test cost 250-350 ms on a server that
-    syncs to disk; a role and a schema cost about a millisecond. After the test the
-    role's connections are ended and everything it owns is dropped with it.
+    with its other tests (``testsupport.postgres``). Afterwards the role's connections
+    are ended and everything it owns is dropped with it.
     """
-    from sqlalchemy.engine import make_url
+    from testsupport.postgres import create_schema, drop_schema
 
-    admin = make_url(postgres_test_database)
-    role = f"soorma_t_{uuid.uuid4().hex[:16]}"
-    password = ""
-    if admin.password:
-        secret = str(admin.password).replace("'", "''")
-        password = f" PASSWORD '{secret}'"
-    await _admin(
-        postgres_test_database,
-        f'CREATE ROLE "{role}" SUPERUSER LOGIN{password}',
-        f'ALTER ROLE "{role}" SET search_path TO "{role}"',
-        f'CREATE SCHEMA "{role}" AUTHORIZATION "{role}"',
-    )
-    yield admin.set(username=role).render_as_string(hide_password=False)
-    await _admin(
-        postgres_test_database,
-        f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'",
-        f'DROP OWNED BY "{role}" CASCADE',
-        f'DROP ROLE "{role}"',
-    )
+    role, url = await create_schema(postgres_test_database)
+    yield url
+    await drop_schema(postgres_test_database, role)
 
 
 @pytest.fixture(scope="session")

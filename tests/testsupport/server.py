@@ -17,12 +17,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, which leaves its main loop as soon as :meth:`LiveServer.stop` asks.
+# How often a stopping server looks again whether its connections and tasks are done.
+SHUTDOWN_POLL_SECONDS = 0.005
 
-    uvicorn looks at ``should_exit`` once every tenth of a second; the suite stops well over
-    a thousand servers, so a stop wakes the loop at once instead. Everything else (the
-    once-a-second tick, the graceful shutdown) is uvicorn's own.
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, which stops as soon as :meth:`LiveServer.stop` asks and is done.
+
+    uvicorn looks at ``should_exit`` once every tenth of a second, and its shutdown sleeps
+    a tenth of a second after asking the connections to close, then looks every tenth of
+    a second whether they and the request tasks are gone. The suite stops well over a
+    thousand servers, so a stop wakes the loop at once and the shutdown looks every few
+    milliseconds instead. Everything else (the once-a-second tick, the graceful shutdown's
+    steps and its timeout, the lifespan) is uvicorn's own.
     """
 
     def __init__(self, config: uvicorn.Config) -> None:
@@ -36,6 +43,31 @@ class _Server(uvicorn.Server):
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(0.1):
                     await self.stop_requested.wait()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        try:
+            async with asyncio.timeout(self.config.timeout_graceful_shutdown):
+                await self._connections_and_tasks_done()
+        except TimeoutError:
+            for task in self.server_state.tasks:
+                task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+    async def _connections_and_tasks_done(self) -> None:
+        # uvicorn keeps plain sets of its connections and tasks, with no event to wait on.
+        while self.server_state.connections and not self.force_exit:  # noqa: ASYNC110
+            await asyncio.sleep(SHUTDOWN_POLL_SECONDS)
+        while self.server_state.tasks and not self.force_exit:  # noqa: ASYNC110
+            await asyncio.sleep(SHUTDOWN_POLL_SECONDS)
+        for server in self.servers:
+            await server.wait_closed()
 
 
 class LiveServer:

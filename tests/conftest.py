@@ -222,25 +222,44 @@ def postgres_server_url() -> str:
     return _require("SOORMA_TEST_DATABASE_URL")
 
 
-@pytest_asyncio.fixture
-async def postgres_url(postgres_server_url: str) -> AsyncIterator[str]:
-    """URL of a fresh, empty PostgreSQL database, dropped after the test."""
-    import asyncpg
+@pytest.fixture(scope="session")
+def postgres_test_database(postgres_server_url: str) -> Iterator[str]:
+    """This test process's own database on the PostgreSQL server (admin URL), dropped at
+    the end; :func:`postgres_url` gives each test a schema of its own in it."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
-    plain = postgres_server_url.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"soorma_t_{RUN_ID}_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(plain)
+    from sqlalchemy.engine import make_url
+
+    from testsupport.postgres import admin
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"soorma_t_{RUN_ID}_{worker}"
+    # In a thread: a module-scoped async fixture may ask for this one from its loop.
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, admin(postgres_server_url, f'CREATE DATABASE "{name}"')).result()
     try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield make_url(postgres_server_url).set(database=name).render_as_string(hide_password=False)
     finally:
-        await admin.close()
-    base, _, _ = postgres_server_url.rpartition("/")
-    yield f"{base}/{name}"
-    admin = await asyncpg.connect(plain)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+        drop = admin(postgres_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with ThreadPoolExecutor(1) as thread:
+            thread.submit(asyncio.run, drop).result()
+
+
+@pytest_asyncio.fixture
+async def postgres_url(postgres_test_database: str) -> AsyncIterator[str]:
+    """URL of a fresh, empty PostgreSQL schema: everything the test's connections see.
+
+    Each test connects as a role of its own (a superuser, like the server's admin user)
+    whose search path is only its own schema, in a database this test process shares
+    with its other tests (``testsupport.postgres``). Afterwards the role's connections
+    are ended and everything it owns is dropped with it.
+    """
+    from testsupport.postgres import create_schema, drop_schema
+
+    role, url = await create_schema(postgres_test_database)
+    yield url
+    await drop_schema(postgres_test_database, role)
 
 
 @pytest.fixture(scope="session")

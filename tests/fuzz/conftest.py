@@ -1,7 +1,8 @@
 """Fuzz fixtures: each service once per test module and backend, served in a thread.
 
 One server per module keeps hundreds of generated requests cheap; the Postgres and Redis
-variants get their own database / key prefix per module, removed afterwards.
+variants get their own database (a PostgreSQL schema: ``testsupport.postgres``) / key
+prefix per module, removed afterwards.
 """
 
 from __future__ import annotations
@@ -16,30 +17,18 @@ import pytest
 from fuzz_support import ThreadedServer, serve_in_thread
 
 from testsupport.pgvector import pgvector_database
+from testsupport.postgres import create_schema, drop_schema
 from testsupport.services import event_settings, memory_settings, registry_settings
 
 RUN = uuid.uuid4().hex[:8]
 
 
-def _postgres_database(server_url: str) -> Iterator[str]:
-    import asyncpg
-
-    plain = server_url.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"soorma_fuzz_{RUN}_{uuid.uuid4().hex[:8]}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(plain)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    base, _, _ = server_url.rpartition("/")
+def _postgres_schema(database_url: str) -> Iterator[str]:
+    role, url = asyncio.run(create_schema(database_url))
     try:
-        yield f"{base}/{name}"
+        yield url
     finally:
-        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(drop_schema(database_url, role))
 
 
 @pytest.fixture(
@@ -50,7 +39,7 @@ def sql_url(request: pytest.FixtureRequest, tmp_path_factory: Any) -> Iterator[s
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('fuzzdb')}/fuzz.db"
         return
-    yield from _postgres_database(request.getfixturevalue("postgres_server_url"))
+    yield from _postgres_schema(request.getfixturevalue("postgres_test_database"))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
+import ssl
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -77,7 +79,7 @@ class ThreadedServer:
 
     def client(self) -> httpx.Client:
         """A blocking HTTP client on this server (``with server.client() as client``)."""
-        return httpx.Client(base_url=self.url, timeout=WAIT)
+        return httpx.Client(base_url=self.url, timeout=WAIT, verify=_tls_context())
 
     def stop(self) -> None:
         self._server.should_exit = True
@@ -85,6 +87,13 @@ class ThreadedServer:
         if self._thread.is_alive():
             self._server.force_exit = True
             self._thread.join(timeout=5)
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Every httpx client would load the CA bundle into a new context (~20 ms): the tests
+    # make one client per test, on plain HTTP, so they share one context.
+    return ssl.create_default_context()
 
 
 @contextlib.contextmanager

@@ -34,7 +34,7 @@ class Recorder:
         return wait
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_writers_that_collide_retry_until_every_change_is_stored(memory: MemoryClient):
     await memory.store_plan_context("p1", None, {"goal_event": "g", "state": {"seen": []}})
     writers = 8
@@ -67,7 +67,7 @@ async def test_writers_that_collide_retry_until_every_change_is_stored(memory: M
         assert 0.0 <= wait <= min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (conflicts - 1))
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_the_budget_is_retries_rereads_then_the_conflict_reaches_the_caller(
     memory: MemoryClient,
 ):
@@ -96,7 +96,7 @@ async def test_the_budget_is_retries_rereads_then_the_conflict_reaches_the_calle
     assert CONFLICT_RETRIES == 20  # the one documented budget (docs/reliability.md)
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_a_reread_that_raises_stops_the_retries(memory: MemoryClient):
     stored = await memory.store_plan_context("p1", None, {"goal_event": "g"})
     writes = 0
@@ -126,7 +126,7 @@ def test_backoff_is_full_jitter_growing_to_a_cap() -> None:
     assert BACKOFF_BASE * 2**6 > BACKOFF_CAP  # the cap applies from the 7th conflict on
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_an_outage_is_waited_out_with_doubling_pauses_until_the_budget() -> None:
     attempts: list[float] = []
     pauses: list[float] = []

@@ -10,7 +10,7 @@ from soorma.memory import MemoryClient
 from soorma_common.errors import Conflict, PlanNotFound, VersionConflict
 from soorma_common.memory import PlanContextRecord, PlanStatus, PlanSummary, SessionSummary
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def test_store_and_get_plan_context(memory: MemoryClient):

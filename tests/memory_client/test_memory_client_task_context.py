@@ -8,7 +8,7 @@ from soorma.memory import MemoryClient
 from soorma_common.errors import TaskNotFound, VersionConflict
 from soorma_common.memory import SubTaskRecord, SubTaskStatus, TaskContextRecord
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def two_sub_tasks() -> dict[str, dict]:

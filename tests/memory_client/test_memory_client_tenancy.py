@@ -7,7 +7,7 @@ import pytest
 from soorma_common.errors import PlanNotFound, TaskNotFound
 from soorma_common.memory import PlanContextRecord, TaskContextRecord
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SUB = {"s1": {"sub_task_id": "s1", "event_type": "x", "response_event": "x.done"}}
 

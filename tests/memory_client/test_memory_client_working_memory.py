@@ -8,7 +8,7 @@ from soorma.memory import MemoryClient
 from soorma_common.errors import PayloadTooLarge
 from soorma_common.memory import WorkingMemoryItem
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def test_store_and_retrieve_any_json_value(memory: MemoryClient):

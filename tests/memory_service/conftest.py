@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -9,11 +10,13 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
+from asgi_lifespan import LifespanManager
 
 from memory_service import create_app
 from memory_service.settings import Settings
 from testsupport.pgvector import create_database, drop_database
-from testsupport.services import db_url, in_process, memory_settings
+from testsupport.postgres import create_schema, drop_schema
+from testsupport.services import SQL_BACKENDS, db_url, in_process, memory_settings
 
 __all__ = ["db_url"]  # a fixture: pytest finds it by its name in this module
 
@@ -80,4 +83,75 @@ def make_lt_client(lt_db_url: str, tmp_path: Any) -> ClientFactory:
 @pytest_asyncio.fixture
 async def lt_client(make_lt_client: ClientFactory) -> AsyncIterator[httpx.AsyncClient]:
     async with make_lt_client() as c:
+        yield c
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["sqlite", "pgvector"])
+async def shared_lt_client(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[httpx.AsyncClient]:
+    """One memory service per test module and backend (deterministic embedder), for
+    tests that need no fresh database: each acts as its own tenant (:func:`own_tenant`).
+
+    The module's tests run in the module's event loop
+    (``pytestmark = pytest.mark.asyncio(loop_scope="module")``). A fresh app per test
+    costs far more than the request it checks: migrations, and FastAPI building every
+    route on the app's first requests.
+    """
+    tmp = tmp_path_factory.mktemp("shared-lt")
+    server_url: str | None = None
+    name: str | None = None
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp}/test.db"
+    else:
+        server_url = request.getfixturevalue("pgvector_server_url")
+        name, url = await create_database(server_url)
+    try:
+        settings = memory_settings(url, tmp, embedding_model="deterministic/256")
+        async with in_process(create_app(settings), base_url="http://memory") as c:
+            yield c
+    finally:
+        if server_url is not None and name is not None:
+            await drop_database(server_url, name)
+
+
+@pytest.fixture
+def own_tenant() -> dict[str, str]:
+    """Identity headers of a tenant no other test uses (user ``alice``)."""
+    return {"X-Tenant-ID": f"tenant-{uuid.uuid4().hex[:12]}", "X-User-ID": "alice"}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=SQL_BACKENDS)
+async def shared_memory_app(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Any]:
+    """One memory service (lifespan running) per test module and SQL backend, for tests
+    that need no fresh database: each talks to it through :func:`tenant_client`."""
+    tmp = tmp_path_factory.mktemp("shared-memory")
+    database: str | None = None
+    role: str | None = None
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp}/memory.db"
+    else:
+        database = request.getfixturevalue("postgres_test_database")
+        role, url = await create_schema(database)
+    try:
+        async with LifespanManager(create_app(memory_settings(url, tmp))) as manager:
+            yield manager.app
+    finally:
+        if database is not None and role is not None:
+            await drop_schema(database, role)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def tenant_client(shared_memory_app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the module's shared memory service acting, unless a request says
+    otherwise, as a tenant no other test uses: every record of the service belongs to
+    a tenant, so the test sees an empty service. Its tests run in the module's loop
+    (``pytestmark = pytest.mark.asyncio(loop_scope="module")``)."""
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(shared_memory_app),
+        base_url="http://memory",
+        headers={"X-Tenant-ID": f"tenant-{uuid.uuid4().hex[:12]}"},
+    ) as c:
         yield c

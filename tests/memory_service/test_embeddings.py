@@ -1,8 +1,11 @@
-"""Embedders: the offline default loads from its wheel without network; the SQLite
-vector distance (sqlite-vec, or its Python stand-in) is cosine distance."""
+"""Embedders: the offline default loads from its wheel without network; a remote provider
+gets our retries and no others; the SQLite vector distance (sqlite-vec, or its Python
+stand-in) is cosine distance."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
 from array import array
 from typing import Any
@@ -17,6 +20,7 @@ from memory_service.embeddings import (
     make_embedder,
 )
 from memory_service.sql import open_sql_store
+from soorma_common.errors import EmbeddingUnavailable
 
 
 def _cos(a: list[float], b: list[float]) -> float:
@@ -107,3 +111,115 @@ def test_python_stand_in_answers_like_sqlite_vec() -> None:
     conn.close()
     ours = [_cosine_distance(array("f", a).tobytes(), array("f", b).tobytes()) for a, b in pairs]
     assert ours == pytest.approx(from_sqlite_vec, abs=1e-5)
+
+
+class _OpenAICompatibleServer:
+    """A loopback HTTP server speaking just enough of ``POST /v1/embeddings``.
+
+    ``refuse=True``: every connection is accepted, counted and closed unanswered (a
+    provider that is down); otherwise each text gets a vector ``[len(text), 1.0, ...]``.
+    """
+
+    def __init__(self, *, refuse: bool, dimensions: int = 4) -> None:
+        self.refuse = refuse
+        self.dimensions = dimensions
+        self.connections = 0
+        self.requests: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> _OpenAICompatibleServer:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/v1"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            if self.refuse:
+                return
+            while True:
+                request_line = await reader.readline()
+                if not request_line:
+                    return
+                headers: dict[str, str] = {}
+                while (line := await reader.readline()) not in (b"\r\n", b""):
+                    name, _, value = line.decode().partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                body = json.loads(await reader.readexactly(int(headers["content-length"])))
+                self.requests.append((request_line.decode().split()[1], headers, body))
+                data = [
+                    {
+                        "object": "embedding",
+                        "index": i,
+                        "embedding": [float(len(text))] + [1.0] * (self.dimensions - 1),
+                    }
+                    for i, text in enumerate(body["input"])
+                ]
+                answer = json.dumps(
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": body["model"],
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                    }
+                ).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    + f"content-length: {len(answer)}\r\n\r\n".encode()
+                    + answer
+                )
+                await writer.drain()
+        finally:
+            writer.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("retries", [0, 2])
+async def test_a_provider_that_is_down_gets_exactly_our_attempts(retries: int) -> None:
+    """Each of our attempts is one connection: the OpenAI SDK under litellm retries
+    nothing on its own (litellm reads ``max_retries=0`` as its default 2)."""
+    async with _OpenAICompatibleServer(refuse=True) as server:
+        embedder = LiteLLMEmbedder(
+            "openai/text-embedding-3-small",
+            api_base=server.url,
+            api_key="test-key",
+            retries=retries,
+            backoff_seconds=0.01,
+        )
+        with pytest.raises(EmbeddingUnavailable) as caught:
+            await embedder.embed(["one", "two"])
+        assert server.connections == retries + 1
+        assert caught.value.details == {
+            "provider": "openai",
+            "model": "openai/text-embedding-3-small",
+        }
+        assert server.url in str(caught.value)
+
+
+@pytest.mark.asyncio
+async def test_an_openai_compatible_provider_embeds_in_batches_with_its_key() -> None:
+    async with _OpenAICompatibleServer(refuse=False) as server:
+        embedder = LiteLLMEmbedder(
+            "openai/text-embedding-3-small",
+            api_base=server.url,
+            api_key="test-key",
+            dimensions=4,
+            batch_size=2,
+        )
+        vectors = await embedder.embed(["a", "bb", "ccc"])
+        assert [v[0] for v in vectors] == [1.0, 2.0, 3.0]
+        assert await embedder.dimensions() == 4
+    assert [path for path, _, _ in server.requests] == ["/v1/embeddings", "/v1/embeddings"]
+    assert {headers["authorization"] for _, headers, _ in server.requests} == {"Bearer test-key"}
+    assert [body["input"] for _, _, body in server.requests] == [["a", "bb"], ["ccc"]]
+    assert {body["model"] for _, _, body in server.requests} == {"text-embedding-3-small"}
+    assert {body["dimensions"] for _, _, body in server.requests} == {4}

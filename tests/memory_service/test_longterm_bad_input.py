@@ -1,13 +1,13 @@
-"""Bad input to long-term memory gets a clear 4xx, never a 500, and stores nothing."""
+"""Bad input to long-term memory gets a clear 4xx, never a 500, and stores nothing.
+
+One service per backend for the module; each test is its own tenant."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-pytestmark = pytest.mark.asyncio
-
-A = {"X-Tenant-ID": "tenant-a", "X-User-ID": "alice"}
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 BAD_BODIES = [
     ("/v1/memory/semantic", {"content": ""}, "content"),
@@ -53,9 +53,13 @@ BAD_BODIES = [
 
 @pytest.mark.parametrize(("path", "body", "mentions"), BAD_BODIES)
 async def test_bad_bodies_are_422_with_a_message(
-    lt_client: httpx.AsyncClient, path: str, body: dict, mentions: str
+    shared_lt_client: httpx.AsyncClient,
+    own_tenant: dict[str, str],
+    path: str,
+    body: dict,
+    mentions: str,
 ) -> None:
-    r = await lt_client.post(path, json=body, headers=A)
+    r = await shared_lt_client.post(path, json=body, headers=own_tenant)
     assert r.status_code == 422, r.text
     error = r.json()["error"]
     assert error["code"] == "validation_error"
@@ -76,17 +80,20 @@ async def test_bad_bodies_are_422_with_a_message(
         "/v1/memory/procedures/a%00b",
     ],
 )
-async def test_bad_queries_and_ids_are_422(lt_client: httpx.AsyncClient, path: str) -> None:
-    r = await lt_client.get(path, headers=A)
+async def test_bad_queries_and_ids_are_422(
+    shared_lt_client: httpx.AsyncClient, own_tenant: dict[str, str], path: str
+) -> None:
+    r = await shared_lt_client.get(path, headers=own_tenant)
     assert r.status_code == 422, r.text
     assert r.json()["error"]["code"] == "validation_error"
 
 
 async def test_nothing_was_stored_and_the_service_still_answers(
-    lt_client: httpx.AsyncClient,
+    shared_lt_client: httpx.AsyncClient, own_tenant: dict[str, str]
 ) -> None:
+    client, headers = shared_lt_client, own_tenant
     for path, body, _ in BAD_BODIES[:10]:
-        await lt_client.post(path, json=body, headers=A)
-    assert (await lt_client.get("/v1/memory/semantic", headers=A)).json() == []
-    r = await lt_client.post("/v1/memory/semantic", json={"content": "fine"}, headers=A)
+        await client.post(path, json=body, headers=headers)
+    assert (await client.get("/v1/memory/semantic", headers=headers)).json() == []
+    r = await client.post("/v1/memory/semantic", json={"content": "fine"}, headers=headers)
     assert r.status_code == 201

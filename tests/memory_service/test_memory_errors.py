@@ -7,7 +7,13 @@ import pytest
 from memory_bodies import plan_body, task_body
 from pydantic.alias_generators import to_camel
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture
+def client(tenant_client: httpx.AsyncClient) -> httpx.AsyncClient:
+    """The module's shared service, as a tenant of this test's own (``conftest.py``)."""
+    return tenant_client
 
 
 def _shape(r: httpx.Response) -> dict[str, object]:

@@ -187,7 +187,7 @@ async def test_reads_survive_the_database_dropping_connections(
         try:
             killed = await admin.fetchval(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                "WHERE usename = current_user AND pid <> pg_backend_pid()"
             )
         finally:
             await admin.close()

@@ -8,7 +8,14 @@ import httpx
 import pytest
 from memory_bodies import sub_task, task_body
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture
+def client(tenant_client: httpx.AsyncClient) -> httpx.AsyncClient:
+    """The module's shared service, as a tenant of this test's own (``conftest.py``)."""
+    return tenant_client
+
 
 BASE = "/v1/memory/task-context"
 

@@ -8,7 +8,8 @@
 - :class:`LiteLLMEmbedder` (any other name): ``litellm.aembedding`` for any provider
   (``text-embedding-3-small``, ``ollama/nomic-embed-text``, an OpenAI-compatible
   ``api_base``), batched, retried with backoff; a provider that stays down raises
-  :class:`~soorma_common.errors.EmbeddingUnavailable` naming it.
+  :class:`~soorma_common.errors.EmbeddingUnavailable` naming it. Our retries are the only
+  ones: OpenAI and OpenAI-compatible endpoints get a client that makes one attempt per call.
 
 Every vector is stored with the embedder's ``model`` name, so a model change is visible
 and ``soorma memory reembed`` can move old records over.
@@ -17,9 +18,12 @@ and ``soorma memory reembed`` can move old records over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -126,7 +130,13 @@ class WordLlamaEmbedder:
 
 
 class LiteLLMEmbedder:
-    """Any provider through ``litellm.aembedding``, in batches, retried with backoff."""
+    """Any provider through ``litellm.aembedding``, in batches, retried with backoff.
+
+    litellm reads ``max_retries=0`` as "use the default" (``max_retries or 2``) and sets
+    that on any OpenAI client it is given, so each of our attempts would hide three of the
+    SDK's, each with its own backoff. The ``openai`` provider (OpenAI itself and every
+    OpenAI-compatible ``api_base``) therefore gets a client of ours that cannot retry.
+    """
 
     def __init__(
         self,
@@ -155,7 +165,8 @@ class LiteLLMEmbedder:
 
     async def dimensions(self) -> int:
         if self._dims is None:
-            self._dims = len((await self._call(["dimension probe"]))[0])
+            async with self._client() as client:
+                self._dims = len((await self._call(["dimension probe"], client))[0])
         return self._dims
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -163,8 +174,9 @@ class LiteLLMEmbedder:
             list(texts[i : i + self._batch_size]) for i in range(0, len(texts), self._batch_size)
         ]
         vectors: list[list[float]] = []
-        for batch in batches:
-            vectors.extend(await self._call(batch))
+        async with self._client() as client:
+            for batch in batches:
+                vectors.extend(await self._call(batch, client))
         if vectors:
             expected = self._dims if self._dims is not None else len(vectors[0])
             if any(len(v) != expected for v in vectors):
@@ -177,7 +189,40 @@ class LiteLLMEmbedder:
             self._dims = expected
         return vectors
 
-    async def _call(self, batch: list[str]) -> list[list[float]]:
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[Any]:
+        """The single-attempt OpenAI client for one ``embed`` call (``None`` for providers
+        litellm reaches another way), closed with its connections afterwards."""
+        import litellm
+
+        try:
+            route = litellm.get_llm_provider(model=self.model, api_base=self._api_base)[1]
+        except Exception:  # an unknown provider: litellm's own call reports it
+            route = None
+        if route != "openai":
+            yield None
+            return
+        # Where litellm would send an openai call without a client of ours.
+        base_url = (
+            self._api_base
+            or litellm.api_base
+            or os.environ.get("OPENAI_BASE_URL")
+            or os.environ.get("OPENAI_API_BASE")
+        )
+        api_key = (
+            self._api_key
+            or litellm.api_key
+            or litellm.openai_key
+            or os.environ.get("OPENAI_API_KEY")
+        )
+        try:
+            client = _single_attempt_openai_client(base_url, api_key, self._timeout)
+        except Exception as exc:  # no key anywhere: the provider cannot be called
+            raise self._unavailable(exc) from exc
+        async with client:
+            yield client
+
+    async def _call(self, batch: list[str], client: Any) -> list[list[float]]:
         import litellm
 
         kwargs: dict[str, Any] = {"model": self.model, "input": batch, "timeout": self._timeout}
@@ -185,6 +230,8 @@ class LiteLLMEmbedder:
             kwargs["api_base"] = self._api_base
         if self._api_key:
             kwargs["api_key"] = self._api_key
+        if client is not None:
+            kwargs["client"] = client
         if self._dims is not None and self.model.startswith(("text-embedding-3", "openai/")):
             kwargs["dimensions"] = self._dims
         last: Exception | None = None
@@ -201,11 +248,35 @@ class LiteLLMEmbedder:
                 )
                 if attempt < self._retries:
                     await asyncio.sleep(self._backoff * 2**attempt)
-        raise EmbeddingUnavailable(
+        raise self._unavailable(last)
+
+    def _unavailable(self, cause: Exception | None) -> EmbeddingUnavailable:
+        return EmbeddingUnavailable(
             f"embedding provider {self.provider!r} (model {self._where()}) is unavailable: "
-            f"{type(last).__name__}: {str(last)[:300]}; nothing was stored",
+            f"{type(cause).__name__}: {str(cause)[:300]}; nothing was stored",
             details={"provider": self.provider, "model": self.model},
         )
+
+
+def _single_attempt_openai_client(base_url: str | None, api_key: str | None, timeout: float) -> Any:
+    """An ``openai.AsyncOpenAI`` whose ``max_retries`` stays 0 whatever litellm sets."""
+    return _single_attempt_openai_class()(base_url=base_url, api_key=api_key, timeout=timeout)
+
+
+@functools.cache
+def _single_attempt_openai_class() -> type:
+    import openai  # a dependency of litellm; imported when first needed, like litellm
+
+    class SingleAttemptOpenAI(openai.AsyncOpenAI):
+        @property  # type: ignore[override]
+        def max_retries(self) -> int:
+            return 0
+
+        @max_retries.setter
+        def max_retries(self, value: int) -> None:
+            pass  # litellm writes its default (2) here before every call
+
+    return SingleAttemptOpenAI
 
 
 def _get(item: Any, key: str) -> Any:

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "event_service")
 
 from balancer import balanced_client
 from event_stack import Service, make_settings
+from test_event_recovery import Timed
 
 from event_service import create_app
 from event_service.settings import Settings
@@ -42,3 +43,10 @@ async def service(settings: Settings) -> AsyncIterator[Service]:
         # Guard against a balancer that silently sends everything to one replica.
         if sum(balancer.sent.values()) > 1:
             assert min(balancer.sent[0], balancer.sent[1]) > 0, balancer.sent
+
+
+@pytest.fixture
+def timed(service: Service) -> Timed:
+    """The replicas in real time, for the recovery tests reused from tests/event_service
+    (which run there on a manual clock as well): Redis keeps its own time."""
+    return Timed(service)

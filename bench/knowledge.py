@@ -242,10 +242,58 @@ async def ingest(
 
 Op = Callable[[int], Awaitable[Any]]
 
+# CPU seconds used so far by the processes a search crosses besides the load generator
+# (name -> probe): the service process, PostgreSQL's client backends and its own
+# processes.
+# Set per backend in bench_backend; each row reports their CPU per operation.
+WATCHED: dict[str, Callable[[], float]] = {}
 
-async def _drive(ops: list[Op], seconds: float, latencies: list[float]) -> tuple[float, float]:
+
+# PostgreSQL's own processes (not a client's backend), by their title.
+_PG_BACKGROUND = (
+    "checkpointer",
+    "background writer",
+    "walwriter",
+    "autovacuum",
+    "logical replication",
+    "archiver",
+    "stats",
+    "io worker",
+)
+
+
+def _children_cpu(parent: int, *, background: bool) -> float:
+    """CPU seconds of ``parent``'s live children: client backends (``background``
+    False) or PostgreSQL's own processes with the postmaster itself (True)."""
+    total = cpu_seconds(parent) if background else 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != parent:
+                continue
+            title = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if any(name in title for name in _PG_BACKGROUND) == background:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _watched() -> dict[str, float]:
+    return {name: probe() for name, probe in WATCHED.items()}
+
+
+async def _drive(
+    ops: list[Op], seconds: float, latencies: list[float], others: dict[str, float] | None = None
+) -> tuple[float, float]:
     """Each op in its own loop for ``seconds``; latencies (ms) appended; (wall s, CPU s
-    this load generator used meanwhile)."""
+    this load generator used meanwhile); ``others``: the WATCHED processes' CPU s added."""
     stop = time.perf_counter() + seconds
 
     async def loop(n: int) -> None:
@@ -256,12 +304,19 @@ async def _drive(ops: list[Op], seconds: float, latencies: list[float]) -> tuple
             await ops[n](step)
             latencies.append((time.perf_counter() - t0) * 1000)
 
+    before = _watched()
     cpu0, started = cpu_seconds(), time.perf_counter()
     await asyncio.gather(*(loop(n) for n in range(len(ops))))
-    return time.perf_counter() - started, cpu_seconds() - cpu0
+    wall, cpu = time.perf_counter() - started, cpu_seconds() - cpu0
+    if others is not None:
+        for name, value in _watched().items():
+            others[name] = others.get(name, 0.0) + value - before[name]
+    return wall, cpu
 
 
-def _row(latencies: list[float], wall: float, cpu: float) -> dict[str, Any]:
+def _row(
+    latencies: list[float], wall: float, cpu: float, others: dict[str, float] | None = None
+) -> dict[str, Any]:
     return {
         "ops": len(latencies),
         "ops_s": round(len(latencies) / wall, 1),
@@ -269,6 +324,11 @@ def _row(latencies: list[float], wall: float, cpu: float) -> dict[str, Any]:
         "p99_ms": round(pct(latencies, 99), 3),
         # The load generator's own CPU per operation (client cost, not the service's).
         "client_cpu_ms": round(1000 * cpu / max(1, len(latencies)), 3),
+        # The service's and PostgreSQL's CPU per operation in the same seconds.
+        **{
+            f"{name}_cpu_ms": round(1000 * value / max(1, len(latencies)), 3)
+            for name, value in (others or {}).items()
+        },
     }
 
 
@@ -276,8 +336,9 @@ async def run_load(clients: int, seconds: float, make_op: Callable[[], Awaitable
     """``clients`` concurrent loops of one op for ``seconds``; latencies in ms."""
     ops = [await make_op() for _ in range(clients)]
     latencies: list[float] = []
-    wall, cpu = await _drive(ops, seconds, latencies)
-    return _row(latencies, wall, cpu)
+    others: dict[str, float] = {}
+    wall, cpu = await _drive(ops, seconds, latencies, others)
+    return _row(latencies, wall, cpu, others)
 
 
 async def run_side_by_side(
@@ -291,13 +352,14 @@ async def run_side_by_side(
     ops = {name: [await make() for _ in range(clients)] for name, make in makes.items()}
     latencies: dict[str, list[float]] = {name: [] for name in makes}
     spent = {name: [0.0, 0.0] for name in makes}
+    others: dict[str, dict[str, float]] = {name: {} for name in makes}
     names = list(makes)
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
-            wall, cpu = await _drive(ops[name], seconds / rounds, latencies[name])
+            wall, cpu = await _drive(ops[name], seconds / rounds, latencies[name], others[name])
             spent[name][0] += wall
             spent[name][1] += cpu
-    return {name: _row(latencies[name], *spent[name]) for name in makes}
+    return {name: _row(latencies[name], *spent[name], others[name]) for name in makes}
 
 
 def service_search(
@@ -514,6 +576,17 @@ async def bench_backend(
     svc = KnowledgeService(db_url, args.port)
     result: dict[str, Any] = {"backend": name}
     svc.start()
+    WATCHED.clear()
+    if svc.proc is not None:
+        WATCHED["server"] = lambda: cpu_seconds(svc.proc.pid) if svc.proc else 0.0
+    if name == "postgres":
+        probe = await asyncpg.connect(_plain(db_url))
+        postmaster = _parent(await probe.fetchval("SELECT pg_backend_pid()"))
+        await probe.close()
+        # Client backends (the service's and the raw baseline's connections, the index
+        # builder's) and PostgreSQL's own processes (autovacuum, checkpointer, ...).
+        WATCHED["postgres"] = lambda: _children_cpu(postmaster, background=False)
+        WATCHED["pg_background"] = lambda: _children_cpu(postmaster, background=True)
     try:
         ids, result["ingest_precomputed"] = await ingest(svc, texts, matrix, TENANT)
         print(f"{name}: ingest precomputed {result['ingest_precomputed']}", flush=True)

@@ -511,6 +511,58 @@ async def raw_bulk(db_url: str, texts: list[str], matrix: np.ndarray) -> dict[st
     }
 
 
+async def segment_indexes(db_url: str) -> list[str]:
+    """The service's valid segment indexes now (``msv_<tag>_<lo>_<hi>``), sorted."""
+    conn = await asyncpg.connect(db_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'memory_semantic'::regclass AND i.indisvalid "
+            "AND c.relname LIKE 'msv\\_%'"
+        )
+    finally:
+        await conn.close()
+    return sorted(r["relname"] for r in rows)
+
+
+async def explain_searches(db_url: str, vector: list[float]) -> list[str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the service's generated search functions' ranking
+    (their static SQL, parameters filled in, with the function's settings and role) and
+    of the raw baseline's query, for one query vector: where PostgreSQL's time goes."""
+    conn = await asyncpg.connect(db_url)
+    out: list[str] = []
+    literal = "'" + orjson.dumps(vector).decode() + "'"
+    try:
+        for row in await conn.fetch(
+            "SELECT proname, prosrc FROM pg_proc WHERE proname LIKE 'soorma\\_msr\\_%'"
+        ):
+            body = row["prosrc"]
+            if "RETURN QUERY" not in body:
+                continue
+            sql = body.split("RETURN QUERY", 1)[1].rsplit(";", 1)[0]
+            sql = sql.replace("p_args[1]", f"'{TENANT}'").replace("p_args[2]", f"'{USER}'")
+            sql = sql.replace("p_v", f"{literal}::vector")
+            async with conn.transaction():
+                await conn.execute(
+                    "SELECT set_config('soorma.tenant_id', $1, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    "set_config('hnsw.ef_search', '40', true), "
+                    "set_config('role', 'soorma_memory_rls', true)",
+                    TENANT,
+                )
+                plan = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS) " + sql)
+            out += [f"-- {row['proname']}", *(r[0] for r in plan)]
+        plan = await conn.fetch(
+            "EXPLAIN (ANALYZE, BUFFERS) SELECT id, content, metadata, tags, source, "
+            f"created_at, embedding <=> {literal}::vector AS distance FROM bench_raw "
+            f"ORDER BY embedding <=> {literal}::vector LIMIT 10"
+        )
+        out += ["-- raw", *(r[0] for r in plan)]
+    finally:
+        await conn.close()
+    return out
+
+
 async def wait_indexed(db_url: str, *, one: bool = True, limit_s: float = 3600.0) -> dict[str, Any]:
     """Seconds until the service's builder has every semantic row in one HNSW segment
     index (``memory_service.longterm.segments``: a valid ``msv_<tag>_0_<hi>`` index past
@@ -640,11 +692,21 @@ async def bench_backend(
                 makes["raw"] = raw
             for make in makes.values():
                 await run_load(8, 1.0, make)  # warm-up
+            if name == "postgres":
+                # A merge running meanwhile would count its CPU to the slices.
+                result["indexes_before_searches"] = await segment_indexes(_plain(db_url))
+                print(f"{name}: segment indexes {result['indexes_before_searches']}", flush=True)
             for clients in CLIENTS:
                 rows = await run_side_by_side(clients, args.seconds, makes)
                 for key, row in rows.items():
                     result[f"{key}_{clients}"] = row
                 print(f"{name}: side by side, {clients} client(s): {rows}", flush=True)
+            if name == "postgres" and args.explain:
+                for line in await explain_searches(_plain(db_url), data["query_vectors"][0]):
+                    print(f"explain: {line}", flush=True)
+            if name == "postgres":
+                result["indexes_after_searches"] = await segment_indexes(_plain(db_url))
+                print(f"{name}: segment indexes {result['indexes_after_searches']}", flush=True)
         finally:
             if pool is not None:
                 await pool.close()
@@ -952,6 +1014,9 @@ if __name__ == "__main__":
         default=[],
         metavar="NAME=VALUE",
         help="a setting of the started PostgreSQL (repeatable), e.g. shared_buffers=1GB",
+    )
+    parser.add_argument(
+        "--explain", action="store_true", help="print the searches' plans (PostgreSQL)"
     )
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     asyncio.run(main(parser.parse_args()))

@@ -242,10 +242,58 @@ async def ingest(
 
 Op = Callable[[int], Awaitable[Any]]
 
+# CPU seconds used so far by the processes a search crosses besides the load generator
+# (name -> probe): the service process, PostgreSQL's client backends and its own
+# processes.
+# Set per backend in bench_backend; each row reports their CPU per operation.
+WATCHED: dict[str, Callable[[], float]] = {}
 
-async def _drive(ops: list[Op], seconds: float, latencies: list[float]) -> tuple[float, float]:
+
+# PostgreSQL's own processes (not a client's backend), by their title.
+_PG_BACKGROUND = (
+    "checkpointer",
+    "background writer",
+    "walwriter",
+    "autovacuum",
+    "logical replication",
+    "archiver",
+    "stats",
+    "io worker",
+)
+
+
+def _children_cpu(parent: int, *, background: bool) -> float:
+    """CPU seconds of ``parent``'s live children: client backends (``background``
+    False) or PostgreSQL's own processes with the postmaster itself (True)."""
+    total = cpu_seconds(parent) if background else 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != parent:
+                continue
+            title = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if any(name in title for name in _PG_BACKGROUND) == background:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _watched() -> dict[str, float]:
+    return {name: probe() for name, probe in WATCHED.items()}
+
+
+async def _drive(
+    ops: list[Op], seconds: float, latencies: list[float], others: dict[str, float] | None = None
+) -> tuple[float, float]:
     """Each op in its own loop for ``seconds``; latencies (ms) appended; (wall s, CPU s
-    this load generator used meanwhile)."""
+    this load generator used meanwhile); ``others``: the WATCHED processes' CPU s added."""
     stop = time.perf_counter() + seconds
 
     async def loop(n: int) -> None:
@@ -256,12 +304,19 @@ async def _drive(ops: list[Op], seconds: float, latencies: list[float]) -> tuple
             await ops[n](step)
             latencies.append((time.perf_counter() - t0) * 1000)
 
+    before = _watched()
     cpu0, started = cpu_seconds(), time.perf_counter()
     await asyncio.gather(*(loop(n) for n in range(len(ops))))
-    return time.perf_counter() - started, cpu_seconds() - cpu0
+    wall, cpu = time.perf_counter() - started, cpu_seconds() - cpu0
+    if others is not None:
+        for name, value in _watched().items():
+            others[name] = others.get(name, 0.0) + value - before[name]
+    return wall, cpu
 
 
-def _row(latencies: list[float], wall: float, cpu: float) -> dict[str, Any]:
+def _row(
+    latencies: list[float], wall: float, cpu: float, others: dict[str, float] | None = None
+) -> dict[str, Any]:
     return {
         "ops": len(latencies),
         "ops_s": round(len(latencies) / wall, 1),
@@ -269,6 +324,11 @@ def _row(latencies: list[float], wall: float, cpu: float) -> dict[str, Any]:
         "p99_ms": round(pct(latencies, 99), 3),
         # The load generator's own CPU per operation (client cost, not the service's).
         "client_cpu_ms": round(1000 * cpu / max(1, len(latencies)), 3),
+        # The service's and PostgreSQL's CPU per operation in the same seconds.
+        **{
+            f"{name}_cpu_ms": round(1000 * value / max(1, len(latencies)), 3)
+            for name, value in (others or {}).items()
+        },
     }
 
 
@@ -276,8 +336,9 @@ async def run_load(clients: int, seconds: float, make_op: Callable[[], Awaitable
     """``clients`` concurrent loops of one op for ``seconds``; latencies in ms."""
     ops = [await make_op() for _ in range(clients)]
     latencies: list[float] = []
-    wall, cpu = await _drive(ops, seconds, latencies)
-    return _row(latencies, wall, cpu)
+    others: dict[str, float] = {}
+    wall, cpu = await _drive(ops, seconds, latencies, others)
+    return _row(latencies, wall, cpu, others)
 
 
 async def run_side_by_side(
@@ -291,13 +352,14 @@ async def run_side_by_side(
     ops = {name: [await make() for _ in range(clients)] for name, make in makes.items()}
     latencies: dict[str, list[float]] = {name: [] for name in makes}
     spent = {name: [0.0, 0.0] for name in makes}
+    others: dict[str, dict[str, float]] = {name: {} for name in makes}
     names = list(makes)
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
-            wall, cpu = await _drive(ops[name], seconds / rounds, latencies[name])
+            wall, cpu = await _drive(ops[name], seconds / rounds, latencies[name], others[name])
             spent[name][0] += wall
             spent[name][1] += cpu
-    return {name: _row(latencies[name], *spent[name]) for name in makes}
+    return {name: _row(latencies[name], *spent[name], others[name]) for name in makes}
 
 
 def service_search(
@@ -449,6 +511,58 @@ async def raw_bulk(db_url: str, texts: list[str], matrix: np.ndarray) -> dict[st
     }
 
 
+async def segment_indexes(db_url: str) -> list[str]:
+    """The service's valid segment indexes now (``msv_<tag>_<lo>_<hi>``), sorted."""
+    conn = await asyncpg.connect(db_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'memory_semantic'::regclass AND i.indisvalid "
+            "AND c.relname LIKE 'msv\\_%'"
+        )
+    finally:
+        await conn.close()
+    return sorted(r["relname"] for r in rows)
+
+
+async def explain_searches(db_url: str, vector: list[float]) -> list[str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the service's generated search functions' ranking
+    (their static SQL, parameters filled in, with the function's settings and role) and
+    of the raw baseline's query, for one query vector: where PostgreSQL's time goes."""
+    conn = await asyncpg.connect(db_url)
+    out: list[str] = []
+    literal = "'" + orjson.dumps(vector).decode() + "'"
+    try:
+        for row in await conn.fetch(
+            "SELECT proname, prosrc FROM pg_proc WHERE proname LIKE 'soorma\\_msr\\_%'"
+        ):
+            body = row["prosrc"]
+            if "RETURN QUERY" not in body:
+                continue
+            sql = body.split("RETURN QUERY", 1)[1].rsplit(";", 1)[0]
+            sql = sql.replace("p_args[1]", f"'{TENANT}'").replace("p_args[2]", f"'{USER}'")
+            sql = sql.replace("p_v", f"{literal}::vector")
+            async with conn.transaction():
+                await conn.execute(
+                    "SELECT set_config('soorma.tenant_id', $1, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    "set_config('hnsw.ef_search', '40', true), "
+                    "set_config('role', 'soorma_memory_rls', true)",
+                    TENANT,
+                )
+                plan = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS) " + sql)
+            out += [f"-- {row['proname']}", *(r[0] for r in plan)]
+        plan = await conn.fetch(
+            "EXPLAIN (ANALYZE, BUFFERS) SELECT id, content, metadata, tags, source, "
+            f"created_at, embedding <=> {literal}::vector AS distance FROM bench_raw "
+            f"ORDER BY embedding <=> {literal}::vector LIMIT 10"
+        )
+        out += ["-- raw", *(r[0] for r in plan)]
+    finally:
+        await conn.close()
+    return out
+
+
 async def wait_indexed(db_url: str, *, one: bool = True, limit_s: float = 3600.0) -> dict[str, Any]:
     """Seconds until the service's builder has every semantic row in one HNSW segment
     index (``memory_service.longterm.segments``: a valid ``msv_<tag>_0_<hi>`` index past
@@ -514,6 +628,17 @@ async def bench_backend(
     svc = KnowledgeService(db_url, args.port)
     result: dict[str, Any] = {"backend": name}
     svc.start()
+    WATCHED.clear()
+    if svc.proc is not None:
+        WATCHED["server"] = lambda: cpu_seconds(svc.proc.pid) if svc.proc else 0.0
+    if name == "postgres":
+        probe = await asyncpg.connect(_plain(db_url))
+        postmaster = _parent(await probe.fetchval("SELECT pg_backend_pid()"))
+        await probe.close()
+        # Client backends (the service's and the raw baseline's connections, the index
+        # builder's) and PostgreSQL's own processes (autovacuum, checkpointer, ...).
+        WATCHED["postgres"] = lambda: _children_cpu(postmaster, background=False)
+        WATCHED["pg_background"] = lambda: _children_cpu(postmaster, background=True)
     try:
         ids, result["ingest_precomputed"] = await ingest(svc, texts, matrix, TENANT)
         print(f"{name}: ingest precomputed {result['ingest_precomputed']}", flush=True)
@@ -567,11 +692,21 @@ async def bench_backend(
                 makes["raw"] = raw
             for make in makes.values():
                 await run_load(8, 1.0, make)  # warm-up
+            if name == "postgres":
+                # A merge running meanwhile would count its CPU to the slices.
+                result["indexes_before_searches"] = await segment_indexes(_plain(db_url))
+                print(f"{name}: segment indexes {result['indexes_before_searches']}", flush=True)
             for clients in CLIENTS:
                 rows = await run_side_by_side(clients, args.seconds, makes)
                 for key, row in rows.items():
                     result[f"{key}_{clients}"] = row
                 print(f"{name}: side by side, {clients} client(s): {rows}", flush=True)
+            if name == "postgres" and args.explain:
+                for line in await explain_searches(_plain(db_url), data["query_vectors"][0]):
+                    print(f"explain: {line}", flush=True)
+            if name == "postgres":
+                result["indexes_after_searches"] = await segment_indexes(_plain(db_url))
+                print(f"{name}: segment indexes {result['indexes_after_searches']}", flush=True)
         finally:
             if pool is not None:
                 await pool.close()
@@ -879,6 +1014,9 @@ if __name__ == "__main__":
         default=[],
         metavar="NAME=VALUE",
         help="a setting of the started PostgreSQL (repeatable), e.g. shared_buffers=1GB",
+    )
+    parser.add_argument(
+        "--explain", action="store_true", help="print the searches' plans (PostgreSQL)"
     )
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     asyncio.run(main(parser.parse_args()))

@@ -115,6 +115,7 @@ class LongTermMemory:
             except asyncio.CancelledError:
                 pass
         self.store.close()
+        await self.store.close_searches()
 
     async def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         model = await self.model()

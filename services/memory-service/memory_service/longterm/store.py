@@ -10,6 +10,7 @@ take part in vector ranking.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -98,6 +99,19 @@ class ActiveModel:
 class Ranked:
     id: str
     value: float  # cosine similarity (vector) or keyword relevance
+
+
+# Connections of the vector searches' own pool (LongTermStore._search_pool).
+SEARCH_POOL_SIZE = 10
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """The search pool's reset: nothing to undo (asyncpg's default, ``RESET ALL`` among
+    others, is one more round trip per search and would drop the session's RLS role).
+    A search's settings are local to its statement's transaction; one left open by a
+    failure is rolled back."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
 
 
 def _loads(value: Any) -> Any:
@@ -293,6 +307,9 @@ class LongTermStore:
         # Search statements built per cover and query shape (_search_statement).
         self._search_statements: dict[tuple[Any, ...], _SearchStatement] = {}
         self._static_allowed = True
+        # PostgreSQL vector searches' own asyncpg pool (_search_pool), opened on first use.
+        self._searches: asyncpg.Pool | None = None
+        self._searches_opening = asyncio.Lock()
         self._semantic_upsert = self._semantic_insert(
             "ON CONFLICT (tenant_id, user_id, external_id) WHERE external_id IS NOT NULL "
             "DO UPDATE SET content = excluded.content, content_hash = excluded.content_hash, "
@@ -362,6 +379,43 @@ class LongTermStore:
     def close(self) -> None:
         if self.vectors is not None:
             self.vectors.close()
+
+    async def close_searches(self) -> None:
+        """Close the vector searches' pool (:meth:`_search_pool`), if it was opened."""
+        pool, self._searches = self._searches, None
+        if pool is not None:
+            await pool.close()
+
+    async def _search_pool(self) -> asyncpg.Pool:
+        """The pool pure vector searches run on: asyncpg's own, on the engine's connect
+        arguments (a SQLAlchemy checkout and return went through greenlets: about a
+        tenth of the service's CPU per search, B8). Its connections stay in the RLS role
+        for the whole session (set when a connection opens, never reset: the pool's
+        reset is a no-op), so a search does not switch roles per call; they are used
+        only for the generated search functions, whose tenant setting is local to the
+        statement's transaction, and for reading the catalog (pg_class, pg_index)."""
+        if self._searches is not None:
+            return self._searches
+        async with self._searches_opening:
+            if self._searches is None:
+                cargs, cparams = self.engine.dialect.create_connect_args(self.engine.url)
+                for key in ("prepared_statement_cache_size", "prepared_statement_name_func"):
+                    cparams.pop(key, None)
+                cparams.setdefault("timeout", 30)
+                self._searches = await asyncpg.create_pool(
+                    *cargs,
+                    min_size=0,
+                    max_size=SEARCH_POOL_SIZE,
+                    init=self._init_search_connection,
+                    reset=_keep_session,
+                    **cparams,
+                )
+        assert self._searches is not None
+        return self._searches
+
+    async def _init_search_connection(self, conn: asyncpg.Connection) -> None:
+        if self._rls_role:
+            await conn.execute(f"SET ROLE {RLS_ROLE}")
 
     async def _ranked(self, conn: AsyncConnection, sql: str, params: dict[str, Any]) -> list[Any]:
         """Rows of a vector-ranking statement: through sqlite-vec when available."""
@@ -941,29 +995,29 @@ class LongTermStore:
         )
         where = f"{scope} AND {_on_model(model, 's.')}"
         vector = self.d.vector_param(query_vector)
-        role = RLS_ROLE if self._rls_role else None
+        pool = await self._search_pool()
         for attempt in (1, 2):
-            async with self.engine.connect() as sa:
-                raw = (await sa.get_raw_connection()).driver_connection
-                assert raw is not None
-                try:
-                    cover = await self.segments.cover(model.name, model.dims, raw)
-                    ef = max(40, min(k, 1000))
-                    rows = await self._search_rows(
-                        raw,
-                        self._search_statement(cover, where, model, k),
-                        params,
-                        (tenant, role, ef, vector),
-                    )
-                    break
-                except Exception:
-                    # Not BaseException: a cancelled search must end, not be read again.
-                    if not raw.is_closed() or attempt == 2:
-                        raise
-                    # The server dropped it (a restart): replace the pool, read again
-                    # (a read is safe to repeat).
-                    await sa.invalidate()
-                    await self.engine.dispose(close=False)
+            raw = await pool.acquire()
+            try:
+                cover = await self.segments.cover(model.name, model.dims, raw)
+                ef = max(40, min(k, 1000))
+                rows = await self._search_rows(
+                    raw,
+                    self._search_statement(cover, where, model, k),
+                    params,
+                    # No role: the pool's connections are in the RLS role already.
+                    (tenant, None, ef, vector),
+                )
+                break
+            except Exception:
+                # Not BaseException: a cancelled search must end, not be read again.
+                if not raw.is_closed() or attempt == 2:
+                    raise
+                # The server dropped it (a restart): open fresh connections, read again
+                # (a read is safe to repeat).
+                pool.expire_connections()
+            finally:
+                await pool.release(raw)
         hits = [Ranked(r["id"], 1.0 - r["distance"]) for r in rows]
         return hits, [], {r["id"]: semantic_record_from_pg(r) for r in rows}
 
@@ -1013,17 +1067,7 @@ class LongTermStore:
         name = statement.name
         if name not in self._static_searches and self._static_allowed:
             if statement.create is not None:
-                try:
-                    await raw.execute(statement.create)
-                    self._static_searches.add(name)
-                except asyncpg.InsufficientPrivilegeError:
-                    # A database user without CREATE on the schema: never try again.
-                    self._static_allowed = False
-                    log.warning("cannot create search functions; searches plan per call")
-                except asyncpg.PostgresError as exc:
-                    # Usually another process creating the same function at the same
-                    # moment; the search falls back to the per-call plan either way.
-                    log.info("search function %s not created: %s", name, exc)
+                await self._create_search_function(name, statement.create)
         args = _args(params, statement.names)
         tenant, role, ef, vector = head
         if name in self._static_searches:
@@ -1043,6 +1087,27 @@ class LongTermStore:
         return list(
             await raw.fetch(_SEARCH_CALL, tenant, role, ef, statement.dynamic, vector, args)
         )
+
+    async def _create_search_function(self, name: str, create: str) -> None:
+        """Create a generated search function, on an engine connection (the search
+        pool's are in the RLS role); a failure leaves searches on the per-call plan."""
+        async with self.engine.connect() as sa:
+            owner = (await sa.get_raw_connection()).driver_connection
+            assert owner is not None
+            try:
+                await owner.execute(create)
+                self._static_searches.add(name)
+            except asyncpg.InsufficientPrivilegeError:
+                # A database user without CREATE on the schema: never try again.
+                self._static_allowed = False
+                log.warning("cannot create search functions; searches plan per call")
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                # Usually another process creating the same function at the same
+                # moment, or a connection the server dropped (a restart: it leaves the
+                # pool); the next search tries again.
+                if owner.is_closed():
+                    await sa.invalidate()
+                log.info("search function %s not created: %s", name, exc)
 
     # --- episodic -------------------------------------------------------------------------
 

@@ -197,6 +197,7 @@ async def test_a_provider_that_is_down_gets_exactly_our_attempts(retries: int) -
         )
         with pytest.raises(EmbeddingUnavailable) as caught:
             await embedder.embed(["one", "two"])
+        await embedder.close()
         assert server.connections == retries + 1
         assert caught.value.details == {
             "provider": "openai",
@@ -218,8 +219,12 @@ async def test_an_openai_compatible_provider_embeds_in_batches_with_its_key() ->
         vectors = await embedder.embed(["a", "bb", "ccc"])
         assert [v[0] for v in vectors] == [1.0, 2.0, 3.0]
         assert await embedder.dimensions() == 4
-    assert [path for path, _, _ in server.requests] == ["/v1/embeddings", "/v1/embeddings"]
+        assert [v[0] for v in await embedder.embed(["dddd"])] == [4.0]
+        await embedder.close()
+    # One client for the embedder's life: every call after the first reuses its connection.
+    assert server.connections == 1
+    assert [path for path, _, _ in server.requests] == ["/v1/embeddings"] * 3
     assert {headers["authorization"] for _, headers, _ in server.requests} == {"Bearer test-key"}
-    assert [body["input"] for _, _, body in server.requests] == [["a", "bb"], ["ccc"]]
+    assert [body["input"] for _, _, body in server.requests] == [["a", "bb"], ["ccc"], ["dddd"]]
     assert {body["model"] for _, _, body in server.requests} == {"text-embedding-3-small"}
     assert {body["dimensions"] for _, _, body in server.requests} == {4}

@@ -42,6 +42,9 @@ class _ShrunkEmbedder:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
 
+    async def close(self) -> None:
+        pass
+
 
 @pytest.mark.asyncio
 async def test_vectors_of_another_size_are_a_409_naming_model_and_reembed(

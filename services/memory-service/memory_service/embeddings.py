@@ -18,12 +18,11 @@ and ``soorma memory reembed`` can move old records over.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -59,6 +58,10 @@ class Embedder(Protocol):
         """
         ...
 
+    async def close(self) -> None:
+        """Release what the embedder holds open (a provider's connections)."""
+        ...
+
 
 class DeterministicEmbedder:
     """Hashed bag of words: texts sharing words are similar. No model, no I/O."""
@@ -74,6 +77,9 @@ class DeterministicEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [deterministic_embedding(text, self._dims) for text in texts]
+
+    async def close(self) -> None:
+        """Nothing held open."""
 
 
 class WordLlamaEmbedder:
@@ -128,6 +134,9 @@ class WordLlamaEmbedder:
         vectors = await asyncio.to_thread(model.embed, list(texts), norm=True)
         return [[float(x) for x in row] for row in vectors]
 
+    async def close(self) -> None:
+        """Nothing held open."""
+
 
 class LiteLLMEmbedder:
     """Any provider through ``litellm.aembedding``, in batches, retried with backoff.
@@ -159,14 +168,17 @@ class LiteLLMEmbedder:
         self._retries = retries
         self._backoff = backoff_seconds
         self._timeout = timeout_seconds
+        # The single-attempt OpenAI client (_client), made on first use and kept: its
+        # connections and TLS context serve every later call.
+        self._openai: Any | None = None
 
     def _where(self) -> str:
         return f"{self.model!r} at {self._api_base}" if self._api_base else repr(self.model)
 
     async def dimensions(self) -> int:
         if self._dims is None:
-            async with self._client() as client:
-                self._dims = len((await self._call(["dimension probe"], client))[0])
+            client = await self._client()
+            self._dims = len((await self._call(["dimension probe"], client))[0])
         return self._dims
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -174,9 +186,9 @@ class LiteLLMEmbedder:
             list(texts[i : i + self._batch_size]) for i in range(0, len(texts), self._batch_size)
         ]
         vectors: list[list[float]] = []
-        async with self._client() as client:
-            for batch in batches:
-                vectors.extend(await self._call(batch, client))
+        client = await self._client()
+        for batch in batches:
+            vectors.extend(await self._call(batch, client))
         if vectors:
             expected = self._dims if self._dims is not None else len(vectors[0])
             if any(len(v) != expected for v in vectors):
@@ -189,10 +201,16 @@ class LiteLLMEmbedder:
             self._dims = expected
         return vectors
 
-    @contextlib.asynccontextmanager
-    async def _client(self) -> AsyncIterator[Any]:
-        """The single-attempt OpenAI client for one ``embed`` call (``None`` for providers
-        litellm reaches another way), closed with its connections afterwards."""
+    async def close(self) -> None:
+        client, self._openai = self._openai, None
+        if client is not None:
+            await client.close()
+
+    async def _client(self) -> Any:
+        """The single-attempt OpenAI client (``None`` for providers litellm reaches
+        another way), made on first use and kept until :meth:`close`."""
+        if self._openai is not None:
+            return self._openai
         import litellm
 
         try:
@@ -200,8 +218,7 @@ class LiteLLMEmbedder:
         except Exception:  # an unknown provider: litellm's own call reports it
             route = None
         if route != "openai":
-            yield None
-            return
+            return None
         # Where litellm would send an openai call without a client of ours.
         base_url = (
             self._api_base
@@ -216,11 +233,10 @@ class LiteLLMEmbedder:
             or os.environ.get("OPENAI_API_KEY")
         )
         try:
-            client = _single_attempt_openai_client(base_url, api_key, self._timeout)
+            self._openai = _single_attempt_openai_client(base_url, api_key, self._timeout)
         except Exception as exc:  # no key anywhere: the provider cannot be called
             raise self._unavailable(exc) from exc
-        async with client:
-            yield client
+        return self._openai
 
     async def _call(self, batch: list[str], client: Any) -> list[list[float]]:
         import litellm

@@ -116,6 +116,7 @@ class LongTermMemory:
                 pass
         self.store.close()
         await self.store.close_searches()
+        await self.embedder.close()
 
     async def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         model = await self.model()

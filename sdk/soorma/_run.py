@@ -20,6 +20,7 @@ import importlib.util
 import logging
 import os
 import pkgutil
+import select
 import signal
 import subprocess
 import sys
@@ -192,53 +193,108 @@ def _mtimes(files: Iterable[Path]) -> dict[Path, float]:
     return times
 
 
+class _Interrupts:
+    """Ctrl-C and SIGTERM counted, never raised: the supervisor passes each one on.
+
+    A ``KeyboardInterrupt`` can surface at any bytecode, even from inside the
+    ``os.kill`` that passed the previous one on, and then escape the code meant to
+    handle it (the agents' process was left running). Here the handlers only count;
+    the main loop does the rest. A byte on the wakeup pipe (signals and the child's
+    exit, SIGCHLD) ends a :meth:`pause` at once.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+        self._wakeup = signal.set_wakeup_fd(self._write)
+        self._handlers = {
+            sig: signal.signal(sig, handler)
+            for sig, handler in (
+                (signal.SIGINT, self._interrupted),
+                (signal.SIGTERM, self._interrupted),  # never orphans the agents
+                (signal.SIGCHLD, self._child_exited),
+            )
+        }
+
+    def _interrupted(self, signum: int, frame: object) -> None:
+        self.count += 1
+
+    def _child_exited(self, signum: int, frame: object) -> None:
+        pass  # its byte on the wakeup pipe is the point
+
+    def pause(self, seconds: float) -> None:
+        """Sleep up to ``seconds``; a signal or the child's exit ends it early."""
+        select.select([self._read], [], [], seconds)
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._read, 512):
+                pass
+
+    def close(self) -> None:
+        for sig, handler in self._handlers.items():
+            signal.signal(sig, handler)
+        signal.set_wakeup_fd(self._wakeup)
+        os.close(self._read)
+        os.close(self._write)
+
+
 def supervise(targets: Sequence[str], *, out: TextIO) -> int:
     """Run the agents in a child process; restart it whenever a watched file changes."""
     command = [sys.executable, "-c", "from soorma.cli import main; main()", "run", "--no-reload"]
     watched = watched_files(targets)
     print(f"soorma run: watching {len(watched)} file(s) for changes", file=out, flush=True)
-    child: subprocess.Popen[bytes] | None = None
-
-    def terminated(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt  # SIGTERM stops the agents too, never orphans them
-
-    signal.signal(signal.SIGTERM, terminated)
+    interrupts = _Interrupts()
     try:
-        while True:
+        while not interrupts.count:
             # Its own session: a terminal's Ctrl-C reaches the supervisor only, which
             # passes each one on (the second one stops the agents at once).
             child = subprocess.Popen([*command, *targets], start_new_session=True)
             before = _mtimes(watched_files(targets))
             changed: list[Path] = []
-            while not changed:
-                time.sleep(POLL_SECONDS)
+            while not changed and not interrupts.count:
+                interrupts.pause(POLL_SECONDS)
                 now = _mtimes(watched_files(targets))
                 # A child that exited (e.g. a syntax error) waits here for the fix.
                 changed = sorted(
                     p for p in now.keys() | before.keys() if now.get(p) != before.get(p)
                 )
-            names = ", ".join(p.name for p in changed)
-            print(f"soorma run: {names} changed; restarting", file=out, flush=True)
-            _stop(child)
-    except KeyboardInterrupt:
-        if child is not None:
-            _stop(child, interrupted=True)
+            if not interrupts.count:
+                names = ", ".join(p.name for p in changed)
+                print(f"soorma run: {names} changed; restarting", file=out, flush=True)
+            _stop(child, interrupts, restart=not interrupts.count, out=out)
         return 0
+    finally:
+        interrupts.close()
 
 
-def _stop(child: subprocess.Popen[bytes], *, interrupted: bool = False) -> None:
-    if child.poll() is not None:
-        return
-    child.send_signal(signal.SIGINT)
-    while True:
-        try:
-            child.wait(timeout=None if interrupted else RESTART_GRACE_SECONDS)
-            return
-        except subprocess.TimeoutExpired:
-            child.send_signal(signal.SIGINT)  # a change waits for no handler
-            interrupted = True
-        except KeyboardInterrupt:
-            child.send_signal(signal.SIGINT)  # a second Ctrl-C: at once
+def _stop(
+    child: subprocess.Popen[bytes], interrupts: _Interrupts, *, restart: bool, out: TextIO
+) -> None:
+    """Ask ``child`` to stop and wait until it has.
+
+    Each Ctrl-C (or SIGTERM) is passed on, up to the two the agents act on (the second stops them at
+    once). A restart asks once itself and, after :data:`RESTART_GRACE_SECONDS`, once
+    more: a change waits for no handler.
+    """
+    seen = interrupts.count
+    grace_ends = time.monotonic() + RESTART_GRACE_SECONDS
+    sent = 0
+    while child.poll() is None:
+        if restart:
+            late = time.monotonic() >= grace_ends
+            wanted = 1 + int(late) + interrupts.count - seen
+        else:
+            wanted = interrupts.count
+        while sent < min(wanted, 2):
+            # SIGINT, then SIGTERM: two of one kind sent close together may arrive as
+            # one (POSIX keeps one pending of each); the agents count either as a Ctrl-C.
+            child.send_signal(signal.SIGTERM if sent else signal.SIGINT)
+            sent += 1
+            if not restart and sent == 1:
+                print("soorma run: stopping the agents", file=out, flush=True)
+        left = grace_ends - time.monotonic()
+        interrupts.pause(left if restart and left > 0 else POLL_SECONDS)
 
 
 def configure_logging() -> None:

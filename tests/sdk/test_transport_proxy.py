@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 
 import httpx
 import pytest
 from test_transport import LIMITS, echo_app, lean_client, ok, read_request, scripted_server
 
-from soorma._transport import LeanTransport, environment_proxy_mounts, make_http_client
+from soorma._transport import (
+    LeanTransport,
+    environment_proxy_mounts,
+    make_http_client,
+    verified_tls,
+)
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
@@ -144,3 +150,28 @@ async def test_bytes_sent_right_behind_a_response_retire_its_socket() -> None:
         assert tr.idle_connections() == 0
         assert (await client.get(url)).json() == {"n": 2}
         assert connections == 2
+
+
+async def test_clients_share_one_tls_context_and_load_the_ca_bundle_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # httpx loads the CA bundle for every transport it makes (~15-20 ms of CPU each); a
+    # process making a client per agent, per CLI call or per test paid it every time.
+    loads: list[object] = []
+    load = ssl.SSLContext.load_verify_locations
+
+    def counting(self: ssl.SSLContext, *args: object, **kwargs: object) -> None:
+        loads.append(args or kwargs)
+        load(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counting)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # a proxy transport as well
+    verified_tls.cache_clear()
+    try:
+        clients = [make_http_client(limits=LIMITS, transport=t) for t in ("lean", "httpx") * 3]
+        for client in clients:
+            assert isinstance(client._transport, LeanTransport | httpx.AsyncHTTPTransport)
+            await client.aclose()
+        assert len(loads) == 1
+    finally:
+        verified_tls.cache_clear()

@@ -9,11 +9,8 @@ planner whose final answer resumes this plan.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import pytest
-import pytest_asyncio
 from choreo_helpers import (
     MODEL,
     SEARCH_SCHEMA,
@@ -27,23 +24,14 @@ from choreo_helpers import (
 )
 
 from soorma import PlatformContext, Tool
-from soorma.agents.base import Agent
 from soorma.ai.choreography import ChoreographyPlanner
 from soorma_common.registry import AgentCapability, EventDefinition
+from testsupport import tenant_services
+from testsupport.tenant_services import running
 
 # One set of services for the module; each test is a tenant of its own on them.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def stack(tenant_stack: Stack) -> Stack:
-    return tenant_stack
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def context(stack: Stack) -> AsyncIterator[PlatformContext]:
-    async with PlatformContext.from_env(settings=stack.settings()) as ctx:
-        yield ctx
+stack, context = tenant_services.stack, tenant_services.context
 
 
 def make_planner(stack: Stack, name: str, goal: str) -> ChoreographyPlanner:
@@ -96,20 +84,6 @@ async def eventually_paused(context: PlatformContext):
             if plans:
                 return plans[0]
             await asyncio.sleep(0.05)
-
-
-@asynccontextmanager
-async def running(*agents: Agent) -> AsyncIterator[None]:
-    started: list[Agent] = []
-    try:
-        for agent in agents:
-            await agent.start()
-            started.append(agent)
-        yield
-    finally:
-        for agent in reversed(started):
-            await agent.stop()
-            await agent.context.close()
 
 
 async def test_publish_then_complete_answers_the_goal(

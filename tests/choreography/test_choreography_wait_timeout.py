@@ -10,10 +10,11 @@ import asyncio
 
 import pytest
 from choreo_helpers import ScriptedLLM, Stack, complete, register_event, wait
-from test_choreography_flows import eventually_paused, make_planner, running
+from test_choreography_flows import eventually_paused, make_planner
 
 from soorma import PlatformContext
 from testsupport.settle import settled
+from testsupport.tenant_services import running
 
 pytestmark = pytest.mark.asyncio
 

@@ -16,8 +16,11 @@ import httpx
 import pytest
 import pytest_asyncio
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
-from conftest import HEADERS_A, Platform
-from gateway_helpers import (
+
+from soorma import PlanContext, Planner, Worker
+from soorma.ai import _llm, stream_text
+from soorma_common.state import StateConfig
+from testsupport.gateway_agents import (
     a2a_client,
     capability,
     collect,
@@ -25,10 +28,7 @@ from gateway_helpers import (
     send_request,
     user_message,
 )
-
-from soorma import PlanContext, Planner, Worker
-from soorma.ai import _llm, stream_text
-from soorma_common.state import StateConfig
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -2,8 +2,8 @@
 
 For the event service, the memory service, the registry, the tracker and the gateway:
 every field of a service's ``Settings`` belongs to exactly one group (its own, or
-servicekit's shared ones), and each group, built alone, reads its ``SOORMA_*`` variable into the field the composed
-``Settings`` has too.
+servicekit's shared ones), and each group, built alone, reads its ``SOORMA_*`` variable
+into the field the composed ``Settings`` has too.
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from choreo_helpers import MODEL, ScriptedLLM, Stack, complete, publish
-from test_choreography_flows import make_searcher
+from choreo_helpers import MODEL, ScriptedLLM, Stack, complete, make_searcher, publish
 
 from soorma import PlatformContext
 from soorma.ai.choreography import ChoreographyPlanner

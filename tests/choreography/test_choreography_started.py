@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from choreo_helpers import ScriptedLLM, Stack, complete
-from test_choreography_flows import make_planner
+from choreo_helpers import ScriptedLLM, Stack, complete, make_planner
 
 from soorma import PlatformContext
 from testsupport.tenant_services import running

@@ -16,14 +16,7 @@ from jsonschema import Draft202012Validator
 from proto_schema import strict_schema
 
 from soorma import Tool
-from testsupport.gateway_agents import (
-    a2a_client,
-    capability,
-    collect,
-    final_task,
-    send_request,
-    user_message,
-)
+from testsupport.a2a import a2a_client, capability, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, HEADERS_B, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -16,15 +16,8 @@ from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 
 from event_service import create_app as create_event_app
 from soorma_common.events import ACTION_REQUESTS
+from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from testsupport.databases import fresh_postgres
-from testsupport.gateway_agents import (
-    BINDINGS,
-    a2a_client,
-    collect,
-    final_task,
-    send_request,
-    user_message,
-)
 from testsupport.gateway_platform import HEADERS_A, Platform, open_platform
 from testsupport.services import event_settings
 from testsupport.settle import caught_up

@@ -23,7 +23,7 @@ from gateway_a2a.settings import Settings as GatewaySettings
 from memory_service import create_app as create_memory_app
 from registry_service import create_app as create_registry_app
 from servicekit.auth import issue_token
-from testsupport.gateway_agents import (
+from testsupport.a2a import (
     a2a_client,
     agent_context,
     collect,

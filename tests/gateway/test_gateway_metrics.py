@@ -10,7 +10,7 @@ import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from prometheus_client.parser import text_string_to_metric_families
 
-from testsupport.gateway_agents import a2a_client, collect, send_request, user_message
+from testsupport.a2a import a2a_client, collect, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

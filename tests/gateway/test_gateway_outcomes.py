@@ -12,7 +12,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from soorma import Worker
-from testsupport.gateway_agents import (
+from testsupport.a2a import (
     BINDINGS,
     a2a_client,
     capability,

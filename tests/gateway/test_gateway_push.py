@@ -22,14 +22,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from gateway_a2a.pushpolicy import PushPolicy
-from testsupport.gateway_agents import (
-    BINDINGS,
-    a2a_client,
-    collect,
-    final_task,
-    send_request,
-    user_message,
-)
+from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 from testsupport.server import serve
 

@@ -15,14 +15,7 @@ from test_gateway_push import Receiver
 from gateway_a2a.push import policy_for
 from gateway_a2a.pushpolicy import PushPolicy, address_problem, embedded_ipv4
 from gateway_a2a.settings import Settings as GatewaySettings
-from testsupport.gateway_agents import (
-    BINDINGS,
-    a2a_client,
-    collect,
-    final_task,
-    send_request,
-    user_message,
-)
+from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 from testsupport.server import serve
 

@@ -13,14 +13,7 @@ from google.protobuf.json_format import MessageToDict
 
 from gateway_a2a.routing import rank
 from gateway_a2a.skills import Skill
-from testsupport.gateway_agents import (
-    BINDINGS,
-    a2a_client,
-    collect,
-    final_task,
-    send_request,
-    user_message,
-)
+from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -18,7 +18,7 @@ from gateway_a2a.semantic import SemanticRanker
 from gateway_a2a.skills import Skill
 from memory_service import create_app as create_memory_app
 from soorma import Tool
-from testsupport.gateway_agents import (
+from testsupport.a2a import (
     BINDINGS,
     a2a_client,
     capability,

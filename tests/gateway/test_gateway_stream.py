@@ -20,14 +20,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from soorma import PlanContext, Planner, Worker
 from soorma.ai import _llm, stream_text
 from soorma_common.state import StateConfig
-from testsupport.gateway_agents import (
-    a2a_client,
-    capability,
-    collect,
-    final_task,
-    send_request,
-    user_message,
-)
+from testsupport.a2a import a2a_client, capability, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -22,7 +22,7 @@ from google.protobuf.json_format import MessageToDict
 
 from soorma import Tool
 from soorma_common.events import ACTION_REQUESTS
-from testsupport.gateway_agents import (
+from testsupport.a2a import (
     BINDINGS,
     a2a_client,
     capability,

@@ -15,7 +15,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, Task, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from gateway_a2a.taskstore import GatewayTaskStore
-from testsupport.gateway_agents import a2a_client, collect, final_task, send_request, user_message
+from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 from testsupport.server import LiveServer
 

@@ -21,7 +21,7 @@ from google.protobuf.json_format import MessageToDict
 
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS, SYSTEM_EVENTS
-from testsupport.gateway_agents import a2a_client, collect, final_task, send_request, user_message
+from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio

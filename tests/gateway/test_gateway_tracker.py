@@ -20,7 +20,7 @@ from memory_service import create_app as create_memory_app
 from registry_service import create_app as create_registry_app
 from soorma.agents.planner import Planner
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
-from testsupport.gateway_agents import (
+from testsupport.a2a import (
     a2a_client,
     agent_context,
     collect,

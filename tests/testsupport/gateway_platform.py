@@ -18,7 +18,7 @@ from gateway_a2a.settings import Settings as GatewaySettings
 from memory_service import create_app as create_memory_app
 from registry_service import create_app as create_registry_app
 from soorma import PlatformContext
-from testsupport.gateway_agents import ReviewControl, agent_context, echo_tool, review_worker
+from testsupport.a2a import ReviewControl, agent_context, echo_tool, review_worker
 from testsupport.server import LiveServer, free_port, serve
 from testsupport.services import memory_settings, registry_settings
 

@@ -1,14 +1,17 @@
-"""Helpers for the choreography tests: a scripted LLM and registry fixtures-as-functions."""
+"""Helpers for the choreography tests: a scripted LLM, registry fixtures-as-functions and
+the planner and worker agents the flows run."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from soorma import PlatformContext, PlatformSettings
+from soorma import PlatformContext, PlatformSettings, Tool
+from soorma.ai.choreography import ChoreographyPlanner
 from soorma_common.registry import AgentCapability, AgentDefinition, EventDefinition
 
 MODEL = "scripted/planner"
@@ -170,3 +173,55 @@ class Stack:
             registry_url=self.registry_url,
             tenant_id=tenant or self.tenant,
         )
+
+
+def make_planner(stack: Stack, name: str, goal: str) -> ChoreographyPlanner:
+    context = PlatformContext.from_env(settings=stack.settings())
+    planner = ChoreographyPlanner(name=name, reasoning_model=MODEL, context=context)
+
+    @planner.on_goal(goal)
+    async def on_goal(goal, context):
+        plan = await planner.open_plan(goal, context)
+        await planner.step(plan, context, trigger=f"new goal {goal.event_type}: {goal.data}")
+
+    @planner.on_transition()
+    async def on_transition(transition, context):
+        event = transition.event
+        await planner.step(transition.plan, context, trigger=f"{event.type}: {event.data}")
+
+    return planner
+
+
+def make_searcher(stack: Stack) -> Tool:
+    tool = Tool(
+        name="searcher",
+        context=PlatformContext.from_env(settings=stack.settings()),
+        capabilities=[
+            AgentCapability(
+                task_name="web.search",
+                description="searches the web",
+                consumed_event=EventDefinition(
+                    event_name="web.search.requested", payload_schema=SEARCH_SCHEMA
+                ),
+                produced_events=[
+                    EventDefinition(event_name="web.search.completed", topic="action-results")
+                ],
+            )
+        ],
+    )
+
+    @tool.on_invoke("web.search.requested")
+    async def search(request, context):
+        return {"hits": [f"{request.data['query']} result"]}
+
+    return tool
+
+
+async def eventually_paused(context: PlatformContext):
+    """The one paused plan, once the planner has paused it (polls the memory service)."""
+    async with asyncio.timeout(30):
+        while True:
+            plans = await context.memory.list_plans(status="paused")
+            if plans:
+                return plans[0]
+            await asyncio.sleep(0.05)

@@ -9,107 +9,30 @@ planner whose final answer resumes this plan.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import pytest
-import pytest_asyncio
 from choreo_helpers import (
     MODEL,
-    SEARCH_SCHEMA,
     ScriptedLLM,
     Stack,
     complete,
     delegate,
+    eventually_paused,
+    make_planner,
+    make_searcher,
     publish,
     register_event,
     wait,
 )
 
-from soorma import PlatformContext, Tool
-from soorma.agents.base import Agent
+from soorma import PlatformContext
 from soorma.ai.choreography import ChoreographyPlanner
-from soorma_common.registry import AgentCapability, EventDefinition
+from testsupport import tenant_services
+from testsupport.tenant_services import running
 
 # One set of services for the module; each test is a tenant of its own on them.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def stack(tenant_stack: Stack) -> Stack:
-    return tenant_stack
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def context(stack: Stack) -> AsyncIterator[PlatformContext]:
-    async with PlatformContext.from_env(settings=stack.settings()) as ctx:
-        yield ctx
-
-
-def make_planner(stack: Stack, name: str, goal: str) -> ChoreographyPlanner:
-    context = PlatformContext.from_env(settings=stack.settings())
-    planner = ChoreographyPlanner(name=name, reasoning_model=MODEL, context=context)
-
-    @planner.on_goal(goal)
-    async def on_goal(goal, context):
-        plan = await planner.open_plan(goal, context)
-        await planner.step(plan, context, trigger=f"new goal {goal.event_type}: {goal.data}")
-
-    @planner.on_transition()
-    async def on_transition(transition, context):
-        event = transition.event
-        await planner.step(transition.plan, context, trigger=f"{event.type}: {event.data}")
-
-    return planner
-
-
-def make_searcher(stack: Stack) -> Tool:
-    tool = Tool(
-        name="searcher",
-        context=PlatformContext.from_env(settings=stack.settings()),
-        capabilities=[
-            AgentCapability(
-                task_name="web.search",
-                description="searches the web",
-                consumed_event=EventDefinition(
-                    event_name="web.search.requested", payload_schema=SEARCH_SCHEMA
-                ),
-                produced_events=[
-                    EventDefinition(event_name="web.search.completed", topic="action-results")
-                ],
-            )
-        ],
-    )
-
-    @tool.on_invoke("web.search.requested")
-    async def search(request, context):
-        return {"hits": [f"{request.data['query']} result"]}
-
-    return tool
-
-
-async def eventually_paused(context: PlatformContext):
-    """The one paused plan, once the planner has paused it (polls the memory service)."""
-    async with asyncio.timeout(30):
-        while True:
-            plans = await context.memory.list_plans(status="paused")
-            if plans:
-                return plans[0]
-            await asyncio.sleep(0.05)
-
-
-@asynccontextmanager
-async def running(*agents: Agent) -> AsyncIterator[None]:
-    started: list[Agent] = []
-    try:
-        for agent in agents:
-            await agent.start()
-            started.append(agent)
-        yield
-    finally:
-        for agent in reversed(started):
-            await agent.stop()
-            await agent.context.close()
+stack, context = tenant_services.stack, tenant_services.context
 
 
 async def test_publish_then_complete_answers_the_goal(

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from choreo_helpers import MODEL, ScriptedLLM, Stack, complete, publish
-from test_choreography_flows import make_searcher, running
+from choreo_helpers import MODEL, ScriptedLLM, Stack, complete, make_searcher, publish
 
 from soorma import PlatformContext
 from soorma.ai.choreography import ChoreographyPlanner
 from soorma.client import DEFAULT_CONNECT_RETRIES
+from testsupport.tenant_services import running
 
 pytestmark = pytest.mark.asyncio
 

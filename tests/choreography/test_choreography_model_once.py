@@ -30,27 +30,18 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from test_choreography_flows import running
 
 from soorma import AgentOptions, PlatformContext, PlatformSettings
 from soorma.agents import _dispatch
 from soorma.ai.choreography import ChoreographyPlanner
+from testsupport import tenant_services
 from testsupport.relay import TcpRelay
 from testsupport.server import LiveServer, serve
+from testsupport.tenant_services import running
 
 # One set of services for the module; each test is a tenant of its own on them.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def stack(tenant_stack: Stack) -> Stack:
-    return tenant_stack
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def context(stack: Stack) -> AsyncIterator[PlatformContext]:
-    async with PlatformContext.from_env(settings=stack.settings()) as ctx:
-        yield ctx
+stack, context = tenant_services.stack, tenant_services.context
 
 
 MODEL = "openai/scripted-model-once"

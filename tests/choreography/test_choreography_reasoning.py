@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 from choreo_helpers import (
     MODEL,
     SEARCH_SCHEMA,
     ScriptedLLM,
-    Stack,
     complete,
     publish,
     register_event,
@@ -23,20 +19,11 @@ from soorma.ai._errors import CircuitBreakerOpen, DecisionInvalid, LLMNotConfigu
 from soorma.ai.choreography import ChoreographyPlanner, DecisionRequest
 from soorma_common.decisions import CompleteAction, PublishAction, WaitAction
 from soorma_common.events import EventEnvelope
+from testsupport import tenant_services
 
 # One set of services for the module; each test is a tenant of its own on them.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def stack(tenant_stack: Stack) -> Stack:
-    return tenant_stack
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def context(stack: Stack) -> AsyncIterator[PlatformContext]:
-    async with PlatformContext.from_env(settings=stack.settings()) as ctx:
-        yield ctx
+stack, context = tenant_services.stack, tenant_services.context
 
 
 def goal_event() -> EventEnvelope:

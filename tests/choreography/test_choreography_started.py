@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from choreo_helpers import ScriptedLLM, Stack, complete
-from test_choreography_flows import make_planner, running
+from choreo_helpers import ScriptedLLM, Stack, complete, make_planner
 
 from soorma import PlatformContext
+from testsupport.tenant_services import running
 
 pytestmark = pytest.mark.asyncio
 

@@ -9,11 +9,19 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from choreo_helpers import ScriptedLLM, Stack, complete, register_event, wait
-from test_choreography_flows import eventually_paused, make_planner, running
+from choreo_helpers import (
+    ScriptedLLM,
+    Stack,
+    complete,
+    eventually_paused,
+    make_planner,
+    register_event,
+    wait,
+)
 
 from soorma import PlatformContext
 from testsupport.settle import settled
+from testsupport.tenant_services import running
 
 pytestmark = pytest.mark.asyncio
 

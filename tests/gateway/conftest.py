@@ -1,4 +1,5 @@
-"""Gateway fixtures: the event service, the registry and the gateway under real uvicorn.
+"""Gateway fixtures: the event service, the registry and the gateway under real uvicorn
+(testsupport.gateway_platform).
 
 The gateway's database is SQLite always and PostgreSQL when configured (``db_url``);
 the event service runs in-process (``platform``) or on Redis (``redis_platform``).
@@ -7,131 +8,20 @@ the event service runs in-process (``platform``) or on Redis (``redis_platform``
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from gateway_helpers import ReviewControl, agent_context, echo_tool, review_worker
 
 from event_service import create_app as create_event_app
-from gateway_a2a import create_app as create_gateway_app
-from gateway_a2a.settings import Settings as GatewaySettings
-from memory_service import create_app as create_memory_app
-from registry_service import create_app as create_registry_app
-from soorma import PlatformContext
-from testsupport.server import LiveServer, free_port, serve
+from testsupport.gateway_platform import Platform, open_platform
 from testsupport.services import (
     db_url,
     event_settings,
-    memory_settings,
     redis_event_settings,
-    registry_settings,
 )
 
 __all__ = ["db_url"]
-
-KEY_A, KEY_B = "key-tenant-a", "key-tenant-b"
-JWT_SECRET = "gateway-test-secret-of-at-least-32-bytes"
-HEADERS_A = {"X-API-Key": KEY_A}
-HEADERS_B = {"X-API-Key": KEY_B}
-
-
-def gateway_settings(
-    events: str, registry: str, database: str, tmp_path: Any, **overrides: Any
-) -> GatewaySettings:
-    values: dict[str, Any] = {
-        "event_service_url": events,
-        "registry_url": registry,
-        # Skill-less routing by words only, unless a test's platform gives its memory.
-        "memory_url": None,
-        "gateway_database_url": database,
-        "data_dir": tmp_path,
-        "gateway_replica_id": "replica-a",
-        "gateway_card_ttl_seconds": 0,
-        "gateway_api_keys": {KEY_A: "tenant-a", KEY_B: "tenant-b"},
-        "default_tenant": "tenant-a",
-        "gateway_poll_interval_seconds": 0.05,
-        "gateway_push_backoff_seconds": 0.05,
-        "jwt_secret": JWT_SECRET,
-        "gateway_push_allow": ["127.0.0.1"],
-        **overrides,
-    }
-    return GatewaySettings(**values)
-
-
-@dataclass
-class Platform:
-    events: LiveServer
-    registry: LiveServer
-    memory: LiveServer
-    database: str
-    tmp_path: Any
-    stack: AsyncExitStack
-    gateway: LiveServer | None = None
-    control: ReviewControl = field(default_factory=ReviewControl)
-
-    @property
-    def url(self) -> str:
-        assert self.gateway is not None
-        return self.gateway.url
-
-    def settings(self, **overrides: Any) -> GatewaySettings:
-        return gateway_settings(
-            self.events.url,
-            self.registry.url,
-            self.database,
-            self.tmp_path,
-            **{"memory_url": self.memory.url, **overrides},
-        )
-
-    async def start_gateway(self, port: int | None = None, **overrides: Any) -> LiveServer:
-        """Another gateway process on the same database (a replica, or a restart)."""
-        port = port or free_port()
-        settings = self.settings(gateway_url=f"http://127.0.0.1:{port}", **overrides)
-        server = LiveServer(create_gateway_app(settings), port)
-        await server.start()
-        return server
-
-    async def context(self, tenant: str = "tenant-a") -> PlatformContext:
-        context = agent_context(self.events.url, self.registry.url, self.memory.url, tenant=tenant)
-        self.stack.push_async_callback(context.close)
-        return context
-
-    async def start_agents(self, tenant: str = "tenant-a") -> None:
-        for agent in (
-            echo_tool(await self.context(tenant)),
-            review_worker(await self.context(tenant), self.control),
-        ):
-            await agent.start()
-            self.stack.push_async_callback(agent.stop)
-
-
-@asynccontextmanager
-async def _platform(
-    event_app: Any, sqlite_url: str, database: str, tmp_path: Any, **overrides: Any
-) -> AsyncIterator[Platform]:
-    async with AsyncExitStack() as stack:
-        events = await stack.enter_async_context(serve(event_app))
-        registry = await stack.enter_async_context(
-            serve(create_registry_app(registry_settings(sqlite_url, tmp_path)))
-        )
-        memory = await stack.enter_async_context(
-            serve(
-                create_memory_app(
-                    memory_settings(sqlite_url.replace("test.db", "memory.db"), tmp_path)
-                )
-            )
-        )
-        platform = Platform(events, registry, memory, database, tmp_path, stack)
-        await platform.start_agents()
-        platform.gateway = await platform.start_gateway(**overrides)
-        try:
-            yield platform
-        finally:
-            if platform.gateway is not None:
-                await platform.gateway.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -142,7 +32,7 @@ async def platform(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pl
     """
     tmp_path = tmp_path_factory.mktemp("gateway")
     sqlite_url = f"sqlite+aiosqlite:///{tmp_path}/test.db"
-    async with _platform(
+    async with open_platform(
         create_event_app(event_settings(block_seconds=0.5)),
         sqlite_url,
         sqlite_url.replace("test.db", "gw.db"),
@@ -155,7 +45,7 @@ async def platform(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pl
 async def db_platform(db_url: str, sqlite_url: str, tmp_path: Any) -> AsyncIterator[Platform]:
     """As ``platform``, with the gateway on SQLite and (when configured) PostgreSQL."""
     gateway_db = db_url if db_url.startswith("postgresql") else db_url.replace("test.db", "gw.db")
-    async with _platform(
+    async with open_platform(
         create_event_app(event_settings(block_seconds=0.5)), sqlite_url, gateway_db, tmp_path
     ) as p:
         yield p
@@ -166,7 +56,7 @@ async def pg_platform(postgres_url: str, sqlite_url: str, tmp_path: Any) -> Asyn
     """As ``db_platform``, with the gateway on PostgreSQL only (for tests that start a
     process per replica: slow, so run once, on the database replicas share in production)."""
     app = create_event_app(event_settings(block_seconds=0.5))
-    async with _platform(app, sqlite_url, postgres_url, tmp_path) as p:
+    async with open_platform(app, sqlite_url, postgres_url, tmp_path) as p:
         yield p
 
 
@@ -176,5 +66,5 @@ async def redis_platform(
 ) -> AsyncIterator[Platform]:
     """Event service on Redis Streams, gateway on PostgreSQL."""
     app = create_event_app(redis_event_settings(redis_url, redis_prefix))
-    async with _platform(app, sqlite_url, postgres_url, tmp_path) as p:
+    async with open_platform(app, sqlite_url, postgres_url, tmp_path) as p:
         yield p

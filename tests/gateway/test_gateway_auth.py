@@ -13,11 +13,11 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import TaskNotFoundError
-from conftest import HEADERS_A, HEADERS_B, JWT_SECRET, KEY_A, Platform
-from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 
 from gateway_a2a.settings import Settings, hash_api_key
 from servicekit.auth import issue_token
+from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, HEADERS_B, JWT_SECRET, KEY_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -11,13 +11,13 @@ import pytest
 from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3.types import AgentCard as V03AgentCard
 from a2a.types.a2a_pb2 import AgentCard, GetExtendedAgentCardRequest, TaskState
-from conftest import HEADERS_A, HEADERS_B, Platform
-from gateway_helpers import a2a_client, capability, collect, final_task, send_request, user_message
 from google.protobuf.json_format import MessageToDict
 from jsonschema import Draft202012Validator
 from proto_schema import strict_schema
 
 from soorma import Tool
+from testsupport.a2a import a2a_client, capability, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, HEADERS_B, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -9,9 +9,9 @@ import os
 import sys
 
 import pytest
-from conftest import KEY_A, Platform
 
 from soorma import PlatformSettings, _cli_a2a
+from testsupport.gateway_platform import KEY_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

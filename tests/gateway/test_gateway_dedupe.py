@@ -13,12 +13,12 @@ import httpx
 import pytest
 import pytest_asyncio
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
-from conftest import HEADERS_A, Platform, _platform
-from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 
 from event_service import create_app as create_event_app
 from soorma_common.events import ACTION_REQUESTS
+from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from testsupport.databases import fresh_postgres
+from testsupport.gateway_platform import HEADERS_A, Platform, open_platform
 from testsupport.services import event_settings
 from testsupport.settle import caught_up
 
@@ -65,7 +65,7 @@ async def db_platform(
     tmp_path = tmp_path_factory.mktemp("dedupe")
     sqlite_url = f"sqlite+aiosqlite:///{tmp_path}/test.db"
     if request.param == "sqlite":
-        async with _platform(
+        async with open_platform(
             create_event_app(event_settings(block_seconds=0.5)),
             sqlite_url,
             sqlite_url.replace("test.db", "gw.db"),
@@ -74,7 +74,7 @@ async def db_platform(
             yield platform
         return
     async with fresh_postgres(request.getfixturevalue("postgres_server_url")) as database:
-        async with _platform(
+        async with open_platform(
             create_event_app(event_settings(block_seconds=0.5)), sqlite_url, database, tmp_path
         ) as platform:
             yield platform

@@ -13,10 +13,10 @@ import httpx
 import pytest
 from a2a.types.a2a_pb2 import CancelTaskRequest
 from a2a.utils.errors import ContentTypeNotSupportedError, TaskNotCancelableError
-from conftest import HEADERS_A, Platform
-from gateway_helpers import a2a_client, collect, final_task, send_request, user_message
 
 from soorma_common.events import ACTION_REQUESTS
+from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

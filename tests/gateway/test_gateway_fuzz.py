@@ -23,13 +23,13 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from conftest import HEADERS_A, Platform
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.routing import Mount
 
 from gateway_a2a import create_app
 from gateway_a2a.settings import Settings
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

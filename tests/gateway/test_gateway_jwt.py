@@ -15,8 +15,15 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from a2a.types.a2a_pb2 import TaskState
-from conftest import HEADERS_A, HEADERS_B, JWT_SECRET, KEY_A, KEY_B
-from gateway_helpers import (
+from google.protobuf.json_format import MessageToDict
+
+from event_service import create_app as create_event_app
+from gateway_a2a import create_app as create_gateway_app
+from gateway_a2a.settings import Settings as GatewaySettings
+from memory_service import create_app as create_memory_app
+from registry_service import create_app as create_registry_app
+from servicekit.auth import issue_token
+from testsupport.a2a import (
     a2a_client,
     agent_context,
     collect,
@@ -26,14 +33,7 @@ from gateway_helpers import (
     send_request,
     user_message,
 )
-from google.protobuf.json_format import MessageToDict
-
-from event_service import create_app as create_event_app
-from gateway_a2a import create_app as create_gateway_app
-from gateway_a2a.settings import Settings as GatewaySettings
-from memory_service import create_app as create_memory_app
-from registry_service import create_app as create_registry_app
-from servicekit.auth import issue_token
+from testsupport.gateway_platform import HEADERS_A, HEADERS_B, JWT_SECRET, KEY_A, KEY_B
 from testsupport.server import free_port, serve
 from testsupport.services import event_settings, memory_settings, registry_settings
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import HEADERS_A, Platform
 
 from soorma_common.a2a import A2ATaskResponse, A2ATaskStatus
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

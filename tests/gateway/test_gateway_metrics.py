@@ -8,9 +8,10 @@ import asyncio
 import httpx
 import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
-from conftest import HEADERS_A, Platform
-from gateway_helpers import a2a_client, collect, send_request, user_message
 from prometheus_client.parser import text_string_to_metric_families
+
+from testsupport.a2a import a2a_client, collect, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import HEADERS_A, Platform
 
 from gateway_a2a.openapi import served
 from gateway_a2a.restwire import is_rest_v1_0
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -9,8 +9,10 @@ import asyncio
 import pytest
 import pytest_asyncio
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
-from conftest import HEADERS_A, Platform
-from gateway_helpers import (
+from google.protobuf.json_format import MessageToDict
+
+from soorma import Worker
+from testsupport.a2a import (
     BINDINGS,
     a2a_client,
     capability,
@@ -19,9 +21,7 @@ from gateway_helpers import (
     send_request,
     user_message,
 )
-from google.protobuf.json_format import MessageToDict
-
-from soorma import Worker
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -14,9 +14,10 @@ import asyncio
 
 import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, ListTasksRequest, SubscribeToTaskRequest, TaskState
-from conftest import HEADERS_A, Platform
-from gateway_helpers import a2a_client, collect, final_task, send_request, user_message
 from google.protobuf.json_format import MessageToDict
+
+from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio
 

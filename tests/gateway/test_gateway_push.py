@@ -16,14 +16,14 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import InvalidParamsError
-from conftest import HEADERS_A, Platform
-from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from gateway_a2a.pushpolicy import PushPolicy
+from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, Platform
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -10,13 +10,13 @@ import httpx
 import pytest
 from a2a.types.a2a_pb2 import TaskPushNotificationConfig, TaskState
 from a2a.utils.errors import InvalidParamsError
-from conftest import HEADERS_A, Platform
-from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from test_gateway_push import Receiver
 
 from gateway_a2a.push import policy_for
 from gateway_a2a.pushpolicy import PushPolicy, address_problem, embedded_ipv4
 from gateway_a2a.settings import Settings as GatewaySettings
+from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, Platform
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

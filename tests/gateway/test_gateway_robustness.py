@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import HEADERS_A, Platform, gateway_settings
 
 from gateway_a2a import create_app
+from testsupport.gateway_platform import HEADERS_A, Platform, gateway_settings
 from testsupport.server import LiveServer, free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

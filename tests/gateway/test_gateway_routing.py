@@ -9,12 +9,12 @@ import httpx
 import pytest
 from a2a.types.a2a_pb2 import TaskState
 from a2a.utils.errors import InvalidParamsError
-from conftest import HEADERS_A, Platform
-from gateway_helpers import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from google.protobuf.json_format import MessageToDict
 
 from gateway_a2a.routing import rank
 from gateway_a2a.skills import Skill
+from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -11,8 +11,14 @@ import pytest
 import pytest_asyncio
 from a2a.types.a2a_pb2 import TaskState
 from a2a.utils.errors import InvalidParamsError
-from conftest import HEADERS_A, Platform
-from gateway_helpers import (
+from google.protobuf.json_format import MessageToDict
+
+from gateway_a2a.routing import rank
+from gateway_a2a.semantic import SemanticRanker
+from gateway_a2a.skills import Skill
+from memory_service import create_app as create_memory_app
+from soorma import Tool
+from testsupport.a2a import (
     BINDINGS,
     a2a_client,
     capability,
@@ -21,13 +27,7 @@ from gateway_helpers import (
     send_request,
     user_message,
 )
-from google.protobuf.json_format import MessageToDict
-
-from gateway_a2a.routing import rank
-from gateway_a2a.semantic import SemanticRanker
-from gateway_a2a.skills import Skill
-from memory_service import create_app as create_memory_app
-from soorma import Tool
+from testsupport.gateway_platform import HEADERS_A, Platform
 from testsupport.server import free_port, serve
 from testsupport.services import memory_settings
 

@@ -16,19 +16,12 @@ import httpx
 import pytest
 import pytest_asyncio
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
-from conftest import HEADERS_A, Platform
-from gateway_helpers import (
-    a2a_client,
-    capability,
-    collect,
-    final_task,
-    send_request,
-    user_message,
-)
 
 from soorma import PlanContext, Planner, Worker
 from soorma.ai import _llm, stream_text
 from soorma_common.state import StateConfig
+from testsupport.a2a import a2a_client, capability, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

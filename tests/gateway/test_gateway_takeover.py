@@ -19,10 +19,10 @@ import sys
 import httpx
 import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
-from conftest import HEADERS_A, KEY_A, KEY_B, Platform
-from gateway_helpers import a2a_client, collect, final_task, send_request, user_message
 from google.protobuf.json_format import MessageToDict
 
+from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, KEY_A, KEY_B, Platform
 from testsupport.server import free_port
 
 pytestmark = pytest.mark.asyncio

@@ -18,8 +18,11 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
-from conftest import HEADERS_A, Platform
-from gateway_helpers import (
+from google.protobuf.json_format import MessageToDict
+
+from soorma import Tool
+from soorma_common.events import ACTION_REQUESTS
+from testsupport.a2a import (
     BINDINGS,
     a2a_client,
     capability,
@@ -28,10 +31,7 @@ from gateway_helpers import (
     send_request,
     user_message,
 )
-from google.protobuf.json_format import MessageToDict
-
-from soorma import Tool
-from soorma_common.events import ACTION_REQUESTS
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, Task, TaskState
-from conftest import HEADERS_A, Platform
-from gateway_helpers import a2a_client, collect, final_task, send_request, user_message
 from google.protobuf.json_format import MessageToDict
 
 from gateway_a2a.taskstore import GatewayTaskStore
+from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, Platform
 from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

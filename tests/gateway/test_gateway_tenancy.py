@@ -17,12 +17,12 @@ from typing import Any
 import httpx
 import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
-from conftest import HEADERS_A, Platform
-from gateway_helpers import a2a_client, collect, final_task, send_request, user_message
 from google.protobuf.json_format import MessageToDict
 
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS, SYSTEM_EVENTS
+from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio
 

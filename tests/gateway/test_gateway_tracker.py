@@ -11,15 +11,6 @@ import httpx
 import pytest
 import pytest_asyncio
 from a2a.types.a2a_pb2 import TaskState
-from gateway_helpers import (
-    a2a_client,
-    agent_context,
-    collect,
-    echo_tool,
-    final_task,
-    send_request,
-    user_message,
-)
 from test_gateway_outcomes import make_writer
 
 from event_service import create_app as create_event_app
@@ -29,6 +20,15 @@ from memory_service import create_app as create_memory_app
 from registry_service import create_app as create_registry_app
 from soorma.agents.planner import Planner
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
+from testsupport.a2a import (
+    a2a_client,
+    agent_context,
+    collect,
+    echo_tool,
+    final_task,
+    send_request,
+    user_message,
+)
 from testsupport.server import free_port, serve
 from testsupport.services import event_settings, memory_settings, registry_settings
 from tracker_service import create_app as create_tracker_app

@@ -7,7 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import HEADERS_A, Platform
+
+from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -10,40 +10,28 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
 
-from memory_service import create_app
 from soorma.client import Identity
 from soorma.memory import MemoryClient
-from testsupport.postgres import create_schema, drop_schema
-from testsupport.services import SQL_BACKENDS, in_process, memory_settings
+from testsupport.shared_memory import shared_memory_app
+
+__all__ = ["shared_memory_app"]  # a fixture: pytest finds it by its name in this module
 
 MemoryFactory = Callable[..., MemoryClient]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module", params=SQL_BACKENDS)
-async def memory_http(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client wired to a live memory-service app (lifespan and migrations run),
-    shared by the module's tests on one backend (``loop_scope="module"`` tests)."""
-    tmp = tmp_path_factory.mktemp("memory")
-    database: str | None = None
-    role: str | None = None
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp}/memory.db"
-    else:
-        database = request.getfixturevalue("postgres_test_database")
-        role, url = await create_schema(database)
-    try:
-        async with in_process(create_app(memory_settings(url, tmp))) as http:
-            yield http
-    finally:
-        if database is not None and role is not None:
-            await drop_schema(database, role)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def memory_http(shared_memory_app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of the module's memory service (testsupport.shared_memory), shared
+    by the module's tests on one backend (``loop_scope="module"`` tests)."""
+    transport = httpx.ASGITransport(shared_memory_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://memory") as http:
+        yield http
 
 
 @pytest.fixture

@@ -10,15 +10,15 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from asgi_lifespan import LifespanManager
 
 from memory_service import create_app
 from memory_service.settings import Settings
 from testsupport.pgvector import create_database, drop_database
-from testsupport.postgres import create_schema, drop_schema
-from testsupport.services import SQL_BACKENDS, db_url, in_process, memory_settings
+from testsupport.services import db_url, in_process, memory_settings
+from testsupport.shared_memory import shared_memory_app
 
-__all__ = ["db_url"]  # a fixture: pytest finds it by its name in this module
+# Fixtures: pytest finds them by their names in this module.
+__all__ = ["db_url", "shared_memory_app"]
 
 ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
@@ -119,28 +119,6 @@ async def shared_lt_client(
 def own_tenant() -> dict[str, str]:
     """Identity headers of a tenant no other test uses (user ``alice``)."""
     return {"X-Tenant-ID": f"tenant-{uuid.uuid4().hex[:12]}", "X-User-ID": "alice"}
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module", params=SQL_BACKENDS)
-async def shared_memory_app(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Any]:
-    """One memory service (lifespan running) per test module and SQL backend, for tests
-    that need no fresh database: each talks to it through :func:`tenant_client`."""
-    tmp = tmp_path_factory.mktemp("shared-memory")
-    database: str | None = None
-    role: str | None = None
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp}/memory.db"
-    else:
-        database = request.getfixturevalue("postgres_test_database")
-        role, url = await create_schema(database)
-    try:
-        async with LifespanManager(create_app(memory_settings(url, tmp))) as manager:
-            yield manager.app
-    finally:
-        if database is not None and role is not None:
-            await drop_schema(database, role)
 
 
 @pytest_asyncio.fixture(loop_scope="module")

@@ -17,23 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 from sdk_helpers import Proc, eventually, make_context, subprocess_env
 
-from event_service import create_app
 from soorma import Agent, AgentOptions, Event, PlatformContext
 from soorma.testing import PlatformHarness
 from soorma_common.clock import ManualClock
-from testsupport.server import LiveServer, serve
-from testsupport.services import redis_event_settings
+from testsupport import agent_timing
+from testsupport.agent_timing import REAL_TIME, Timing, harness_timing
+from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio
+redis_event_service = agent_timing.redis_event_service
 
 SCRIPT = str(Path(__file__).with_name("recovery_agent.py"))
 MAX_DELIVERIES = 3
@@ -94,48 +93,25 @@ def reporting_agent(context: PlatformContext | None = None) -> Agent:
 
 async def test_handler_starts_are_reported_soon_in_few_requests() -> None:
     async with PlatformHarness(clock=ManualClock()) as platform:
-        await _starts_reported(
-            reporting_agent(),
-            platform.context,
-            passes=platform.advance,
-            start=platform.start,
-            stop=platform.stop,
-        )
-
-
-@pytest_asyncio.fixture
-async def redis_event_service(redis_url: str, redis_prefix: str) -> AsyncIterator[LiveServer]:
-    settings = redis_event_settings(
-        redis_url, redis_prefix, claim_interval_seconds=0.05, max_payload_bytes=4096
-    )
-    async with serve(create_app(settings)) as server:
-        yield server
+        await _starts_reported(reporting_agent(), platform.context, harness_timing(platform))
 
 
 @pytest.mark.redis
 async def test_handler_starts_are_reported_soon_in_few_requests_redis(
     redis_event_service: LiveServer,
 ) -> None:
-    async with make_context(redis_event_service.url) as context:
-        agent = reporting_agent(make_context(redis_event_service.url))
-        try:
-            await _starts_reported(
-                agent, context, passes=asyncio.sleep, start=Agent.start, stop=Agent.stop
-            )
-        finally:
-            await agent.context.close()
+    url = redis_event_service.url
+    async with make_context(url) as context, make_context(url) as agent_context:
+        await _starts_reported(reporting_agent(agent_context), context, REAL_TIME)
 
 
 async def _starts_reported(
     agent: Agent,
     context: PlatformContext,
-    *,
-    passes: Callable[[float], Awaitable[None]],
-    start: Callable[[Agent], Awaitable[object]],
-    stop: Callable[[Agent], Awaitable[object]],
+    timing: Timing,
 ) -> None:
-    """30 handler starts while ``passes`` lets three seconds go by: each is reported
-    within the next 3 s, in 2 to 5 requests."""
+    """30 handler starts while ``timing.passes`` lets three seconds go by: each is
+    reported within the next 3 s, in 2 to 5 requests."""
     release = asyncio.Event()
     started: list[str] = []
 
@@ -146,7 +122,7 @@ async def _starts_reported(
 
     requests: list[list[str]] = []
     try:
-        await start(agent)
+        await timing.start(agent)
         bus = agent.context.bus
         extend = bus.extend
 
@@ -157,15 +133,15 @@ async def _starts_reported(
         bus.extend = counted  # type: ignore[method-assign]
         for n in range(30):  # 30 starts spread over three seconds
             await context.bus.announce("job.created", {"n": n})
-            await passes(0.1)
+            await timing.passes(0.1)
         await eventually(lambda: len(started) == 30)
         for _ in range(30):  # within three seconds
             if {i for r in requests for i in r} == set(started):
                 break
-            await passes(0.1)
+            await timing.passes(0.1)
         assert {i for r in requests for i in r} == set(started)
         # Batched: about one request a second, not one per start.
         assert 2 <= len(requests) <= 5, requests
     finally:
         release.set()
-        await stop(agent)
+        await timing.stop(agent)

@@ -17,23 +17,23 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
 import pytest
-import pytest_asyncio
 from sdk_helpers import Proc, eventually, make_context, subprocess_env
 
-from event_service import create_app
-from event_service.settings import Settings
 from soorma import Agent, AgentOptions, Event, PlatformContext
 from soorma.consumer_identity import ConsumerIdentity
 from soorma.testing import PlatformHarness
 from soorma_common.clock import ManualClock
-from testsupport.server import LiveServer, serve
+from testsupport import agent_timing
+from testsupport.agent_timing import REAL_TIME, Timing, harness_timing
+from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio
+redis_event_service = agent_timing.redis_event_service
 
 SCRIPT = str(Path(__file__).with_name("recovery_agent.py"))
 HUNG = "600"  # seconds a "hung" handler sleeps: it never finishes within a test
@@ -146,52 +146,24 @@ async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered()
             options=AgentOptions(visibility_timeout=1, ack_window=0, consumer_id="worker"),
         )
         await _slow_handler_keeps_its_event(
-            agent,
-            platform.context,
-            work=clock.sleep,
-            passes=platform.advance,
-            start=platform.start,
-            stop=platform.stop,
+            agent, platform.context, work=clock.sleep, timing=harness_timing(platform)
         )
         assert await _redeliveries(platform.http, "http://events.soorma.test") == 0
-
-
-@pytest_asyncio.fixture
-async def redis_event_service(redis_url: str, redis_prefix: str) -> AsyncIterator[LiveServer]:
-    settings = Settings(
-        event_backend="redis",
-        redis_url=redis_url,
-        redis_prefix=redis_prefix,
-        claim_interval_seconds=0.05,
-        block_seconds=0.5,
-        max_payload_bytes=4096,
-    )
-    async with serve(create_app(settings)) as server:
-        yield server
 
 
 @pytest.mark.redis
 async def test_a_handler_slower_than_the_visibility_timeout_is_not_redelivered_redis(
     redis_event_service: LiveServer,
 ) -> None:
-    async with make_context(redis_event_service.url) as context:
+    url = redis_event_service.url
+    async with make_context(url) as context, make_context(url) as agent_context:
         agent = Agent(
             name="slow",
             options=AgentOptions(visibility_timeout=1, ack_window=0, consumer_id="worker"),
-            context=make_context(redis_event_service.url),
+            context=agent_context,
         )
-        try:
-            await _slow_handler_keeps_its_event(
-                agent,
-                context,
-                work=asyncio.sleep,
-                passes=asyncio.sleep,
-                start=Agent.start,
-                stop=Agent.stop,
-            )
-            assert await _redeliveries(context.http, redis_event_service.url) == 0
-        finally:
-            await agent.context.close()
+        await _slow_handler_keeps_its_event(agent, context, work=asyncio.sleep, timing=REAL_TIME)
+        assert await _redeliveries(context.http, url) == 0
 
 
 async def _redeliveries(http: httpx.AsyncClient, url: str) -> int:
@@ -208,12 +180,11 @@ async def _slow_handler_keeps_its_event(
     context: PlatformContext,
     *,
     work: Callable[[float], Awaitable[None]],
-    passes: Callable[[float], Awaitable[None]],
-    start: Callable[[Agent], Awaitable[object]],
-    stop: Callable[[Agent], Awaitable[object]],
+    timing: Timing,
 ) -> None:
     """The agent's handler works ``work(3.5)`` under a 1 s visibility timeout while
-    ``passes(3.5)`` lets that time go by; three idle consumers of its group get nothing."""
+    ``timing.passes(3.5)`` lets that time go by; three idle consumers of its group get
+    nothing."""
     started: list[int] = []
     finished: list[int] = []
 
@@ -224,7 +195,7 @@ async def _slow_handler_keeps_its_event(
         finished.append(event.data["n"])
 
     try:
-        await start(agent)
+        await timing.start(agent)
         await context.bus.announce("job.created", {"n": 0})
         await eventually(lambda: started == [0])
         # Other consumers of the group, idle: an expired lease would be claimed by one
@@ -237,14 +208,14 @@ async def _slow_handler_keeps_its_event(
         ]
         for watcher in watchers:
             await watcher.wait_ready()
-        await passes(3.5)
+        await timing.passes(3.5)
         await eventually(lambda: finished == [0], within=20)
-        await passes(0.5)  # a redelivery racing the ack would show up here
+        await timing.passes(0.5)  # a redelivery racing the ack would show up here
         await asyncio.sleep(0.05)  # ... and reach a watcher's queue
         stolen = [watcher._queue.qsize() for watcher in watchers]
         for watcher in watchers:
             await watcher.close()
     finally:
-        await stop(agent)
+        await timing.stop(agent)
     assert stolen == [0, 0, 0], "the running handler's event was redelivered"
     assert started == [0]

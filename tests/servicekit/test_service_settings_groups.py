@@ -1,9 +1,9 @@
 """Each service's own settings come in groups by concern, read from the same flat variables.
 
-For the event service, the registry, the tracker and the gateway: every field of a
-service's ``Settings`` belongs to exactly one group (its own, or servicekit's shared ones),
-and each group, built alone, reads its ``SOORMA_*`` variable into the field the composed
-``Settings`` has too.
+For the event service, the memory service, the registry, the tracker and the gateway:
+every field of a service's ``Settings`` belongs to exactly one group (its own, or
+servicekit's shared ones), and each group, built alone, reads its ``SOORMA_*`` variable
+into the field the composed ``Settings`` has too.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ SHARED = (
     StorageSettings,
     TracingSettings,
 )
-SERVICES = ("event_service", "registry_service", "tracker_service", "gateway_a2a")
+SERVICES = ("event_service", "memory_service", "registry_service", "tracker_service", "gateway_a2a")
 
 # service -> (group, variable, value set, value read) for one field of each of its groups.
 SAMPLES: dict[str, list[tuple[str, str, str, Any]]] = {
@@ -47,6 +47,13 @@ SAMPLES: dict[str, list[tuple[str, str, str, Any]]] = {
             ["plan-events", "task-events"],
         ),
     ],
+    "memory_service": [
+        ("MemoryStorageSettings", "SOORMA_MEMORY_DATABASE_URL", "sqlite:///m.db", "sqlite:///m.db"),
+        ("RetentionSettings", "SOORMA_MEMORY_RETENTION_EPISODIC_DAYS", "7", 7.0),
+        ("EmbeddingSettings", "SOORMA_EMBEDDING_RETRIES", "5", 5),
+        ("VectorIndexSettings", "SOORMA_MEMORY_VECTOR_SEAL_ROWS", "123", 123),
+        ("AcceleratorSettings", "SOORMA_SEMANTIC_SEARCH_FAST_PATH", "false", False),
+    ],
     "registry_service": [
         ("RegistryStorageSettings", "SOORMA_REGISTRY_PURGE_INTERVAL_SECONDS", "5", 5.0),
         ("CardSettings", "SOORMA_A2A_GATEWAY_URL", "https://a2a.example", "https://a2a.example"),
@@ -60,6 +67,7 @@ SAMPLES: dict[str, list[tuple[str, str, str, Any]]] = {
         ),
         ("PlatformClientSettings", "SOORMA_MEMORY_URL", "http://memory:1", "http://memory:1"),
         ("ProjectorSettings", "SOORMA_TRACKER_BATCH", "50", 50),
+        ("ReplicaSettings", "SOORMA_REPLICA", "3", "3"),
         ("PlanStreamSettings", "SOORMA_TRACKER_STREAM_POLL_SECONDS", "1.5", 1.5),
         ("TimeoutSettings", "SOORMA_TRACKER_TIMEOUTS", "false", False),
     ],

@@ -12,7 +12,7 @@ from memory_service.store import MemoryStore
 
 if TYPE_CHECKING:
     from memory_service.longterm.service import LongTermMemory
-    from memory_service.settings import Settings
+    from memory_service.settings import RetentionSettings
 
 log = logging.getLogger("memory_service.retention")
 
@@ -50,7 +50,7 @@ async def run_pruner(store: MemoryStore, *, retention_days: float, interval: flo
         await asyncio.sleep(interval)
 
 
-def long_term_retention(settings: Settings) -> dict[str, float]:
+def long_term_retention(settings: RetentionSettings) -> dict[str, float]:
     """Retention days per long-term table, for the types that have one (``> 0``)."""
     days = {
         "memory_semantic": settings.memory_retention_semantic_days,

@@ -17,18 +17,31 @@ from soorma.bus import BusClient
 from soorma.client import Identity
 from soorma.consumer_identity import ConsumerIdentity
 from soorma.registry import RegistryClient
+from soorma.settings import PlatformSettings
 from soorma_common.clock import SYSTEM_CLOCK, Clock
 from tracker_service.agents import router as agents_router
 from tracker_service.db import open_engine
 from tracker_service.projector import GROUP, Projector
 from tracker_service.routes import router
-from tracker_service.settings import Settings
+from tracker_service.settings import ReplicaSettings, Settings
 from tracker_service.state import TrackerState
 from tracker_service.timeouts import run_timeouts
 from tracker_service.ui import router as ui_router
 
 SERVICE_ROLE = "service"
 SHUTDOWN_SECONDS = 2.0
+
+
+def replica_settings(settings: ReplicaSettings) -> PlatformSettings:
+    """The replica variables the tracker's settings read, parsed as an agent's are (the
+    environment is not read again)."""
+    raw = {
+        "SOORMA_CONSUMER_ID": settings.consumer_id,
+        "SOORMA_REPLICA": settings.replica,
+        "SOORMA_STATE_DIR": settings.state_dir,
+        "XDG_CACHE_HOME": settings.xdg_cache_home,
+    }
+    return PlatformSettings.from_env({k: v for k, v in raw.items() if v is not None})
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock = SYSTEM_CLOCK) -> FastAPI:
@@ -71,7 +84,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock = SYSTEM_CLOCK)
         )
         # A stable id per replica: a restarted tracker takes back at once what its
         # previous life held, instead of waiting out the visibility timeout.
-        replica = ConsumerIdentity(GROUP, settings.tracker_consumer)
+        replica = ConsumerIdentity(
+            GROUP, settings.tracker_consumer, settings=replica_settings(settings)
+        )
         consumer = replica.consumer_id
         projector = Projector(
             engine=engine,

@@ -1,9 +1,10 @@
 """Settings for the tracker-service (environment prefix ``SOORMA_``), grouped by concern:
-storage, the other services, the projector, plan streams and the timeouts."""
+storage, the other services, the projector, the replica's identity, plan streams and the
+timeouts."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from servicekit.settings import ServiceSettings
@@ -52,8 +53,8 @@ class ProjectorSettings(BaseSettings):
     Attributes:
         tracker_consumer: This replica's consumer id in group ``tracker``. Default: a
             stable id per replica, resolved as agents resolve theirs
-            (:mod:`soorma.consumer_identity`: ``SOORMA_CONSUMER_ID``, ``SOORMA_REPLICA``,
-            else a replica slot on this host), so a restarted tracker resumes at once.
+            (:mod:`soorma.consumer_identity`, from :class:`ReplicaSettings`), so a
+            restarted tracker resumes at once.
         tracker_projector: Consume the tap (off: API only).
         tracker_batch: Most events projected in one transaction.
         tracker_batch_wait_seconds: How long a batch waits to fill once it has one event.
@@ -69,6 +70,38 @@ class ProjectorSettings(BaseSettings):
     tracker_batch: int = Field(default=500, ge=1, le=5000)
     tracker_batch_wait_seconds: float = Field(default=0.02, ge=0)
     tracker_visibility_timeout: float = Field(default=30.0, ge=0.1)
+
+
+class ReplicaSettings(BaseSettings):
+    """Who this replica is when ``tracker_consumer`` is unset: the variables an agent's
+    consumer id is resolved from (:mod:`soorma.consumer_identity`).
+
+    Kept as the raw text: one parser (``soorma.PlatformSettings.from_env``) reads them for
+    the agents and the tracker alike, so an empty value means the same in both.
+
+    Attributes:
+        consumer_id: ``SOORMA_CONSUMER_ID``: this process's consumer id.
+        replica: ``SOORMA_REPLICA``: this process's replica index (``<host>-<index>``).
+        state_dir: ``SOORMA_STATE_DIR``: where replica slot locks live.
+        xdg_cache_home: ``XDG_CACHE_HOME`` (no prefix): the slot locks' folder's parent
+            when ``state_dir`` is unset.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SOORMA_", extra="ignore", populate_by_name=True)
+
+    consumer_id: str | None = None
+    replica: str | None = None
+    state_dir: str | None = None
+    xdg_cache_home: str | None = Field(
+        default=None, validation_alias=AliasChoices("XDG_CACHE_HOME", "xdg_cache_home")
+    )
+
+    @field_validator("consumer_id", "replica", "state_dir", "xdg_cache_home", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
 
 
 class PlanStreamSettings(BaseSettings):
@@ -105,6 +138,7 @@ class Settings(
     TrackerStorageSettings,
     PlatformClientSettings,
     ProjectorSettings,
+    ReplicaSettings,
     PlanStreamSettings,
     TimeoutSettings,
 ):
@@ -118,6 +152,7 @@ GROUPS = (
     TrackerStorageSettings,
     PlatformClientSettings,
     ProjectorSettings,
+    ReplicaSettings,
     PlanStreamSettings,
     TimeoutSettings,
 )

@@ -1,4 +1,4 @@
-"""Helpers for the gateway tests: agents behind the gateway and official a2a-sdk clients."""
+"""A2A for the gateway tests: the agents behind the gateway and official a2a-sdk clients."""
 
 from __future__ import annotations
 

@@ -12,10 +12,13 @@ functions count as much as top-level ones.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,9 +46,15 @@ def _private(part: str) -> bool:
     return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
 
 
+@functools.cache
+def _parse(text: str, filename: str) -> ast.Module:
+    """Parsed once per source text: the checks below walk the same tree several times."""
+    return ast.parse(text, filename=filename)
+
+
 def _sources(room: Room) -> Iterator[tuple[Path, ast.Module]]:
     for path in sorted(room.path.rglob("*.py")):
-        yield path, ast.parse(path.read_text(), filename=str(path))
+        yield path, _parse(path.read_text(), str(path))
 
 
 def _private_definitions(tree: ast.Module) -> set[str]:
@@ -147,18 +156,25 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_package_uses_another_packages_private_names() -> None:
-    findings = scan()
+@pytest.fixture(scope="module")
+def findings() -> Findings:
+    """One scan of this repository for the checks that read it (they only read it)."""
+    return scan()
+
+
+def test_no_package_uses_another_packages_private_names(findings: Findings) -> None:
     assert findings.private == [], "\n".join(findings.private)
 
 
-def test_no_import_cycle_between_packages() -> None:
-    loops = cycles(scan().edges)
+def test_no_import_cycle_between_packages(findings: Findings) -> None:
+    loops = cycles(findings.edges)
     assert loops == [], "\n".join(" -> ".join(loop) for loop in loops)
 
 
-def test_the_sdk_and_servicekit_import_no_service_and_common_imports_nothing() -> None:
-    edges = scan().edges
+def test_the_sdk_and_servicekit_import_no_service_and_common_imports_nothing(
+    findings: Findings,
+) -> None:
+    edges = findings.edges
     assert edges["soorma_common"] == set()
     assert edges["soorma"] == {"soorma_common"}
     assert edges["servicekit"] == {"soorma_common"}

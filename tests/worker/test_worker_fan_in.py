@@ -87,8 +87,12 @@ async def test_fan_in_keeps_all_results_and_completes_exactly_once_under_concurr
             await asyncio.gather(*(bus.publish_batch(results[k::4]) for k in range(4)))
             async with asyncio.timeout(60):
                 await all_handled.wait()
-            # Every handler has returned, so every completion has been published; a
-            # sentinel published now arrives after all of them (per-topic order).
+                # Under load a redelivered answer can be handled twice and fill the count
+                # while the handler that completes the task is still running: wait for it.
+                while True not in completions:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+            # The completing handler has returned, so its answer has been published; a
+            # sentinel published now arrives after it (per-topic order).
             await bus.respond("bulk.done", {"sentinel": True}, correlation_id="sentinel")
             received = []
             async with asyncio.timeout(20):

@@ -22,6 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_service.longterm.dialect import Dialect, keyword_terms
+from memory_service.longterm.schema import KEYWORD_FUNCTION
 
 # Records of the search's scope read to tell common words (see the module's docstring).
 KEYWORD_SAMPLE = 1000
@@ -79,6 +80,7 @@ async def keyword_ranking(
     *,
     k: int,
     cap: int,
+    include_public: bool,
     sample: int = KEYWORD_SAMPLE,
     share: float = COMMON_TERM_SHARE,
 ) -> list[tuple[str, float]]:
@@ -86,7 +88,7 @@ async def keyword_ranking(
     :func:`common_terms`) as ``(id, relevance)``, best first."""
     common = await common_terms(conn, d, terms, scope, params, sample=sample, share=share)
     terms = [term for term in terms if term not in common]
-    params = {**params, "k": k, "cap": cap}
+    params = {**params, "k": k, "cap": cap, "public": include_public}
     hits: list[tuple[str, float]] = []
     # Records holding every query word (exact codes, names); when no record holds them
     # all, records holding any of them, ranked by relevance (a natural-language question
@@ -99,9 +101,13 @@ async def keyword_ranking(
         if d.pg:
             params["kq"] = joiner.join(terms)
             sql = (
+                # The user's (and public) matches through the GIN index
+                # (KEYWORD_FUNCTION: the policy keeps a query on the table from using
+                # it), then this search's whole scope on them, in the RLS role.
                 "SELECT m.id, ts_rank_cd(m.tsv, kq) AS relevance FROM "
-                "(SELECT s.id, s.tsv FROM memory_semantic s "
-                f"WHERE s.tsv @@ to_tsquery('simple', :kq) AND {scope} LIMIT :cap) m, "
+                "(SELECT s.id, s.tsv FROM memory_semantic s WHERE s.id IN (SELECT "
+                f"{KEYWORD_FUNCTION}(to_tsquery('simple', :kq), :u, :public, :cap)) "
+                f"AND s.tsv @@ to_tsquery('simple', :kq) AND {scope} LIMIT :cap) m, "
                 "to_tsquery('simple', :kq) kq ORDER BY relevance DESC, m.id LIMIT :k"
             )
         else:

@@ -948,6 +948,7 @@ class LongTermStore:
                         params,
                         k=k,
                         cap=self.KEYWORD_CANDIDATES,
+                        include_public=include_public,
                         sample=self.KEYWORD_SAMPLE,
                         share=self.COMMON_TERM_SHARE,
                     )

@@ -50,7 +50,7 @@ async def test_schema_comes_from_alembic_with_its_own_version_table(db_url: str)
         "memory_sessions",
         "memory_working_memory",
     } <= tables
-    assert [row[0] for row in head] == ["0007_vector_segments"]
+    assert [row[0] for row in head] == ["0008_keyword_function"]
 
 
 def _upgrade_to(connection: sa.Connection, revision: str) -> None:

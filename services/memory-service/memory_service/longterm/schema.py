@@ -260,6 +260,46 @@ END $$""",
     ]
 
 
+KEYWORD_FUNCTION = "soorma_memory_keyword_ids"
+
+
+def pg_keyword_statements() -> list[str]:
+    """The ids of the tenant's records matching a full-text query, through the GIN index
+    (migration 0008 and fresh schemas; idempotent).
+
+    Under row-level security PostgreSQL never uses the GIN index for ``tsv @@ query``:
+    ``@@`` is not leakproof, so it may not run before the tenant policy, and every
+    keyword search read the whole table (200 ms at 100,000 records, B8). This function
+    runs with its owner's rights (who owns the table, outside the policy when a
+    superuser; inside it, and slower, otherwise) and applies the tenant wall itself:
+    only rows of the transaction's ``soorma.tenant_id`` come back, never another
+    tenant's (the ``*`` of maintenance included), and only the user's own and (with
+    ``p_public``) public ones. Searches join its ids back to the table in the RLS role,
+    with their whole scope (filters too)."""
+    signature = f"{KEYWORD_FUNCTION}(tsquery, text, boolean, integer)"
+    return [
+        # The table's schema is fixed in the body (a definer function must not look
+        # its table up on the caller's search_path).
+        f"""DO $do$ BEGIN EXECUTE format($create$
+CREATE OR REPLACE FUNCTION %1$I.{KEYWORD_FUNCTION}(
+    p_query tsquery, p_user text, p_public boolean, p_limit integer
+)
+RETURNS SETOF varchar LANGUAGE sql STABLE SECURITY DEFINER ROWS 20
+SET search_path = pg_catalog, pg_temp AS $body$
+    SELECT s.id FROM %1$I.memory_semantic s
+    WHERE s.tsv @@ p_query AND s.tenant_id = current_setting('{TENANT_SETTING}', true)
+    AND (s.user_id = p_user OR (p_public AND s.is_public))
+    LIMIT p_limit
+$body$$create$, current_schema()); END $do$""",
+        f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC",
+        f"GRANT EXECUTE ON FUNCTION {signature} TO {RLS_ROLE}",
+    ]
+
+
+def pg_keyword_downgrade() -> list[str]:
+    return [f"DROP FUNCTION IF EXISTS {KEYWORD_FUNCTION}(tsquery, text, boolean, integer)"]
+
+
 def sqlite_statements() -> list[str]:
     return [*_tables(pg=False), *_SQLITE_FTS]
 
@@ -270,6 +310,7 @@ def postgres_statements() -> list[str]:
         *_tables(pg=True),
         *_pg_security(),
         *pg_segment_statements(),
+        *pg_keyword_statements(),
     ]
 
 

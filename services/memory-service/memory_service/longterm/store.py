@@ -32,6 +32,11 @@ from memory_service.longterm.dialect import (
     dialect_for,
     keyword_terms,
 )
+from memory_service.longterm.keywords import (
+    COMMON_TERM_SHARE,
+    KEYWORD_SAMPLE,
+    keyword_ranking,
+)
 from memory_service.longterm.schema import (
     ALL_TENANTS,
     RLS_ROLE,
@@ -281,6 +286,10 @@ class LongTermStore:
     # Most records matching a keyword query that are ranked by relevance (see
     # semantic_candidates).
     KEYWORD_CANDIDATES = 500
+    # Words in more than COMMON_TERM_SHARE of a sample of KEYWORD_SAMPLE records in a
+    # search's scope are left out of its keyword query (memory_service.longterm.keywords).
+    KEYWORD_SAMPLE = KEYWORD_SAMPLE
+    COMMON_TERM_SHARE = COMMON_TERM_SHARE
 
     def __init__(
         self,
@@ -929,39 +938,21 @@ class LongTermStore:
                     source=source,
                     metadata=metadata,
                 )
-                params["k"] = k
-                # Records holding every query word (exact codes, names); when no record
-                # holds them all, records holding any of them, ranked by relevance (a
-                # natural-language question rarely shares every word with a passage).
-                for joiner in (" & ", " | ") if self.d.pg else (" ", " OR "):
-                    if keyword_hits or (joiner in (" | ", " OR ") and len(terms) < 2):
-                        break
-                    # At most KEYWORD_CANDIDATES matching records are ranked: a query
-                    # of common words matches nearly every record, and ranking them all
-                    # took seconds at 100,000 records (B8). Below the cap nothing changes.
-                    params["cap"] = self.KEYWORD_CANDIDATES
-                    if self.d.pg:
-                        params["kq"] = joiner.join(terms)
-                        sql = (
-                            "SELECT m.id, ts_rank_cd(m.tsv, kq) AS relevance FROM "
-                            "(SELECT s.id, s.tsv FROM memory_semantic s "
-                            f"WHERE s.tsv @@ to_tsquery('simple', :kq) AND {scope} LIMIT :cap) m, "
-                            "to_tsquery('simple', :kq) kq ORDER BY relevance DESC, m.id LIMIT :k"
-                        )
-                    else:
-                        params["kq"] = joiner.join(f'"{term}"' for term in terms)
-                        sql = (
-                            # CROSS JOIN: the full-text match drives the join (with a
-                            # plain JOIN, SQLite 3.40 ran the match once per tenant row).
-                            "SELECT m.id, m.relevance FROM (SELECT s.id, "
-                            "-bm25(memory_semantic_fts) AS relevance "
-                            "FROM memory_semantic_fts CROSS JOIN memory_semantic s "
-                            "ON s.seq = memory_semantic_fts.rowid "
-                            f"WHERE memory_semantic_fts MATCH :kq AND {scope} LIMIT :cap) m "
-                            "ORDER BY m.relevance DESC, m.id LIMIT :k"
-                        )
-                    result = await conn.execute(text(sql), params)
-                    keyword_hits = [Ranked(r.id, float(r.relevance)) for r in result]
+                keyword_hits = [
+                    Ranked(record_id, relevance)
+                    for record_id, relevance in await keyword_ranking(
+                        conn,
+                        self.d,
+                        terms,
+                        scope,
+                        params,
+                        k=k,
+                        cap=self.KEYWORD_CANDIDATES,
+                        include_public=include_public,
+                        sample=self.KEYWORD_SAMPLE,
+                        share=self.COMMON_TERM_SHARE,
+                    )
+                ]
             ids = [i for i in pick(vector_hits, keyword_hits) if i not in records]
             records.update(await self._semantic_by_ids(conn, tenant, ids))
         return vector_hits, keyword_hits, records

@@ -166,3 +166,29 @@ async def test_keyword_query_reads_only_records_of_rare_words_on_postgres(
     finally:
         await conn.close()
     assert 1 <= matched <= 4
+
+
+async def test_a_filtered_keyword_search_finds_a_match_past_the_ranking_cap(
+    lt_client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Matches are capped before ranking; a tag filter must apply before that cap, or
+    # the one matching record that carries the tag is lost behind untagged ones.
+    monkeypatch.setattr(LongTermStore, "KEYWORD_CANDIDATES", 3)
+    texts = [f"quasar relay {i} calibrated" for i in range(12)]
+    # The untagged ones first: stored before it, they come first out of the table.
+    for batch, tags in ((texts[:-1], []), (texts[-1:], ["wanted"])):
+        items = [
+            {"content": t, "embedding": deterministic_embedding(t, DIMS), "tags": tags}
+            for t in batch
+        ]
+        r = await lt_client.post("/v1/memory/semantic/batch", json={"items": items}, headers=A)
+        assert r.status_code == 200, r.text
+    r = await lt_client.post(
+        "/v1/memory/semantic/search",
+        json={"query": "quasar", "limit": 5, "tags": ["wanted"]},
+        headers=A,
+    )
+    assert r.status_code == 200, r.text
+    hits = r.json()["hits"]
+    assert [h["record"]["content"] for h in hits] == [texts[-1]]
+    assert hits[0]["keyword_rank"] == 1

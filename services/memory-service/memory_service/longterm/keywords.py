@@ -81,14 +81,26 @@ async def keyword_ranking(
     k: int,
     cap: int,
     include_public: bool,
+    filtered: bool = False,
     sample: int = KEYWORD_SAMPLE,
     share: float = COMMON_TERM_SHARE,
 ) -> list[tuple[str, float]]:
     """The best ``k`` records of ``scope`` for ``terms`` (common words left out, see
-    :func:`common_terms`) as ``(id, relevance)``, best first."""
+    :func:`common_terms`) as ``(id, relevance)``, best first.
+
+    ``filtered``: the scope has tag, source or metadata conditions beyond the user's
+    (and public) records; the index's matches are then not capped before them, or
+    matching records past the cap would be lost to the filters.
+    """
     common = await common_terms(conn, d, terms, scope, params, sample=sample, share=share)
     terms = [term for term in terms if term not in common]
-    params = {**params, "k": k, "cap": cap, "public": include_public}
+    params = {
+        **params,
+        "k": k,
+        "cap": cap,
+        "public": include_public,
+        "index_cap": None if filtered else cap,
+    }
     hits: list[tuple[str, float]] = []
     # Records holding every query word (exact codes, names); when no record holds them
     # all, records holding any of them, ranked by relevance (a natural-language question
@@ -106,7 +118,7 @@ async def keyword_ranking(
                 # it), then this search's whole scope on them, in the RLS role.
                 "SELECT m.id, ts_rank_cd(m.tsv, kq) AS relevance FROM "
                 "(SELECT s.id, s.tsv FROM memory_semantic s WHERE s.id IN (SELECT "
-                f"{KEYWORD_FUNCTION}(to_tsquery('simple', :kq), :u, :public, :cap)) "
+                f"{KEYWORD_FUNCTION}(to_tsquery('simple', :kq), :u, :public, :index_cap)) "
                 f"AND s.tsv @@ to_tsquery('simple', :kq) AND {scope} LIMIT :cap) m, "
                 "to_tsquery('simple', :kq) kq ORDER BY relevance DESC, m.id LIMIT :k"
             )

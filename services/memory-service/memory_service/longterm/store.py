@@ -949,6 +949,7 @@ class LongTermStore:
                         k=k,
                         cap=self.KEYWORD_CANDIDATES,
                         include_public=include_public,
+                        filtered=bool(tags or source or metadata),
                         sample=self.KEYWORD_SAMPLE,
                         share=self.COMMON_TERM_SHARE,
                     )

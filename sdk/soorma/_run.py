@@ -273,9 +273,9 @@ def _stop(
 ) -> None:
     """Ask ``child`` to stop and wait until it has.
 
-    Each Ctrl-C (or SIGTERM) is passed on, up to the two the agents act on (the second stops them at
-    once). A restart asks once itself and, after :data:`RESTART_GRACE_SECONDS`, once
-    more: a change waits for no handler.
+    Each Ctrl-C (or SIGTERM) is passed on, up to the two the agents act on (the second
+    stops them at once). A restart asks once itself and, after
+    :data:`RESTART_GRACE_SECONDS`, once more: a change waits for no handler.
     """
     seen = interrupts.count
     grace_ends = time.monotonic() + RESTART_GRACE_SECONDS

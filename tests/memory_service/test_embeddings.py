@@ -17,10 +17,11 @@ from memory_service.embeddings import (
     DeterministicEmbedder,
     LiteLLMEmbedder,
     WordLlamaEmbedder,
+    check_vector,
     make_embedder,
 )
 from memory_service.sql import open_sql_store
-from soorma_common.errors import EmbeddingUnavailable
+from soorma_common.errors import EmbeddingUnavailable, ValidationFailed
 
 
 def _cos(a: list[float], b: list[float]) -> float:
@@ -80,6 +81,28 @@ async def test_sqlite_vector_distance_is_cosine_distance(tmp_path: Any) -> None:
     assert same == pytest.approx(0.0, abs=1e-6)
     assert diagonal == pytest.approx(1 - 2**-0.5, abs=1e-6)
     assert opposite == pytest.approx(2.0, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("vector", "refused"),
+    [
+        ([0.5, -0.25, 1.0], None),
+        # Finite values whose sum overflows are still finite values.
+        ([1e308, 1e308, -1.0], None),
+        ([0.5, float("nan"), 1.0], "finite"),
+        ([float("inf"), 0.5, 1.0], "finite"),
+        ([float("inf"), float("-inf"), 1.0], "finite"),
+        ([0.5, 1.0], "3"),
+    ],
+)
+def test_a_vector_must_fit_the_model_and_be_finite(
+    vector: list[float], refused: str | None
+) -> None:
+    if refused is None:
+        check_vector(vector, model="m", dimensions=3)
+        return
+    with pytest.raises(ValidationFailed, match=refused):
+        check_vector(vector, model="m", dimensions=3)
 
 
 def test_python_stand_in_answers_like_sqlite_vec() -> None:

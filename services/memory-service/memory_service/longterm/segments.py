@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import re
@@ -59,7 +60,9 @@ MAX_SEGMENTS = 6
 MAX_SEGMENTS_WRITING = 16
 
 
+@functools.lru_cache(maxsize=64)
 def model_tag(name: str, dims: int) -> str:
+    """The model's short name in index names (every search reads its cover by it)."""
     return hashlib.sha256(f"{name}@{dims}".encode()).hexdigest()[:12]
 
 

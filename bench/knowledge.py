@@ -185,7 +185,10 @@ class KnowledgeService(UvicornService):
             # either, so the raw baseline's server may run on any core, and on a 2-core
             # machine shared with other work a service held to one core waited for it
             # (in process, with the same load, a search took 1.6 ms; pinned, 10 ms).
-            os.sched_setaffinity(self.proc.pid, range(os.cpu_count() or 1))
+            # Every thread: those started before this call (uvloop's workers, the
+            # service's own) kept the pinning of the command.
+            for task in os.listdir(f"/proc/{self.proc.pid}/task"):
+                os.sched_setaffinity(int(task), range(os.cpu_count() or 1))
 
     def stop(self) -> None:
         super().stop()

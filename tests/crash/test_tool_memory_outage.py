@@ -15,7 +15,7 @@ from memory_outage import ask as ask_for
 from event_service import create_app as create_event_app
 from soorma import AgentOptions, PlatformContext, PlatformSettings, Tool
 from soorma_common.events import new_event_id
-from testsupport.server import free_port, serve
+from testsupport.server import closed_port, serve
 from testsupport.services import redis_event_settings
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
@@ -121,7 +121,7 @@ async def test_a_tool_declared_without_a_memory_service_answers_at_once(
     """``answer_retention=0`` says there is no memory service: no record, no claim, no
     connection attempt (the client's retries, stretched to a minute here, would miss
     the call's deadline)."""
-    nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens: connections refused
+    nowhere = f"http://127.0.0.1:{closed_port()}"  # nothing listens: connections refused
     async with serve(create_event_app(redis_event_settings(redis_url, redis_prefix))) as ev:
         settings = PlatformSettings(
             event_service_url=ev.url, memory_url=nowhere, registry_url=nowhere

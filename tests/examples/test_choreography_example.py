@@ -24,7 +24,7 @@ from memory_service.settings import Settings as MemorySettings
 from registry_service import create_app as create_registry_app
 from registry_service.settings import Settings as RegistrySettings
 from soorma import PlatformContext, PlatformSettings
-from testsupport.server import free_port, serve
+from testsupport.server import closed_port, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
 from sdk_helpers import SOORMA, Proc, soorma_run, subprocess_env
@@ -37,7 +37,7 @@ KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_API_KEY", "GEMINI_API_
 
 def offline_env(**urls: str) -> dict[str, str]:
     """The example's environment: no provider keys, no route to the internet."""
-    closed = f"http://127.0.0.1:{free_port()}"
+    closed = f"http://127.0.0.1:{closed_port()}"
     env = subprocess_env(
         HTTP_PROXY=closed,
         HTTPS_PROXY=closed,
@@ -143,7 +143,7 @@ async def test_soorma_run_without_a_key_names_the_variable_to_set(services: dict
 
 
 async def test_planner_without_a_key_names_the_variable_to_set():
-    env = offline_env(SOORMA_REGISTRY_URL=f"http://127.0.0.1:{free_port()}")
+    env = offline_env(SOORMA_REGISTRY_URL=f"http://127.0.0.1:{closed_port()}")
     planner = await Proc.start(
         sys.executable, str(EXAMPLE / "planner.py"), "--model", "gpt-4o-mini", env=env
     )

@@ -12,7 +12,7 @@ import pytest
 from event_service import create_app
 from event_service.settings import Settings
 from soorma import PlatformContext, PlatformSettings
-from testsupport.server import free_port, serve
+from testsupport.server import closed_port, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
 from sdk_helpers import Proc, subprocess_env
@@ -23,7 +23,7 @@ CLIENT = Path(__file__).resolve().parents[2] / "examples" / "01-hello-world" / "
 
 
 async def test_the_platform_down_is_one_line_naming_the_url() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{closed_port()}"
     client = await Proc.start(
         sys.executable, str(CLIENT), "Ada", env=subprocess_env(SOORMA_URL=url)
     )

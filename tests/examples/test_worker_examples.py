@@ -19,7 +19,7 @@ from event_service.settings import Settings as EventSettings
 from memory_service import create_app as create_memory_app
 from memory_service.settings import Settings as MemorySettings
 from soorma import PlatformContext, PlatformSettings
-from testsupport.server import free_port, serve
+from testsupport.server import closed_port, serve
 from tracker_service import create_app as create_tracker_app
 from tracker_service.settings import Settings as TrackerSettings
 
@@ -47,7 +47,7 @@ async def services(sqlite_url: str, tmp_path: Any) -> AsyncIterator[dict[str, st
             SOORMA_EVENT_SERVICE_URL=events.url,
             SOORMA_MEMORY_URL=memory.url,
             # No registry in these tests: a closed port, never someone else's registry.
-            SOORMA_REGISTRY_URL=f"http://127.0.0.1:{free_port()}",
+            SOORMA_REGISTRY_URL=f"http://127.0.0.1:{closed_port()}",
         )
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from gateway_a2a import create_app
 from testsupport.gateway_platform import HEADERS_A, Platform, gateway_settings
-from testsupport.server import LiveServer, free_port
+from testsupport.server import LiveServer, closed_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -39,7 +39,7 @@ MALFORMED: list[Any] = [
 
 
 def closed_url() -> str:
-    return f"http://127.0.0.1:{free_port()}"
+    return f"http://127.0.0.1:{closed_port()}"
 
 
 def error_of(response: httpx.Response) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from testsupport.a2a import (
     user_message,
 )
 from testsupport.gateway_platform import HEADERS_A, Platform
-from testsupport.server import free_port, serve
+from testsupport.server import closed_port, serve
 from testsupport.services import memory_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -117,7 +117,7 @@ async def test_raw_http_on_both_bindings(platform: Platform, forecaster: Tool):
 async def test_without_embeddings_the_words_decide(
     platform: Platform, forecaster: Tool, memory: str
 ):
-    memory_url = None if memory == "unset" else f"http://127.0.0.1:{free_port()}"
+    memory_url = None if memory == "unset" else f"http://127.0.0.1:{closed_port()}"
     gateway = await platform.start_gateway(
         memory_url=memory_url, gateway_replica_id=f"replica-words-{memory}"
     )

@@ -163,10 +163,10 @@ async def test_agent_re_registers_when_its_heartbeat_finds_it_gone(context):
 
 async def test_agent_starts_without_a_reachable_registry(events):
     from soorma import PlatformSettings
-    from testsupport.server import free_port
+    from testsupport.server import closed_port
 
     settings = PlatformSettings(
-        event_service_url=events.url, registry_url=f"http://127.0.0.1:{free_port()}"
+        event_service_url=events.url, registry_url=f"http://127.0.0.1:{closed_port()}"
     )
     async with PlatformContext.from_env(settings=settings) as ctx:
         agent = Agent(name="lonely", context=ctx)

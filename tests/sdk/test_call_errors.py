@@ -13,14 +13,14 @@ from memory_service import create_app as create_memory_app
 from registry_service import create_app as create_registry_app
 from soorma import NotFound, PlatformContext, PlatformSettings, ServiceUnavailable
 from soorma_common.registry import AgentDefinition
-from testsupport.server import free_port, serve
+from testsupport.server import closed_port, serve
 from testsupport.services import event_settings, memory_settings, registry_settings
 
 pytestmark = pytest.mark.asyncio
 
 
 async def test_call_with_the_platform_down_names_the_url_at_once_and_sends_nothing() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{closed_port()}"
     settings = PlatformSettings.from_env({"SOORMA_URL": url})
     async with PlatformContext.from_env(settings=settings) as context:
         loop = asyncio.get_running_loop()

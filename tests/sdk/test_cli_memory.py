@@ -15,7 +15,7 @@ import pytest_asyncio
 from sdk_helpers import Proc, subprocess_env
 
 from memory_service import create_app as create_memory_app
-from testsupport.server import LiveServer, free_port, serve
+from testsupport.server import LiveServer, closed_port, serve
 from testsupport.services import memory_settings
 
 pytestmark = pytest.mark.asyncio
@@ -105,7 +105,7 @@ async def test_bad_input_is_one_line_not_a_traceback(memory_service: LiveServer)
 
 
 async def test_unreachable_service_is_one_line():
-    proc = await soorma(f"http://127.0.0.1:{free_port()}", "search", "anything")
+    proc = await soorma(f"http://127.0.0.1:{closed_port()}", "search", "anything")
     assert proc.proc.returncode == 1
     assert "Traceback" not in proc.output
     assert proc.lines[-1].startswith("soorma: cannot reach http://127.0.0.1:")

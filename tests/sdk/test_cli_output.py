@@ -15,7 +15,7 @@ import pytest
 from sdk_helpers import Proc, make_context, subprocess_env
 
 import memory_service
-from testsupport.server import LiveServer, free_port, serve
+from testsupport.server import LiveServer, closed_port, free_port, serve
 from testsupport.services import memory_settings
 
 pytestmark = pytest.mark.asyncio
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.asyncio
 SOORMA = str(Path(sys.executable).with_name("soorma"))
 memory_only = pytest.mark.parametrize("event_settings", ["memory"], indirect=True)
 # Nothing listens here: "the platform is not there".
-NOWHERE = f"http://127.0.0.1:{free_port()}"
+NOWHERE = f"http://127.0.0.1:{closed_port()}"
 TEXT_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} (INFO|WARN|ERROR|DEBUG) +[\w.]+: ")
 
 

@@ -15,7 +15,7 @@ from event_service import create_app as create_event_app
 from event_service.settings import Settings
 from soorma import PlatformContext, PlatformSettings
 from soorma._platform_router import Mounted, PlatformRouter
-from testsupport.server import free_port, serve
+from testsupport.server import closed_port, free_port, serve
 
 SOORMA = str(Path(sys.executable).with_name("soorma"))
 SERVICES = ("registry", "events", "memory", "tracker", "gateway")
@@ -74,7 +74,7 @@ async def test_one_address_serves_every_service_and_a_client_needs_only_soorma_u
 
 @pytest.mark.asyncio
 async def test_soorma_dev_is_not_ready_while_its_redis_does_not_answer(tmp_path: Path) -> None:
-    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    nowhere = f"redis://127.0.0.1:{closed_port()}/0"
     env = subprocess_env(
         SOORMA_DATA_DIR=str(tmp_path / ".soorma"),
         SOORMA_EVENT_BACKEND="redis",

@@ -18,7 +18,7 @@ from sdk_helpers import Proc, subprocess_env
 from memory_service import create_app as create_memory_app
 from soorma import Event, HandlerFailed, PlatformContext, PlatformSettings, Tool, Worker, run_client
 from soorma_common.errors import describe_exception
-from testsupport.server import LiveServer, free_port, serve
+from testsupport.server import LiveServer, closed_port, serve
 from testsupport.services import memory_settings
 
 SOORMA = str(Path(sys.executable).with_name("soorma"))
@@ -35,7 +35,7 @@ async def platform(
     event_service: LiveServer, memory_service: LiveServer
 ) -> AsyncIterator[PlatformContext]:
     # Nothing else: the other services at a closed port, never a platform someone runs.
-    nowhere = f"http://127.0.0.1:{free_port()}"
+    nowhere = f"http://127.0.0.1:{closed_port()}"
     settings = PlatformSettings(
         event_service_url=event_service.url,
         memory_url=memory_service.url,

@@ -13,13 +13,13 @@ from sdk_helpers import make_context
 from event_service import create_app
 from event_service.settings import Settings
 from soorma._sse import stream_frames
-from testsupport.server import LiveServer, free_port
+from testsupport.server import LiveServer, closed_port
 
 pytestmark = pytest.mark.asyncio
 
 
 async def test_unreachable_stream_warns_with_the_url(caplog: pytest.LogCaptureFixture) -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1/events/stream"
+    url = f"http://127.0.0.1:{closed_port()}/v1/events/stream"
     caplog.set_level(logging.WARNING, logger="soorma")
     async with httpx.AsyncClient() as http:
         frames = stream_frames(http, url, min_backoff=0.01, max_backoff=0.01)

@@ -12,9 +12,29 @@ import uvicorn
 
 
 def free_port() -> int:
+    """A port free now: for a server about to bind it. Not for "nothing listens here":
+    once closed, the next server started may get it (use :func:`closed_port`)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+_closed: socket.socket | None = None
+
+
+def closed_port() -> int:
+    """A port on which nothing listens, now or later in this test process.
+
+    The port stays bound (never listening) while the process lives, so connections to it
+    are refused and no server of this or another worker can take it over; a port from
+    :func:`free_port` used this way was once given to the next test server, and a client
+    meant to find nothing reached the wrong service.
+    """
+    global _closed
+    if _closed is None:
+        _closed = socket.socket()
+        _closed.bind(("127.0.0.1", 0))
+    return int(_closed.getsockname()[1])
 
 
 # How often a stopping server looks whether its connections and requests are gone.

@@ -4,13 +4,15 @@ Handles ``job.created`` on business-facts: prints ``started <n>``, sleeps
 ``RECOVERY_SLEEP`` seconds, prints ``done <n>``. ``RECOVERY_VT`` sets the visibility
 timeout, ``RECOVERY_CONCURRENCY`` and ``RECOVERY_MAX_DELIVERIES`` (optional) the agent's
 ``max_concurrency`` and ``max_deliveries``. Prints ``ready consumer=<id>`` once its
-stream is live.
+stream is live, and ``reported <k> started`` each time the event service has answered a
+report of ``k`` handler starts (what a test waits for before a SIGKILL that must count).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 from soorma import Agent, AgentOptions
 
@@ -36,6 +38,16 @@ async def main() -> None:
         print(f"done {n}", flush=True)
 
     await agent.start()
+    bus = agent.context.bus
+    extend = bus.extend
+
+    async def extend_and_say(group: str, ids: Any, **kwargs: Any) -> int:
+        renewed = await extend(group, ids, **kwargs)
+        if kwargs.get("running"):
+            print(f"reported {len(kwargs['running'])} started", flush=True)
+        return renewed
+
+    bus.extend = extend_and_say  # type: ignore[method-assign]
     print(f"ready consumer={agent.consumer_id}", flush=True)
     await agent.wait()
 

@@ -36,8 +36,6 @@ redis_event_service = agent_timing.redis_event_service
 
 SCRIPT = str(Path(__file__).with_name("recovery_agent.py"))
 MAX_DELIVERIES = 3
-# Long enough for the agent to report its handler running (about half a second).
-REPORTED = 1.5
 
 
 async def test_a_buffered_event_outlives_max_deliveries_restarts_and_is_handled(
@@ -62,7 +60,8 @@ async def test_a_buffered_event_outlives_max_deliveries_restarts_and_is_handled(
                 for n in range(2):
                     await context.bus.announce("job.created", {"n": n})
             await proc.wait_for("started 0", within=20)
-            await asyncio.sleep(REPORTED)
+            # Killed once the event service knows the handler ran: this delivery counts.
+            await proc.wait_for("reported 1 started", within=20)
             assert "started 1" not in "\n".join(proc.lines)
             proc.proc.kill()
             await proc.wait()

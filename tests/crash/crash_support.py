@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -22,6 +23,36 @@ async def start_agent(script: str, services: dict[str, str], ready: str, **env: 
     return proc
 
 
+class WarmAgent:
+    """An agent process started ahead (warm_start.py): imports done, its script not yet
+    run. :meth:`go` runs it with more environment and waits for its ``ready`` line."""
+
+    def __init__(self, proc: Proc) -> None:
+        self.proc = proc
+
+    @classmethod
+    async def start(cls, script: str, services: dict[str, str]) -> WarmAgent:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(HERE / "warm_start.py"),
+            str(HERE / script),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=subprocess_env(**services),
+        )
+        return cls(Proc(process))
+
+    async def go(self, ready: str, **env: str) -> Proc:
+        await self.proc.wait_for("warm", within=90)
+        stdin = self.proc.proc.stdin
+        assert stdin is not None
+        stdin.write(json.dumps(env).encode() + b"\n")
+        await stdin.drain()
+        await self.proc.wait_for(ready, within=90)
+        return self.proc
+
+
 async def sigkill(proc: Proc) -> None:
     """SIGKILL: no graceful shutdown, no pending ack flushed."""
     proc.proc.kill()
@@ -33,6 +64,20 @@ async def until(predicate, within: float = 60.0) -> None:  # type: ignore[no-unt
     async with asyncio.timeout(within):
         while not predicate():  # noqa: ASYNC110
             await asyncio.sleep(0.05)
+
+
+async def settled(context: PlatformContext, group: str, within: float = 60.0) -> None:
+    """Wait until consumer group ``group`` has nothing undelivered and nothing unacked:
+    from then on nothing of it can be redelivered (what a fixed wait of a visibility
+    timeout stood for), and what its handlers published is on the bus."""
+
+    async def done() -> bool:
+        status = await context.bus.consumer_groups(group=group)
+        return bool(status.groups) and all(g.lag == 0 and g.pending == 0 for g in status.groups)
+
+    async with asyncio.timeout(within):
+        while not await done():  # noqa: ASYNC110 (polls a service; no event to await)
+            await asyncio.sleep(0.1)
 
 
 async def register_tool(context: PlatformContext, name: str, consumes: str, produces: str) -> None:

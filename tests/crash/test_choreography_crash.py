@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from crash_support import llm_calls, register_tool, sigkill, start_agent, until
+from crash_support import WarmAgent, llm_calls, register_tool, settled, sigkill, until
 
 from testsupport.capture import capture
 
@@ -23,7 +23,7 @@ READY = "agent advisor ready"
 VISIBILITY = 2.0
 
 
-# Two planner processes in turn, each importing litellm (35 s alone on a busy two-core
+# Three planner processes, each importing litellm (35 s alone on a busy two-core
 # machine): more room than the suite's 120 s default.
 @pytest.mark.timeout(300)
 async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_request(
@@ -33,6 +33,9 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
     bus = context.bus
     await register_tool(context, "searcher", "search.requested", "search.done")
     await register_tool(context, "summarizer", "summarize.requested", "summarize.done")
+    # The three lives of the planner, started together: each restart after a SIGKILL
+    # finds its process with litellm already imported (the kills stay real SIGKILLs).
+    lives = [await WarmAgent.start("choreo_planner.py", services) for _ in range(3)]
     procs = []
     try:
         async with (
@@ -46,9 +49,7 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
                 return [e for e in requests if e.type == event_type]
 
             # 1. The goal's step publishes search.requested; killed before the goal's ack.
-            procs.append(
-                await start_agent("choreo_planner.py", services, READY, CRASH_HOLD="after_goal")
-            )
+            procs.append(await lives[0].go(READY, CRASH_HOLD="after_goal"))
             await bus.request(
                 "research.goal", {"topic": "owls"}, "research.done", correlation_id="ask-1"
             )
@@ -58,9 +59,7 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
 
             # 2. A restarted planner gets the answer (and, after the visibility timeout,
             #    the goal again); killed after the step taken on the answer.
-            procs.append(
-                await start_agent("choreo_planner.py", services, READY, CRASH_HOLD="after_answer")
-            )
+            procs.append(await lives[1].go(READY, CRASH_HOLD="after_answer"))
             search = sent("search.requested")[0]
             await bus.respond(
                 "search.done", {"found": "SEARCH-MARKER"}, correlation_id=search.correlation_id
@@ -73,7 +72,7 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
             await sigkill(procs[1])
 
             # 3. A third life gets the answer again; the summary's answer completes.
-            procs.append(await start_agent("choreo_planner.py", services, READY))
+            procs.append(await lives[2].go(READY))
             summarize = sent("summarize.requested")[0]
             await bus.respond(
                 "summarize.done",
@@ -81,8 +80,9 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
                 correlation_id=summarize.correlation_id,
             )
             await until(lambda: len(answers) >= 1)
-            # Anything still to be redelivered comes back within the visibility timeout.
-            await asyncio.sleep(VISIBILITY + 1.5)
+            # Every delivery to the planners handled and acked: nothing more can come back.
+            await settled(context, "advisor")
+            await asyncio.sleep(0.5)  # an answer published last reaches the capture
 
         assert answers[0].correlation_id == "ask-1"
         assert answers[0].data["status"] == "completed"
@@ -93,5 +93,5 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
         assert len({e.id for e in sent("search.requested")}) == 1
         assert len({e.id for e in sent("summarize.requested")}) == 1
     finally:
-        for proc in procs:
-            await proc.kill()
+        for life in lives:
+            await life.proc.kill()

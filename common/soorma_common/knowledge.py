@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import ConfigDict, Field, model_validator
 
 from soorma_common.base import BaseDTO
+from soorma_common.jsonvalue import json_problem
 
 MAX_CONTENT_CHARS = 32_000
 MAX_DOCUMENT_CHARS = 2_000_000
@@ -39,7 +40,6 @@ MAX_RECENT_LIMIT = 200
 RRF_K = 60
 """Reciprocal-rank fusion constant: a hit's hybrid score is ``Σ 1 / (RRF_K + rank)``."""
 
-NUL_MESSAGE = "must not contain NUL (\\u0000) characters"
 METADATA_KEY_PATTERN = r"^[A-Za-z0-9_.\-]{1,64}$"
 
 MemoryKind = Literal["rule", "prompt", "example"]
@@ -59,38 +59,22 @@ Metadata = Annotated[dict[str, Any], Field(max_length=MAX_METADATA_KEYS)]
 SearchLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)]
 
 
-def _find_nul(value: Any, path: str) -> str | None:
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, dict):
-        for key, child in value.items():
-            if isinstance(key, str) and "\x00" in key:
-                return path
-            found = _find_nul(child, f"{path}.{key}")
-            if found:
-                return found
-    if isinstance(value, list | tuple):
-        for index, child in enumerate(value):
-            found = _find_nul(child, f"{path}[{index}]")
-            if found:
-                return found
-    return None
-
-
 class _Input(BaseDTO):
-    """A request body: unknown fields, coercions and NUL characters are refused."""
+    """A request body: unknown fields, coercions and values the stores cannot keep (NUL
+    characters, integers past 64 bits, NaN, nesting past the platform's depth) are refused,
+    metadata included."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
     @model_validator(mode="after")
-    def _no_nul(self) -> Self:
-        # PostgreSQL text and jsonb cannot hold NUL: refuse it anywhere, metadata included.
+    def _storable(self) -> Self:
         for name in type(self).model_fields:
             if name == "embedding":
                 continue  # numbers only (validated as list[float]); walking them was slow
-            found = _find_nul(getattr(self, name), name)
-            if found:
-                raise ValueError(f"{found}: {NUL_MESSAGE}")
+            problem = json_problem(getattr(self, name), allow_nul=False)
+            if problem:
+                where, what = problem
+                raise ValueError(f"{'.'.join(p for p in (name, where) if p)}: {what}")
         return self
 
 

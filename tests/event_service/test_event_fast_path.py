@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from event_service import create_app
 from event_service.fastpath import PublishFastPath
 from event_service.settings import Settings
-from servicekit.jsoncheck import MAX_JSON_DEPTH
+from soorma_common.jsonvalue import MAX_JSON_DEPTH
 from testsupport.services import in_process
 
 pytestmark = pytest.mark.asyncio

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from event_service.ids import DELIVERY_ID_PATTERN, STREAM_ID_PATTERN, parse_id, parse_ref
 from event_service.routes import MAX_EVENT_TYPES
 from event_service.sse import TypeFilter
-from servicekit.jsoncheck import MAX_JSON_DEPTH
 from soorma_common.errors import ValidationFailed
 from soorma_common.events import TOPIC_PATTERN
+from soorma_common.jsonvalue import MAX_JSON_DEPTH
 
 JSON = {"content-type": "application/json"}
 

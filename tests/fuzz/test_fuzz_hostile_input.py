@@ -375,7 +375,7 @@ def _deep_bodies(depth: int) -> dict[str, tuple[str, dict[str, Any], str]]:
 
 
 def _one_depth_limit(name: str, client: httpx.Client) -> None:
-    from servicekit.jsoncheck import MAX_JSON_DEPTH
+    from soorma_common.jsonvalue import MAX_JSON_DEPTH
 
     path, body, field = _deep_bodies(MAX_JSON_DEPTH + 1)[name]
     error = assert_client_error(client.post(path, json=body), 422)

@@ -17,6 +17,9 @@ BAD_BODIES = [
     ("/v1/memory/semantic", {"content": "ok", "external_id": "a\x00"}, "NUL"),
     ("/v1/memory/semantic", {"content": "ok", "metadata": {"k": "v\x00"}}, "NUL"),
     ("/v1/memory/semantic", {"content": "ok", "tags": ["t\x00"]}, "NUL"),
+    # Found by the OpenAPI fuzzer: an integer past 64 bits in metadata was a 500.
+    ("/v1/memory/semantic", {"content": "ok", "metadata": {"n": 2**64}}, "metadata.n: integer"),
+    ("/v1/memory/semantic", {"content": "ok", "metadata": {"a": [1, -(2**63) - 1]}}, "64-bit"),
     ("/v1/memory/semantic", {"content": "ok", "colour": "red"}, "colour"),
     ("/v1/memory/semantic", {"content": "ok", "embedding": [0, 0]}, "embedding"),
     ("/v1/memory/semantic/batch", {"items": []}, "items"),
@@ -40,6 +43,11 @@ BAD_BODIES = [
     ("/v1/memory/episodes", {"agent_id": "", "role": "user", "content": "x"}, "agent_id"),
     ("/v1/memory/episodes", {"agent_id": "a\x00", "role": "user", "content": "x"}, "NUL"),
     (
+        "/v1/memory/episodes",
+        {"agent_id": "a", "role": "user", "content": "x", "metadata": {"n": 2**70}},
+        "metadata.n: integer exceeds 64-bit range",
+    ),
+    (
         "/v1/memory/episodes/search",
         {"agent_id": "a", "query": "q", "since": "2026-02-01T00:00:00Z", "until": "2026-01-01"},
         "since",
@@ -47,6 +55,11 @@ BAD_BODIES = [
     ("/v1/memory/episodes/search", {"agent_id": "a", "query": "q", "limit": 500}, "limit"),
     ("/v1/memory/procedures", {"kind": "spell", "content": "x", "situation": "y"}, "kind"),
     ("/v1/memory/procedures", {"kind": "rule", "content": "x"}, "situation"),
+    (
+        "/v1/memory/procedures",
+        {"kind": "rule", "content": "x", "situation": "y", "metadata": {"n": 2**64}},
+        "64-bit",
+    ),
     ("/v1/memory/procedures/relevant", {"query": "q", "kinds": ["spell"]}, "kinds"),
 ]
 

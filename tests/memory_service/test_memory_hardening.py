@@ -8,7 +8,7 @@ import httpx
 import pytest
 from memory_bodies import plan_body, task_body
 
-from servicekit.jsoncheck import MAX_JSON_DEPTH
+from soorma_common.jsonvalue import MAX_JSON_DEPTH
 
 pytestmark = pytest.mark.asyncio
 

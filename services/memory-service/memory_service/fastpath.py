@@ -36,10 +36,10 @@ from servicekit.app import FastPath
 from servicekit.asgi import RawHeaders, read_body
 from servicekit.auth import resolve_identity
 from servicekit.errors import error_response, response_for
-from servicekit.jsoncheck import NUL
 from servicekit.metrics import ROUTE_TEMPLATE
 from servicekit.settings import ServiceSettings
 from soorma_common.errors import SoormaError
+from soorma_common.jsonvalue import NUL
 from soorma_common.memory import PlanContextRecord
 
 log = logging.getLogger("memory_service.fastpath")

@@ -8,9 +8,10 @@ from typing import Any, NoReturn
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from servicekit.jsoncheck import check_json, json_problem
+from servicekit.jsoncheck import check_json
 from soorma_common.errors import InvalidTopic, SchemaInvalid, ValidationFailed
 from soorma_common.events import TOPIC_PATTERN, is_valid_topic
+from soorma_common.jsonvalue import json_problem
 from soorma_common.registry import AgentDefinition, EventDefinition
 
 SCHEMA_FIELDS = ("payload_schema", "response_schema")

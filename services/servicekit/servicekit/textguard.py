@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from servicekit.jsoncheck import NUL, NUL_MESSAGE
 from soorma_common.errors import ValidationFailed
+from soorma_common.jsonvalue import NUL, NUL_MESSAGE
 
 # PostgreSQL's SQLSTATEs for text the server's encoding cannot represent.
 UNSTORABLE_SQLSTATES = frozenset({"22021", "22P05"})

@@ -10,9 +10,10 @@ from fastapi import Depends, Header, Path, Request, Response
 from pydantic import BaseModel, BeforeValidator, Field
 
 from memory_service.store import MemoryStore
-from servicekit.jsoncheck import NUL, NUL_MESSAGE, NulFree, check_json
+from servicekit.jsoncheck import NulFree, check_json
 from soorma_common.base import BaseDTO
 from soorma_common.errors import PayloadTooLarge, ValidationFailed
+from soorma_common.jsonvalue import NUL, NUL_MESSAGE
 
 MAX_ID_LENGTH = 256
 # ``version`` columns are 32-bit integers on Postgres; a larger expected version can never

@@ -33,8 +33,10 @@ from soorma_common.knowledge import (
 
 class _OrjsonRequest(Request):
     """A request whose JSON body is parsed by orjson (a batch of 250 vectors took
-    ~30 ms in the standard library, ~5 ms here); bodies orjson refuses (NaN, integers
-    beyond 64 bits) go to the standard parser, so what is accepted does not change."""
+    ~30 ms in the standard library, ~5 ms here). Bodies orjson refuses (NaN) go to the
+    standard parser, and so do bodies where orjson may have turned an integer past 64
+    bits into a float: what is accepted, and what is refused as unstorable, does not
+    change with the parser."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
@@ -43,7 +45,25 @@ class _OrjsonRequest(Request):
                 self._json = orjson.loads(body)
             except orjson.JSONDecodeError:
                 self._json = json.loads(body)
+            else:
+                if _maybe_big_int(self._json):
+                    self._json = json.loads(body)
         return self._json
+
+
+def _maybe_big_int(value: Any) -> bool:
+    """Whether a value parsed by orjson holds a whole float of 2**63 or more: what orjson
+    makes of an integer too big for 64 bits (vectors, numbers only, are not walked)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(v for k, v in item.items() if k != "embedding")
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and abs(item) >= 2.0**63 and item.is_integer():
+            return True
+    return False
 
 
 class _OrjsonRoute(APIRoute):

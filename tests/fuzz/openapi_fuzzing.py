@@ -7,6 +7,7 @@ and the behaviour disagree.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import requests
@@ -71,7 +72,8 @@ def fuzz_operations(
     ``skip`` holds labels like ``"GET /v1/events/stream"`` (streams never end, so a
     generated request would hang until its timeout). ``checks`` replaces :data:`CHECKS`.
     """
-    schema = load_schema(base_url)
+    raw = requests.get(f"{base_url}/openapi.json", timeout=10).text
+    schema = schemathesis.openapi.from_dict(json.loads(raw))
     failures: list[str] = []
     with requests.Session() as session:
         for result in schema.get_all_operations():
@@ -79,9 +81,12 @@ def fuzz_operations(
             if operation.label in skip:
                 continue
             for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-                strategy = operation.as_strategy(generation_mode=mode, headers=headers)
+                key = (raw, json.dumps(headers, sort_keys=True), operation.label, mode.value)
                 try:
-                    _fuzz(strategy, base_url, session, checks or CHECKS, max_examples)
+                    cases = _cases(key, operation, mode, headers, max_examples)
+                    for case in cases:
+                        response = case.call(base_url=base_url, session=session, timeout=10)
+                        case.validate_response(response, checks=checks or CHECKS)
                 except Unsatisfiable:
                     continue  # nothing to negate (no parameters, or any string is valid)
                 except (Exception, BaseExceptionGroup) as exc:  # report all operations
@@ -89,15 +94,37 @@ def fuzz_operations(
     return failures
 
 
-def _fuzz(
-    strategy: Any, base_url: str, session: requests.Session, checks: list[Any], examples: int
-) -> None:
-    # No shrinking: a failure is reported as found (the report names the case), which
-    # keeps a failing run as bounded as a passing one.
-    @settings(max_examples=examples, phases=[Phase.explicit, Phase.generate], **HYPOTHESIS_SETTINGS)
-    @given(case=strategy)
-    def run(case: Any) -> None:
-        response = case.call(base_url=base_url, session=session, timeout=10)
-        case.validate_response(response, checks=checks)
+# The cases drawn for an operation, by (schema, headers, operation, mode). Drawing costs
+# far more than sending (about half of a service's fuzz time), and the generation is
+# derandomized: a service fuzzed on two backends publishes one schema and would draw the
+# same cases twice. Sent in order, the first failure reported, as Hypothesis ran them
+# (no shrinking, so a failing run stays as bounded as a passing one).
+_drawn: dict[tuple[str, str, str, str], list[Any] | Unsatisfiable] = {}
 
-    run()
+
+def _cases(
+    key: tuple[str, str, str, str],
+    operation: Any,
+    mode: GenerationMode,
+    headers: dict[str, str] | None,
+    examples: int,
+) -> list[Any]:
+    if key not in _drawn:
+        drawn: list[Any] = []
+
+        @settings(
+            max_examples=examples, phases=[Phase.explicit, Phase.generate], **HYPOTHESIS_SETTINGS
+        )
+        @given(case=operation.as_strategy(generation_mode=mode, headers=headers))
+        def draw(case: Any) -> None:
+            drawn.append(case)
+
+        try:
+            draw()
+            _drawn[key] = drawn
+        except Unsatisfiable as exc:
+            _drawn[key] = exc
+    found = _drawn[key]
+    if isinstance(found, Unsatisfiable):
+        raise found
+    return found

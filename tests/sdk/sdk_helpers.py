@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
+import logging
 import os
 import sys
+import threading
+import traceback
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 from soorma import PlatformContext, PlatformSettings
 from testsupport.server import free_port as closed_port
@@ -133,3 +138,109 @@ async def soorma_run(*targets: str, env: dict[str, str], within: float = 90.0) -
     proc = await Proc.start(SOORMA, "run", "--no-reload", *targets, env=env)
     await proc.wait_for("soorma run: running", within=within)
     return proc
+
+
+class CliRun:
+    """What :func:`run_cli` saw: the same ``.proc.returncode``, ``.output`` and ``.lines``
+    a finished :class:`Proc` offers, so a test reads either the same way."""
+
+    def __init__(self, returncode: int, output: str) -> None:
+        self.returncode = returncode
+        lines = output.split("\n")
+        if lines[-1] == "":  # the last line's newline ends it; it starts no line
+            lines.pop()
+        self.lines = lines
+
+    @property
+    def proc(self) -> CliRun:
+        return self
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+
+# os.environ, the working directory, sys.stdout/stderr and the root logger's handlers
+# belong to the whole process: one in-process CLI run at a time.
+_cli_lock = threading.Lock()
+
+
+class _ThreadOnly(logging.Filter):
+    def __init__(self, thread: int) -> None:
+        super().__init__()
+        self.thread = thread
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread == self.thread
+
+
+def _cli_in_thread(argv: list[str], env: dict[str, str], cwd: str | None) -> CliRun:
+    from soorma import _config
+    from soorma.cli import main
+
+    out = io.StringIO()
+    # A `soorma` process configures no logging: its warnings reach stderr through
+    # logging.lastResort (WARNING and up, the bare message). Here pytest's handlers sit on
+    # the root logger instead, so this stands in for lastResort, for this thread's records
+    # only (the test's loop, serving the services, runs in another thread meanwhile).
+    handler = logging.StreamHandler(out)
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(_ThreadOnly(threading.get_ident()))
+    root = logging.getLogger()
+    with _cli_lock:
+        handlers, level = list(root.handlers), root.level
+        previous_cwd = os.getcwd()
+        try:
+            with (
+                mock.patch.dict(os.environ, env, clear=True),
+                # Unknown SOORMA_* variables are logged once per process: as in a new one.
+                mock.patch.object(_config, "_warned", set()),
+                contextlib.redirect_stdout(out),
+                contextlib.redirect_stderr(out),
+            ):
+                root.addHandler(handler)
+                if cwd is not None:
+                    os.chdir(cwd)
+                try:
+                    main(argv)
+                    code = 0
+                except SystemExit as exc:
+                    # As the interpreter does: None is 0, an int is itself, anything
+                    # else is printed (to stderr) and exits 1.
+                    if exc.code is None:
+                        code = 0
+                    elif isinstance(exc.code, int):
+                        code = exc.code
+                    else:
+                        print(exc.code, file=sys.stderr)
+                        code = 1
+                except Exception:
+                    # An uncaught exception: the traceback a process would print, exit 1.
+                    traceback.print_exc()
+                    code = 1
+        finally:
+            os.chdir(previous_cwd)
+            root.removeHandler(handler)
+            changed = (list(root.handlers), root.level) != (handlers, level)
+            if changed:  # put it back for the tests after this one, then say so
+                seen = f"{root.handlers}, level {root.level}"
+                root.handlers[:] = handlers
+                root.setLevel(level)
+    assert not changed, f"soorma {argv} configured the root logger: {seen}"
+    return CliRun(code, out.getvalue())
+
+
+async def run_cli(
+    *argv: str, env: dict[str, str], cwd: str | None = None, within: float = 60.0
+) -> CliRun:
+    """``soorma ARGV`` in this process, as a short-lived ``soorma`` process would run it.
+
+    ``soorma.cli.main`` runs in a thread (the test's event loop keeps serving the
+    services it calls) with ``os.environ`` replaced by ``env`` and the working directory
+    ``cwd`` for the duration, stdout and stderr merged into one buffer, and its exit code
+    taken from ``SystemExit``. Each command's ``asyncio.run`` makes and closes its own
+    loop in that thread. For what is about the process itself (signals, reload, children,
+    buffering, the installed entry point), start a real one with :class:`Proc`.
+    """
+    async with asyncio.timeout(within):
+        return await asyncio.to_thread(_cli_in_thread, list(argv), env, cwd)

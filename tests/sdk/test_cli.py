@@ -1,4 +1,9 @@
-"""The ``soorma`` command as users run it: a real subprocess."""
+"""The ``soorma`` command as users run it: a real subprocess.
+
+Except for three short checks of ``soorma init`` and ``events publish`` that run
+``soorma.cli.main`` in this process (``run_cli``): what they check is what the command
+writes and prints, which the tool-skeleton test also covers through real processes.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sdk_helpers import Proc, subprocess_env
+from sdk_helpers import Proc, run_cli, subprocess_env
 
 from memory_service import create_app as create_memory_app
 from testsupport.server import LiveServer, free_port, serve
@@ -141,24 +146,23 @@ async def _run_skeleton(agent_file: Path, env: dict[str, str]) -> Proc:
 
 @pytest.mark.parametrize("agent_type", ["worker", "planner"])
 async def test_init_writes_worker_and_planner_skeletons(tmp_path: Path, agent_type: str):
-    proc = await Proc.start(
-        SOORMA, "init", "my-agent", "--type", agent_type, env=subprocess_env(), cwd=str(tmp_path)
+    proc = await run_cli(
+        "init", "my-agent", "--type", agent_type, env=subprocess_env(), cwd=str(tmp_path)
     )
-    assert await proc.wait() == 0, proc.output
+    assert proc.proc.returncode == 0, proc.output
     source = tmp_path / "my-agent" / "agent.py"
     py_compile.compile(str(source), doraise=True)
     assert f"{agent_type}.run()" in source.read_text()
 
 
 async def test_init_refuses_a_bad_name_with_a_hint(tmp_path: Path):
-    proc = await Proc.start(SOORMA, "init", "My Agent", env=subprocess_env(), cwd=str(tmp_path))
-    assert await proc.wait() == 2
+    proc = await run_cli("init", "My Agent", env=subprocess_env(), cwd=str(tmp_path))
+    assert proc.proc.returncode == 2, proc.output
     assert "lowercase letters" in proc.output
 
 
 async def test_events_publish_rejects_invalid_json_data():
-    proc = await Proc.start(
-        SOORMA,
+    proc = await run_cli(
         "events",
         "publish",
         "--topic",
@@ -169,7 +173,7 @@ async def test_events_publish_rejects_invalid_json_data():
         "{not json",
         env=subprocess_env(),
     )
-    assert await proc.wait() == 2
+    assert proc.proc.returncode == 2, proc.output
     assert "--data is not valid JSON" in proc.output
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from sdk_helpers import Proc, subprocess_env
+from sdk_helpers import Proc, run_cli, subprocess_env
 
 from event_service import create_app
 from event_service.settings import Settings
@@ -19,10 +19,12 @@ SOORMA = str(Path(sys.executable).with_name("soorma"))
 
 @pytest.mark.asyncio
 async def test_init_suggests_soorma_call_and_soorma_call_prints_the_answer(tmp_path: Path):
-    init = await Proc.start(
-        SOORMA, "init", "echo-tool", "--type", "tool", env=subprocess_env(), cwd=str(tmp_path)
+    # `soorma init` in this process (tests/sdk/test_cli.py runs it as one); the agent
+    # and `soorma call` are real processes.
+    init = await run_cli(
+        "init", "echo-tool", "--type", "tool", env=subprocess_env(), cwd=str(tmp_path)
     )
-    assert await init.wait() == 0, init.output
+    assert init.proc.returncode == 0, init.output
     suggested = """then try it: soorma call echo_tool.requested --data '{"text": "hello"}'"""
     assert suggested in init.lines
     async with serve(create_app(Settings(event_backend="memory"))) as events:

@@ -1,5 +1,13 @@
-"""``soorma memory add|search|forget|reembed|info`` as users run it: real subprocesses
-against the real memory service (deterministic embedder) under uvicorn."""
+"""``soorma memory add|search|forget|reembed|info`` as users run it, against the real
+memory service (deterministic embedder) under uvicorn.
+
+Two tests start real ``soorma`` processes, so the installed entry point, its exit code
+and its output through a pipe stay covered end to end: add-then-search (a command that
+succeeds) and the unreachable service (one that fails). The others run
+``soorma.cli.main`` in this process (``run_cli``: same arguments, environment, merged
+output and exit code): each is a one-shot request whose point is what it prints, and
+each process costs ~0.65 s of CPU to start and import (over 20 s for this file's ~35).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +20,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from sdk_helpers import Proc, subprocess_env
+from sdk_helpers import CliRun, Proc, run_cli, subprocess_env
 
 from memory_service import create_app as create_memory_app
 from testsupport.server import LiveServer, closed_port, serve
@@ -30,22 +38,27 @@ async def memory_service(sqlite_url: str, tmp_path: Any) -> AsyncIterator[LiveSe
         yield server
 
 
-async def soorma(server_url: str, *args: str, user: str = "ada", **env: str) -> Proc:
-    proc = await Proc.start(
-        SOORMA,
-        "memory",
-        *args,
-        env=subprocess_env(
-            SOORMA_MEMORY_URL=server_url, SOORMA_TENANT_ID="cli", SOORMA_USER_ID=user, **env
-        ),
+def memory_env(server_url: str, user: str, **env: str) -> dict[str, str]:
+    return subprocess_env(
+        SOORMA_MEMORY_URL=server_url, SOORMA_TENANT_ID="cli", SOORMA_USER_ID=user, **env
     )
+
+
+async def soorma(server_url: str, *args: str, user: str = "ada", **env: str) -> CliRun:
+    """``soorma memory ARGS`` run in this process."""
+    return await run_cli("memory", *args, env=memory_env(server_url, user, **env))
+
+
+async def soorma_process(server_url: str, *args: str, user: str = "ada", **env: str) -> Proc:
+    """``soorma memory ARGS`` as a real process."""
+    proc = await Proc.start(SOORMA, "memory", *args, env=memory_env(server_url, user, **env))
     await proc.wait(within=60)
     return proc
 
 
 async def test_add_then_search_prints_ranked_readable_lines(memory_service: LiveServer):
     url = memory_service.url
-    added = await soorma(
+    added = await soorma_process(
         url,
         "add",
         "Refunds reach the card within 5 business days.",
@@ -58,9 +71,11 @@ async def test_add_then_search_prints_ranked_readable_lines(memory_service: Live
     )
     assert added.proc.returncode == 0, added.output
     assert added.lines[-1].startswith("stored ") and "(refunds), private to ada" in added.output
-    await soorma(url, "add", "The office is closed on Sundays.")
+    await soorma_process(url, "add", "The office is closed on Sundays.")
 
-    found = await soorma(url, "search", "when", "do", "refunds", "reach", "cards", "--limit", "5")
+    found = await soorma_process(
+        url, "search", "when", "do", "refunds", "reach", "cards", "--limit", "5"
+    )
 
     assert found.proc.returncode == 0, found.output
     first = found.lines[0]
@@ -68,10 +83,10 @@ async def test_add_then_search_prints_ranked_readable_lines(memory_service: Live
     assert "Refunds reach the card within 5 business days." in first
     assert "hybrid ranking, model deterministic" in found.lines[-1]
 
-    as_json = await soorma(url, "search", "refunds", "--vector", "--json")
+    as_json = await soorma_process(url, "search", "refunds", "--vector", "--json")
     data = json.loads(as_json.output)
     assert data["mode"] == "vector" and data["hits"][0]["record"]["external_id"] == "refunds"
-    own = await soorma(url, "search", "refunds", user="bob")
+    own = await soorma_process(url, "search", "refunds", user="bob")
     assert len(own.lines) == 1 and own.lines[0].startswith("no matches (hybrid, model determ")
 
 
@@ -105,7 +120,7 @@ async def test_bad_input_is_one_line_not_a_traceback(memory_service: LiveServer)
 
 
 async def test_unreachable_service_is_one_line():
-    proc = await soorma(f"http://127.0.0.1:{closed_port()}", "search", "anything")
+    proc = await soorma_process(f"http://127.0.0.1:{closed_port()}", "search", "anything")
     assert proc.proc.returncode == 1
     assert "Traceback" not in proc.output
     assert proc.lines[-1].startswith("soorma: cannot reach http://127.0.0.1:")

@@ -1,5 +1,6 @@
 """Readable local output (issue 11 item 4): ``soorma dev``'s banner and log formats, what
-an agent prints at start, and ``soorma events tail`` over every topic - real processes."""
+an agent prints at start, and ``soorma events tail`` over every topic - real processes
+(the ``soorma init`` that writes an agent runs in this process: ``run_cli``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sdk_helpers import Proc, make_context, subprocess_env
+from sdk_helpers import Proc, make_context, run_cli, subprocess_env
 
 import memory_service
 from testsupport.server import LiveServer, closed_port, free_port, serve
@@ -66,10 +67,10 @@ async def test_an_agent_says_who_it_is_and_does_not_log_each_http_request(
 
 
 async def _agent_at_info(tmp_path: Path, event_service: LiveServer, memory_url: str) -> None:
-    init = await Proc.start(
-        SOORMA, "init", "echo-tool", "--type", "tool", env=subprocess_env(), cwd=str(tmp_path)
+    init = await run_cli(
+        "init", "echo-tool", "--type", "tool", env=subprocess_env(), cwd=str(tmp_path)
     )
-    assert await init.wait() == 0, init.output
+    assert init.proc.returncode == 0, init.output
     # The skeleton logs at INFO (logging.basicConfig(level=INFO)), as users do.
     env = subprocess_env(
         SOORMA_EVENT_SERVICE_URL=event_service.url,
@@ -99,10 +100,10 @@ async def _agent_at_info(tmp_path: Path, event_service: LiveServer, memory_url: 
 
 
 async def test_an_agent_without_a_platform_says_so_in_one_line(tmp_path: Path):
-    init = await Proc.start(
-        SOORMA, "init", "lonely", "--type", "tool", env=subprocess_env(), cwd=str(tmp_path)
+    init = await run_cli(
+        "init", "lonely", "--type", "tool", env=subprocess_env(), cwd=str(tmp_path)
     )
-    assert await init.wait() == 0, init.output
+    assert init.proc.returncode == 0, init.output
     env = subprocess_env(
         SOORMA_EVENT_SERVICE_URL=NOWHERE, SOORMA_REGISTRY_URL=NOWHERE, SOORMA_MEMORY_URL=NOWHERE
     )

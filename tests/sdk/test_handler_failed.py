@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from sdk_helpers import Proc, subprocess_env
+from sdk_helpers import Proc, run_cli, subprocess_env
 
 from memory_service import create_app as create_memory_app
 from soorma import Event, HandlerFailed, PlatformContext, PlatformSettings, Tool, Worker, run_client
@@ -147,8 +147,10 @@ async def test_soorma_call_prints_the_handlers_failure_in_one_line(
     tool = await Proc.start(SOORMA, "run", "--no-reload", str(agent), env=env)
     try:
         await tool.wait_for("soorma run: running", within=60)
-        call = await Proc.start(SOORMA, "call", "lookup.requested", "--data", "{}", env=env)
-        code = await call.wait(within=60)
+        # The one-shot `soorma call` in this process (tests/sdk/test_cli_call.py runs it
+        # as one); the tool under a real `soorma run`.
+        call = await run_cli("call", "lookup.requested", "--data", "{}", env=env)
+        code = call.proc.returncode
         assert await tool.stop(signal.SIGINT) == 0, tool.output
     finally:
         await tool.kill()

@@ -26,11 +26,18 @@
     return Math.floor(sec / 86400) + " d ago";
   }
 
+  // Agent id -> the expiry this page has seen pass. A listing the server made just
+  // before that moment (and that arrived after it) must not bring the agent back to
+  // life: only a heartbeat, which moves the expiry, does.
+  const expired = new Map();
+
   /** Stale as the registry decides (its TTL), re-checked as the page's clock runs. */
   function isStale(agent) {
-    if (agent.stale) return true;
+    if (expired.has(agent.agent_id) && expired.get(agent.agent_id) === agent.expires_at) return true;
     const expires = ui.parseTime(agent.expires_at);
-    return expires === null || expires <= serverNow();
+    const stale = agent.stale || expires === null || expires <= serverNow();
+    if (stale) expired.set(agent.agent_id, agent.expires_at);
+    return stale;
   }
 
   function chips(names, kind) {

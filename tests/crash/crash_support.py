@@ -66,20 +66,6 @@ async def until(predicate, within: float = 60.0) -> None:  # type: ignore[no-unt
             await asyncio.sleep(0.05)
 
 
-async def settled(context: PlatformContext, group: str, within: float = 60.0) -> None:
-    """Wait until consumer group ``group`` has nothing undelivered and nothing unacked:
-    from then on nothing of it can be redelivered (what a fixed wait of a visibility
-    timeout stood for), and what its handlers published is on the bus."""
-
-    async def done() -> bool:
-        status = await context.bus.consumer_groups(group=group)
-        return bool(status.groups) and all(g.lag == 0 and g.pending == 0 for g in status.groups)
-
-    async with asyncio.timeout(within):
-        while not await done():  # noqa: ASYNC110 (polls a service; no event to await)
-            await asyncio.sleep(0.1)
-
-
 async def register_tool(context: PlatformContext, name: str, consumes: str, produces: str) -> None:
     """A registry record of a live agent consuming ``consumes`` (what PUBLISH may use)."""
     from soorma_common.registry import AgentCapability, AgentDefinition, EventDefinition

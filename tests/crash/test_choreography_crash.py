@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from crash_support import WarmAgent, llm_calls, register_tool, settled, sigkill, until
+from crash_support import WarmAgent, llm_calls, register_tool, sigkill, until
 
 from testsupport.capture import capture
+from testsupport.settle import settled
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
 
@@ -81,7 +82,7 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
             )
             await until(lambda: len(answers) >= 1)
             # Every delivery to the planners handled and acked: nothing more can come back.
-            await settled(context, "advisor")
+            await settled(context, within=60)
             await asyncio.sleep(0.5)  # an answer published last reaches the capture
 
         assert answers[0].correlation_id == "ask-1"

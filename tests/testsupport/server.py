@@ -4,19 +4,52 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import os
+import random
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import uvicorn
 
+# Test servers' ports come from below the kernel's ephemeral range (32768-60999 on
+# Linux), a block per pytest-xdist worker. A port the kernel hands out for ``bind(0)``
+# or an outgoing connection was free when picked and could be taken before the server
+# bound it: with three workers, ``soorma dev`` once found its gateway port in use.
+PORTS_FROM, PORTS_PER_WORKER, WORKER_BLOCKS = 20_000, 1_500, 8
+_ports: Iterator[int] | None = None
+
+
+def _worker_ports() -> Iterator[int]:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    block = int(worker) % WORKER_BLOCKS if worker.isdigit() else 0
+    first = PORTS_FROM + block * PORTS_PER_WORKER
+    # A random start: two test runs on one machine rarely walk the same ports together.
+    start = random.randrange(PORTS_PER_WORKER)
+    ports = [first + (start + i) % PORTS_PER_WORKER for i in range(PORTS_PER_WORKER)]
+    return itertools.cycle(ports)
+
 
 def free_port() -> int:
-    """A port free now: for a server about to bind it. Not for "nothing listens here":
-    once closed, the next server started may get it (use :func:`closed_port`)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port for a server about to bind it: the next free one of this worker's block.
+
+    Not for "nothing listens here": the next server started may get it (use
+    :func:`closed_port`).
+    """
+    global _ports
+    if _ports is None:
+        _ports = _worker_ports()
+    for _ in range(PORTS_PER_WORKER):
+        port = next(_ports)
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # a server of this worker (or something else) holds it
+            return port
+    raise RuntimeError(f"no free port in {PORTS_PER_WORKER} of this worker's block")
 
 
 _closed: socket.socket | None = None

@@ -5,12 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-# The suite mostly waits (on services, subprocesses, leases), so two pytest-xdist workers
-# cut its wall time sharply even on two cores. Each test already has its own Redis key
-# prefix, PostgreSQL database and free ports; a file stays on one worker (--dist loadfile)
+# Three pytest-xdist workers on two cores: the suite is mostly CPU-bound (process
+# starts, imports), but about a quarter of two workers' time was idle waiting on
+# services, subprocesses and leases; a third worker fills it (434 s -> 336-358 s on this
+# machine, docs/testing.md). Each test already has its own Redis key prefix, PostgreSQL
+# database and ports (a block per worker); a file stays on one worker (--dist loadfile)
 # so module-scoped stacks and the browser start once; the few files that open many
 # PostgreSQL connections take turns (tests/conftest.py). SOORMA_TEST_WORKERS=0: one process.
-workers="${SOORMA_TEST_WORKERS:-2}"
+workers="${SOORMA_TEST_WORKERS:-3}"
 if [ "$workers" != "0" ]; then
     set -- -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
 fi

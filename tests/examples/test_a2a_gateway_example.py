@@ -84,49 +84,15 @@ def streamed_note(lines: list[str]) -> tuple[str, list[str]]:
     return "".join(texts), chunks
 
 
-@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
-async def test_client_streams_a_task_with_progress_and_one_human_answer(
-    services: dict[str, str], binding: str
+async def test_client_streams_a_task_with_progress_and_one_human_answer_on_both_bindings(
+    services: dict[str, str],
 ):
+    # One worker for both bindings: it imports litellm (seconds of CPU) once.
     worker = await Proc.start(sys.executable, str(EXAMPLE / "worker.py"), env=services)
     try:
         await worker.wait_for("agent expense-approver ready")
-        client = await Proc.start(
-            sys.executable,
-            str(EXAMPLE / "client.py"),
-            "250",
-            "team dinner",
-            "--answer",
-            "yes",
-            "--binding",
-            binding,
-            env=services,
-        )
-        assert await client.wait() == 0, client.output + "\n" + worker.output
-        lines = client.lines
-        assert lines[0] == "gateway skills: expense-review"
-        assert "status: TASK_STATE_WORKING checking the expense policy" in lines
-        assert "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?" in lines
-        assert lines.index("answering: yes") > lines.index(
-            "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?"
-        )
-        # The model's note, streamed while it is written: several chunks, the last marked.
-        writing = lines.index("status: TASK_STATE_WORKING writing the note")
-        note, chunks = streamed_note(lines)
-        assert note == NOTE
-        assert len(chunks) >= 3
-        assert [c.endswith(" [last chunk]") for c in chunks] == [False] * (len(chunks) - 1) + [True]
-        assert writing < lines.index(chunks[0])
-        assert lines.index(chunks[-1]) < lines.index(
-            "status: TASK_STATE_COMPLETED approved by a human"
-        )
-        assert json.loads(lines[-1]) == {
-            "amount": 250.0,
-            "approved": True,
-            "by": "human",
-            "answer": "yes",
-            "note": NOTE,
-        }
+        for binding in ("JSONRPC", "HTTP+JSON"):
+            await _one_task(services, worker, binding)
         # A payload the skill's schema refuses: one line naming the gateway, no traceback.
         refused = await Proc.start(
             sys.executable, str(EXAMPLE / "client.py"), "-5", "x", env=services
@@ -138,3 +104,42 @@ async def test_client_streams_a_task_with_progress_and_one_human_answer(
         assert await worker.stop(signal.SIGINT) == 0, worker.output
     finally:
         await worker.kill()
+
+
+async def _one_task(services: dict[str, str], worker: Proc, binding: str) -> None:
+    client = await Proc.start(
+        sys.executable,
+        str(EXAMPLE / "client.py"),
+        "250",
+        "team dinner",
+        "--answer",
+        "yes",
+        "--binding",
+        binding,
+        env=services,
+    )
+    assert await client.wait() == 0, f"{binding}:\n{client.output}\n{worker.output}"
+    lines = client.lines
+    assert lines[0] == "gateway skills: expense-review", binding
+    assert "status: TASK_STATE_WORKING checking the expense policy" in lines, binding
+    assert "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?" in lines, binding
+    assert lines.index("answering: yes") > lines.index(
+        "status: TASK_STATE_INPUT_REQUIRED Approve 250.00 for team dinner?"
+    ), binding
+    # The model's note, streamed while it is written: several chunks, the last marked.
+    writing = lines.index("status: TASK_STATE_WORKING writing the note")
+    note, chunks = streamed_note(lines)
+    assert note == NOTE, binding
+    assert len(chunks) >= 3, binding
+    assert [c.endswith(" [last chunk]") for c in chunks] == [False] * (len(chunks) - 1) + [True]
+    assert writing < lines.index(chunks[0]), binding
+    assert lines.index(chunks[-1]) < lines.index(
+        "status: TASK_STATE_COMPLETED approved by a human"
+    ), binding
+    assert json.loads(lines[-1]) == {
+        "amount": 250.0,
+        "approved": True,
+        "by": "human",
+        "answer": "yes",
+        "note": NOTE,
+    }, binding

@@ -28,6 +28,21 @@ def test_memory_service_answers_every_generated_request_as_documented(
     assert not failures, "\n\n".join(failures)
 
 
+def test_memory_service_documents_that_storing_known_knowledge_answers_200(
+    memory_server: ThreadedServer,
+) -> None:
+    # Found by a longer fuzz run: the same content stored again answers 200 with the
+    # existing record, which the schema did not list.
+    spec = requests.get(f"{memory_server.url}/openapi.json", timeout=10).json()
+    responses = spec["paths"]["/v1/memory/semantic"]["post"]["responses"]
+    assert {"200", "201", "422"} <= set(responses), sorted(responses)
+    url = f"{memory_server.url}/v1/memory/semantic"
+    first = requests.post(url, json={"content": "stored twice"}, timeout=10)
+    assert first.status_code == 201, first.text
+    again = requests.post(url, json={"content": "stored twice"}, timeout=10)
+    assert again.status_code == 200, again.text
+
+
 def test_registry_service_answers_every_generated_request_as_documented(
     registry_server: ThreadedServer,
 ) -> None:

@@ -86,7 +86,18 @@ router = APIRouter(
 MAX_LIST_LIMIT = 1000
 
 
-@router.post("", response_model=SemanticMemoryRecord, status_code=201)
+@router.post(
+    "",
+    response_model=SemanticMemoryRecord,
+    status_code=201,
+    responses={
+        200: {
+            "model": SemanticMemoryRecord,
+            "description": "Already stored: the record updated by external_id, or the one "
+            "with the same content",
+        }
+    },
+)
 async def add_semantic(
     body: SemanticMemoryCreate, identity: CurrentIdentity, memory: LongTerm, response: Response
 ) -> SemanticMemoryRecord:

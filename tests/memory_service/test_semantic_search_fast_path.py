@@ -164,6 +164,8 @@ async def test_bad_input_gets_the_routes_errors(lt_db_url: str, tmp_path: Any) -
             ({"query": "x", "embedding": [1.0, "a"]}, None),
             ({"query": "x", "metadata": {"bad key!": 1}}, None),
             (b'{"query": "x", "embedding": [NaN]}', None),  # the standard parser's NaN
+            # orjson reads 2**64 as a float; read as the route reads it, it is refused.
+            (b'{"query": "x", "metadata": {"n": 18446744073709551616}}', None),
             (b"[1, 2]", None),
             ({"query": "x"}, {**A, "content-type": "text/plain"}),
             ({"query": "x"}, {"X-Tenant-ID": "bad tenant!", "content-type": "application/json"}),

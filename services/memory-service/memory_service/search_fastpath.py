@@ -19,13 +19,11 @@ or without the embedding provider) are rendered as the app's exception handlers 
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
 
-import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memory_service import jsonbody
 from memory_service.fastpath import is_json, replay, respond_error
 from memory_service.longterm.service import LongTermMemory
 from servicekit.asgi import RawHeaders, read_body
@@ -43,14 +41,10 @@ _HEADERS = [(b"content-type", b"application/json")]
 
 
 def _parse(body: bytes) -> SemanticSearch | None:
-    """The search as the route would validate it (orjson first, the standard parser for
-    what orjson refuses, as the route's request does); None hands it to FastAPI."""
+    """The search as the route would validate it (its body read as the route reads it);
+    None hands it to FastAPI."""
     try:
-        try:
-            data: Any = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            data = json.loads(body)
-        return SemanticSearch.model_validate(data)
+        return SemanticSearch.model_validate(jsonbody.loads(body))
     except (ValueError, RecursionError):  # ValidationError and JSONDecodeError included
         return None
 

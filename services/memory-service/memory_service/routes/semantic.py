@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
-import orjson
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.routing import APIRoute
 
+from memory_service import jsonbody
 from memory_service.routes.longterm_deps import (
     ExternalIdPath,
     LongTerm,
@@ -32,38 +31,12 @@ from soorma_common.knowledge import (
 
 
 class _OrjsonRequest(Request):
-    """A request whose JSON body is parsed by orjson (a batch of 250 vectors took
-    ~30 ms in the standard library, ~5 ms here). Bodies orjson refuses (NaN) go to the
-    standard parser, and so do bodies where orjson may have turned an integer past 64
-    bits into a float: what is accepted, and what is refused as unstorable, does not
-    change with the parser."""
+    """A request whose JSON body is read by :func:`memory_service.jsonbody.loads`."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            body = await self.body()
-            try:
-                self._json = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                self._json = json.loads(body)
-            else:
-                if _maybe_big_int(self._json):
-                    self._json = json.loads(body)
+            self._json = jsonbody.loads(await self.body())
         return self._json
-
-
-def _maybe_big_int(value: Any) -> bool:
-    """Whether a value parsed by orjson holds a whole float of 2**63 or more: what orjson
-    makes of an integer too big for 64 bits (vectors, numbers only, are not walked)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(v for k, v in item.items() if k != "embedding")
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, float) and abs(item) >= 2.0**63 and item.is_integer():
-            return True
-    return False
 
 
 class _OrjsonRoute(APIRoute):

@@ -15,7 +15,7 @@ from pathlib import Path
 from unittest import mock
 
 from soorma import PlatformContext, PlatformSettings
-from testsupport.server import free_port as closed_port
+from testsupport.server import closed_port
 
 
 def make_context(url: str) -> PlatformContext:

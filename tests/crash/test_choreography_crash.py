@@ -10,13 +10,11 @@ and a request re-sent by the restarted planner keeps its event id.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from crash_support import WarmAgent, llm_calls, register_tool, sigkill, until
 
 from testsupport.capture import capture
-from testsupport.settle import settled
+from testsupport.settle import MARKER, caught_up, settled
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
 
@@ -43,7 +41,7 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
             capture(
                 context, ["action-requests"], ["search.requested", "summarize.requested"]
             ) as requests,
-            capture(context, ["action-results"], ["research.done"]) as answers,
+            capture(context, ["action-results"], ["research.done", MARKER]) as results,
         ):
 
             def sent(event_type):
@@ -80,10 +78,13 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
                 {"summary": "SUMMARY-MARKER"},
                 correlation_id=summarize.correlation_id,
             )
-            await until(lambda: len(answers) >= 1)
-            # Every delivery to the planners handled and acked: nothing more can come back.
+            await until(lambda: any(e.type == "research.done" for e in results))
+            # Every delivery to the planners handled and acked: nothing more can come back,
+            # and the capture holds all they published.
             await settled(context, within=60)
-            await asyncio.sleep(0.5)  # an answer published last reaches the capture
+            await caught_up(context, results, "action-results")
+
+        answers = [e for e in results if e.type == "research.done"]
 
         assert answers[0].correlation_id == "ask-1"
         assert answers[0].data["status"] == "completed"

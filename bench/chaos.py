@@ -65,8 +65,11 @@ from harness import create_database, drop_database
 ROOT = Path(__file__).resolve().parents[1]
 AGENT = ROOT / "bench" / "chaos" / "agent.py"
 sys.path.insert(0, str(ROOT / "bench" / "chaos"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from llm_server import ScriptedModel  # noqa: E402
+
+from testsupport import forkserver  # noqa: E402
 
 SM_BRANCHES = ("owls", "flaky", "obscure", "broken")
 # Calls a no-fault plan makes, by branch: search (+retry) and analyze, the user stand-in.
@@ -112,10 +115,14 @@ class Proc:
         env: dict[str, str],
         logs: Path,
         ready_url: str | None = None,
+        fork: bool = False,
     ) -> None:
         self.name, self.cmd, self.env, self.ready_url = name, cmd, env, ready_url
+        # Forked from a server that has imported the libraries (--fork): the same
+        # processes, without seconds of imports at every start.
+        self.fork = fork
         self.log = logs / f"{name}.log"
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[str] | forkserver.ForkedPopen | None = None
         self.ready = threading.Event()
         self.starts = 0
 
@@ -125,17 +132,28 @@ class Proc:
         log = self.log.open("a")
         log.write(f"--- start {self.starts} at {time.strftime('%H:%M:%S')}\n")
         log.flush()
-        self.proc = subprocess.Popen(
-            self.cmd,
-            env={**os.environ, **self.env},
-            cwd=ROOT,
-            stdout=subprocess.PIPE if not self.ready_url else log,
-            stderr=log,
-            text=True,
-        )
+        env = {**os.environ, **self.env}
+        if self.fork and forkserver.supported(self.cmd, env):
+            self.proc = forkserver.ForkedPopen(
+                self.cmd,
+                env=env,
+                cwd=str(ROOT),
+                stdout=log.fileno() if self.ready_url else None,
+                stderr=log.fileno(),
+                preload=forkserver.PRELOAD_AI,
+            )
+        else:
+            self.proc = subprocess.Popen(
+                self.cmd,
+                env=env,
+                cwd=ROOT,
+                stdout=subprocess.PIPE if not self.ready_url else log,
+                stderr=log,
+                text=True,
+            )
         threading.Thread(target=self._watch, args=(self.proc, log), daemon=True).start()
 
-    def _watch(self, proc: subprocess.Popen[str], log: Any) -> None:
+    def _watch(self, proc: subprocess.Popen[str] | forkserver.ForkedPopen, log: Any) -> None:
         if self.ready_url:
             while proc.poll() is None:
                 with contextlib.suppress(httpx.HTTPError):
@@ -304,7 +322,12 @@ class Stack:
                 "--no-access-log",
             ]
             self.services[name] = Proc(
-                name, cmd, env, self.logs, ready_url=f"{self.urls[name]}/ready"
+                name,
+                cmd,
+                env,
+                self.logs,
+                ready_url=f"{self.urls[name]}/ready",
+                fork=self.args.fork,
             )
             self.services[name].start()
         await asyncio.gather(*(s.wait_ready() for s in self.services.values()))
@@ -323,7 +346,9 @@ class Stack:
             for replica in (1, 2):
                 name = f"{kind}-{replica}"
                 env = {**agent_env, "SOORMA_CONSUMER_ID": f"chaos-{name}"}
-                self.agents[name] = Proc(name, [sys.executable, str(AGENT), kind], env, self.logs)
+                self.agents[name] = Proc(
+                    name, [sys.executable, str(AGENT), kind], env, self.logs, fork=self.args.fork
+                )
                 self.agents[name].start()
         await asyncio.gather(*(a.wait_ready(180) for a in self.agents.values()))
         await self.wait_registered()
@@ -773,6 +798,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--redis-port", type=int, default=9790)
     parser.add_argument("--free-ports", action="store_true", help="pick free ports (tests)")
+    parser.add_argument(
+        "--fork",
+        action="store_true",
+        help="fork the services and agents from a process that has imported their "
+        "libraries (tests: the same processes, started without seconds of imports)",
+    )
     parser.add_argument("--keep-logs", action="store_true")
     parser.add_argument(
         "--database-url",

@@ -59,6 +59,7 @@ def test_short_chaos_run_meets_every_target(postgres_server_url: str) -> None:
             "--seed",
             "7",
             "--free-ports",
+            "--fork",
             "--database-url",
             postgres_server_url,
         ],

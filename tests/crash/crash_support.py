@@ -3,54 +3,38 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from sdk_helpers import Proc, subprocess_env
 
 from soorma import PlatformContext
+from testsupport import forkserver
 
 HERE = Path(__file__).resolve().parent
 
 
-async def start_agent(script: str, services: dict[str, str], ready: str, **env: str) -> Proc:
-    """Run ``script`` (in this folder) as a process; wait for its ``ready`` line."""
+async def start_agent(
+    script: str,
+    services: dict[str, str],
+    ready: str,
+    *,
+    preload: Sequence[str] = forkserver.PRELOAD,
+    **env: str,
+) -> Proc:
+    """Run ``script`` (in this folder) as a process; wait for its ``ready`` line.
+
+    The process is forked from a server with ``preload`` imported (PRELOAD_AI: litellm,
+    four seconds of CPU per start otherwise); it is killed like any other."""
     proc = await Proc.start(
-        sys.executable, str(HERE / script), env=subprocess_env(**services, **env)
+        sys.executable,
+        str(HERE / script),
+        env=subprocess_env(**services, **env),
+        preload=preload,
     )
     await proc.wait_for(ready, within=90)
     return proc
-
-
-class WarmAgent:
-    """An agent process started ahead (warm_start.py): imports done, its script not yet
-    run. :meth:`go` runs it with more environment and waits for its ``ready`` line."""
-
-    def __init__(self, proc: Proc) -> None:
-        self.proc = proc
-
-    @classmethod
-    async def start(cls, script: str, services: dict[str, str]) -> WarmAgent:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(HERE / "warm_start.py"),
-            str(HERE / script),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=subprocess_env(**services),
-        )
-        return cls(Proc(process))
-
-    async def go(self, ready: str, **env: str) -> Proc:
-        await self.proc.wait_for("warm", within=90)
-        stdin = self.proc.proc.stdin
-        assert stdin is not None
-        stdin.write(json.dumps(env).encode() + b"\n")
-        await stdin.drain()
-        await self.proc.wait_for(ready, within=90)
-        return self.proc
 
 
 async def sigkill(proc: Proc) -> None:

@@ -11,9 +11,10 @@ and a request re-sent by the restarted planner keeps its event id.
 from __future__ import annotations
 
 import pytest
-from crash_support import WarmAgent, llm_calls, register_tool, sigkill, until
+from crash_support import llm_calls, register_tool, sigkill, start_agent, until
 
 from testsupport.capture import capture
+from testsupport.forkserver import PRELOAD_AI
 from testsupport.settle import MARKER, caught_up, settled
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis, pytest.mark.postgres]
@@ -22,8 +23,7 @@ READY = "agent advisor ready"
 VISIBILITY = 2.0
 
 
-# Three planner processes, each importing litellm (35 s alone on a busy two-core
-# machine): more room than the suite's 120 s default.
+# Three planner lives and a visibility timeout: more room than the suite's 120 s default.
 @pytest.mark.timeout(300)
 async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_request(
     services,
@@ -32,9 +32,12 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
     bus = context.bus
     await register_tool(context, "searcher", "search.requested", "search.done")
     await register_tool(context, "summarizer", "summarize.requested", "summarize.done")
-    # The three lives of the planner, started together: each restart after a SIGKILL
-    # finds its process with litellm already imported (the kills stay real SIGKILLs).
-    lives = [await WarmAgent.start("choreo_planner.py", services) for _ in range(3)]
+
+    async def life(**env: str):  # type: ignore[no-untyped-def]
+        # Forked from a server that has imported litellm: a restart after a SIGKILL
+        # costs no import (the kills stay real SIGKILLs of a separate process).
+        return await start_agent("choreo_planner.py", services, READY, preload=PRELOAD_AI, **env)
+
     procs = []
     try:
         async with (
@@ -48,7 +51,7 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
                 return [e for e in requests if e.type == event_type]
 
             # 1. The goal's step publishes search.requested; killed before the goal's ack.
-            procs.append(await lives[0].go(READY, CRASH_HOLD="after_goal"))
+            procs.append(await life(CRASH_HOLD="after_goal"))
             await bus.request(
                 "research.goal", {"topic": "owls"}, "research.done", correlation_id="ask-1"
             )
@@ -58,7 +61,7 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
 
             # 2. A restarted planner gets the answer (and, after the visibility timeout,
             #    the goal again); killed after the step taken on the answer.
-            procs.append(await lives[1].go(READY, CRASH_HOLD="after_answer"))
+            procs.append(await life(CRASH_HOLD="after_answer"))
             search = sent("search.requested")[0]
             await bus.respond(
                 "search.done", {"found": "SEARCH-MARKER"}, correlation_id=search.correlation_id
@@ -71,7 +74,7 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
             await sigkill(procs[1])
 
             # 3. A third life gets the answer again; the summary's answer completes.
-            procs.append(await lives[2].go(READY))
+            procs.append(await life())
             summarize = sent("summarize.requested")[0]
             await bus.respond(
                 "summarize.done",
@@ -95,5 +98,5 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
         assert len({e.id for e in sent("search.requested")}) == 1
         assert len({e.id for e in sent("summarize.requested")}) == 1
     finally:
-        for life in lives:
-            await life.proc.kill()
+        for proc in procs:
+            await proc.kill()

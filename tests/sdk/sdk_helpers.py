@@ -10,11 +10,13 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from unittest import mock
 
 from soorma import PlatformContext, PlatformSettings
+from testsupport import forkserver
+from testsupport.forkserver import ForkedProcess
 from testsupport.server import closed_port
 
 
@@ -50,14 +52,27 @@ async def eventually(predicate: Callable[[], bool], within: float = 15.0) -> Non
 class Proc:
     """A subprocess whose merged stdout/stderr is collected line by line."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process | ForkedProcess) -> None:
         self.proc = proc
         self.lines: list[str] = []
         self._changed = asyncio.Event()
         self._pump_task = asyncio.create_task(self._pump())
 
     @classmethod
-    async def start(cls, *args: str, env: dict[str, str], cwd: str | None = None) -> Proc:
+    async def start(
+        cls,
+        *args: str,
+        env: dict[str, str],
+        cwd: str | None = None,
+        preload: Sequence[str] = forkserver.PRELOAD,
+        fresh: bool = False,
+    ) -> Proc:
+        """Start ``args``; a Python program is forked from a server with ``preload``
+        imported (testsupport.forkserver), unless ``fresh`` (a new interpreter)."""
+        if not fresh and forkserver.supported(args, env):
+            return cls(
+                await forkserver.ForkedProcess.start(*args, env=env, cwd=cwd, preload=preload)
+            )
         proc = await asyncio.create_subprocess_exec(
             *args,
             stdout=asyncio.subprocess.PIPE,

@@ -1,0 +1,514 @@
+"""Start Python programs by fork from a process that has already done the imports.
+
+An agent process spends most of its CPU importing: the SDK and its libraries take half a
+second, litellm four. The tests and the chaos run start well over a hundred such
+processes; this server imports once and forks a child per program. A child is an
+ordinary, separate process (its own pid and memory, killed by SIGKILL like any other)
+whose program starts as ``python SCRIPT`` / ``python -m MODULE`` / ``python -c CODE``
+would, with the caller's argv, environment, working directory and standard streams.
+
+Only what is imported before the fork is shared: third-party libraries and the SDK,
+which read no environment at import. Interpreter options other than ``-u`` (and the
+``PYTHON*`` variables that set them at start-up) cannot change after start, so
+:func:`supported` sends those commands to an ordinary exec.
+
+Protocol, over a Unix socket, one connection per child: the caller sends a length-
+prefixed JSON request with the child's stdin, stdout and stderr as SCM_RIGHTS; the
+server answers the pid, then, when the child exits, its wait status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import io
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+# The libraries every agent, CLI and service process of this repository imports.
+PRELOAD = (
+    "httpx",
+    "pydantic",
+    "pydantic_settings",
+    "fastapi",
+    "uvicorn",
+    "sqlalchemy.ext.asyncio",
+    "redis.asyncio",
+    "orjson",
+    "opentelemetry.sdk.trace",
+    "soorma",
+    "soorma.cli",
+    "soorma.ai",
+)
+# litellm (about four seconds of CPU), for the programs that call a model.
+PRELOAD_AI = (*PRELOAD, "litellm")
+
+# Interpreter settings fixed at start-up: a child whose environment sets them differently
+# from the server's is started the ordinary way.
+_STARTUP_VARIABLES = (
+    "PYTHONHASHSEED",
+    "PYTHONOPTIMIZE",
+    "PYTHONWARNINGS",
+    "PYTHONDEVMODE",
+    "PYTHONSAFEPATH",
+    "PYTHONNOUSERSITE",
+    "PYTHONHOME",
+    "PYTHONPYCACHEPREFIX",
+    "PYTHONMALLOC",
+    "PYTHONFAULTHANDLER",
+    "PYTHONTRACEMALLOC",
+    "PYTHONPROFILEIMPORTTIME",
+    "PYTHONUTF8",
+)
+
+
+def _header(data: bytes) -> bytes:
+    return struct.pack("!I", len(data)) + data
+
+
+def _is_python(path: str) -> bool:
+    return os.path.abspath(path) == os.path.abspath(sys.executable)
+
+
+def _is_console_script(path: str) -> bool:
+    """A script of this environment's bin folder run by this interpreter (``soorma``)."""
+    try:
+        if Path(path).resolve().parent != Path(sys.executable).absolute().parent.resolve():
+            return False
+        with open(path, "rb") as f:
+            first = f.readline()
+    except OSError:
+        return False
+    return first.startswith(b"#!") and _is_python(first[2:].decode().strip())
+
+
+def parse(argv: Sequence[str]) -> dict[str, Any] | None:
+    """What ``argv`` runs (``{"script"|"module"|"code": ..., "args": [...], "unbuffered":
+    bool}``), or None when it is not a Python program this server can start."""
+    if not argv:
+        return None
+    if _is_console_script(argv[0]):
+        return {"script": os.path.abspath(argv[0]), "args": list(argv[1:]), "unbuffered": False}
+    if not _is_python(argv[0]):
+        return None
+    rest, unbuffered = list(argv[1:]), False
+    while rest and rest[0].startswith("-"):
+        flag = rest.pop(0)
+        if flag == "-u":
+            unbuffered = True
+        elif flag in ("-m", "-c") and rest:
+            key = "module" if flag == "-m" else "code"
+            return {key: rest[0], "args": rest[1:], "unbuffered": unbuffered}
+        else:
+            return None
+    if not rest:
+        return None
+    return {"script": os.path.abspath(rest[0]), "args": rest[1:], "unbuffered": unbuffered}
+
+
+def supported(argv: Sequence[str], env: dict[str, str] | None) -> bool:
+    """Whether the server can start ``argv`` with ``env`` as an exec would."""
+    if parse(argv) is None:
+        return False
+    child = os.environ if env is None else env
+    return all(child.get(k) == os.environ.get(k) for k in _STARTUP_VARIABLES)
+
+
+class ForkServer:
+    """A server process with ``preload`` imported; :meth:`spawn` forks a program from it."""
+
+    def __init__(self, preload: Sequence[str] = PRELOAD) -> None:
+        self.preload = tuple(preload)
+        self._dir = tempfile.mkdtemp(prefix="soorma-fork-")
+        self.path = os.path.join(self._dir, "s")
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def _ensure(self) -> None:
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                return
+            self._proc = subprocess.Popen(
+                [sys.executable, __file__, self.path, *self.preload],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+            )
+            assert self._proc.stdout is not None
+            line = self._proc.stdout.readline()
+            if line.strip() != b"ready":
+                raise RuntimeError(f"fork server did not start: {line!r}")
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: dict[str, str] | None,
+        cwd: str | None,
+        fds: tuple[int, int, int],
+        new_session: bool = False,
+    ) -> tuple[int, socket.socket]:
+        """Fork ``argv`` with ``fds`` as its stdin, stdout, stderr: ``(pid, connection)``;
+        the connection later carries the child's wait status (:func:`read_status`)."""
+        program = parse(argv)
+        if program is None:
+            raise ValueError(f"not a Python program the fork server can start: {argv!r}")
+        self._ensure()
+        request = {
+            **program,
+            "env": dict(os.environ if env is None else env),
+            "cwd": os.path.abspath(cwd or os.getcwd()),
+            "new_session": new_session,
+        }
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(self.path)
+            socket.send_fds(conn, [_header(json.dumps(request).encode())], list(fds))
+            pid = int(_read_line(conn))
+        except BaseException:
+            conn.close()
+            raise
+        return pid, conn
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _read_line(conn: socket.socket) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(64)
+        if not chunk:
+            raise ConnectionError("fork server closed the connection")
+        data += chunk
+    return data
+
+
+def read_status(conn: socket.socket) -> int:
+    """Block until the child's exit; its return code (``-N`` for signal N)."""
+    try:
+        return os.waitstatus_to_exitcode(int(_read_line(conn)))
+    finally:
+        conn.close()
+
+
+_servers: dict[tuple[str, ...], ForkServer] = {}
+
+
+def server(preload: Sequence[str] = PRELOAD) -> ForkServer:
+    """This process's server for ``preload`` (started on first spawn, stopped at exit)."""
+    key = tuple(preload)
+    if key not in _servers:
+        if not _servers:
+            import atexit
+
+            atexit.register(lambda: [s.close() for s in _servers.values()])
+        _servers[key] = ForkServer(key)
+    return _servers[key]
+
+
+class ForkedProcess:
+    """An asyncio child started by a fork server: the part of
+    ``asyncio.subprocess.Process`` the tests use (``stdout`` merges stderr)."""
+
+    def __init__(self, pid: int, conn: socket.socket) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self.stdin: asyncio.StreamWriter | None = None
+        conn.setblocking(False)
+        self._status = asyncio.create_task(self._read_status(conn))
+
+    @classmethod
+    async def start(
+        cls,
+        *argv: str,
+        env: dict[str, str] | None,
+        cwd: str | None = None,
+        stdin: bool = False,
+        preload: Sequence[str] = PRELOAD,
+    ) -> ForkedProcess:
+        loop = asyncio.get_running_loop()
+        out_r, out_w = os.pipe()
+        in_r, in_w = os.pipe() if stdin else (os.open(os.devnull, os.O_RDONLY), -1)
+        try:
+            pid, conn = await loop.run_in_executor(
+                None,
+                lambda: server(preload).spawn(argv, env=env, cwd=cwd, fds=(in_r, out_w, out_w)),
+            )
+        except BaseException:
+            for fd in (out_r, in_w):
+                if fd >= 0:
+                    os.close(fd)
+            raise
+        finally:
+            os.close(out_w)
+            os.close(in_r)
+        process = cls(pid, conn)
+        reader = asyncio.StreamReader(limit=2**20)
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(out_r, "rb", 0)
+        )
+        process.stdout = reader
+        if in_w >= 0:
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, os.fdopen(in_w, "wb", 0)
+            )
+            process.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+        return process
+
+    async def _read_status(self, conn: socket.socket) -> int:
+        loop = asyncio.get_running_loop()
+        data = b""
+        try:
+            while not data.endswith(b"\n"):
+                chunk = await loop.sock_recv(conn, 64)
+                if not chunk:
+                    raise ConnectionError("fork server closed the connection")
+                data += chunk
+        finally:
+            conn.close()
+        self.returncode = os.waitstatus_to_exitcode(int(data))
+        if self.stdin is not None:
+            self.stdin.close()
+        return self.returncode
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._status)
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class ForkedPopen:
+    """A child started by a fork server for threaded callers: the part of
+    ``subprocess.Popen`` the chaos run uses. ``stdout``: a text pipe, or a file's fd."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: dict[str, str] | None,
+        cwd: str | None,
+        stdout: int | None,
+        stderr: int,
+        preload: Sequence[str] = PRELOAD,
+    ) -> None:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        out_r = -1
+        if stdout is None:
+            out_r, out_w = os.pipe()
+        else:
+            out_w = stdout
+        try:
+            self.pid, self._conn = server(preload).spawn(
+                argv, env=env, cwd=cwd, fds=(devnull, out_w, stderr)
+            )
+        finally:
+            os.close(devnull)
+            if stdout is None:
+                os.close(out_w)
+        self.stdout = os.fdopen(out_r, "r") if out_r >= 0 else None
+        self.returncode: int | None = None
+        self._lock = threading.Lock()
+
+    def poll(self) -> int | None:
+        with self._lock:
+            if self.returncode is None:
+                ready, _, _ = select.select([self._conn], [], [], 0)
+                if ready:
+                    self.returncode = read_status(self._conn)
+            return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        with self._lock:
+            if self.returncode is None:
+                ready, _, _ = select.select([self._conn], [], [], timeout)
+                if not ready:
+                    raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+                self.returncode = read_status(self._conn)
+            return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+# --- the server process ------------------------------------------------------------------
+
+
+def _recv_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
+    if len(data) < 4:
+        raise ConnectionError("short request")
+    (size,) = struct.unpack("!I", data[:4])
+    body = data[4:]
+    while len(body) < size:
+        chunk = conn.recv(size - len(body))
+        if not chunk:
+            raise ConnectionError("short request")
+        body += chunk
+    return json.loads(body), fds
+
+
+def _serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
+    """Accept requests until the process that started the server is gone (checked each
+    second); in a forked child, return its request."""
+    children: dict[int, socket.socket] = {}
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    parent = os.getppid()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    print("ready", flush=True)
+    while True:
+        ready, _, _ = select.select([listener, wake_r], [], [], 1.0)
+        if os.getppid() != parent:
+            return None
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = children.pop(pid, None)
+            if conn is not None:
+                with contextlib.suppress(OSError):
+                    conn.sendall(b"%d\n" % status)
+                conn.close()
+        if listener not in ready:
+            continue
+        conn, _ = listener.accept()
+        try:
+            request, fds = _recv_request(conn)
+        except (OSError, ValueError):
+            conn.close()
+            continue
+        pid = os.fork()
+        if pid == 0:
+            # The child: drop the server's sockets, pipes and signal plumbing.
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for sock in (listener, conn, *children.values()):
+                sock.close()
+            os.close(wake_r)
+            os.close(wake_w)
+            return request, fds
+        for fd in fds:
+            os.close(fd)
+        conn.sendall(b"%d\n" % pid)
+        children[pid] = conn
+
+
+def _stdio(unbuffered: bool) -> None:
+    encoding, _, errors = (os.environ.get("PYTHONIOENCODING") or "utf-8").partition(":")
+    encoding = encoding or "utf-8"
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+        encoding=encoding,
+        errors=errors or "strict",
+    )
+
+    def writer(fd: int, line: bool, errs: str) -> io.TextIOWrapper:
+        raw = io.FileIO(fd, "w", closefd=False)
+        buffered: Any = raw if unbuffered else io.BufferedWriter(raw)
+        return io.TextIOWrapper(
+            buffered,
+            encoding=encoding,
+            errors=errs,
+            line_buffering=line or os.isatty(fd),
+            write_through=unbuffered,
+        )
+
+    sys.stdout = sys.__stdout__ = writer(1, False, errors or "strict")
+    sys.stderr = sys.__stderr__ = writer(2, True, "backslashreplace")
+
+
+def _become(request: dict[str, Any], fds: list[int], base_path: list[str]) -> None:
+    """Turn this forked child into the requested program (returns when it ends)."""
+    if request["new_session"]:
+        os.setsid()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    unbuffered = request["unbuffered"] or bool(os.environ.get("PYTHONUNBUFFERED"))
+    _stdio(unbuffered)
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    import runpy
+
+    if "script" in request:
+        script = request["script"]
+        sys.path[:] = [os.path.dirname(os.path.realpath(script)), *extra, *base_path]
+        sys.argv = [script, *request["args"]]
+        runpy.run_path(script, run_name="__main__")
+    elif "module" in request:
+        sys.path[:] = [os.getcwd(), *extra, *base_path]
+        sys.argv = [request["module"], *request["args"]]
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+    else:
+        sys.path[:] = ["", *extra, *base_path]
+        sys.argv = ["-c", *request["args"]]
+        namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+        exec(compile(request["code"], "<string>", "exec"), namespace)
+
+
+def _main() -> None:
+    path, preload = sys.argv[1], sys.argv[2:]
+    own = {p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    base_path = [p for p in sys.path[1:] if p not in own]
+    for entry in preload:
+        module, _, function = entry.partition(":")
+        loaded = importlib.import_module(module)
+        if function:
+            getattr(loaded, function)()
+    child = _serve(path)
+    if child is not None:
+        _become(*child, base_path)
+
+
+if __name__ == "__main__":
+    _main()

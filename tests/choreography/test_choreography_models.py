@@ -179,7 +179,10 @@ async def test_the_planners_own_goal_is_not_offered_to_the_model(
 async def test_litellm_is_loaded_at_start_off_the_loop_before_ready():
     script = Path(__file__).with_name("startup_planner.py")
     async with serve(create_event_app(event_settings())) as events:
-        proc = await Proc.start(sys.executable, str(script), events.url, env=subprocess_env())
+        # A new interpreter: what is imported at start is the point of this test.
+        proc = await Proc.start(
+            sys.executable, str(script), events.url, env=subprocess_env(), fresh=True
+        )
         try:
             code = await proc.wait(90)
         finally:

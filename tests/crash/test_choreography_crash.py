@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 from crash_support import llm_calls, register_tool, sigkill, start_agent, until
+from sdk_helpers import Proc
 
 from testsupport.capture import capture
 from testsupport.forkserver import PRELOAD_AI
@@ -33,7 +34,7 @@ async def test_choreography_planner_killed_before_acks_repeats_no_model_call_or_
     await register_tool(context, "searcher", "search.requested", "search.done")
     await register_tool(context, "summarizer", "summarize.requested", "summarize.done")
 
-    async def life(**env: str):  # type: ignore[no-untyped-def]
+    async def life(**env: str) -> Proc:
         # Forked from a server that has imported litellm: a restart after a SIGKILL
         # costs no import (the kills stay real SIGKILLs of a separate process).
         return await start_agent("choreo_planner.py", services, READY, preload=PRELOAD_AI, **env)

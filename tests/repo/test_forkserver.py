@@ -100,6 +100,32 @@ def test_the_threaded_form_polls_waits_and_kills(program: Path) -> None:
     proc.stdout.close()
 
 
+def test_a_caller_gone_before_its_answer_leaves_the_server_serving(tmp_path: Path) -> None:
+    import json
+    import socket
+
+    from testsupport.forkserver_process import FRAME
+
+    fork = forkserver.server()
+    request = forkserver.parse([sys.executable, "-c", "pass"])
+    assert request is not None
+    data = json.dumps(
+        {**request, "env": dict(os.environ), "cwd": "/", "new_session": False}
+    ).encode()
+    fork._ensure()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
+        gone.connect(fork.path)
+        socket.send_fds(gone, [FRAME.pack(len(data)) + data], [0, 1, 2])
+    # The server wrote the pid to a closed connection; it still forks the next program.
+    proc = ForkedPopen(
+        [sys.executable, "-c", "print('still here')"], env=None, cwd=None, stdout=None, stderr=2
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.read().strip() == "still here"
+    assert proc.wait(30) == 0
+    proc.stdout.close()
+
+
 def test_what_cannot_be_forked_is_said() -> None:
     env = dict(os.environ)
     assert forkserver.supported([sys.executable, "x.py"], env)

@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import io
 import json
 import os
 import select
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -37,6 +34,10 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from testsupport.forkserver_process import FRAME
+
+SERVER = Path(__file__).with_name("forkserver_process.py")
 
 # The libraries every agent, CLI and service process of this repository imports.
 PRELOAD = (
@@ -73,10 +74,6 @@ _STARTUP_VARIABLES = (
     "PYTHONPROFILEIMPORTTIME",
     "PYTHONUTF8",
 )
-
-
-def _header(data: bytes) -> bytes:
-    return struct.pack("!I", len(data)) + data
 
 
 def _is_python(path: str) -> bool:
@@ -142,7 +139,7 @@ class ForkServer:
             if self._proc is not None and self._proc.poll() is None:
                 return
             self._proc = subprocess.Popen(
-                [sys.executable, __file__, self.path, *self.preload],
+                [sys.executable, str(SERVER), self.path, *self.preload],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
             )
@@ -175,7 +172,8 @@ class ForkServer:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.connect(self.path)
-            socket.send_fds(conn, [_header(json.dumps(request).encode())], list(fds))
+            data = json.dumps(request).encode()
+            socket.send_fds(conn, [FRAME.pack(len(data)) + data], list(fds))
             pid = int(_read_line(conn))
         except BaseException:
             conn.close()
@@ -201,12 +199,37 @@ def _read_line(conn: socket.socket) -> bytes:
     return data
 
 
+def _exit_code(line: bytes) -> int:
+    """A reported wait status as a return code (``-N`` for signal N)."""
+    return os.waitstatus_to_exitcode(int(line))
+
+
 def read_status(conn: socket.socket) -> int:
-    """Block until the child's exit; its return code (``-N`` for signal N)."""
+    """Block until the child's exit; its return code."""
     try:
-        return os.waitstatus_to_exitcode(int(_read_line(conn)))
+        return _exit_code(_read_line(conn))
     finally:
         conn.close()
+
+
+class _Child:
+    """Signals for a forked child, sent only while it runs (its pid is not reused then:
+    the server reaps it only after it exits)."""
+
+    pid: int
+
+    def _running(self) -> bool:
+        raise NotImplementedError
+
+    def send_signal(self, sig: int) -> None:
+        if self._running():
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
 
 _servers: dict[tuple[str, ...], ForkServer] = {}
@@ -224,7 +247,21 @@ def server(preload: Sequence[str] = PRELOAD) -> ForkServer:
     return _servers[key]
 
 
-class ForkedProcess:
+def _close(*fds: int) -> None:
+    for fd in fds:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _kill_unclaimed(spawned: asyncio.Future[tuple[int, socket.socket]]) -> None:
+    if not spawned.cancelled() and spawned.exception() is None:
+        pid, conn = spawned.result()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        conn.close()
+
+
+class ForkedProcess(_Child):
     """An asyncio child started by a fork server: the part of
     ``asyncio.subprocess.Process`` the tests use (``stdout`` merges stderr)."""
 
@@ -248,19 +285,20 @@ class ForkedProcess:
         loop = asyncio.get_running_loop()
         out_r, out_w = os.pipe()
         in_r, in_w = os.pipe() if stdin else (os.open(os.devnull, os.O_RDONLY), -1)
+        spawned = loop.run_in_executor(
+            None,
+            lambda: server(preload).spawn(argv, env=env, cwd=cwd, fds=(in_r, out_w, out_w)),
+        )
+        # The child's ends are closed here once sent, even if this start is cancelled.
+        spawned.add_done_callback(lambda _: _close(out_w, in_r))
         try:
-            pid, conn = await loop.run_in_executor(
-                None,
-                lambda: server(preload).spawn(argv, env=env, cwd=cwd, fds=(in_r, out_w, out_w)),
-            )
-        except BaseException:
-            for fd in (out_r, in_w):
-                if fd >= 0:
-                    os.close(fd)
+            pid, conn = await asyncio.shield(spawned)
+        except BaseException as exc:
+            _close(out_r, in_w)
+            if isinstance(exc, asyncio.CancelledError):
+                # The fork may still happen: a child nobody holds must not outlive the test.
+                spawned.add_done_callback(_kill_unclaimed)
             raise
-        finally:
-            os.close(out_w)
-            os.close(in_r)
         process = cls(pid, conn)
         reader = asyncio.StreamReader(limit=2**20)
         await loop.connect_read_pipe(
@@ -285,7 +323,7 @@ class ForkedProcess:
                 data += chunk
         finally:
             conn.close()
-        self.returncode = os.waitstatus_to_exitcode(int(data))
+        self.returncode = _exit_code(data)
         if self.stdin is not None:
             self.stdin.close()
         return self.returncode
@@ -293,18 +331,11 @@ class ForkedProcess:
     async def wait(self) -> int:
         return await asyncio.shield(self._status)
 
-    def send_signal(self, sig: int) -> None:
-        if self.returncode is None:
-            os.kill(self.pid, sig)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
+    def _running(self) -> bool:
+        return self.returncode is None
 
 
-class ForkedPopen:
+class ForkedPopen(_Child):
     """A child started by a fork server for threaded callers: the part of
     ``subprocess.Popen`` the chaos run uses. ``stdout``: a text pipe, or a file's fd."""
 
@@ -353,162 +384,5 @@ class ForkedPopen:
                 self.returncode = read_status(self._conn)
             return self.returncode
 
-    def send_signal(self, sig: int) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, sig)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-
-# --- the server process ------------------------------------------------------------------
-
-
-def _recv_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
-    if len(data) < 4:
-        raise ConnectionError("short request")
-    (size,) = struct.unpack("!I", data[:4])
-    body = data[4:]
-    while len(body) < size:
-        chunk = conn.recv(size - len(body))
-        if not chunk:
-            raise ConnectionError("short request")
-        body += chunk
-    return json.loads(body), fds
-
-
-def _serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
-    """Accept requests until the process that started the server is gone (checked each
-    second); in a forked child, return its request."""
-    children: dict[int, socket.socket] = {}
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    parent = os.getppid()
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(64)
-    print("ready", flush=True)
-    while True:
-        ready, _, _ = select.select([listener, wake_r], [], [], 1.0)
-        if os.getppid() != parent:
-            return None
-        if wake_r in ready:
-            os.read(wake_r, 4096)
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            conn = children.pop(pid, None)
-            if conn is not None:
-                with contextlib.suppress(OSError):
-                    conn.sendall(b"%d\n" % status)
-                conn.close()
-        if listener not in ready:
-            continue
-        conn, _ = listener.accept()
-        try:
-            request, fds = _recv_request(conn)
-        except (OSError, ValueError):
-            conn.close()
-            continue
-        pid = os.fork()
-        if pid == 0:
-            # The child: drop the server's sockets, pipes and signal plumbing.
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            for sock in (listener, conn, *children.values()):
-                sock.close()
-            os.close(wake_r)
-            os.close(wake_w)
-            return request, fds
-        for fd in fds:
-            os.close(fd)
-        conn.sendall(b"%d\n" % pid)
-        children[pid] = conn
-
-
-def _stdio(unbuffered: bool) -> None:
-    encoding, _, errors = (os.environ.get("PYTHONIOENCODING") or "utf-8").partition(":")
-    encoding = encoding or "utf-8"
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(
-        io.BufferedReader(io.FileIO(0, "r", closefd=False)),
-        encoding=encoding,
-        errors=errors or "strict",
-    )
-
-    def writer(fd: int, line: bool, errs: str) -> io.TextIOWrapper:
-        raw = io.FileIO(fd, "w", closefd=False)
-        buffered: Any = raw if unbuffered else io.BufferedWriter(raw)
-        return io.TextIOWrapper(
-            buffered,
-            encoding=encoding,
-            errors=errs,
-            line_buffering=line or os.isatty(fd),
-            write_through=unbuffered,
-        )
-
-    sys.stdout = sys.__stdout__ = writer(1, False, errors or "strict")
-    sys.stderr = sys.__stderr__ = writer(2, True, "backslashreplace")
-
-
-def _become(request: dict[str, Any], fds: list[int], base_path: list[str]) -> None:
-    """Turn this forked child into the requested program (returns when it ends)."""
-    if request["new_session"]:
-        os.setsid()
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-    for fd in fds:
-        if fd > 2:
-            os.close(fd)
-    os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
-    unbuffered = request["unbuffered"] or bool(os.environ.get("PYTHONUNBUFFERED"))
-    _stdio(unbuffered)
-    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    import runpy
-
-    if "script" in request:
-        script = request["script"]
-        sys.path[:] = [os.path.dirname(os.path.realpath(script)), *extra, *base_path]
-        sys.argv = [script, *request["args"]]
-        runpy.run_path(script, run_name="__main__")
-    elif "module" in request:
-        sys.path[:] = [os.getcwd(), *extra, *base_path]
-        sys.argv = [request["module"], *request["args"]]
-        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
-    else:
-        sys.path[:] = ["", *extra, *base_path]
-        sys.argv = ["-c", *request["args"]]
-        namespace = {"__name__": "__main__", "__builtins__": __builtins__}
-        exec(compile(request["code"], "<string>", "exec"), namespace)
-
-
-def _main() -> None:
-    path, preload = sys.argv[1], sys.argv[2:]
-    own = {p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
-    base_path = [p for p in sys.path[1:] if p not in own]
-    for entry in preload:
-        module, _, function = entry.partition(":")
-        loaded = importlib.import_module(module)
-        if function:
-            getattr(loaded, function)()
-    child = _serve(path)
-    if child is not None:
-        _become(*child, base_path)
-
-
-if __name__ == "__main__":
-    _main()
+    def _running(self) -> bool:
+        return self.poll() is None

@@ -138,3 +138,25 @@ async def test_health_and_ready(path: str) -> None:
         r = await client.get(path)
         assert r.status_code == 200
         assert r.headers["x-request-id"]
+
+
+async def test_apps_of_one_service_share_built_routes_but_not_state() -> None:
+    """Routes are built once per process; each app still answers with its own settings."""
+    dev = create_service_app(name="s", settings=ServiceSettings(auth_mode="dev"), routers=[router])
+    jwt = create_service_app(
+        name="s", settings=ServiceSettings(auth_mode="jwt", jwt_secret="x" * 32), routers=[router]
+    )
+    included = [route for route in dev.router.routes if not hasattr(route, "endpoint")]
+    assert included and all(any(r is i for r in jwt.router.routes) for i in included)
+    for app, expected in ((dev, 200), (jwt, 401)):
+        async with (
+            LifespanManager(app) as manager,
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(manager.app), base_url="http://t"
+            ) as client,
+        ):
+            assert (await client.get("/whoami")).status_code == expected
+    # The app-wide guard reaches the shared routes: NUL in a path parameter is a 422.
+    manager, client = _client(ServiceSettings(auth_mode="dev"))
+    async with manager, client:
+        assert (await client.get("/missing/a%00b")).status_code == 422

@@ -30,7 +30,7 @@ if "httpx" not in sys.modules:
 import httpx
 
 from soorma._propagation import current_event
-from soorma._transport import make_http_client
+from soorma._transport import make_http_client, verified_tls
 from soorma_common import tracing as otel
 from soorma_common.errors import NotFound, ServiceUnavailable, SoormaError, error_from_payload
 
@@ -245,4 +245,5 @@ __all__ = [
     "identity_headers",
     "make_http_client",
     "raise_for_error",
+    "verified_tls",
 ]

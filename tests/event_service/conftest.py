@@ -11,6 +11,7 @@ from event_stack import Service, make_settings
 
 from event_service import create_app
 from event_service.settings import Settings
+from soorma.client import verified_tls
 from testsupport.server import serve
 
 
@@ -22,5 +23,7 @@ def settings(request: pytest.FixtureRequest) -> Settings:
 @pytest_asyncio.fixture
 async def service(settings: Settings) -> AsyncIterator[Service]:
     async with serve(create_app(settings)) as server:
-        async with httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+        async with httpx.AsyncClient(
+            verify=verified_tls(), base_url=server.url, timeout=15
+        ) as client:
             yield Service(server, client, settings)

@@ -10,6 +10,7 @@ from event_sse_client import SSEStream
 from event_stack import Service, make_settings
 
 from event_service import create_app
+from soorma.client import verified_tls
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
@@ -143,7 +144,7 @@ async def test_a_subscriber_that_falls_behind_rereads_from_the_log_without_gaps(
     settings = make_settings(backend, request, subscriber_buffer=100)
     async with (
         serve(create_app(settings)) as server,
-        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=server.url, timeout=15) as client,
     ):
         svc = Service(server, client, settings)
         async with SSEStream(client, topics="task-events") as stream:

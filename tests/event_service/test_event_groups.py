@@ -12,6 +12,7 @@ from event_sse_client import SSEStream
 from event_stack import Service, make_settings
 
 from event_service import create_app
+from soorma.client import verified_tls
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
@@ -295,7 +296,7 @@ async def test_closed_group_streams_drop_their_consumer_unless_it_owns_deliverie
     try:
         async with (
             serve(create_app(settings)) as server,
-            httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+            httpx.AsyncClient(verify=verified_tls(), base_url=server.url, timeout=15) as client,
         ):
             service = Service(server, client, settings)
             async with SSEStream(client, consumer="holder", **group) as holder:

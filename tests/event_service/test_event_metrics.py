@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from event_service import create_app
 from event_service.settings import Settings
+from soorma.client import verified_tls
 from soorma_common.events import STANDARD_TOPICS
 from testsupport.server import serve
 
@@ -45,7 +46,9 @@ async def live(settings: Settings) -> AsyncIterator[Service]:
     # Gauges refreshed on every scrape (no cache), so the test sees each change.
     fresh = settings.model_copy(update={"metrics_cache_seconds": 0})
     async with serve(create_app(fresh)) as server:
-        async with httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+        async with httpx.AsyncClient(
+            verify=verified_tls(), base_url=server.url, timeout=15
+        ) as client:
             yield Service(server, client, fresh)
 
 

@@ -9,6 +9,7 @@ from event_stack import Service, make_settings
 
 from event_service import create_app
 from servicekit.auth import issue_token
+from soorma.client import verified_tls
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
@@ -144,7 +145,7 @@ async def test_jwt_mode_takes_the_tenant_from_the_token(request: pytest.FixtureR
     event = {"event": {"topic": "business-facts", "type": "x", "tenant_id": "other"}}
     async with (
         serve(create_app(settings)) as server,
-        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=server.url, timeout=15) as client,
     ):
         r = await client.post("/v1/events/publish", json=event)
         assert r.status_code == 401
@@ -167,7 +168,7 @@ async def test_an_unreachable_redis_answers_503_and_not_ready(
     )
     async with (
         serve(create_app(settings)) as server,
-        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=server.url, timeout=15) as client,
     ):
         r = await client.post(
             "/v1/events/publish", json={"event": {"topic": "business-facts", "type": "x"}}
@@ -185,7 +186,7 @@ async def test_publish_keeps_request_ids_body_limit_and_openapi_docs(
     settings = make_settings("memory", request, max_request_bytes=4096)
     async with (
         serve(create_app(settings)) as server,
-        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=server.url, timeout=15) as client,
     ):
         event = {"event": {"topic": "business-facts", "type": "x"}}
         r = await client.post("/v1/events/publish", json=event, headers={"X-Request-ID": "req-42"})

@@ -26,6 +26,7 @@ from event_sse_client import Frame, SSEStream
 from event_stack import Service, make_settings
 
 from event_service import create_app
+from soorma.client import verified_tls
 from soorma.testing._asgi import Lifespan, StreamingASGITransport
 from soorma_common.clock import ManualClock
 from testsupport.server import serve
@@ -100,7 +101,9 @@ async def on_redis(request: pytest.FixtureRequest) -> AsyncIterator[Timed]:
     """The event service on Redis under uvicorn, in real time."""
     settings = make_settings("redis", request)
     async with serve(create_app(settings)) as server:
-        async with httpx.AsyncClient(base_url=server.url, timeout=15) as client:
+        async with httpx.AsyncClient(
+            verify=verified_tls(), base_url=server.url, timeout=15
+        ) as client:
             yield Timed(Service(server, client, settings))
 
 
@@ -390,8 +393,8 @@ async def test_acks_through_another_service_replica_free_prefetch_room(
     async with (
         serve(create_app(settings)) as one,
         serve(create_app(settings)) as two,
-        httpx.AsyncClient(base_url=one.url, timeout=15) as c1,
-        httpx.AsyncClient(base_url=two.url, timeout=15) as c2,
+        httpx.AsyncClient(verify=verified_tls(), base_url=one.url, timeout=15) as c1,
+        httpx.AsyncClient(verify=verified_tls(), base_url=two.url, timeout=15) as c2,
     ):
         s1, s2 = Service(one, c1, settings), Service(two, c2, settings)
         async with SSEStream(c1, topics=TOPIC, group="g", consumer="c", prefetch=2) as stream:

@@ -8,6 +8,7 @@ from event_sse_client import SSEStream
 from event_stack import Service, make_settings
 
 from event_service import create_app
+from soorma.client import verified_tls
 from testsupport.server import serve
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis]
@@ -19,7 +20,7 @@ async def test_a_client_resuming_after_a_restart_gets_every_event_published_mean
     settings = make_settings("redis", request)
     async with (
         serve(create_app(settings)) as first,
-        httpx.AsyncClient(base_url=first.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=first.url, timeout=15) as client,
     ):
         svc = Service(first, client, settings)
         async with SSEStream(client, topics="business-facts,plan-events") as stream:
@@ -30,7 +31,7 @@ async def test_a_client_resuming_after_a_restart_gets_every_event_published_mean
 
     async with (
         serve(create_app(settings)) as second,
-        httpx.AsyncClient(base_url=second.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=second.url, timeout=15) as client,
     ):
         svc = Service(second, client, settings)
         await svc.publish("plan-events", "missed", {"n": 3})
@@ -56,7 +57,7 @@ async def test_pending_group_deliveries_are_redelivered_after_a_restart(
     }
     async with (
         serve(create_app(settings)) as first,
-        httpx.AsyncClient(base_url=first.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=first.url, timeout=15) as client,
     ):
         svc = Service(first, client, settings)
         async with SSEStream(client, **group) as stream:
@@ -66,7 +67,7 @@ async def test_pending_group_deliveries_are_redelivered_after_a_restart(
 
     async with (
         serve(create_app(settings)) as second,
-        httpx.AsyncClient(base_url=second.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=second.url, timeout=15) as client,
     ):
         svc = Service(second, client, settings)
         async with SSEStream(client, **group) as stream:

@@ -12,6 +12,7 @@ from event_sse_client import SSEStream
 from event_stack import Service, make_settings
 
 from event_service import create_app
+from soorma.client import verified_tls
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
@@ -107,7 +108,7 @@ async def test_tap_topics_setting_limits_the_copy(
     )
     async with (
         serve(create_app(custom)) as server,
-        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=server.url, timeout=15) as client,
     ):
         async with SSEStream(
             client, topics="business-facts,system-events", tenant="*", headers=SERVICE
@@ -144,7 +145,7 @@ async def test_jwt_service_token_acts_as_any_tenant_and_reads_the_tap(
     user = bearer(tenant_id="acme", user_id="u1")
     async with (
         serve(create_app(custom)) as server,
-        httpx.AsyncClient(base_url=server.url, timeout=15) as client,
+        httpx.AsyncClient(verify=verified_tls(), base_url=server.url, timeout=15) as client,
     ):
         r = await client.get(
             "/v1/events/stream", headers=user, params={"topics": "system-events", "tenant": "*"}

@@ -29,6 +29,8 @@ from testsupport.server import free_port
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scaleout"))
 from redis_cluster import redis_cluster
 
+from soorma.client import verified_tls
+
 pytestmark = pytest.mark.asyncio
 
 TOPIC = "action-requests"
@@ -67,7 +69,7 @@ async def event_service_process(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        async with httpx.AsyncClient(base_url=url, timeout=15) as client:
+        async with httpx.AsyncClient(verify=verified_tls(), base_url=url, timeout=15) as client:
             async with asyncio.timeout(60):
                 while True:
                     with contextlib.suppress(httpx.HTTPError):

@@ -25,6 +25,7 @@ from fuzz_support import (
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from soorma.client import verified_tls
 from soorma_common.events import is_valid_topic
 
 TOPIC = "fuzz-roundtrip"
@@ -245,7 +246,9 @@ async def test_sdk_stream_reader_keeps_events_whose_data_holds_unicode_line_sepa
     from soorma._sse import stream_frames
 
     data = {"text": "line\u2028separator \u0085 next"}
-    async with httpx.AsyncClient(base_url=event_server.url, timeout=WAIT) as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(), base_url=event_server.url, timeout=WAIT
+    ) as http:
         frames = stream_frames(
             http, "/v1/events/stream", params={"topics": "fuzz-sdk-sse"}, reconnect=False
         )

@@ -16,6 +16,7 @@ from a2a.utils.errors import TaskNotFoundError
 
 from gateway_a2a.settings import Settings, hash_api_key
 from servicekit.auth import issue_token
+from soorma.client import verified_tls
 from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, HEADERS_B, JWT_SECRET, KEY_A, Platform
 
@@ -34,7 +35,7 @@ async def test_api_keys_are_kept_hashed():
 
 
 async def test_missing_or_wrong_credentials_answer_401(platform: Platform):
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         for request in (
             http.build_request("POST", "/", json=RPC),
             http.build_request("GET", "/tasks"),

@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 from proto_schema import strict_schema
 
 from soorma import Tool
+from soorma.client import verified_tls
 from testsupport.a2a import a2a_client, capability, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, HEADERS_B, Platform
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def test_card_lists_live_skills_with_interfaces_and_security(platform: Platform):
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         response = await http.get("/.well-known/agent-card.json")
         assert response.status_code == 200
         card = response.json()
@@ -58,7 +59,7 @@ async def test_card_follows_agents_registering_and_leaving(platform: Platform):
     async def shout(request, ctx):
         return "HEY"
 
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         before = (await http.get("/.well-known/agent-card.json")).headers["etag"]
         await late.start()
         try:
@@ -75,7 +76,7 @@ async def test_card_follows_agents_registering_and_leaving(platform: Platform):
 
 
 async def test_legacy_card_has_the_seed_shape(platform: Platform):
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         response = await http.get("/.well-known/agent.json")
     card = response.json()
     assert response.headers["etag"]
@@ -87,7 +88,9 @@ async def test_legacy_card_has_the_seed_shape(platform: Platform):
 
 async def test_per_agent_card_and_endpoint(platform: Platform):
     agent_url = f"{platform.url}/agents/echo-tool"
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         card = (await http.get(f"{agent_url}/.well-known/agent-card.json")).json()
         missing = await http.get(f"{platform.url}/agents/nobody/.well-known/agent-card.json")
     assert missing.status_code == 404
@@ -127,7 +130,9 @@ def assert_valid_1_0_card(card: dict[str, Any]) -> None:
 
 
 async def test_cards_validate_against_the_1_0_card_schema(platform: Platform):
-    async with httpx.AsyncClient(base_url=platform.url, headers=HEADERS_A) as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(), base_url=platform.url, headers=HEADERS_A
+    ) as http:
         public = (await http.get("/.well-known/agent-card.json")).json()
         per_agent = (await http.get("/agents/echo-tool/.well-known/agent-card.json")).json()
         extended = (await http.get("/extendedAgentCard", headers={"A2A-Version": "1.0"})).json()
@@ -153,7 +158,7 @@ async def test_cards_validate_against_the_1_0_card_schema(platform: Platform):
 
 
 async def test_legacy_path_serves_the_0_3_card(platform: Platform):
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         card = (await http.get("/.well-known/agent.json")).json()
     v03 = V03AgentCard.model_validate(card)
     assert v03.protocol_version == "0.3.0" or v03.protocol_version.startswith("0.3")
@@ -166,7 +171,7 @@ async def test_legacy_path_serves_the_0_3_card(platform: Platform):
 
 
 async def test_card_has_last_modified_and_answers_if_modified_since(platform: Platform):
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
             first = await http.get(path)
             modified = first.headers["last-modified"]
@@ -186,14 +191,14 @@ async def test_card_has_last_modified_and_answers_if_modified_since(platform: Pl
 
 
 async def test_security_declares_what_is_enforced(platform: Platform):
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         keyed = (await http.get("/.well-known/agent-card.json")).json()
     assert [r["schemes"] for r in keyed["securityRequirements"]] == [{"apiKey": {}}, {"bearer": {}}]
     open_gateway = await platform.start_gateway(
         gateway_replica_id="replica-open", gateway_api_keys={}, jwt_secret=None
     )
     try:
-        async with httpx.AsyncClient(base_url=open_gateway.url) as http:
+        async with httpx.AsyncClient(verify=verified_tls(), base_url=open_gateway.url) as http:
             card = (await http.get("/.well-known/agent-card.json")).json()
             extended = await http.get("/extendedAgentCard", headers={"A2A-Version": "1.0"})
         assert "securityRequirements" not in card and "securitySchemes" not in card

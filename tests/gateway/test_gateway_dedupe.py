@@ -15,6 +15,7 @@ import pytest_asyncio
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 
 from event_service import create_app as create_event_app
+from soorma.client import verified_tls
 from soorma_common.events import ACTION_REQUESTS
 from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from testsupport.databases import fresh_postgres
@@ -123,7 +124,10 @@ async def test_concurrent_retries_and_other_contexts(db_platform: Platform):
         }
     }
     elsewhere = {"message": {**body["message"], "contextId": context_id + "-b"}}
-    async with publishes(db_platform) as seen, httpx.AsyncClient(base_url=db_platform.url) as http:
+    async with (
+        publishes(db_platform) as seen,
+        httpx.AsyncClient(verify=verified_tls(), base_url=db_platform.url) as http,
+    ):
         answers = await asyncio.gather(
             *(http.post("/message:send", json=body, headers=V1) for _ in range(4))
         )
@@ -160,7 +164,7 @@ async def test_a_retry_through_another_replica_gets_the_same_task(db_platform: P
                 assert not waiting.done()
                 p.control.release(doc)
                 finished = final_task(await asyncio.wait_for(waiting, 15))
-            async with httpx.AsyncClient(base_url=replica_b.url) as http:
+            async with httpx.AsyncClient(verify=verified_tls(), base_url=replica_b.url) as http:
                 raw = await http.post(
                     "/",
                     json={

@@ -14,6 +14,7 @@ import pytest
 from a2a.types.a2a_pb2 import CancelTaskRequest
 from a2a.utils.errors import ContentTypeNotSupportedError, TaskNotCancelableError
 
+from soorma.client import verified_tls
 from soorma_common.events import ACTION_REQUESTS
 from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
@@ -54,7 +55,7 @@ async def test_json_rpc_error_codes(platform: Platform):
     context = await platform.context()
     async with (
         context.bus.subscribe([ACTION_REQUESTS]) as tap,
-        httpx.AsyncClient(base_url=platform.url) as http,
+        httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http,
     ):
         await tap.wait_ready()
 
@@ -98,7 +99,7 @@ async def test_json_rpc_error_codes(platform: Platform):
 async def test_push_not_supported_when_disabled(platform: Platform):
     gateway = await platform.start_gateway(gateway_push_enabled=False, gateway_replica_id="no-push")
     try:
-        async with httpx.AsyncClient(base_url=gateway.url) as http:
+        async with httpx.AsyncClient(verify=verified_tls(), base_url=gateway.url) as http:
             done = await completed_task(http)
             body = (
                 await http.post(
@@ -124,7 +125,7 @@ async def test_push_not_supported_when_disabled(platform: Platform):
 async def test_http_json_statuses(platform: Platform):
     """A2A 1.0 HTTP+JSON: the spec's status per error, errors as ``application/a2a+json``."""
     png = {**message(), "parts": [{"text": "x", "mediaType": "image/png"}]}
-    async with httpx.AsyncClient(base_url=platform.url, headers=V1) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url, headers=V1) as http:
         missing = await http.get("/tasks/nope")
         bad = await http.post("/message:send", json={"message": message({"text": 3})})
         garbage = await http.post(
@@ -179,7 +180,7 @@ async def test_oversized_body_is_413_and_never_published(platform: Platform):
     big = "x" * (1024 * 1024 + 10)
     async with (
         context.bus.subscribe([ACTION_REQUESTS]) as tap,
-        httpx.AsyncClient(base_url=platform.url, headers=V1) as http,
+        httpx.AsyncClient(verify=verified_tls(), base_url=platform.url, headers=V1) as http,
     ):
         await tap.wait_ready()
         rpc_response = await http.post(
@@ -202,7 +203,9 @@ async def test_v0_3_method_names(platform: Platform, path: str):
         "parts": [{"kind": "data", "data": {"text": "old"}}],
         "metadata": {"skill": "echo"},
     }
-    async with httpx.AsyncClient(base_url=platform.url, headers=HEADERS_A) as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(), base_url=platform.url, headers=HEADERS_A
+    ) as http:
         sent = (await http.post(path, json=rpc("message/send", {"message": old}))).json()
         task = sent["result"]
         assert task["kind"] == "task" and task["status"]["state"] == "completed"
@@ -242,7 +245,7 @@ async def test_client_errors_are_logged_in_one_line_without_traceback(
         ("GET", "/tasks/missing", None, V1),
         ("POST", "/v1/message:stream", {"message": {}}, HEADERS_A),
     ]
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         for method, path, body, headers in bad_requests:
             caplog.clear()
             with caplog.at_level("INFO"):

@@ -29,6 +29,7 @@ from starlette.routing import Mount
 
 from gateway_a2a import create_app
 from gateway_a2a.settings import Settings
+from soorma.client import verified_tls
 from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -241,7 +242,7 @@ def fill(template: str, draw: Any) -> str:
 
 async def run_in_thread(platform: Platform, fuzz: Any) -> None:
     def work() -> None:
-        with httpx.Client(base_url=platform.url, timeout=10) as http:
+        with httpx.Client(verify=verified_tls(), base_url=platform.url, timeout=10) as http:
             fuzz(http)
 
     await asyncio.to_thread(work)
@@ -329,7 +330,9 @@ async def test_rest_routes_fuzzed(platform: Platform):
 async def test_error_codes_for_each_case(platform: Platform):
     """The code of each kind of error, on both bindings (fixed cases)."""
     v1 = {**HEADERS_A, "A2A-Version": "1.0"}
-    async with httpx.AsyncClient(base_url=platform.url, headers=v1, timeout=30) as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(), base_url=platform.url, headers=v1, timeout=30
+    ) as http:
 
         async def rpc(method: str, params: Any, url: str = "/") -> int:
             body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}

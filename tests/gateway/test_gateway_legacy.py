@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from soorma.client import verified_tls
 from soorma_common.a2a import A2ATaskResponse, A2ATaskStatus
 from testsupport.gateway_platform import HEADERS_A, Platform
 
@@ -21,7 +22,9 @@ def legacy_task(parts: list[dict], skill: str = "echo") -> dict:
 
 
 async def test_legacy_send_answers_with_the_seed_shape(platform: Platform):
-    async with httpx.AsyncClient(base_url=platform.url, headers=HEADERS_A) as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(), base_url=platform.url, headers=HEADERS_A
+    ) as http:
         text = await http.post("/tasks/send", json=legacy_task([{"type": "text", "text": "yo"}]))
         data = await http.post(
             "/tasks/send",

@@ -10,6 +10,7 @@ import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from prometheus_client.parser import text_string_to_metric_families
 
+from soorma.client import verified_tls
 from testsupport.a2a import a2a_client, collect, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 
@@ -42,7 +43,7 @@ async def test_open_tasks_by_state_follow_a_task(platform: Platform) -> None:
     )
     try:
         async with (
-            httpx.AsyncClient(base_url=scraper.url, timeout=15) as metrics,
+            httpx.AsyncClient(verify=verified_tls(), base_url=scraper.url, timeout=15) as metrics,
             a2a_client(platform.url, "JSONRPC", headers=HEADERS_A) as client,
         ):
             assert await open_tasks(metrics, "input_required") == 0
@@ -61,7 +62,9 @@ async def test_open_tasks_by_state_follow_a_task(platform: Platform) -> None:
                         break
                     await asyncio.sleep(0.05)
             await until(metrics, "input_required", 0)
-        async with httpx.AsyncClient(base_url=platform.url, timeout=15) as plain:
+        async with httpx.AsyncClient(
+            verify=verified_tls(), base_url=platform.url, timeout=15
+        ) as plain:
             text = (await plain.get("/metrics")).text
         assert 'soorma_http_request_duration_seconds_count{method="POST",route="/"' in text
     finally:

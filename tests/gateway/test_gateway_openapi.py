@@ -10,6 +10,7 @@ import pytest
 
 from gateway_a2a.openapi import served
 from gateway_a2a.restwire import is_rest_v1_0
+from soorma.client import verified_tls
 from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -42,7 +43,7 @@ def documented(spec: dict[str, Any], path: str, method: str, status: int) -> set
 
 
 async def test_every_served_route_and_path_parameter_is_documented(platform: Platform):
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         spec = await spec_of(http)
     app = platform.gateway.app  # type: ignore[union-attr]
     routes = {(PARAM.sub(lambda m: "{" + m.group(1) + "}", p), m) for p, m in served(app.routes)}
@@ -70,7 +71,7 @@ async def test_every_served_route_and_path_parameter_is_documented(platform: Pla
 async def test_documented_statuses_and_media_types_are_what_the_routes_answer(
     platform: Platform,
 ):
-    async with httpx.AsyncClient(base_url=platform.url, timeout=20) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url, timeout=20) as http:
         spec = await spec_of(http)
 
         async def check(method: str, url: str, doc_path: str, status: int, **kw: Any) -> Any:

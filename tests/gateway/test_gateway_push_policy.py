@@ -15,6 +15,7 @@ from test_gateway_push import Receiver
 from gateway_a2a.push import policy_for
 from gateway_a2a.pushpolicy import PushPolicy, address_problem, embedded_ipv4
 from gateway_a2a.settings import Settings as GatewaySettings
+from soorma.client import verified_tls
 from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 from testsupport.server import serve
@@ -84,7 +85,7 @@ async def test_gateway_with_star_refuses_embedded_private_addresses(
                             task_id=task.id, url=f"http://[{address}]/latest/meta-data/"
                         )
                     )
-        async with httpx.AsyncClient(base_url=gateway.url) as http:
+        async with httpx.AsyncClient(verify=verified_tls(), base_url=gateway.url) as http:
             response = await http.post(
                 f"/tasks/{task.id}/pushNotificationConfigs",
                 json={"taskId": task.id, "url": "http://[2002:7f00:1::]/hook"},

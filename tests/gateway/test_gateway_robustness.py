@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from gateway_a2a import create_app
+from soorma.client import verified_tls
 from testsupport.gateway_platform import HEADERS_A, Platform, gateway_settings
 from testsupport.server import LiveServer, closed_port
 
@@ -110,7 +111,9 @@ def assert_unavailable(responses: list[httpx.Response], service: str) -> None:
 async def test_registry_down_is_503_naming_it_and_bad_bodies_are_400(tmp_path: Any):
     gateway = await start(tmp_path, closed_url(), closed_url())
     try:
-        async with httpx.AsyncClient(base_url=gateway.url, headers=V1, timeout=30) as http:
+        async with httpx.AsyncClient(
+            verify=verified_tls(), base_url=gateway.url, headers=V1, timeout=30
+        ) as http:
             assert_unavailable(await sends(http), "registry")
             # Bad input is answered before any service is asked: 400 naming the problem.
             for body in MALFORMED:
@@ -147,7 +150,9 @@ async def test_event_service_down_is_503_naming_it(platform: Platform, tmp_path:
     """The registry knows the echo skill; the event service is unreachable."""
     gateway = await start(tmp_path, closed_url(), platform.registry.url)
     try:
-        async with httpx.AsyncClient(base_url=gateway.url, headers=V1, timeout=30) as http:
+        async with httpx.AsyncClient(
+            verify=verified_tls(), base_url=gateway.url, headers=V1, timeout=30
+        ) as http:
             assert_unavailable(await sends(http), "event service")
             # Nothing half-made: no task was stored for the refused sends.
             listed = await http.get("/tasks")

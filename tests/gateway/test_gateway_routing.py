@@ -13,6 +13,7 @@ from google.protobuf.json_format import MessageToDict
 
 from gateway_a2a.routing import rank
 from gateway_a2a.skills import Skill
+from soorma.client import verified_tls
 from testsupport.a2a import BINDINGS, a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 
@@ -67,7 +68,7 @@ async def test_raw_http_error_names_the_skills_and_the_card_documents_the_conven
 ):
     body = {"message": {"messageId": "m-r", "role": "ROLE_USER", "parts": [{"text": "zzz"}]}}
     v1 = {**HEADERS_A, "A2A-Version": "1.0"}
-    async with httpx.AsyncClient(base_url=platform.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url) as http:
         rest = await http.post("/message:send", json=body, headers=v1)
         rpc = await http.post(
             "/",
@@ -94,7 +95,7 @@ async def test_the_default_skill_wins_when_configured(platform: Platform):
     try:
         async with a2a_client(gateway.url, streaming=False, headers=HEADERS_A) as client:
             task = final_task(await collect(client, send_request(user_message(text="doc mode"))))
-        async with httpx.AsyncClient(base_url=gateway.url) as http:
+        async with httpx.AsyncClient(verify=verified_tls(), base_url=gateway.url) as http:
             card = (await http.get("/.well-known/agent-card.json")).json()
     finally:
         await gateway.stop()

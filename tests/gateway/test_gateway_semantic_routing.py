@@ -18,6 +18,7 @@ from gateway_a2a.semantic import SemanticRanker
 from gateway_a2a.skills import Skill
 from memory_service import create_app as create_memory_app
 from soorma import Tool
+from soorma.client import verified_tls
 from testsupport.a2a import (
     BINDINGS,
     a2a_client,
@@ -101,7 +102,7 @@ async def test_a_skill_less_message_goes_to_the_skill_it_means(
 async def test_raw_http_on_both_bindings(platform: Platform, forecaster: Tool):
     body = {"message": {"messageId": "m-rain", "role": "ROLE_USER", "parts": [{"text": RAINY}]}}
     v1 = {**HEADERS_A, "A2A-Version": "1.0"}
-    async with httpx.AsyncClient(base_url=platform.url, timeout=30) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url, timeout=30) as http:
         rest = await http.post("/message:send", json=body, headers=v1)
         rpc = await http.post(
             "/",
@@ -146,7 +147,11 @@ async def test_skill_vectors_are_cached_and_renewed_when_the_model_changes(tmp_p
                 url, tmp_path / str(dims), embedding_model=f"deterministic/{dims}"
             )
             servers[dims] = await stack.enter_async_context(serve(create_memory_app(settings)))
-        http = await stack.enter_async_context(httpx.AsyncClient())
+        http = await stack.enter_async_context(
+            httpx.AsyncClient(
+                verify=verified_tls(),
+            )
+        )
         ranker = SemanticRanker(servers[32].url, http)
         first = await ranker.rank("tenant-a", skills, "weather forecast please")
         cached = dict(ranker._vectors)

@@ -19,6 +19,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 
 from soorma import PlanContext, Planner, Worker
 from soorma.ai import _llm, stream_text
+from soorma.client import verified_tls
 from soorma_common.state import StateConfig
 from testsupport.a2a import a2a_client, capability, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
@@ -154,7 +155,7 @@ async def test_the_chunks_arrive_as_sse_artifact_updates_on_http_json(platform: 
     headers = {**HEADERS_A, "A2A-Version": "1.0", "Accept": "text/event-stream"}
     updates = []
     async with (
-        httpx.AsyncClient(timeout=30) as http,
+        httpx.AsyncClient(verify=verified_tls(), timeout=30) as http,
         http.stream("POST", f"{platform.url}/message:stream", json=body, headers=headers) as reply,
     ):
         assert reply.status_code == 200

@@ -21,6 +21,7 @@ import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from google.protobuf.json_format import MessageToDict
 
+from soorma.client import verified_tls
 from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, KEY_A, KEY_B, Platform
 from testsupport.server import free_port
@@ -71,7 +72,12 @@ async def start_replica_process(
         stderr=asyncio.subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    async with httpx.AsyncClient() as http, asyncio.timeout(60):
+    async with (
+        httpx.AsyncClient(
+            verify=verified_tls(),
+        ) as http,
+        asyncio.timeout(60),
+    ):
         while True:
             with contextlib.suppress(httpx.HTTPError):
                 if (await http.get(f"{url}/health")).status_code == 200:

@@ -19,6 +19,7 @@ import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from google.protobuf.json_format import MessageToDict
 
+from soorma.client import verified_tls
 from soorma.event import Event
 from soorma_common.events import ACTION_RESULTS, NOTIFICATION_EVENTS, SYSTEM_EVENTS
 from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
@@ -121,7 +122,9 @@ async def test_forged_events_from_another_tenant_do_not_move_a_running_task(
         await refused(platform.gateway, 4)
         assert_untouched(await client.get_task(GetTaskRequest(id=task_id)))
         await settle_with_own_answer(platform, client, task_id, "t-one")
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         scraped = (await http.get(f"{platform.url}/metrics")).text
     counted = re.search(r"^soorma_gateway_refused_events_total (\S+)$", scraped, re.M)
     assert counted and float(counted.group(1)) >= 4

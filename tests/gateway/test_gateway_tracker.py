@@ -19,6 +19,7 @@ from gateway_a2a.settings import Settings as GatewaySettings
 from memory_service import create_app as create_memory_app
 from registry_service import create_app as create_registry_app
 from soorma.agents.planner import Planner
+from soorma.client import verified_tls
 from soorma_common.state import PlanDefinition, StateAction, StateConfig, StateTransition
 from testsupport.a2a import (
     a2a_client,
@@ -125,7 +126,7 @@ async def test_plan_started_by_a_task_is_tracked_under_its_id(services: dict[str
         # No skill named: the configured default skill, the planner's goal.
         task = final_task(await collect(client, send_request(user_message(text="hey"))))
     assert task.status.state == TaskState.TASK_STATE_COMPLETED, task
-    async with httpx.AsyncClient(base_url=services["tracker"]) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=services["tracker"]) as http:
         for _ in range(100):  # the tracker projects the tap asynchronously
             found = await http.get(f"/v1/tracker/plans/by-correlation/{task.id}")
             if found.status_code != 404 and found.json().get("status") == "completed":
@@ -146,7 +147,7 @@ async def test_artifacts_sent_before_the_answer_are_not_taken_for_it(services: d
             )
             task = final_task(await collect(client, request))
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
-        async with httpx.AsyncClient(base_url=services["tracker"]) as http:
+        async with httpx.AsyncClient(verify=verified_tls(), base_url=services["tracker"]) as http:
             for _ in range(100):
                 tracked = await http.get(f"/v1/tracker/tasks/{task.id}")
                 if tracked.status_code == 200 and tracked.json().get("answer_type"):

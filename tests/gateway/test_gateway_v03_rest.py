@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from soorma.client import verified_tls
 from testsupport.gateway_platform import HEADERS_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -34,7 +35,7 @@ async def sse_events(response: httpx.Response) -> list[dict[str, Any]]:
 
 async def test_v03_message_stream_answers_a_valid_stream(platform: Platform):
     async with (
-        httpx.AsyncClient(base_url=platform.url, timeout=20) as http,
+        httpx.AsyncClient(verify=verified_tls(), base_url=platform.url, timeout=20) as http,
         http.stream(
             "POST", "/v1/message:stream", json=v03_message({"text": "v03"}), headers=HEADERS_A
         ) as response,
@@ -60,7 +61,7 @@ async def test_v03_stream_refused_before_it_starts_is_a_json_error(
     platform: Platform, method: str, path: str, body: Any, status: int
 ):
     async with (
-        httpx.AsyncClient(base_url=platform.url, timeout=20) as http,
+        httpx.AsyncClient(verify=verified_tls(), base_url=platform.url, timeout=20) as http,
         http.stream(method, path, json=body, headers=HEADERS_A) as response,
     ):
         payload = json.loads(await response.aread())
@@ -71,7 +72,7 @@ async def test_v03_stream_refused_before_it_starts_is_a_json_error(
 
 async def test_v03_subscribe_to_a_running_task_streams_it_to_the_end(platform: Platform):
     doc = "v03-subscribe"
-    async with httpx.AsyncClient(base_url=platform.url, timeout=20) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=platform.url, timeout=20) as http:
         sent = await http.post(
             "/v1/message:send",
             json={

@@ -8,6 +8,7 @@ import httpx
 import pytest
 from memory_bodies import sub_task, task_body
 
+from soorma.client import verified_tls
 from testsupport.server import serve
 
 pytestmark = pytest.mark.asyncio
@@ -56,7 +57,9 @@ async def test_fan_in_keeps_all_results_through_a_real_server(
     app = create_app(make_settings())  # type: ignore[operator]
     async with serve(app) as srv:
         limits = httpx.Limits(max_connections=N, max_keepalive_connections=N)
-        async with httpx.AsyncClient(base_url=srv.url, limits=limits, timeout=60) as client:
+        async with httpx.AsyncClient(
+            verify=verified_tls(), base_url=srv.url, limits=limits, timeout=60
+        ) as client:
             await _fan_in(client)
 
 

@@ -7,7 +7,7 @@ import asyncio
 import httpx
 import pytest
 
-from soorma.client import Identity
+from soorma.client import Identity, verified_tls
 from soorma.registry import RegistryClient
 from soorma_common.registry import EventDefinition
 from testsupport.server import LiveServer
@@ -16,7 +16,9 @@ pytestmark = pytest.mark.asyncio
 
 
 async def test_cached_definition_expires_and_absence_is_cached_too(registry: LiveServer) -> None:
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         writer = RegistryClient(base_url=registry.url, http=http, identity=Identity("t1"))
         reader = RegistryClient(
             base_url=registry.url, http=http, identity=Identity("t1"), schema_cache_seconds=0.3

@@ -32,6 +32,8 @@ from test_event_publish import test_batch_returns_ids_in_order_and_events_arrive
 from test_event_recovery import test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once
 from test_event_tap import test_tap_group_stream_acks_and_nacks_with_tenant_star
 
+from soorma.client import verified_tls
+
 __all__ = [
     "test_a_consumer_id_reconnecting_gets_its_pending_deliveries_at_once",
     "test_a_new_group_starts_at_now_unless_from_earliest",
@@ -56,8 +58,8 @@ async def test_publish_on_one_replica_consume_and_ack_on_the_other(service: Serv
     """Explicit routing: stream on replica A, publish and ack on B; A sees the ack."""
     url_a, url_b = replica_urls(service.client)
     async with (
-        httpx.AsyncClient(base_url=url_a, timeout=15) as a,
-        httpx.AsyncClient(base_url=url_b, timeout=15) as b,
+        httpx.AsyncClient(verify=verified_tls(), base_url=url_a, timeout=15) as a,
+        httpx.AsyncClient(verify=verified_tls(), base_url=url_b, timeout=15) as b,
     ):
         group = {"topics": "task-events", "group": "split", "consumer": "on-a"}
         async with SSEStream(a, **group) as stream:

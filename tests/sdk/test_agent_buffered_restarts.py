@@ -25,6 +25,7 @@ import pytest
 from sdk_helpers import Proc, eventually, make_context, subprocess_env
 
 from soorma import Agent, AgentOptions, Event, PlatformContext
+from soorma.client import verified_tls
 from soorma.testing import PlatformHarness
 from soorma_common.clock import ManualClock
 from testsupport import agent_timing
@@ -70,7 +71,7 @@ async def test_a_buffered_event_outlives_max_deliveries_restarts_and_is_handled(
         procs.append(last)
         await last.wait_for("done 1", within=30)
         assert "started 0" not in "\n".join(last.lines)
-        async with httpx.AsyncClient(base_url=event_service.url) as client:
+        async with httpx.AsyncClient(verify=verified_tls(), base_url=event_service.url) as client:
             r = await client.get("/v1/events/dlq", params={"topic": "business-facts"})
         [dead] = r.json()["events"]
         assert dead["event"]["data"] == {"n": 0}

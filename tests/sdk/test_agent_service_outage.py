@@ -19,7 +19,7 @@ import pytest
 from sdk_helpers import eventually
 
 from soorma import Agent, AgentOptions, PlatformContext
-from soorma.client import ServiceClient
+from soorma.client import ServiceClient, verified_tls
 from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio
@@ -36,7 +36,9 @@ async def test_handler_runs_again_after_outage_without_dead_letter(
 ) -> None:
     attempts: list[int] = []
     done: list[str] = []
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         down = ServiceClient(
             base_url=f"http://127.0.0.1:{closed_port()}", http=http, connect_retries=0
         )
@@ -66,7 +68,7 @@ async def test_handler_runs_again_after_outage_without_dead_letter(
 
 
 async def http_dlq(url: str) -> dict:
-    async with httpx.AsyncClient(base_url=url) as client:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=url) as client:
         response = await client.get("/v1/events/dlq", params={"topic": "business-facts"})
         response.raise_for_status()
         return response.json()

@@ -11,7 +11,7 @@ import pytest_asyncio
 
 from soorma import BusClient
 from soorma._propagation import handling
-from soorma.client import Identity, identity_headers
+from soorma.client import Identity, identity_headers, verified_tls
 from soorma_common.events import EventEnvelope
 
 pytestmark = pytest.mark.asyncio
@@ -22,7 +22,9 @@ UNREACHABLE = "http://127.0.0.1:9"
 
 @pytest_asyncio.fixture
 async def bus() -> AsyncIterator[BusClient]:
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         yield BusClient(base_url=UNREACHABLE, http=http, connect_retries=0)
 
 

@@ -16,6 +16,7 @@ from sdk_helpers import Proc, subprocess_env
 
 from event_service import create_app
 from event_service.settings import Settings
+from soorma.client import verified_tls
 from testsupport.server import free_port, serve
 
 pytestmark = pytest.mark.asyncio
@@ -58,7 +59,9 @@ async def test_first_ctrl_c_says_what_it_waits_for_and_the_second_stops_at_once(
         try:
             await agent.wait_for("agent slow ready", within=60)
             body = {"event": {"topic": "business-facts", "type": "job.created", "data": {}}}
-            async with httpx.AsyncClient() as http:
+            async with httpx.AsyncClient(
+                verify=verified_tls(),
+            ) as http:
                 published = await http.post(f"{events.url}/v1/events/publish", json=body)
                 assert published.status_code == 200, published.text
             await agent.wait_for("started")
@@ -85,7 +88,7 @@ async def test_soorma_dev_stops_in_under_a_second_with_a_stream_open(tmp_path: P
     proc = await Proc.start(SOORMA, "dev", *args, env=env, cwd=str(tmp_path))
     try:
         await proc.wait_for("soorma dev: ready", within=60)
-        async with httpx.AsyncClient(timeout=None) as http:
+        async with httpx.AsyncClient(verify=verified_tls(), timeout=None) as http:
             # An agent's open stream, through the one address and directly.
             streams = [
                 f"http://127.0.0.1:{platform_port}/events/v1/events/stream",

@@ -18,6 +18,7 @@ import pytest
 from sdk_helpers import Proc, run_cli, subprocess_env
 
 from memory_service import create_app as create_memory_app
+from soorma.client import verified_tls
 from testsupport.server import LiveServer, free_port, serve
 from testsupport.services import memory_settings
 
@@ -37,7 +38,9 @@ async def test_soorma_dev_serves_all_five_services_and_stops_cleanly_on_ctrl_c(t
     proc = await Proc.start(SOORMA, "dev", *args, env=env, cwd=str(tmp_path))
     try:
         await proc.wait_for("soorma dev: ready", within=60)
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(
+            verify=verified_tls(),
+        ) as http:
             for name, port in ports.items():
                 response = await http.get(f"http://127.0.0.1:{port}/health")
                 assert response.status_code == 200, name
@@ -194,7 +197,9 @@ async def test_events_tail_prints_one_line_per_event(event_service: LiveServer):
     )
     try:
         await tail.wait_for("tailing business-facts")
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(
+            verify=verified_tls(),
+        ) as http:
             for n in (1, 2):
                 body = {
                     "event": {

@@ -16,6 +16,7 @@ import pytest
 from sdk_helpers import Proc, make_context, run_cli, subprocess_env
 
 import memory_service
+from soorma.client import verified_tls
 from testsupport.server import LiveServer, closed_port, free_port, serve
 from testsupport.services import memory_settings
 
@@ -121,7 +122,9 @@ async def test_an_agent_without_a_platform_says_so_in_one_line(tmp_path: Path):
 
 async def _publish(url: str, topic: str, event_type: str, data: dict) -> None:
     body = {"event": {"topic": topic, "type": event_type, "data": data}}
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         response = await http.post(f"{url}/v1/events/publish", json=body)
         assert response.status_code == 200, response.text
 

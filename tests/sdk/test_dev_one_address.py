@@ -15,6 +15,7 @@ from event_service import create_app as create_event_app
 from event_service.settings import Settings
 from soorma import PlatformContext, PlatformSettings
 from soorma._platform_router import Mounted, PlatformRouter
+from soorma.client import verified_tls
 from testsupport.server import closed_port, free_port, serve
 
 SOORMA = str(Path(sys.executable).with_name("soorma"))
@@ -46,7 +47,9 @@ async def test_one_address_serves_every_service_and_a_client_needs_only_soorma_u
     url = f"http://127.0.0.1:{platform_port}"
     try:
         await proc.wait_for("soorma dev: ready", within=60)
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(
+            verify=verified_tls(),
+        ) as http:
             found = (await http.get(f"{url}/.well-known/soorma.json")).json()
             assert found["services"] == {name: f"{url}/{name}" for name in SERVICES}
             for name in SERVICES:
@@ -102,7 +105,12 @@ async def test_the_cli_finds_the_services_from_the_platforms_discovery_document(
     router = PlatformRouter(
         [Mounted("events", "/bus", _nothing, {}), Mounted("memory", "/mem", _nothing, {})]
     )
-    async with serve(router) as platform, httpx.AsyncClient() as http:
+    async with (
+        serve(router) as platform,
+        httpx.AsyncClient(
+            verify=verified_tls(),
+        ) as http,
+    ):
         env = {"SOORMA_URL": platform.url, "SOORMA_MEMORY_URL": "http://mine:1"}
         settings = await PlatformSettings.discover(http, env)
     assert settings.event_service_url == f"{platform.url}/bus"  # as the platform says

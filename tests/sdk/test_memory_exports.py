@@ -5,7 +5,7 @@ import pytest
 
 import soorma.memory
 from soorma import MemoryClient
-from soorma.client import Identity
+from soorma.client import Identity, verified_tls
 from soorma.memory import EpisodicMemory, KnowledgeMemory, ProceduralMemory
 
 
@@ -22,7 +22,9 @@ def test_memory_module_exports_are_pinned():
 
 @pytest.mark.asyncio
 async def test_memory_client_has_one_view_per_long_term_memory_type():
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         client = MemoryClient(base_url="http://memory", http=http, identity=Identity(tenant_id="t"))
         assert isinstance(client.knowledge, KnowledgeMemory)
         assert isinstance(client.episodes, EpisodicMemory)

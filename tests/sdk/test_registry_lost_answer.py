@@ -23,7 +23,7 @@ import pytest_asyncio
 from sdk_helpers import eventually
 
 from soorma import Agent, AgentOptions, PlatformContext, PlatformSettings
-from soorma.client import ServiceClient
+from soorma.client import ServiceClient, verified_tls
 from soorma_common.errors import ServiceUnavailable
 from testsupport.server import LiveServer
 
@@ -62,7 +62,9 @@ async def dying_registry() -> AsyncIterator[DyingRegistry]:
 
 
 async def test_lost_answer_is_service_unavailable(dying_registry: DyingRegistry) -> None:
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         client = ServiceClient(base_url=dying_registry.url, http=http)
         with pytest.raises(ServiceUnavailable, match="did not answer"):
             await client._send("GET", "/v1/agents")

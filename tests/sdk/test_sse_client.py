@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from soorma import BusClient
+from soorma.client import verified_tls
 from soorma_common.errors import Unauthenticated
 from testsupport.server import serve
 
@@ -45,7 +46,12 @@ def silent_after_one_event_app(seen_last_ids: list[str | None]) -> Starlette:
 
 async def test_silent_stream_is_dropped_and_resumed_with_last_event_id():
     seen: list[str | None] = []
-    async with serve(silent_after_one_event_app(seen)) as server, httpx.AsyncClient() as http:
+    async with (
+        serve(silent_after_one_event_app(seen)) as server,
+        httpx.AsyncClient(
+            verify=verified_tls(),
+        ) as http,
+    ):
         bus = BusClient(base_url=server.url, http=http, heartbeat_timeout=0.3, max_backoff=0.1)
         async with bus.subscribe("business-facts") as sub:
             first = await anext(sub)
@@ -65,7 +71,12 @@ async def test_refused_stream_raises_the_domain_error_instead_of_retrying():
         return JSONResponse(body, status_code=401)
 
     app = Starlette(routes=[Route("/v1/events/stream", stream)])
-    async with serve(app) as server, httpx.AsyncClient() as http:
+    async with (
+        serve(app) as server,
+        httpx.AsyncClient(
+            verify=verified_tls(),
+        ) as http,
+    ):
         bus = BusClient(base_url=server.url, http=http)
         async with bus.subscribe("business-facts") as sub:
             with pytest.raises(Unauthenticated, match="token expired"):

@@ -13,6 +13,7 @@ from sdk_helpers import make_context
 from event_service import create_app
 from event_service.settings import Settings
 from soorma._sse import stream_frames
+from soorma.client import verified_tls
 from testsupport.server import LiveServer, closed_port
 
 pytestmark = pytest.mark.asyncio
@@ -21,7 +22,9 @@ pytestmark = pytest.mark.asyncio
 async def test_unreachable_stream_warns_with_the_url(caplog: pytest.LogCaptureFixture) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1/events/stream"
     caplog.set_level(logging.WARNING, logger="soorma")
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         frames = stream_frames(http, url, min_backoff=0.01, max_backoff=0.01)
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(frames.__anext__(), timeout=0.3)

@@ -16,6 +16,7 @@ from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, StreamResponse,
 from google.protobuf.struct_pb2 import Struct
 
 from soorma import PlatformContext, PlatformSettings, Tool, Worker
+from soorma.client import verified_tls
 from soorma_common.registry import AgentCapability, EventDefinition
 
 ECHO_SCHEMA = {
@@ -176,7 +177,7 @@ async def a2a_client(
     headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
     """An official a2a-sdk client for the gateway at ``url`` over ``binding``."""
-    http = httpx.AsyncClient(headers=headers or {}, timeout=30)
+    http = httpx.AsyncClient(verify=verified_tls(), headers=headers or {}, timeout=30)
     try:
         factory = ClientFactory(
             ClientConfig(

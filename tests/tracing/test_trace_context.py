@@ -17,6 +17,7 @@ from soorma import Tool
 from soorma._propagation import handling
 from soorma.ai import ChoreographyPlanner
 from soorma.bus import BusClient
+from soorma.client import verified_tls
 from soorma.event import Event
 from soorma.testing import PlatformHarness
 from soorma_common import tracing as otel
@@ -70,7 +71,9 @@ def test_tracestate_is_bounded():
 
 @pytest.mark.asyncio
 async def test_an_untraced_handler_passes_the_trace_context_on_unchanged():
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(
+        verify=verified_tls(),
+    ) as http:
         bus = BusClient(base_url="http://127.0.0.1:9", http=http)
         handled = Event(
             type="a.requested", topic="action-requests", traceparent=TRACEPARENT, tracestate="k=v"

@@ -19,6 +19,7 @@ import httpx
 
 from event_service import create_app as create_event_app
 from memory_service import create_app as create_memory_app
+from soorma.client import verified_tls
 from soorma_common.clock import SYSTEM_CLOCK, Clock
 from testsupport.server import LiveServer, serve
 from testsupport.services import event_settings, memory_settings, redis_event_settings
@@ -153,7 +154,9 @@ async def start_stack(
                 )
             )
         )
-        client = await exits.enter_async_context(httpx.AsyncClient(timeout=15))
+        client = await exits.enter_async_context(
+            httpx.AsyncClient(verify=verified_tls(), timeout=15)
+        )
         stack = Stack(
             events=events,
             memory=memory,

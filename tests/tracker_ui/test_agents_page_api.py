@@ -18,6 +18,7 @@ import pytest_asyncio
 from event_service import create_app as create_event_app
 from registry_service import create_app as create_registry_app
 from soorma import Agent, AgentOptions, PlatformContext, PlatformSettings
+from soorma.client import verified_tls
 from soorma_common.registry import AgentCapability, AgentDefinition, EventDefinition
 from testsupport.server import serve
 from testsupport.services import (
@@ -106,7 +107,9 @@ async def platform(backends: dict[str, str], tmp_path: Any) -> AsyncIterator[Pla
         registry = await exits.enter_async_context(
             serve(create_registry_app(registry_settings(backends["db"], tmp_path)))
         )
-        client = await exits.enter_async_context(httpx.AsyncClient(timeout=15))
+        client = await exits.enter_async_context(
+            httpx.AsyncClient(verify=verified_tls(), timeout=15)
+        )
         urls = {"events": events.url, "registry": registry.url, "tracker_db": backends["db"]}
         platform = Platform(urls, client, exits)
         urls["tracker"] = await platform.tracker()

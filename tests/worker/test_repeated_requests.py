@@ -17,6 +17,7 @@ import pytest_asyncio
 from worker_helpers import next_event
 
 from soorma import PlatformContext, PlatformSettings, Tool, Worker
+from soorma.client import verified_tls
 from testsupport.server import LiveServer
 
 # One set of services for the module; each test is a tenant of its own on them.
@@ -175,7 +176,7 @@ async def test_recorded_answers_are_per_tenant_first_wins_and_checked(
 ):
     headers_a = {"X-Tenant-ID": "tenant-a"}
     headers_b = {"X-Tenant-ID": "tenant-b"}
-    async with httpx.AsyncClient(base_url=memory_service.url) as http:
+    async with httpx.AsyncClient(verify=verified_tls(), base_url=memory_service.url) as http:
         url = "/v1/memory/answers/req-1"
         first = await http.put(url, json={"answer": {"n": 1}}, headers=headers_a)
         assert first.status_code == 200, first.text

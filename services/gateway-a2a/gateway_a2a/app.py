@@ -38,7 +38,7 @@ from gateway_a2a.settings import Settings
 from gateway_a2a.skills import SkillCatalog
 from gateway_a2a.store import build_stores, migrate_stores
 from servicekit import create_service_app
-from soorma.client import make_http_client
+from soorma.client import make_http_client, verified_tls
 from soorma.context import DEFAULT_HTTP_LIMITS
 
 AGENT_PREFIX = "/agents/{agent}"
@@ -55,7 +55,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     stores = build_stores(settings)
     http = make_http_client(limits=DEFAULT_HTTP_LIMITS, transport=settings.http_transport)
     push_http = httpx.AsyncClient(
-        timeout=settings.gateway_push_timeout_seconds, follow_redirects=False
+        timeout=settings.gateway_push_timeout_seconds,
+        follow_redirects=False,
+        verify=verified_tls(),
     )
     semantic = SemanticRanker(
         settings.memory_url,

@@ -14,7 +14,7 @@ from servicekit import create_service_app
 from servicekit.db import database_url
 from soorma import MemoryClient
 from soorma.bus import BusClient
-from soorma.client import Identity
+from soorma.client import Identity, verified_tls
 from soorma.consumer_identity import ConsumerIdentity
 from soorma.registry import RegistryClient
 from soorma.settings import PlatformSettings
@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = SYSTEM_CLOCK)
         metrics = getattr(app, "metrics", None)
         if metrics is not None:
             metrics.time_engine(engine)  # storage latency by SQL verb
-        http = httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None))
+        http = httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), verify=verified_tls())
         identity = Identity(token=settings.api_token, role=SERVICE_ROLE)
         bus = BusClient(
             base_url=settings.event_service_url,

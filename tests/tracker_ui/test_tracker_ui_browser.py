@@ -14,6 +14,7 @@ data shown as text.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import sys
@@ -157,6 +158,21 @@ async def tracked(stack: Stack, path: str, tenant: str = TENANT) -> Any:
             )
             if response.status_code == 200:
                 return response.json()
+            await asyncio.sleep(0.1)
+
+
+async def timeline_with(stack: Stack, plan_id: str, text: str, count: int) -> None:
+    """Wait until ``count`` entries of the plan's timeline carry ``text`` in their data.
+
+    The tracker projects each topic on its own: the plan's end can be projected before an
+    earlier request on another topic, and a finished plan's page does not re-read.
+    """
+    async with asyncio.timeout(20):
+        while True:
+            timeline = await tracked(stack, f"/plans/{plan_id}/timeline")
+            entries = timeline["entries"]
+            if sum(text in json.dumps(e.get("data")) for e in entries) >= count:
+                return
             await asyncio.sleep(0.1)
 
 
@@ -920,6 +936,7 @@ def test_plan_page_draws_the_timeline_and_path_and_updates_live(driver, stack):
 
 def test_event_data_is_shown_as_text_never_as_html(driver, stack):
     plan_id = stack.run(ask(stack, XSS))
+    stack.run(timeline_with(stack, plan_id, XSS, 2))
     page(driver, stack, f"/ui/plans/{plan_id}")
     loaded(driver)
     settled(driver)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -199,3 +200,15 @@ async def test_reads_survive_the_database_dropping_connections(
             "/v1/memory/plan-context/p1", json=plan_body("p1"), headers={"If-Match": "1"}
         )
         assert r.status_code == 200
+
+
+async def test_the_start_up_heap_is_frozen_once_a_process(make_client: Any) -> None:
+    # A long-lived service freezes what it built at start-up out of the collector; a
+    # process that starts many apps (this suite, the harness) must not pay a full
+    # collection per app nor freeze each one's soon-to-be garbage.
+    async with make_client() as client:
+        assert (await client.get("/health")).status_code == 200
+    frozen = gc.get_freeze_count()
+    async with make_client() as client:
+        assert (await client.get("/health")).status_code == 200
+    assert gc.get_freeze_count() == frozen

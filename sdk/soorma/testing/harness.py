@@ -24,7 +24,6 @@ import asyncio
 import atexit
 import contextlib
 import dataclasses
-import gc
 import logging
 import shutil
 import tempfile
@@ -232,7 +231,7 @@ class PlatformHarness:
                 apps[spec.host] = build_app(spec, overrides, clock=self.clock)
                 lifespan = Lifespan(apps[spec.host], name=f"{spec.name}-service")
                 self._lifespans.append(lifespan)
-                states[spec.host] = await _start_quietly(lifespan)
+                states[spec.host] = await lifespan.start()
         transport = StreamingASGITransport(
             apps,
             states=states,
@@ -673,31 +672,6 @@ class _ErrorLog(logging.Handler):
         self.messages.append(text)
 
 
-async def _start_quietly(lifespan: Lifespan) -> dict[str, Any]:
-    """Start a service without its heap freeze.
-
-    The memory service runs ``gc.collect(); gc.freeze()`` after start-up: right for a
-    long-lived server (short collections later), wrong for a test process that starts a
-    harness per test: each collection costs ~0.1 s on a test-sized heap and frozen objects
-    are never collected. Both are skipped while a harness service starts.
-    """
-    collect, freeze = gc.collect, gc.freeze
-    gc.collect = _no_collect
-    gc.freeze = _no_freeze
-    try:
-        return await lifespan.start()
-    finally:
-        gc.collect, gc.freeze = collect, freeze
-
-
-def _no_collect(generation: int = 2) -> int:
-    return 0
-
-
-def _no_freeze() -> None:
-    return None
-
-
 @contextlib.contextmanager
 def _logging_untouched() -> Generator[None, None, None]:
     """Undo the services' logging set-up (JSON on the root logger) afterwards.
@@ -735,7 +709,7 @@ async def _seed_database(spec: ServiceSpec, overrides: Mapping[str, Any], data_d
         atexit.register(shutil.rmtree, template, ignore_errors=True)
         template_spec = {s.name: s for s in service_specs(template)}[spec.name]
         lifespan = Lifespan(build_app(template_spec), name=f"{spec.name}-service (template)")
-        await _start_quietly(lifespan)
+        await lifespan.start()
         await lifespan.stop()
         _templates[spec.name] = template
     for path in template.glob(f"{spec.name}.db*"):

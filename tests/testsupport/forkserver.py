@@ -19,6 +19,7 @@ server answers the pid, then, when the child exits, its wait status.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import json
@@ -212,14 +213,15 @@ def read_status(conn: socket.socket) -> int:
         conn.close()
 
 
-class _Child:
+class _Child(abc.ABC):
     """Signals for a forked child, sent only while it runs (its pid is not reused then:
     the server reaps it only after it exits)."""
 
     pid: int
 
+    @abc.abstractmethod
     def _running(self) -> bool:
-        raise NotImplementedError
+        """Whether the child has not exited yet (its status not read)."""
 
     def send_signal(self, sig: int) -> None:
         if self._running():

@@ -160,11 +160,8 @@ def _main() -> None:
     path, preload = sys.argv[1], sys.argv[2:]
     own = {p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     base_path = [p for p in sys.path[1:] if p not in own]
-    for entry in preload:
-        module, _, function = entry.partition(":")
-        loaded = importlib.import_module(module)
-        if function:
-            getattr(loaded, function)()
+    for module in preload:
+        importlib.import_module(module)
     child = _serve(path)
     if child is not None:
         _become(*child, base_path)

@@ -171,3 +171,38 @@ async def test_an_event_without_a_tenant_is_refused(db_platform: Platform):
         assert bridge.refused == before + 1
         assert_untouched(await client.get_task(GetTaskRequest(id=task_id)))
         await settle_with_own_answer(platform, client, task_id, "t-three")
+
+
+async def test_an_event_naming_a_task_as_it_is_announced_finds_its_route(
+    db_platform: Platform, monkeypatch: pytest.MonkeyPatch
+):
+    """The task id reaches the client only once the route is stored and the executor
+    waits: an event naming the task at once is judged as the task's (refused here), and
+    the replica does not remember the id as not a gateway task."""
+    platform = db_platform
+    assert platform.gateway is not None
+    bridge = platform.gateway.app.state.bridge
+    insert = bridge.routes.insert
+
+    async def slow_insert(route: Any) -> None:
+        await asyncio.sleep(0.3)  # widen the window a busy database makes
+        await insert(route)
+
+    monkeypatch.setattr(bridge.routes, "insert", slow_insert)
+    async with a2a_client(platform.url, "JSONRPC", streaming=False, headers=HEADERS_A) as client:
+        task_id = await start_slow_task(client, "t-four")
+        before = bridge.refused
+        await bridge.route(
+            Event(
+                type="a2a.task.result",
+                topic=ACTION_RESULTS,
+                source="tenant-b",
+                tenant_id="tenant-b",
+                correlation_id=task_id,
+                data={"success": True, "result": FORGED},
+            )
+        )
+        assert bridge.refused == before + 1
+        assert task_id not in bridge._not_ours
+        assert_untouched(await client.get_task(GetTaskRequest(id=task_id)))
+        await settle_with_own_answer(platform, client, task_id, "t-four")

@@ -153,11 +153,6 @@ class BusAgentExecutor(AgentExecutor):
             status=_now_status(TaskState.TASK_STATE_SUBMITTED),
             history=[message] if message is not None else [],
         )
-        # The SDK's consumer stores the task; the route is stored before the request is
-        # published, so an answer arriving after a restart finds its task. (A client
-        # only learns the task id once the SDK has stored it.)
-        if announce:
-            await event_queue.enqueue_event(submitted)
         route = Route(
             task_id=task_id,
             tenant_id=tenant,
@@ -172,6 +167,13 @@ class BusAgentExecutor(AgentExecutor):
             await self.routes.insert(route)
         queue = self.bridge.wait_for(task_id, tenant)
         try:
+            # The route is stored (an answer arriving after a restart finds its task) and
+            # this executor waits before anyone learns the task id: the SDK's consumer
+            # stores the announced task and only then answers a non-blocking send. An
+            # event naming the task earlier would find no route, and every replica would
+            # remember the id as not a gateway task (Bridge.route).
+            if announce:
+                await event_queue.enqueue_event(submitted)
             await self.bridge.ensure(tenant)
             await self.bridge.publish(
                 tenant,

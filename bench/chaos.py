@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import create_database, drop_database
+from harness import create_database, drop_database, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT = ROOT / "bench" / "chaos" / "agent.py"
@@ -99,12 +99,6 @@ GOALS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Proc:
     """A process the run can SIGKILL and start again with the same command and env."""
 
@@ -124,10 +118,19 @@ class Proc:
         self.log = logs / f"{name}.log"
         self.proc: subprocess.Popen[str] | forkserver.ForkedPopen | None = None
         self.ready = threading.Event()
+        # Set when the current process ended before it was ready (a port taken, say).
+        self.exited = threading.Event()
+        # A watcher of a killed process must not mark its successor as exited.
+        self._current = threading.Lock()
         self.starts = 0
 
     def start(self) -> None:
+        with self._current:
+            self._start()
+
+    def _start(self) -> None:
         self.ready.clear()
+        self.exited.clear()
         self.starts += 1
         log = self.log.open("a")
         log.write(f"--- start {self.starts} at {time.strftime('%H:%M:%S')}\n")
@@ -154,6 +157,11 @@ class Proc:
         threading.Thread(target=self._watch, args=(self.proc, log), daemon=True).start()
 
     def _watch(self, proc: subprocess.Popen[str] | forkserver.ForkedPopen, log: Any) -> None:
+        # The process has its own copy of the log's descriptor: this one is the watcher's.
+        with log:
+            self._follow(proc, log)
+
+    def _follow(self, proc: subprocess.Popen[str] | forkserver.ForkedPopen, log: Any) -> None:
         if self.ready_url:
             while proc.poll() is None:
                 with contextlib.suppress(httpx.HTTPError):
@@ -161,12 +169,15 @@ class Proc:
                         self.ready.set()
                         return
                 time.sleep(0.1)
-            return
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.strip() == "ready":
-                self.ready.set()
-            log.write(line)
+        else:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if line.strip() == "ready":
+                    self.ready.set()
+                log.write(line)
+        with self._current:
+            if proc is self.proc and not self.ready.is_set():
+                self.exited.set()
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -183,9 +194,22 @@ class Proc:
                 self.proc.wait()
 
     async def wait_ready(self, within: float = 120) -> None:
-        ok = await asyncio.get_running_loop().run_in_executor(None, self.ready.wait, within)
-        if not ok:
-            raise RuntimeError(f"{self.name} did not become ready (see {self.log})")
+        """Wait until the process is ready; fail at once if it exits first. The error
+        carries the end of its log (the run deletes its logs unless ``--keep-logs``)."""
+
+        def wait() -> str | None:
+            deadline = time.monotonic() + within
+            while not self.ready.wait(0.1):
+                if self.exited.is_set():
+                    return "exited before it was ready"
+                if time.monotonic() >= deadline:
+                    return f"did not become ready in {within:.0f} s"
+            return None
+
+        failure = await asyncio.get_running_loop().run_in_executor(None, wait)
+        if failure is not None:
+            tail = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+            raise RuntimeError(f"{self.name} {failure}; the end of {self.log}:\n{tail}")
 
 
 @dataclass

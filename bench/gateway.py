@@ -34,17 +34,17 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import ROOT, UvicornService, cpu_seconds, create_database, drop_database, pct
+from harness import (
+    ROOT,
+    UvicornService,
+    cpu_seconds,
+    create_database,
+    drop_database,
+    free_port,
+    pct,
+)
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def echo_tool(context: Any) -> Any:

@@ -8,7 +8,9 @@ so their results compare.
 from __future__ import annotations
 
 import os
+import random
 import resource
+import socket
 import subprocess
 import sys
 import time
@@ -17,6 +19,35 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+# Ports for the benchmarks' servers: below the kernel's ephemeral range, and below the
+# test suite's blocks (tests/testsupport/server.py: 20,000 on), which run these scripts too.
+PORTS_FROM, PORTS_TO = 10_000, 20_000
+
+
+def free_port() -> int:
+    """A loopback port for a server about to bind it.
+
+    Not one the kernel hands out for ``bind(0)``: a port of its ephemeral range, free
+    when picked, can become the local port of any outgoing connection before the server
+    binds it (the chaos run inside the busy test suite once lost its event service so).
+    Falls back to ``bind(0)`` where that range leaves no room below it.
+    """
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    top = min(PORTS_TO, low)
+    for _ in range(200 if top > PORTS_FROM else 0):
+        port = random.randrange(PORTS_FROM, top)
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def pct(values: list[float], q: float) -> float:

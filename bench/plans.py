@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,16 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import create_database, drop_database
+from harness import create_database, drop_database, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = ("step1", "step2", "step3")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def pct(values: list[float], q: float) -> float:

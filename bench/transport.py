@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -27,14 +26,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import UvicornService, pct, pin_load_generator
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
+from harness import UvicornService, free_port, pct, pin_load_generator
 
 BODY = {"type": "bench.step1.requested", "data": {"n": 1, "text": "x" * 200}}
 

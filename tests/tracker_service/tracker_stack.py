@@ -21,6 +21,7 @@ from event_service import create_app as create_event_app
 from memory_service import create_app as create_memory_app
 from soorma.client import verified_tls
 from soorma_common.clock import SYSTEM_CLOCK, Clock
+from testsupport import forkserver
 from testsupport.server import LiveServer, serve
 from testsupport.services import event_settings, memory_settings, redis_event_settings
 from tracker_service import create_app as create_tracker_app
@@ -236,10 +237,14 @@ class TrackerProcess:
             "SOORMA_LOG_LEVEL": "WARNING",
             **env,
         }
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: forkserver.ForkedProcess | None = None
+        self._output: asyncio.Task[None] | None = None
+        self._lines: list[str] = []
 
     async def start(self) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
+        """Fork the tracker from the fork server (the libraries imported once per test
+        process); its own modules and settings load in the child, from its env."""
+        self.proc = await forkserver.ForkedProcess.start(
             sys.executable,
             "-m",
             "uvicorn",
@@ -252,22 +257,37 @@ class TrackerProcess:
             "--log-level",
             "warning",
             env=self.env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
         )
+        self._output = asyncio.create_task(self._collect(self.proc))
         async with asyncio.timeout(30):
             while True:
                 with contextlib.suppress(httpx.HTTPError):
                     r = await self.stack.client.get(f"{self.url}/ready")
                     if r.status_code == 200:
                         return
-                assert self.proc.returncode is None, "tracker exited at start"
+                if self.proc.returncode is not None:
+                    await self._output
+                    raise AssertionError(f"tracker exited at start:\n{self.output}")
                 await asyncio.sleep(0.1)
+
+    async def _collect(self, proc: forkserver.ForkedProcess) -> None:
+        """Read the tracker's output (stdout and stderr) as it comes: a full pipe would
+        stop it."""
+        assert proc.stdout is not None
+        async for line in proc.stdout:
+            self._lines.append(line.decode(errors="replace"))
+            del self._lines[:-200]
+
+    @property
+    def output(self) -> str:
+        return "".join(self._lines)
 
     async def kill(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         await self.proc.wait()
+        if self._output is not None:
+            await self._output  # its output ends with it
 
     async def stop(self) -> None:
         if self.proc is not None and self.proc.returncode is None:
@@ -277,6 +297,8 @@ class TrackerProcess:
                     await self.proc.wait()
             except TimeoutError:
                 await self.kill()
+        if self._output is not None:
+            await self._output
 
 
 def agent_context(stack: Stack, **identity: Any) -> Any:

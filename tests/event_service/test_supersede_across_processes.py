@@ -24,6 +24,7 @@ import httpx
 import pytest
 from event_sse_client import SSEStream
 
+from testsupport import forkserver
 from testsupport.server import free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scaleout"))
@@ -52,7 +53,7 @@ async def event_service_process(
         "SOORMA_BLOCK_SECONDS": "0.5",
         **{f"SOORMA_{k.upper()}": str(v) for k, v in settings.items()},
     }
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.ForkedProcess.start(
         sys.executable,
         "-m",
         "uvicorn",
@@ -65,8 +66,8 @@ async def event_service_process(
         "--log-level",
         "warning",
         env=env,
-        stdout=asyncio.subprocess.DEVNULL,
     )
+    proc.keep_output()
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient(verify=verified_tls(), base_url=url, timeout=15) as client:
@@ -76,7 +77,8 @@ async def event_service_process(
                         if (await client.get("/health")).status_code == 200:
                             break
                     if proc.returncode is not None:
-                        raise RuntimeError(f"event service exited with {proc.returncode}")
+                        await proc.wait()
+                        raise RuntimeError(f"event service exited:\n{proc.output}")
                     await asyncio.sleep(0.1)
             yield client
     finally:

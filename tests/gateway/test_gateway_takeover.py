@@ -22,6 +22,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from soorma.client import verified_tls
+from testsupport import forkserver
 from testsupport.a2a import a2a_client, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, KEY_A, KEY_B, Platform
 from testsupport.server import free_port
@@ -36,9 +37,7 @@ FAST = {
 }
 
 
-async def start_replica_process(
-    p: Platform, replica: str
-) -> tuple[asyncio.subprocess.Process, str]:
+async def start_replica_process(p: Platform, replica: str) -> tuple[forkserver.ForkedProcess, str]:
     """A gateway replica in its own process (so it can be SIGKILLed)."""
     port = free_port()
     env = {
@@ -55,7 +54,7 @@ async def start_replica_process(
         "SOORMA_DEFAULT_TENANT": "tenant-a",
         **{f"SOORMA_{k.upper()}": str(v) for k, v in FAST.items()},
     }
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.ForkedProcess.start(
         sys.executable,
         "-m",
         "uvicorn",
@@ -68,9 +67,8 @@ async def start_replica_process(
         "--log-level",
         "warning",
         env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
     )
+    proc.keep_output()
     url = f"http://127.0.0.1:{port}"
     async with (
         httpx.AsyncClient(
@@ -83,7 +81,8 @@ async def start_replica_process(
                 if (await http.get(f"{url}/health")).status_code == 200:
                     return proc, url
             if proc.returncode is not None:
-                raise RuntimeError(f"replica {replica} exited with {proc.returncode}")
+                await proc.wait()
+                raise RuntimeError(f"replica {replica} exited:\n{proc.output}")
             await asyncio.sleep(0.1)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -274,6 +275,8 @@ class ForkedProcess(_Child):
         self.stdin: asyncio.StreamWriter | None = None
         conn.setblocking(False)
         self._status = asyncio.create_task(self._read_status(conn))
+        self._kept: collections.deque[str] = collections.deque()
+        self._keeping: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(
@@ -330,8 +333,29 @@ class ForkedProcess(_Child):
             self.stdin.close()
         return self.returncode
 
+    def keep_output(self, lines: int = 200) -> None:
+        """Read the child's output as it comes, keeping its last ``lines`` lines
+        (:attr:`output`), for a server whose output no test reads: a pipe nobody reads
+        stops the child that fills it."""
+        assert self.stdout is not None and self._keeping is None
+        self._kept = collections.deque(maxlen=lines)
+        self._keeping = asyncio.create_task(self._keep(self.stdout))
+
+    async def _keep(self, stdout: asyncio.StreamReader) -> None:
+        async for line in stdout:
+            self._kept.append(line.decode(errors="replace"))
+
+    @property
+    def output(self) -> str:
+        """The output kept so far (:meth:`keep_output`)."""
+        return "".join(self._kept)
+
     async def wait(self) -> int:
-        return await asyncio.shield(self._status)
+        """The exit code, once the child has exited (and its kept output is read)."""
+        code = await asyncio.shield(self._status)
+        if self._keeping is not None:
+            await self._keeping  # the pipe ends with the child
+        return code
 
     def _running(self) -> bool:
         return self.returncode is None

@@ -238,8 +238,6 @@ class TrackerProcess:
             **env,
         }
         self.proc: forkserver.ForkedProcess | None = None
-        self._output: asyncio.Task[None] | None = None
-        self._lines: list[str] = []
 
     async def start(self) -> None:
         """Fork the tracker from the fork server (the libraries imported once per test
@@ -258,7 +256,7 @@ class TrackerProcess:
             "warning",
             env=self.env,
         )
-        self._output = asyncio.create_task(self._collect(self.proc))
+        self.proc.keep_output()
         async with asyncio.timeout(30):
             while True:
                 with contextlib.suppress(httpx.HTTPError):
@@ -266,28 +264,14 @@ class TrackerProcess:
                     if r.status_code == 200:
                         return
                 if self.proc.returncode is not None:
-                    await self._output
-                    raise AssertionError(f"tracker exited at start:\n{self.output}")
+                    await self.proc.wait()
+                    raise AssertionError(f"tracker exited at start:\n{self.proc.output}")
                 await asyncio.sleep(0.1)
-
-    async def _collect(self, proc: forkserver.ForkedProcess) -> None:
-        """Read the tracker's output (stdout and stderr) as it comes: a full pipe would
-        stop it."""
-        assert proc.stdout is not None
-        async for line in proc.stdout:
-            self._lines.append(line.decode(errors="replace"))
-            del self._lines[:-200]
-
-    @property
-    def output(self) -> str:
-        return "".join(self._lines)
 
     async def kill(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         await self.proc.wait()
-        if self._output is not None:
-            await self._output  # its output ends with it
 
     async def stop(self) -> None:
         if self.proc is not None and self.proc.returncode is None:
@@ -297,8 +281,6 @@ class TrackerProcess:
                     await self.proc.wait()
             except TimeoutError:
                 await self.kill()
-        if self._output is not None:
-            await self._output
 
 
 def agent_context(stack: Stack, **identity: Any) -> Any:

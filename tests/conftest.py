@@ -17,9 +17,15 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import pytest_asyncio
 
+from testsupport import migration_templates
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+# New SQLite databases get their service's schema as its migrations made it the first
+# time in this process, not by running them again (testsupport/migration_templates.py).
+migration_templates.install()
 RUN_ID = uuid.uuid4().hex[:10]
 
 # Files whose services open many PostgreSQL connections at once (two memory replicas with

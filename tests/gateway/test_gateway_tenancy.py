@@ -72,6 +72,22 @@ async def refused(gateway: Any, at_least: int, within: float = 10.0) -> None:
             await asyncio.sleep(0.02)
 
 
+async def route_forged_answer(bridge: Any, task_id: str, *, tenant_id: str | None) -> None:
+    """Hand the bridge an answer for ``task_id`` stamped with ``tenant_id``; it is refused."""
+    before = bridge.refused
+    await bridge.route(
+        Event(
+            type="a2a.task.result",
+            topic=ACTION_RESULTS,
+            source=tenant_id or "nobody",
+            tenant_id=tenant_id,
+            correlation_id=task_id,
+            data={"success": True, "result": FORGED},
+        )
+    )
+    assert bridge.refused == before + 1
+
+
 async def start_slow_task(client: Any, doc: str) -> str:
     sent = final_task(
         await collect(
@@ -158,17 +174,7 @@ async def test_an_event_without_a_tenant_is_refused(db_platform: Platform):
     bridge = platform.gateway.app.state.bridge
     async with a2a_client(platform.url, "JSONRPC", streaming=False, headers=HEADERS_A) as client:
         task_id = await start_slow_task(client, "t-three")
-        before = bridge.refused
-        await bridge.route(
-            Event(
-                type="a2a.task.result",
-                topic=ACTION_RESULTS,
-                source="nobody",
-                correlation_id=task_id,
-                data={"success": True, "result": FORGED},
-            )
-        )
-        assert bridge.refused == before + 1
+        await route_forged_answer(bridge, task_id, tenant_id=None)
         assert_untouched(await client.get_task(GetTaskRequest(id=task_id)))
         await settle_with_own_answer(platform, client, task_id, "t-three")
 
@@ -191,18 +197,7 @@ async def test_an_event_naming_a_task_as_it_is_announced_finds_its_route(
     monkeypatch.setattr(bridge.routes, "insert", slow_insert)
     async with a2a_client(platform.url, "JSONRPC", streaming=False, headers=HEADERS_A) as client:
         task_id = await start_slow_task(client, "t-four")
-        before = bridge.refused
-        await bridge.route(
-            Event(
-                type="a2a.task.result",
-                topic=ACTION_RESULTS,
-                source="tenant-b",
-                tenant_id="tenant-b",
-                correlation_id=task_id,
-                data={"success": True, "result": FORGED},
-            )
-        )
-        assert bridge.refused == before + 1
+        await route_forged_answer(bridge, task_id, tenant_id="tenant-b")
         assert task_id not in bridge._not_ours
         assert_untouched(await client.get_task(GetTaskRequest(id=task_id)))
         await settle_with_own_answer(platform, client, task_id, "t-four")

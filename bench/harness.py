@@ -34,7 +34,10 @@ def free_port() -> int:
     binds it (the chaos run inside the busy test suite once lost its event service so).
     Falls back to ``bind(0)`` where that range leaves no room below it.
     """
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except OSError:  # not Linux: keep to the range IANA leaves to no one (49152 on)
+        low = 49_152
     top = min(PORTS_TO, low)
     for _ in range(200 if top > PORTS_FROM else 0):
         port = random.randrange(PORTS_FROM, top)

@@ -43,12 +43,16 @@ def test_free_ports_are_outside_the_kernels_ephemeral_range_and_rotate() -> None
 
 def _bench_module(name: str) -> Any:
     bench = ROOT / "bench"
-    sys.path.insert(0, str(bench))  # the scripts import their neighbours by name
     spec = importlib.util.spec_from_file_location(f"soorma_bench_{name}", bench / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
+    saved = list(sys.path)
+    sys.path.insert(0, str(bench))  # the scripts import their neighbours by name
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved  # bench/ and bench/chaos/ must not shadow later imports
     return module
 
 

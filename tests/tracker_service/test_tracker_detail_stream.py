@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -102,3 +103,61 @@ async def test_plan_stream_sends_the_plan_each_entry_and_the_end(stack: Stack) -
 
 async def _has(frames: list[tuple[str, Any]], kind: str, n: int) -> bool:
     return sum(1 for k, _ in frames if k == kind) >= n
+
+
+def _entry_types(frames: list[tuple[str, Any]]) -> list[str]:
+    return [d["type"] for k, d in frames if k == "entry"]
+
+
+async def test_an_entry_projected_after_the_plan_ended_comes_before_the_end(stack: Stack) -> None:
+    # The tap has no order across topics: a tool's result published before the plan's
+    # terminal event can be projected after it. The stream sees the plan end, keeps
+    # looking while entries still come, and sends the late one before ``end``.
+    watcher = await stack.add_tracker(tracker_projector=False, tracker_stream_settle_seconds=5.0)
+    plan_id = str(uuid.uuid4())
+    await stack.publish(lifecycle(plan_id, "plan.started", current_state="a"))
+    await stack.publish(lifecycle(plan_id, "plan.completed", current_state="a"))
+    await stack.plan_when(plan_id, lambda p: p["status"] == "completed")
+    frames: list[tuple[str, Any]] = []
+    async with stack.client.stream(
+        "GET",
+        f"{watcher.url}/v1/tracker/plans/{plan_id}/stream",
+        headers={"X-Tenant-ID": "acme"},
+    ) as response:
+        assert response.status_code == 200
+        reader = asyncio.create_task(_frames(response, frames))
+        await stack.until(lambda: _has(frames, "entry", 2))
+        assert frames[0][0] == "plan" and frames[0][1]["status"] == "completed"
+        await stack.publish(
+            {
+                "topic": "action-results",
+                "type": "web.search.completed",
+                "correlation_id": str(uuid.uuid4()),
+                "plan_id": plan_id,
+                "data": {"results": ["late"]},
+            }
+        )
+        async with asyncio.timeout(20):
+            await reader
+    assert _entry_types(frames) == ["plan.started", "plan.completed", "web.search.completed"]
+    assert frames[-1][0] == "end" and frames[-1][1]["status"] == "completed"
+
+
+async def test_the_stream_of_a_plan_that_ended_earlier_ends_at_once(stack: Stack) -> None:
+    # Its terminal event is older than the settle time: nothing of it is still on the way.
+    watcher = await stack.add_tracker(tracker_projector=False, tracker_stream_settle_seconds=60.0)
+    plan_id = str(uuid.uuid4())
+    hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    for type_ in ("plan.started", "plan.completed"):
+        await stack.publish({**lifecycle(plan_id, type_, current_state="a"), "time": hour_ago})
+    await stack.plan_when(plan_id, lambda p: p["status"] == "completed")
+    frames: list[tuple[str, Any]] = []
+    async with stack.client.stream(
+        "GET",
+        f"{watcher.url}/v1/tracker/plans/{plan_id}/stream",
+        headers={"X-Tenant-ID": "acme"},
+    ) as response:
+        # Well before the 60 s a just-ended plan's stream would wait.
+        async with asyncio.timeout(20):
+            await _frames(response, frames)
+    assert [k for k, _ in frames] == ["plan", "entry", "entry", "end"]

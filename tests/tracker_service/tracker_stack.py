@@ -56,6 +56,7 @@ class Stack:
             "tracker_visibility_timeout": 2.0,
             "tracker_timeout_interval_seconds": 0.1,
             "tracker_stream_poll_seconds": 0.1,
+            "tracker_stream_settle_seconds": 0.3,
             **self.tracker_overrides,
             **overrides,
         }

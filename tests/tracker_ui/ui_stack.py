@@ -101,6 +101,7 @@ class Stack:
                 "memory_url": self.urls["memory"],
                 "registry_url": self.urls["registry"],
                 "tracker_stream_poll_seconds": 0.1,
+                "tracker_stream_settle_seconds": 0.3,
                 **overrides,
             }
         )

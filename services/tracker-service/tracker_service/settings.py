@@ -109,11 +109,16 @@ class PlanStreamSettings(BaseSettings):
 
     Attributes:
         tracker_stream_poll_seconds: How often a plan's stream looks for new entries.
+        tracker_stream_settle_seconds: Once the plan has ended, how long its stream waits
+            for late entries (events of other topics projected after the terminal one)
+            before ``end``: until nothing new came for this long, or the terminal event is
+            this old. 0: ``end`` as soon as the plan is seen ended.
     """
 
     model_config = _CONFIG
 
     tracker_stream_poll_seconds: float = Field(default=0.25, gt=0)
+    tracker_stream_settle_seconds: float = Field(default=1.0, ge=0)
 
 
 class TimeoutSettings(BaseSettings):

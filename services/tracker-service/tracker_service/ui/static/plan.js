@@ -489,13 +489,10 @@
       renderAudit();
       renderWaterfall();
       bump("loaded");
-      // For tests and scripts: nothing more will change on this page.
-      document.body.dataset.settled = String(!pending && TERMINAL.includes(plan.status));
-      if (TERMINAL.includes(plan.status) && stream) {
-        stream.close();
-        stream = null;
-        live("", "ended");
-      }
+      // For tests and scripts: nothing more will change on this page. A plan that has
+      // ended keeps its stream until the stream's "end": events of other topics can still
+      // be projected just after the terminal one, and they come as entries before it.
+      document.body.dataset.settled = String(!pending && !stream && TERMINAL.includes(plan.status));
       ui.showError(null);
     } catch (err) {
       ui.showError(err);
@@ -531,13 +528,14 @@
         renderSummary();
         renderWaterfall();
       }
-      // The detail (waits, context, LLM audit, actions) is not in the frame: re-read it.
-      if (changed) refreshSoon();
       if (frame.event === "end" && stream) {
         stream.close();
         stream = null;
         live("", "ended");
       }
+      // The detail (waits, context, LLM audit, actions) is not in the frame: re-read it,
+      // and once more at the end, for what the last entries changed there.
+      if (changed || frame.event === "end") refreshSoon();
     }
   }
 

@@ -39,6 +39,13 @@ from tracker_service.settings import Settings as TrackerSettings
 T = TypeVar("T")
 
 
+async def _cancel_the_rest() -> None:
+    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
+
+
 class Stack:
     """Event, memory, registry and tracker services plus whatever agents a test starts."""
 
@@ -64,6 +71,10 @@ class Stack:
         try:
             self.run(self._exit.aclose(), timeout=30)
         finally:
+            # As asyncio.run does: what is still pending (sse-starlette's shutdown watcher,
+            # one per loop) is cancelled and finished; a task left pending on a closed
+            # loop is logged as destroyed by whichever thread later collects it.
+            self.run(_cancel_the_rest(), timeout=30)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
             self.loop.close()

@@ -19,6 +19,7 @@ from gateway_a2a import create_app as create_gateway_app
 from gateway_a2a.settings import Settings as GatewaySettings
 from memory_service import create_app as create_memory_app
 from registry_service import create_app as create_registry_app
+from testsupport.forkserver import PRELOAD_AI
 from testsupport.server import free_port, serve
 from testsupport.services import event_settings, memory_settings, registry_settings
 
@@ -87,8 +88,10 @@ def streamed_note(lines: list[str]) -> tuple[str, list[str]]:
 async def test_client_streams_a_task_with_progress_and_one_human_answer_on_both_bindings(
     services: dict[str, str],
 ):
-    # One worker for both bindings: it imports litellm (seconds of CPU) once.
-    worker = await Proc.start(sys.executable, str(EXAMPLE / "worker.py"), env=services)
+    # One worker for both bindings, forked with litellm imported (seconds of CPU).
+    worker = await Proc.start(
+        sys.executable, str(EXAMPLE / "worker.py"), env=services, preload=PRELOAD_AI
+    )
     try:
         await worker.wait_for("agent expense-approver ready")
         for binding in ("JSONRPC", "HTTP+JSON"):

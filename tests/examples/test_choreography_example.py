@@ -24,6 +24,7 @@ from memory_service.settings import Settings as MemorySettings
 from registry_service import create_app as create_registry_app
 from registry_service.settings import Settings as RegistrySettings
 from soorma import PlatformContext, PlatformSettings
+from testsupport.forkserver import PRELOAD_AI
 from testsupport.server import closed_port, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
@@ -81,7 +82,9 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
 ):
     # As the README runs them: `RESEARCH_MODEL=offline soorma run workers.py planner.py`.
     env = offline_env(RESEARCH_MODEL="offline", **services)
-    planner = await soorma_run(str(EXAMPLE / "workers.py"), str(EXAMPLE / "planner.py"), env=env)
+    planner = await soorma_run(
+        str(EXAMPLE / "workers.py"), str(EXAMPLE / "planner.py"), env=env, preload=PRELOAD_AI
+    )
     try:
         running = next(line for line in planner.lines if "soorma run: running" in line)
         for name in ("doc-fetcher", "doc-analyzer", "doc-reporter", "doc-research-planner"):
@@ -134,7 +137,9 @@ async def test_offline_planner_runs_fetch_analyze_report_and_completes_the_plan(
 
 async def test_soorma_run_without_a_key_names_the_variable_to_set(services: dict[str, str]):
     env = offline_env(RESEARCH_MODEL="gpt-4o-mini", **services)
-    run = await Proc.start(SOORMA, "run", "--no-reload", str(EXAMPLE / "planner.py"), env=env)
+    run = await Proc.start(
+        SOORMA, "run", "--no-reload", str(EXAMPLE / "planner.py"), env=env, preload=PRELOAD_AI
+    )
     assert await run.wait(within=90) == 1, run.output
     assert run.lines[-1].startswith("soorma: no API key"), run.output
     assert "set the OPENAI_API_KEY environment variable" in run.lines[-1]
@@ -145,7 +150,12 @@ async def test_soorma_run_without_a_key_names_the_variable_to_set(services: dict
 async def test_planner_without_a_key_names_the_variable_to_set():
     env = offline_env(SOORMA_REGISTRY_URL=f"http://127.0.0.1:{closed_port()}")
     planner = await Proc.start(
-        sys.executable, str(EXAMPLE / "planner.py"), "--model", "gpt-4o-mini", env=env
+        sys.executable,
+        str(EXAMPLE / "planner.py"),
+        "--model",
+        "gpt-4o-mini",
+        env=env,
+        preload=PRELOAD_AI,
     )
     assert await planner.wait() == 2
     assert "set the OPENAI_API_KEY environment variable" in planner.output
@@ -158,7 +168,9 @@ async def test_offline_plan_fails_with_the_reason_when_no_tool_is_registered(
     # No workers.py: the scripted answer names doc.fetch.requested, which no live agent
     # consumes, so validation rejects it (first try and repair) and the plan fails.
     env = offline_env(**services)
-    planner = await Proc.start(sys.executable, str(EXAMPLE / "planner.py"), "--offline", env=env)
+    planner = await Proc.start(
+        sys.executable, str(EXAMPLE / "planner.py"), "--offline", env=env, preload=PRELOAD_AI
+    )
     try:
         await planner.wait_for("agent doc-research-planner ready", within=60)
         client = await Proc.start(sys.executable, str(EXAMPLE / "client.py"), "anything", env=env)

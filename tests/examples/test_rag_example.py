@@ -22,6 +22,7 @@ from memory_service import create_app as create_memory_app
 from registry_service import create_app as create_registry_app
 from registry_service.settings import Settings as RegistrySettings
 from soorma import PlatformContext, PlatformSettings
+from testsupport.forkserver import PRELOAD_AI
 from testsupport.server import serve
 from testsupport.services import memory_settings
 
@@ -75,7 +76,9 @@ async def test_rag_agent_answers_from_ingested_docs_with_retrieval_in_prompt_and
     assert "stored " in ingest.lines[-1] and "from 3 file(s) and 2 rule(s)" in ingest.lines[-1]
 
     # As the README runs it: `SUPPORT_MODEL=offline soorma run planner.py`.
-    planner = await soorma_run(str(EXAMPLE / "planner.py"), env={**env, "SUPPORT_MODEL": "offline"})
+    planner = await soorma_run(
+        str(EXAMPLE / "planner.py"), env={**env, "SUPPORT_MODEL": "offline"}, preload=PRELOAD_AI
+    )
     try:
         running = next(line for line in planner.lines if "soorma run: running" in line)
         assert "nimbus-support (" in running, running

@@ -145,13 +145,19 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 SOORMA = str(Path(sys.executable).with_name("soorma"))
 
 
-async def soorma_run(*targets: str, env: dict[str, str], within: float = 90.0) -> Proc:
+async def soorma_run(
+    *targets: str,
+    env: dict[str, str],
+    within: float = 90.0,
+    preload: Sequence[str] = forkserver.PRELOAD,
+) -> Proc:
     """``soorma run TARGETS`` as an example's README runs its agents, once they all run.
 
     Without reload (``--no-reload``): a test changes no file, and a killed test process
-    must not leave the supervisor's child (its own session) behind.
+    must not leave the supervisor's child (its own session) behind; the agents then run
+    in that process, so agents that call a model are forked with ``PRELOAD_AI``.
     """
-    proc = await Proc.start(SOORMA, "run", "--no-reload", *targets, env=env)
+    proc = await Proc.start(SOORMA, "run", "--no-reload", *targets, env=env, preload=preload)
     await proc.wait_for("soorma run: running", within=within)
     return proc
 

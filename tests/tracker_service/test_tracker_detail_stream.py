@@ -4,14 +4,18 @@ tenant, and the live SSE stream of one plan."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from tracker_stack import Stack
+
+from testsupport.server import LiveServer
 
 pytestmark = pytest.mark.asyncio
 
@@ -75,30 +79,25 @@ async def _frames(response: httpx.Response, out: list[tuple[str, Any]]) -> None:
             out.append((event, json.loads(line[6:])))
 
 
-async def test_plan_stream_sends_the_plan_each_entry_and_the_end(stack: Stack) -> None:
-    plan_id = str(uuid.uuid4())
-    await stack.publish(lifecycle(plan_id, "plan.started", current_state="a"))
-    await stack.plan_when(plan_id, lambda p: p["status"] == "running")
+@contextlib.asynccontextmanager
+async def plan_stream(
+    stack: Stack, plan_id: str, tracker: LiveServer | None = None
+) -> AsyncIterator[list[tuple[str, Any]]]:
+    """The plan's stream, read into the yielded list; on exit, waits for the stream's end."""
     frames: list[tuple[str, Any]] = []
     async with stack.client.stream(
         "GET",
-        f"{stack.tracker.url}/v1/tracker/plans/{plan_id}/stream",
+        f"{(tracker or stack.tracker).url}/v1/tracker/plans/{plan_id}/stream",
         headers={"X-Tenant-ID": "acme"},
     ) as response:
         assert response.status_code == 200
         reader = asyncio.create_task(_frames(response, frames))
-        await stack.until(lambda: _has(frames, "entry", 1))
-        await stack.publish(
-            lifecycle(plan_id, "plan.state_changed", from_state="a", to_state="b", status="running")
-        )
-        await stack.publish(lifecycle(plan_id, "plan.completed", current_state="b"))
-        async with asyncio.timeout(20):
-            await reader
-    kinds = [k for k, _ in frames]
-    assert kinds[0] == "plan" and kinds[-1] == "end"
-    entries = [d["type"] for k, d in frames if k == "entry"]
-    assert entries == ["plan.started", "plan.state_changed", "plan.completed"]
-    assert frames[-1][1]["status"] == "completed"
+        try:
+            yield frames
+            async with asyncio.timeout(20):
+                await reader
+        finally:
+            reader.cancel()
 
 
 async def _has(frames: list[tuple[str, Any]], kind: str, n: int) -> bool:
@@ -107,6 +106,22 @@ async def _has(frames: list[tuple[str, Any]], kind: str, n: int) -> bool:
 
 def _entry_types(frames: list[tuple[str, Any]]) -> list[str]:
     return [d["type"] for k, d in frames if k == "entry"]
+
+
+async def test_plan_stream_sends_the_plan_each_entry_and_the_end(stack: Stack) -> None:
+    plan_id = str(uuid.uuid4())
+    await stack.publish(lifecycle(plan_id, "plan.started", current_state="a"))
+    await stack.plan_when(plan_id, lambda p: p["status"] == "running")
+    async with plan_stream(stack, plan_id) as frames:
+        await stack.until(lambda: _has(frames, "entry", 1))
+        await stack.publish(
+            lifecycle(plan_id, "plan.state_changed", from_state="a", to_state="b", status="running")
+        )
+        await stack.publish(lifecycle(plan_id, "plan.completed", current_state="b"))
+    kinds = [k for k, _ in frames]
+    assert kinds[0] == "plan" and kinds[-1] == "end"
+    assert _entry_types(frames) == ["plan.started", "plan.state_changed", "plan.completed"]
+    assert frames[-1][1]["status"] == "completed"
 
 
 async def test_an_entry_projected_after_the_plan_ended_comes_before_the_end(stack: Stack) -> None:
@@ -118,14 +133,7 @@ async def test_an_entry_projected_after_the_plan_ended_comes_before_the_end(stac
     await stack.publish(lifecycle(plan_id, "plan.started", current_state="a"))
     await stack.publish(lifecycle(plan_id, "plan.completed", current_state="a"))
     await stack.plan_when(plan_id, lambda p: p["status"] == "completed")
-    frames: list[tuple[str, Any]] = []
-    async with stack.client.stream(
-        "GET",
-        f"{watcher.url}/v1/tracker/plans/{plan_id}/stream",
-        headers={"X-Tenant-ID": "acme"},
-    ) as response:
-        assert response.status_code == 200
-        reader = asyncio.create_task(_frames(response, frames))
+    async with plan_stream(stack, plan_id, watcher) as frames:
         await stack.until(lambda: _has(frames, "entry", 2))
         assert frames[0][0] == "plan" and frames[0][1]["status"] == "completed"
         await stack.publish(
@@ -137,27 +145,19 @@ async def test_an_entry_projected_after_the_plan_ended_comes_before_the_end(stac
                 "data": {"results": ["late"]},
             }
         )
-        async with asyncio.timeout(20):
-            await reader
     assert _entry_types(frames) == ["plan.started", "plan.completed", "web.search.completed"]
     assert frames[-1][0] == "end" and frames[-1][1]["status"] == "completed"
 
 
 async def test_the_stream_of_a_plan_that_ended_earlier_ends_at_once(stack: Stack) -> None:
-    # Its terminal event is older than the settle time: nothing of it is still on the way.
+    # Its terminal event is older than the settle time: nothing of it is still on the way,
+    # and the stream ends well before the 60 s a just-ended plan's stream would wait.
     watcher = await stack.add_tracker(tracker_projector=False, tracker_stream_settle_seconds=60.0)
     plan_id = str(uuid.uuid4())
     hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
     for type_ in ("plan.started", "plan.completed"):
         await stack.publish({**lifecycle(plan_id, type_, current_state="a"), "time": hour_ago})
     await stack.plan_when(plan_id, lambda p: p["status"] == "completed")
-    frames: list[tuple[str, Any]] = []
-    async with stack.client.stream(
-        "GET",
-        f"{watcher.url}/v1/tracker/plans/{plan_id}/stream",
-        headers={"X-Tenant-ID": "acme"},
-    ) as response:
-        # Well before the 60 s a just-ended plan's stream would wait.
-        async with asyncio.timeout(20):
-            await _frames(response, frames)
+    async with plan_stream(stack, plan_id, watcher) as frames:
+        pass
     assert [k for k, _ in frames] == ["plan", "entry", "entry", "end"]

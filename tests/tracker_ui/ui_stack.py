@@ -74,10 +74,12 @@ class Stack:
             # As asyncio.run does: what is still pending (sse-starlette's shutdown watcher,
             # one per loop) is cancelled and finished; a task left pending on a closed
             # loop is logged as destroyed by whichever thread later collects it.
-            self.run(_cancel_the_rest(), timeout=30)
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(10)
-            self.loop.close()
+            try:
+                self.run(_cancel_the_rest(), timeout=30)
+            finally:  # a task that will not end must not leave the loop running
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                self._thread.join(10)
+                self.loop.close()
 
     async def _up(self) -> None:
         tmp = self.tmp

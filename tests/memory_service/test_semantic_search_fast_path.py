@@ -100,8 +100,39 @@ async def _seed(client: httpx.AsyncClient) -> None:
         }
         for i in range(40)
     ]
+    # Every field set, and values whose JSON two serializers could write differently
+    # (escapes, non-ASCII, small and long floats, nulls): the bytes must still match.
+    items.append(
+        {
+            "content": 'Zoë\'s "quoted" note \u2713 with a tab\tand a bell \u0007',
+            "external_id": "doc-7#0",
+            "tags": ["ünïcode", "a\\b"],
+            "source": "wiki",
+            "metadata": {
+                "price": 12.5,
+                "tiny": 1e-7,
+                "third": 1 / 3,
+                "big": 2**62,
+                "list": [1, 2.25, None, False, "\u00e9\u4e2d"],
+                "esc": "line\nbreak \u001f </script>",
+            },
+            "embedding": _vector(3),
+        }
+    )
     r = await client.post("/v1/memory/semantic/batch", json={"items": items}, headers=A)
     assert r.status_code == 200, r.text
+    # Chunks of a document: parent external id and chunk index set.
+    r = await client.post(
+        "/v1/memory/semantic/documents",
+        json={
+            "external_id": "manual",
+            "content": "shipping manual, chapter one. " * 20,
+            "chunk_size": 200,
+            "chunk_overlap": 20,
+        },
+        headers=A,
+    )
+    assert r.status_code in (200, 201), r.text
     r = await client.post(
         "/v1/memory/semantic",
         json={"content": "bob's public shipping note", "public": True, "embedding": _vector(99)},
@@ -117,6 +148,7 @@ async def test_searches_answer_byte_for_byte_like_the_route(lt_db_url: str, tmp_
             {"query": "shipping", "mode": "vector", "embedding": _vector(3)},
             {"query": "shipping", "mode": "vector", "embedding": _vector(7), "limit": 3},
             {"query": "shipping to spain", "mode": "vector"},  # the service embeds
+            {"query": "shipping manual, chapter one.", "mode": "vector"},  # the chunks
             {"query": "shipping spain", "mode": "hybrid"},
             {"query": "shipping spain"},  # hybrid by default
             {"query": "canada", "mode": "hybrid", "embedding": _vector(2), "limit": 5},
@@ -147,6 +179,11 @@ async def test_searches_answer_byte_for_byte_like_the_route(lt_db_url: str, tmp_
         r = await _same(pair, {"query": "q", "mode": "vector", "embedding": _vector(10)})
         first = r.json()["hits"][0]
         assert first["record"]["metadata"]["n"] == 10 and first["score"] > 0.999
+        # The chunks and the record with every kind of value were among the answers.
+        r = await _same(pair, {"query": "shipping manual, chapter one.", "mode": "vector"})
+        assert any(h["record"]["parent_external_id"] == "manual" for h in r.json()["hits"])
+        r = await _same(pair, {"query": "x", "mode": "vector", "embedding": _vector(3)})
+        assert "doc-7#0" in [h["record"]["external_id"] for h in r.json()["hits"]]
 
 
 async def test_bad_input_gets_the_routes_errors(lt_db_url: str, tmp_path: Any) -> None:

@@ -31,12 +31,11 @@ from servicekit.auth import resolve_identity
 from servicekit.metrics import ROUTE_TEMPLATE
 from servicekit.settings import ServiceSettings
 from soorma_common.errors import SoormaError
-from soorma_common.knowledge import SemanticSearch, SemanticSearchResult
+from soorma_common.knowledge import SemanticSearch
 
 log = logging.getLogger("memory_service.search_fastpath")
 
 PATH = "/v1/memory/semantic/search"
-_to_json = SemanticSearchResult.__pydantic_serializer__.to_json
 _HEADERS = [(b"content-type", b"application/json")]
 
 
@@ -87,11 +86,10 @@ class SemanticSearchFastPath:
         scope[ROUTE_TEMPLATE] = PATH
         memory: LongTermMemory = scope["state"]["longterm"]
         try:
-            result = await memory.search_semantic(identity.tenant_id, identity.user_id, search)
+            out = await memory.search_semantic_json(identity.tenant_id, identity.user_id, search)
         except Exception as exc:
             await respond_error(exc, scope, receive, send, log)
             return
-        out = _to_json(result)
         await send(
             {
                 "type": "http.response.start",

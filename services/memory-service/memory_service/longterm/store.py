@@ -148,25 +148,32 @@ def semantic_record(row: Any) -> SemanticMemoryRecord:
     )
 
 
+def semantic_fields_from_pg(row: Any) -> dict[str, Any]:
+    """A record's fields from an asyncpg row of the search function, in the order of
+    :class:`SemanticMemoryRecord`'s fields (so ``orjson.dumps`` with ``OPT_UTC_Z`` writes
+    what the model's serializer writes)."""
+    return {
+        "id": row["id"],
+        "external_id": row["external_id"],
+        "parent_external_id": row["parent_external_id"],
+        "chunk_index": row["chunk_index"],
+        "content": row["content"],
+        "metadata": _loads(row["metadata"]),
+        "tags": _loads(row["tags"]),
+        "source": row["source"],
+        "public": row["is_public"],
+        "user_id": row["user_id"],
+        "content_hash": row["content_hash"].strip(),
+        "embedding_model": row["embedding_model"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
 def semantic_record_from_pg(row: Any) -> SemanticMemoryRecord:
     """A record from an asyncpg row of the search function (validated: pydantic's
     validator takes a quarter of the time ``model_construct`` does)."""
-    return SemanticMemoryRecord(
-        id=row["id"],
-        external_id=row["external_id"],
-        parent_external_id=row["parent_external_id"],
-        chunk_index=row["chunk_index"],
-        content=row["content"],
-        metadata=_loads(row["metadata"]),
-        tags=_loads(row["tags"]),
-        source=row["source"],
-        public=row["is_public"],
-        user_id=row["user_id"],
-        content_hash=row["content_hash"].strip(),
-        embedding_model=row["embedding_model"],
-        created_at=_dt(row["created_at"]),
-        updated_at=_dt(row["updated_at"]),
-    )
+    return SemanticMemoryRecord(**semantic_fields_from_pg(row))
 
 
 # The search function's rows (schema.SEARCH_FUNCTION): SEMANTIC_COLUMNS and the distance.
@@ -875,9 +882,8 @@ class LongTermStore:
         vector_hits: list[Ranked] = []
         keyword_hits: list[Ranked] = []
         records: dict[str, SemanticMemoryRecord] = {}
-        if self.segments is not None and query_vector is not None and not keyword:
-            self.require_available()
-            return await self._semantic_vector_pg(
+        if self.vector_rows_direct and query_vector is not None and not keyword:
+            rows = await self.semantic_vector_rows(
                 tenant,
                 user,
                 query_vector,
@@ -888,6 +894,8 @@ class LongTermStore:
                 source=source,
                 metadata=metadata,
             )
+            hits = [Ranked(r["id"], 1.0 - r["distance"]) for r in rows]
+            return hits, [], {r["id"]: semantic_record_from_pg(r) for r in rows}
         async with self._read(tenant, search_k=k) as conn:
             if query_vector is not None:
                 params: dict[str, Any] = {}
@@ -958,7 +966,13 @@ class LongTermStore:
             records.update(await self._semantic_by_ids(conn, tenant, ids))
         return vector_hits, keyword_hits, records
 
-    async def _semantic_vector_pg(
+    @property
+    def vector_rows_direct(self) -> bool:
+        """Pure vector rankings come as the search function's rows
+        (:meth:`semantic_vector_rows`): PostgreSQL with its segment indexes."""
+        return self.segments is not None
+
+    async def semantic_vector_rows(
         self,
         tenant: str,
         user: str,
@@ -970,11 +984,13 @@ class LongTermStore:
         tags: list[str],
         source: str | None,
         metadata: dict[str, Any],
-    ) -> tuple[list[Ranked], list[Ranked], dict[str, SemanticMemoryRecord]]:
-        """Pure vector ranking on PostgreSQL in one round trip: the search function sets
-        the tenant, RLS role and HNSW settings and runs the segments' ranking in the
-        statement's own transaction; rows come straight from asyncpg."""
+    ) -> list[asyncpg.Record]:
+        """Pure vector ranking on PostgreSQL in one round trip, best first: the search
+        function sets the tenant, RLS role and HNSW settings and runs the segments'
+        ranking in the statement's own transaction; the rows (SEMANTIC_COLUMNS and
+        ``distance``) come straight from asyncpg."""
         assert self.segments is not None
+        self.require_available()
         params: dict[str, Any] = {}
         scope = self._semantic_scope(
             tenant,
@@ -1010,8 +1026,7 @@ class LongTermStore:
                 pool.expire_connections()
             finally:
                 await pool.release(raw)
-        hits = [Ranked(r["id"], 1.0 - r["distance"]) for r in rows]
-        return hits, [], {r["id"]: semantic_record_from_pg(r) for r in rows}
+        return rows
 
     def _search_statement(
         self, cover: Cover, where: str, model: ActiveModel, k: int

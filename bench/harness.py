@@ -98,10 +98,10 @@ class CpuMeter:
 
 
 class UvicornService:
-    """A service's app factory under uvicorn in a subprocess, as it is deployed.
-
-    uvloop + httptools, no access log, pinned to core 0 when there are two or more cores
-    (the load generator pins itself to the last one).
+    """A service's app factory in a subprocess, served as it is deployed
+    (``python -m servicekit.server``: uvicorn with uvloop, httptools and servicekit's
+    protocol, no access log), pinned to core 0 when there are two or more cores (the
+    load generator pins itself to the last one).
 
     Args:
         name: For error messages, e.g. ``"event service"``.
@@ -137,18 +137,12 @@ class UvicornService:
         cmd = [
             sys.executable,
             "-m",
-            "uvicorn",
-            "--factory",
+            "servicekit.server",
             self.factory,
             "--host",
             "127.0.0.1",
             "--port",
             str(self.port),
-            "--loop",
-            "uvloop",
-            "--http",
-            "httptools",
-            "--no-access-log",
             "--log-level",
             "warning",
         ]

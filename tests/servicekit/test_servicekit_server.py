@@ -24,6 +24,10 @@ HEADER_TIMEOUT = 0.5
 MAX_HEADER_BYTES = 8 * 1024
 
 
+# The servers _served started, by port (a test reaches its connections' transports).
+SERVERS: dict[int, uvicorn.Server] = {}
+
+
 @contextlib.asynccontextmanager
 async def _served(http: str | None = None) -> AsyncIterator[int]:
     """The event service under uvicorn with the platform's serving options; its port."""
@@ -52,12 +56,14 @@ async def _served(http: str | None = None) -> AsyncIterator[int]:
         )
     )
     task = asyncio.create_task(server.serve())
+    SERVERS[port] = server
     try:
         while not server.started:
             assert not task.done(), "uvicorn exited"
             await asyncio.sleep(0.01)
         yield port
     finally:
+        SERVERS.pop(port, None)
         server.should_exit = True
         await asyncio.wait_for(task, 10)
 
@@ -161,6 +167,80 @@ async def test_ordinary_requests_and_streams_are_unaffected() -> None:
             assert got.startswith(b"HTTP/1.1 200")
         finally:
             writer.close()
+
+
+class _Recorded:
+    """A transport's stand-in that records what is written to it."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 1)}.get(name, default)
+
+
+async def test_the_writes_of_one_turn_leave_as_one_in_order() -> None:
+    from servicekit.server import _OneWrite
+
+    recorded = _Recorded()
+    joined = _OneWrite(recorded, asyncio.get_running_loop())  # type: ignore[arg-type]
+    buffer = bytearray(b"body")
+    joined.write(b"head ")
+    joined.writelines([buffer, b"!"])
+    buffer[:] = b"XXXX"  # a caller reusing its buffer changes nothing already written
+    assert recorded.writes == []
+    await asyncio.sleep(0)
+    assert recorded.writes == [b"head body!"]
+    assert joined.get_extra_info("peername") == ("127.0.0.1", 1)  # the rest passes through
+    joined.write(b"last")
+    joined.close()  # what is held leaves before the close
+    assert recorded.writes == [b"head body!", b"last"] and recorded.closed
+    joined.write(b"after")
+    await asyncio.sleep(0)
+    assert recorded.writes == [b"head body!", b"last"]  # nothing onto a closing transport
+
+
+@pytest.mark.parametrize("http", [None, "h11"])
+async def test_a_response_leaves_in_one_write(http: str | None) -> None:
+    """uvicorn writes a response's head and its body separately; the platform's protocol
+    sends them in one write (one send on the socket: on loopback each one wakes the
+    client)."""
+    async with _served(http) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            connections = SERVERS[port].server_state.connections
+            for _ in range(1000):  # the server accepts the connection
+                if connections:
+                    break
+                await asyncio.sleep(0.01)
+            (protocol,) = connections
+            sent: list[bytes] = []
+            # The socket's own transport, under the platform's joining one.
+            socket_transport = getattr(protocol.transport, "_transport", protocol.transport)
+            real_write = socket_transport.write
+
+            def counted(data: bytes) -> None:
+                sent.append(bytes(data))
+                real_write(data)
+
+            socket_transport.write = counted
+            writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.read(), 10)
+        finally:
+            writer.close()
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"}"), answer
+    assert sent == [answer]
 
 
 async def test_soorma_dev_serves_with_the_same_bounds() -> None:

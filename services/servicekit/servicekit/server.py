@@ -12,6 +12,11 @@ connection (and a file descriptor) forever. The protocol classes here add both b
   1.25 timeouts; a request pays only for reading the loop's clock). Idle keep-alive
   connections are closed by uvicorn's own ``timeout_keep_alive``.
 
+They also send a response's head and body in one write (:class:`_OneWrite`): uvicorn
+writes the head when the app starts its response and the body when it sends it, two
+``send`` calls on the socket, and on loopback each one delivers to the client and wakes
+it.
+
 ``python -m servicekit.server module:create_app`` serves an app factory this way (the
 container image's command); ``soorma dev`` uses :func:`uvicorn_options` too.
 """
@@ -45,6 +50,65 @@ def _response(status: bytes) -> bytes:
 TOO_LARGE = _response(b"431 Request Header Fields Too Large")
 TIMED_OUT = _response(b"408 Request Timeout")
 END_OF_HEAD = b"\r\n\r\n"
+
+
+class _OneWrite:
+    """A transport that joins the writes made in one turn of the event loop into one.
+
+    The first write of a turn is held and a flush scheduled with ``call_soon``; writes
+    until then join it, so a response whose head and body are sent one after the other
+    (uvicorn writes each as it gets it) leaves in one ``send``. Order is kept: every
+    write goes through here, and closing (or ending the writing side) flushes first.
+    Everything else is the wrapped transport's.
+    """
+
+    __slots__ = ("_held", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: list[bytes] | None = None
+
+    def write(self, data: bytes) -> None:
+        if not isinstance(data, bytes):
+            data = bytes(data)  # held past the call: a caller's buffer may change
+        if self._held is None:
+            self._held = [data]
+            self._loop.call_soon(self._flush)
+        else:
+            self._held.append(data)
+
+    def writelines(self, lines: Any) -> None:
+        for data in lines:
+            self.write(data)
+
+    def _flush(self) -> None:
+        held, self._held = self._held, None
+        if held and not self._transport.is_closing():
+            self._transport.write(held[0] if len(held) == 1 else b"".join(held))
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
+
+    def abort(self) -> None:
+        self._held = None
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class _OneWritePerTurn:
+    """Mixed into a uvicorn HTTP protocol: its transport is a :class:`_OneWrite`."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        joined = _OneWrite(transport, asyncio.get_running_loop())
+        super().connection_made(joined)  # type: ignore[misc]
 
 
 class _HeadGuard:
@@ -171,12 +235,14 @@ def _sweeper(loop: asyncio.AbstractEventLoop) -> _HeadSweeper:
 
 if HttpToolsProtocol is not None:
 
-    class GuardedHttpToolsProtocol(_HeadGuard, HttpToolsProtocol):  # type: ignore[misc]
-        """httptools with :class:`_HeadGuard`."""
+    class GuardedHttpToolsProtocol(  # type: ignore[misc]
+        _OneWritePerTurn, _HeadGuard, HttpToolsProtocol
+    ):
+        """httptools with :class:`_HeadGuard`, one write per turn."""
 
 
-class GuardedH11Protocol(_HeadGuard, H11Protocol):
-    """h11 with :class:`_HeadGuard`."""
+class GuardedH11Protocol(_OneWritePerTurn, _HeadGuard, H11Protocol):
+    """h11 with :class:`_HeadGuard`, one write per turn."""
 
 
 def guarded_protocol(*, max_header_bytes: int, header_timeout: float) -> type[asyncio.Protocol]:

@@ -5,10 +5,10 @@ Usage: .venv/bin/python bench/knowledge.py [--chunks 100000] [--embed-chunks 100
        [--no-doc]
 
 For each backend (PostgreSQL + pgvector, SQLite + sqlite-vec through APSW, or its Python
-fallback where the extension cannot be loaded) the memory service runs on a
-fresh database (uvicorn subprocess, not pinned, as PostgreSQL is not; this load generator
-pins itself to the last core) with its default, offline embedding model, and the script
-measures:
+fallback where the extension cannot be loaded) the memory service runs on a fresh
+database (a ``python -m servicekit.server`` subprocess, not pinned, as PostgreSQL is
+not; this load generator pins itself to the last core) with its default, offline
+embedding model, and the script measures:
 
 - ingest with precomputed embeddings: ``--chunks`` synthetic chunks (vectors computed
   here with the service's own embedder class, so they equal what it would compute),
@@ -769,7 +769,8 @@ def report(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
         "## B8 — long-term memory (knowledge) vs. raw pgvector",
         "",
-        "`bench/knowledge.py`: the memory service (uvicorn, one process, not pinned) "
+        "`bench/knowledge.py`: the memory service (`python -m servicekit.server`, one "
+        "process, not pinned) "
         f"with its default embedding model ({meta['model']}, {meta['dimensions']} "
         f"dimensions), {meta['chunks']:,} synthetic chunks per backend, {meta['queries']} "
         'queries; recall@10 of `mode="vector"` search against exact (brute-force cosine) '

@@ -196,7 +196,7 @@ class LongTermMemory:
         """:meth:`search_semantic`'s result as JSON, the bytes its model's serializer
         writes. A pure vector search on PostgreSQL is written straight from the search
         function's rows (:func:`semantic_fields_from_pg`): building and serializing the
-        hits' models cost about a third of the service's CPU per search (B8)."""
+        hits' models was about a fifth of the service's CPU per search under B8's load."""
         if body.mode != "vector" or not self.store.vector_rows_direct:
             return _result_json(await self.search_semantic(tenant, user, body))
         model, query_vector = await self._query_vector(body)

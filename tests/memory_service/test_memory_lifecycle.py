@@ -211,4 +211,7 @@ async def test_the_start_up_heap_is_frozen_once_a_process(make_client: Any) -> N
     frozen = gc.get_freeze_count()
     async with make_client() as client:
         assert (await client.get("/health")).status_code == 200
-    assert gc.get_freeze_count() == frozen
+    # Not frozen again: the count would grow by the new app's heap (hundreds of thousands
+    # of objects). It may shrink: a frozen object that dies leaves the permanent
+    # generation (in a suite, what earlier tests' apps left in caches, released meanwhile).
+    assert gc.get_freeze_count() <= frozen

@@ -4,9 +4,11 @@ A search's database work is one round trip on PostgreSQL (the generated search
 function), so FastAPI's layers around it — routing, dependency solving, the body's
 ``Request`` object, re-validating the ten hits of the response model and walking them
 with ``jsonable_encoder`` — cost more CPU than the query itself (benchmark B8). A
-well-formed search is answered here instead, through the same
-``LongTermMemory.search_semantic`` call the route makes (same identity resolution,
-scoping, RLS and embedding), and the result is serialized straight from its model.
+well-formed search is answered here instead, through
+``LongTermMemory.search_semantic_json``: the route's ``search_semantic`` result as the
+bytes its model's serializer writes (same identity resolution, scoping, RLS and
+embedding; a pure vector search on PostgreSQL written straight from the search
+function's rows, the rest through the model).
 
 Like the plan-context fast path (``memory_service.fastpath``) it runs innermost in
 servicekit's middleware stack. Anything it does not accept as well-formed (identity

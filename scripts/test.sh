@@ -5,6 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export LITELLM_LOCAL_MODEL_COST_MAP=True
+# Cache what every test process would otherwise redo: pytest's assertion-rewritten
+# modules (the test files and the pytest plugins it rewrites, schemathesis and hypothesis
+# among them: ~7.5 s of CPU per process) and the test helpers' bytecode. Where
+# PYTHONDONTWRITEBYTECODE is set (as on CI) nothing is written, and the controller, each
+# worker and each pytest a test starts would rewrite all of it again.
+unset PYTHONDONTWRITEBYTECODE
 # Three pytest-xdist workers on two cores: the suite is mostly CPU-bound (process
 # starts, imports), but about a quarter of two workers' time was idle waiting on
 # services, subprocesses and leases; a third worker fills it (434 s -> 336-358 s on this

@@ -210,11 +210,13 @@ def _cli_in_thread(argv: list[str], env: dict[str, str], cwd: str | None) -> Cli
     handler.addFilter(_ThreadOnly(threading.get_ident()))
     root = logging.getLogger()
     with _cli_lock:
-        # Garbage of earlier tests is finalized now, not by a collection that happens to
-        # run in this thread mid-command: a task left pending on a loop that is gone logs
-        # "Task was destroyed but it is pending!" from the thread that collects it, and
-        # that record would pass the filter above as if the command had written it.
-        gc.collect()
+        # No collection runs while the command does: a task that an earlier test left
+        # pending on a loop that is gone logs "Task was destroyed but it is pending!" from
+        # the thread that collects it, and that record would pass the filter above as if
+        # the command had written it. Paused, not forced first: late in a worker a full
+        # collection walks ~750,000 objects (0.6 s), and a command is over in milliseconds.
+        collecting = gc.isenabled()
+        gc.disable()
         handlers, level = list(root.handlers), root.level
         previous_cwd = os.getcwd()
         try:
@@ -248,6 +250,8 @@ def _cli_in_thread(argv: list[str], env: dict[str, str], cwd: str | None) -> Cli
         finally:
             os.chdir(previous_cwd)
             root.removeHandler(handler)
+            if collecting:
+                gc.enable()
             changed = (list(root.handlers), root.level) != (handlers, level)
             if changed:  # put it back for the tests after this one, then say so
                 seen = f"{root.handlers}, level {root.level}"

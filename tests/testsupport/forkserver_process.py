@@ -9,6 +9,7 @@ leaves the loop and becomes the requested program (:func:`_become`).
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import io
 import json
@@ -160,8 +161,16 @@ def _main() -> None:
     path, preload = sys.argv[1], sys.argv[2:]
     own = {p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     base_path = [p for p in sys.path[1:] if p not in own]
+    # The imported heap is shared with every child until one writes to it. A collection
+    # in a child writes to every object it walks, so each child would copy the whole
+    # preloaded heap at its first full collection, and walk it at each one after: no
+    # collection while importing (no holes in the pages), then everything frozen, out of
+    # the server's and the children's collections.
+    gc.disable()
     for module in preload:
         importlib.import_module(module)
+    gc.freeze()
+    gc.enable()
     child = _serve(path)
     if child is not None:
         _become(*child, base_path)

@@ -215,10 +215,12 @@ def _cli_in_thread(argv: list[str], env: dict[str, str], cwd: str | None) -> Cli
         # the thread that collects it, and that record would pass the filter above as if
         # the command had written it. Paused, not forced first: late in a worker a full
         # collection walks ~750,000 objects (0.6 s), and a command is over in milliseconds.
-        collecting = gc.isenabled()
-        gc.disable()
         handlers, level = list(root.handlers), root.level
         previous_cwd = os.getcwd()
+        # Paused only where the finally below turns it back on: left off, every test after
+        # this one in the worker would run without a collector.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             with (
                 mock.patch.dict(os.environ, env, clear=True),

@@ -68,7 +68,8 @@ async def test_a_machine_takes_its_timeout_branch_on_plan_wait_timeout(platform)
             correlation_id=plan_id,
             plan_id=plan_id,
         )
-        await wait_for(lambda: len(answers) == 1)
+        # The answer and the state change go to different topics: neither waits for the other.
+        await wait_for(lambda: len(answers) == 1 and len(moves) == 2)
     assert answers[0].correlation_id == "spend-1"
     assert answers[0].data["status"] == "completed"
     assert [m.data["to_state"] for m in moves] == ["awaiting", "expired"]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_browser import IN_CI, console_errors, start_chromium, wait_for
+from ui_browser import IN_CI, click, console_errors, start_chromium, wait_for
 from ui_stack import Stack
 
 from servicekit.auth import issue_token
@@ -334,7 +334,7 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
     driver.find_element("id", "f-clear").click()
     wait_for(driver, lambda d: held in rows(d), message="clear ignored")
     # Clicking a planner narrows the list to that planner's plans.
-    css(driver, f'tr[data-plan-id="{done}"] a.filter-link')[1].click()
+    click(driver, f'tr[data-plan-id="{done}"] a.filter-link', index=1)
     wait_for(driver, lambda d: "planner=research-planner" in d.current_url)
     assert driver.find_element("id", "f-planner").get_attribute("value") == "research-planner"
     driver.find_element("id", "f-clear").click()
@@ -354,7 +354,7 @@ def test_plans_list_shows_plans_with_status_colours_filters_and_refreshes(driver
     assert driver.execute_script("return window.__same_page") is True
 
     # Clicking a plan opens its page.
-    driver.find_element("css selector", f'tr[data-plan-id="{later}"] a.plan-link').click()
+    click(driver, f'tr[data-plan-id="{later}"] a.plan-link')
     wait_for(driver, lambda d: "/ui/plans/" in d.current_url)
     assert console_errors(driver) == []
 
@@ -1085,7 +1085,7 @@ def test_jwt_mode_asks_for_a_token_and_sends_it_as_a_bearer_header(driver, stack
     assert driver.find_element("id", "error").text == ""
     assert token not in driver.current_url  # kept in localStorage, never in a URL
 
-    driver.find_element("css selector", f'tr[data-plan-id="{plan_id}"] a.plan-link').click()
+    click(driver, f'tr[data-plan-id="{plan_id}"] a.plan-link')
     settled(driver)
     assert status(driver) == "completed"
     assert token not in driver.current_url

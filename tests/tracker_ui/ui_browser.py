@@ -86,6 +86,20 @@ def wait_for(
     return wait.until(condition, message)
 
 
+def click(driver: Any, selector: str, index: int = 0, message: str = "") -> None:
+    """Click the ``index``-th element matching ``selector``, found again if the live list
+    re-rendered between finding it and clicking it (auto-refresh, a filter's reload)."""
+
+    def attempt(d: Any) -> bool:
+        found = d.find_elements("css selector", selector)
+        if len(found) <= index:
+            return False
+        found[index].click()
+        return True
+
+    wait_for(driver, attempt, message=message or f"nothing to click at {selector!r}")
+
+
 def console_errors(driver: Any) -> list[str]:
     """The browser console's errors since the last call (JS exceptions, CSP violations,
     failed loads), except the API's 404s for a plan the tracker has not projected yet

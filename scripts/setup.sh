@@ -20,14 +20,22 @@ PACKAGES=(common sdk services/servicekit services/event-service services/memory-
           services/registry-service services/tracker-service services/gateway-a2a)
 
 stamp_input() {
-    echo "bytecode compiled at install"
+    echo "bytecode warmed by import at install"
     cat requirements-dev.txt
     for p in "${PACKAGES[@]}"; do cat "$p/pyproject.toml"; done
 }
 
+PYTHON=$(pick_python)
 if [ ! -x "$VENV/bin/python" ]; then
     echo "setup: creating $VENV"
-    "$(pick_python)" -m venv "$VENV"
+    # No pip in the venv (uv installs; `.venv/bin/uv pip` is there for you): its
+    # ensurepip took 3.6 s, and pip installing uv into it 8 s; the interpreter's own pip
+    # puts uv in the venv in 4 s. Without a pip of its own, the venv brings one.
+    if "$PYTHON" -m pip --version >/dev/null 2>&1; then
+        "$PYTHON" -m venv --without-pip "$VENV"
+    else
+        "$PYTHON" -m venv "$VENV"
+    fi
 fi
 
 want=$(stamp_input | sha256sum | cut -d' ' -f1)
@@ -35,16 +43,27 @@ have=$(cat "$VENV/.soorma-stamp" 2>/dev/null || true)
 if [ "$want" != "$have" ]; then
     echo "setup: installing packages into $VENV"
     if [ ! -x "$VENV/bin/uv" ]; then
-        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check uv
+        if [ -x "$VENV/bin/pip" ]; then
+            "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check uv
+        else
+            "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+                --prefix "$VENV" uv
+        fi
     fi
     args=()
     for p in "${PACKAGES[@]}"; do args+=(-e "./$p"); done
     args+=(-e "./sdk[ai]")
-    # --compile-bytecode: every process of the suite and of `soorma dev` imports litellm,
-    # FastAPI and pydantic; where PYTHONDONTWRITEBYTECODE is set (as on CI) nothing is
-    # ever cached, and each import would compile ~2,500 modules again (13 s for litellm).
-    "$VENV/bin/uv" pip install --quiet --compile-bytecode --python "$VENV/bin/python" \
+    "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" \
         "${args[@]}" -r requirements-dev.txt
+    # Bytecode for what is imported: every process of the suite and of `soorma dev`
+    # imports litellm, FastAPI and pydantic, and where PYTHONDONTWRITEBYTECODE is set (as
+    # on CI) nothing would ever be cached (13 s for litellm at each import). Compiling all
+    # of site-packages cost ~52 s of CPU; importing what is used, ~20 s, in two processes
+    # side by side (scripts/warm_bytecode.py).
+    env -u PYTHONDONTWRITEBYTECODE "$VENV/bin/python" scripts/warm_bytecode.py ai &
+    ai=$!
+    env -u PYTHONDONTWRITEBYTECODE "$VENV/bin/python" scripts/warm_bytecode.py platform
+    wait "$ai"
     echo "$want" > "$VENV/.soorma-stamp"
 fi
 # The monorepo's own packages are editable installs: compile them too (quick when current).

@@ -55,9 +55,19 @@ PRELOAD = (
     "soorma",
     "soorma.cli",
     "soorma.ai",
+    "jsonschema",  # the SDK's payload validation imports it on first use
 )
-# litellm (about four seconds of CPU), for the programs that call a model.
-PRELOAD_AI = (*PRELOAD, "litellm")
+# litellm (about four seconds of CPU), for the programs that call a model, and what
+# litellm imports on its first completion (its proxy's file-id helpers among them: 1.3 s
+# of CPU in each forked planner). A name after "?" is left out where this litellm has no
+# such module.
+PRELOAD_AI = (
+    *PRELOAD,
+    "litellm",
+    "?litellm.proxy.openai_files_endpoints.common_utils",
+    "?litellm.proxy.spend_tracking.savings",
+    "?litellm._service_logger",
+)
 
 # Interpreter settings fixed at start-up: a child whose environment sets them differently
 # from the server's is started the ordinary way.

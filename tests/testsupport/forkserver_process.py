@@ -168,7 +168,11 @@ def _main() -> None:
     # the server's and the children's collections.
     gc.disable()
     for module in preload:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module.removeprefix("?"))
+        except ModuleNotFoundError:
+            if not module.startswith("?"):
+                raise
     gc.freeze()
     gc.enable()
     child = _serve(path)

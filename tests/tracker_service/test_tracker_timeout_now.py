@@ -144,3 +144,46 @@ async def test_the_timeout_route_times_out_a_human_input_as_the_caller(stack: St
     assert summaries == ["human input timed out by dana (hitl_timeout)"]
     again = await stack.client.post(url, json={}, headers={"X-Tenant-ID": "acme"})
     assert again.status_code == 409, again.text
+    # The tracker's timeout of the wait, counted where it was projected (no replica
+    # marked the wait first): once.
+    metrics = await stack.ok("/metrics")
+    assert metrics["projector"]["timeouts_fired"] == 1
+
+
+async def test_a_timeout_the_tracker_did_not_send_is_not_counted_as_fired(stack: Stack) -> None:
+    sub = str(uuid.uuid4())
+    ask = {"task_id": f"task-{sub}", "sub_task_id": sub}
+    await stack.publish(
+        {
+            "topic": "notification-events",
+            "type": "notification.human_input",
+            "correlation_id": sub,
+            "data": {
+                **ask,
+                "question": "ok?",
+                "response_event": "human.answered",
+                "response_topic": "action-results",
+                "timeout_seconds": 600,
+            },
+        }
+    )
+
+    def wait_is(status: str) -> Any:
+        async def check() -> bool:
+            r = await stack.get(f"/tasks/{sub}")
+            return r.status_code == 200 and r.json()["waits"][0]["status"] == status
+
+        return check
+
+    await stack.until(wait_is("waiting"))
+    await stack.publish(  # someone else's timeout, with an id of its own
+        {
+            "topic": "system-events",
+            "type": "task.timeout",
+            "correlation_id": sub,
+            "data": {**ask, "reason": "hitl_timeout"},
+        }
+    )
+    await stack.until(wait_is("timed_out"))
+    metrics = await stack.ok("/metrics")
+    assert metrics["projector"]["timeouts_fired"] == 0

@@ -21,6 +21,7 @@ side is one small function per platform event kind, dispatched by ``_apply``.)
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -75,7 +76,25 @@ class BatchResult:
     projected: int = 0
     duplicates: int = 0
     malformed: int = 0
+    timeouts_fired: int = 0
     plan_keys: set[Key] = field(default_factory=set)
+
+
+_TIMEOUT_NAMESPACE = uuid.UUID("6f1d3c52-8a0e-4b7e-9a43-2c5d0e7b9f10")
+
+
+def timeout_event_id(tenant: str, wait_id: str) -> str:
+    """The id of the tracker's timeout event of one wait (the same on every attempt)."""
+    return str(uuid.uuid5(_TIMEOUT_NAMESPACE, f"{tenant}/{wait_id}"))
+
+
+def _time_out(b: _Batch, w: dict[str, Any], e: et.Ev) -> None:
+    """``w`` ended by the timeout event ``e``. The tracker's own timeout (its id) is
+    counted by whichever comes first, this projection or the firing replica marking the
+    wait (both only from ``waiting``, under the write lock): once either way."""
+    w.update(status="timed_out", timed_out_at=e.time, timeout_event_id=e.id)
+    if e.id == timeout_event_id(e.tenant, w["wait_id"]):
+        b.timeouts_fired += 1
 
 
 def _set_status(row: dict[str, Any], status: str, at: datetime, reason: str | None = None) -> bool:
@@ -198,6 +217,7 @@ class _Batch:
         self.dirty_plans: set[Key] = set()
         self.dirty_tasks: set[Key] = set()
         self.dirty_waits: set[Key] = set()
+        self.timeouts_fired = 0
         self.correlations: dict[tuple[str, str, str], datetime] = {}
         self.sessions: dict[Key, list[Any]] = {}
         # Events already stored under a correlation id a request of this batch uses:
@@ -689,7 +709,7 @@ def _apply_task_timeout(b: _Batch, e: et.Ev) -> None:
         _set_status(parent, "failed", e.time, reason)
     w = b.wait(e.tenant, sub)
     if w is not None and w["status"] == "waiting":
-        w.update(status="timed_out", timed_out_at=e.time, timeout_event_id=e.id)
+        _time_out(b, w, e)
 
 
 def _apply_task_cancelled(b: _Batch, e: et.Ev) -> None:
@@ -747,7 +767,7 @@ def _apply_wait_timeout(b: _Batch, e: et.Ev) -> None:
     for key in candidates:
         w = b.waits.get(key)
         if w is not None and w["kind"] == "plan_wait" and w["status"] == "waiting":
-            w.update(status="timed_out", timed_out_at=e.time, timeout_event_id=e.id)
+            _time_out(b, w, e)
             b.dirty_waits.add(key)
 
 
@@ -867,9 +887,14 @@ async def project(conn: AsyncConnection, raw: Sequence[Any]) -> BatchResult:
             _apply(batch, ev)
         await _write(conn, batch)
         result.plan_keys = set(batch.dirty_plans)
+        result.timeouts_fired = batch.timeouts_fired
     result.projected = len(fresh)
     await bump(
-        conn, events=result.projected, duplicates=result.duplicates, malformed=result.malformed
+        conn,
+        events=result.projected,
+        duplicates=result.duplicates,
+        malformed=result.malformed,
+        timeouts_fired=result.timeouts_fired,
     )
     return result
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -28,19 +27,13 @@ from soorma_common.clock import SYSTEM_CLOCK, Clock
 from soorma_common.events import PLAN_WAIT_TIMEOUT, SYSTEM_EVENTS, TASK_TIMEOUT
 from tracker_service.db import lock_writes
 from tracker_service.models import waits
-from tracker_service.projection import bump
+from tracker_service.projection import bump, timeout_event_id
 from tracker_service.timeutil import utc, utc_or_none
 
 log = logging.getLogger("tracker_service.timeouts")
 
 SOURCE = "soorma-tracker"
 CLAIM_LIMIT = 100
-_NAMESPACE = uuid.UUID("6f1d3c52-8a0e-4b7e-9a43-2c5d0e7b9f10")
-
-
-def timeout_event_id(tenant: str, wait_id: str) -> str:
-    """The id of the timeout event of one wait (the same on every attempt)."""
-    return str(uuid.uuid5(_NAMESPACE, f"{tenant}/{wait_id}"))
 
 
 def timeout_event(row: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -126,7 +119,7 @@ async def fire(
             )
             .values(status="timed_out", timed_out_at=clock.now(), timeout_event_id=event_id)
         )
-        if done.rowcount:
+        if done.rowcount:  # else the event was projected first, and counted there
             await bump(conn, timeouts_fired=1)
     log.info(
         "fired %s for %s/%s (deadline %s)",

@@ -21,6 +21,7 @@ from soorma import PlanContext, Planner, Worker
 from soorma.ai import _llm, stream_text
 from soorma.client import verified_tls
 from soorma_common.state import StateConfig
+from testsupport import forkserver
 from testsupport.a2a import a2a_client, capability, collect, final_task, send_request, user_message
 from testsupport.gateway_platform import HEADERS_A, Platform
 
@@ -201,17 +202,17 @@ async def test_streaming_works_after_the_warning_filters_were_reset():
     """The first streamed answer builds litellm's response types; pydantic's ReadOnly
     warning there must not become an error once litellm's import-time filter is gone
     (it failed in the full suite's order: litellm loaded by an earlier test)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        SINK_SCRIPT % ANSWER,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    # Forked with litellm imported, as the script itself would have it imported before
+    # the filters are reset; nothing has streamed in the server.
+    done = await asyncio.to_thread(
+        forkserver.run,
+        [sys.executable, "-c", SINK_SCRIPT % ANSWER],
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        timeout=120,
+        preload=forkserver.PRELOAD_AI,
     )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()[-2000:]
-    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["text"] == ANSWER
     sent = result["sent"]
     assert "".join(s[0] for s in sent) == ANSWER

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from soorma import PlatformSettings
 from soorma._config import KNOWN_VARIABLES, unknown_variables
 from soorma._services import load_service
 from soorma_common.errors import ConfigurationError
+from testsupport import forkserver
 
 SOORMA = str(Path(sys.executable).with_name("soorma"))
 
@@ -63,13 +63,10 @@ def test_soorma_dev_names_the_variable_and_the_allowed_values_of_a_bad_setting(
     tmp_path: Path,
 ) -> None:
     env = subprocess_env(SOORMA_EVENT_BACKEND="redsi", SOORMA_DATA_DIR=str(tmp_path))
-    done = subprocess.run(
+    done = forkserver.run(
         [SOORMA, "dev", "--only", "events", "--port", "events=0", "--port", "platform=0"],
         env=env,
-        capture_output=True,
-        text=True,
         timeout=120,
-        check=False,
     )
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
@@ -79,13 +76,10 @@ def test_soorma_dev_names_the_variable_and_the_allowed_values_of_a_bad_setting(
 
 def test_the_cli_reports_a_bad_url_in_one_line(tmp_path: Path) -> None:
     env = subprocess_env(SOORMA_URL="localhost:8080")
-    done = subprocess.run(
+    done = forkserver.run(
         [SOORMA, "events", "publish", "--topic", "custom.x", "--type", "x.happened"],
         env=env,
-        capture_output=True,
-        text=True,
         timeout=60,
-        check=False,
     )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [

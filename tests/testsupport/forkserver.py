@@ -260,6 +260,41 @@ def server(preload: Sequence[str] = PRELOAD) -> ForkServer:
     return _servers[key]
 
 
+def run(
+    argv: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    timeout: float | None = None,
+    preload: Sequence[str] = PRELOAD,
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(argv, capture_output=True, text=True)``, the program forked from
+    the server for ``preload`` where :func:`supported` (an exec otherwise). A program
+    that runs past ``timeout`` is killed, and ``subprocess.TimeoutExpired`` raised."""
+    if not supported(argv, env):
+        return subprocess.run(
+            list(argv), env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+        )
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = ForkedPopen(
+            argv, env=env, cwd=cwd, stdout=out.fileno(), stderr=err.fileno(), preload=preload
+        )
+        try:
+            code = child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(
+            list(argv),
+            code,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )
+
+
 def _close(*fds: int) -> None:
     for fd in fds:
         if fd >= 0:

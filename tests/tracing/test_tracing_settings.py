@@ -9,17 +9,15 @@ import subprocess
 import sys
 import textwrap
 
+from testsupport import forkserver
+
 
 def run(script: str) -> subprocess.CompletedProcess[str]:
+    # Forked from a server that has imported the SDK but configured nothing: the first
+    # configure is the child's, as in a new interpreter.
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.pop("SOORMA_OTEL_RECORD_PROMPTS", None)
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return forkserver.run([sys.executable, "-c", textwrap.dedent(script)], env=env, timeout=60)
 
 
 def test_an_sdk_context_traces_as_its_settings_say() -> None:

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from soorma import PlatformSettings, _cli_a2a
+from testsupport import forkserver
 from testsupport.gateway_platform import KEY_A, Platform
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -18,17 +19,13 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 async def soorma(*args: str, **extra_env: str) -> tuple[int, str, str]:
     env = {**os.environ, "SOORMA_GATEWAY_API_KEY": KEY_A, **extra_env}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "from soorma.cli import main; main()",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    done = await asyncio.to_thread(
+        forkserver.run,
+        [sys.executable, "-c", "from soorma.cli import main; main()", *args],
         env=env,
+        timeout=60,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    return int(proc.returncode or 0), out.decode(), err.decode()
+    return done.returncode, done.stdout, done.stderr
 
 
 async def test_card(platform: Platform):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 from typing import Any
@@ -23,6 +22,7 @@ from soorma.testing import PlatformHarness
 from soorma_common import tracing as otel
 from soorma_common.events import EventEnvelope, check_traceparent, trace_id_of
 from soorma_common.registry import AgentCapability, EventDefinition
+from testsupport import forkserver
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"
@@ -233,9 +233,7 @@ def test_otel_traces_exporter_turns_tracing_on_at_start(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update({"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "probe-svc"})
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
-    )
+    done = forkserver.run([sys.executable, "-c", script], env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert '"name": "hello"' in done.stdout
     assert '"service.name": "probe-svc"' in done.stdout
@@ -266,8 +264,6 @@ def test_an_application_tracer_provider_is_used_without_otel_variables():
         """
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
-    )
+    done = forkserver.run([sys.executable, "-c", script], env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"

@@ -25,9 +25,9 @@ stamp_input() {
     for p in "${PACKAGES[@]}"; do cat "$p/pyproject.toml"; done
 }
 
-PYTHON=$(pick_python)
 if [ ! -x "$VENV/bin/python" ]; then
     echo "setup: creating $VENV"
+    PYTHON=$(pick_python)
     # No pip in the venv (uv installs; `.venv/bin/uv pip` is there for you): its
     # ensurepip took 3.6 s, and pip installing uv into it 8 s; the interpreter's own pip
     # puts uv in the venv in 4 s. Without a pip of its own, the venv brings one.
@@ -46,8 +46,8 @@ if [ "$want" != "$have" ]; then
         if [ -x "$VENV/bin/pip" ]; then
             "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check uv
         else
-            "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-                --prefix "$VENV" uv
+            "${PYTHON:-$(pick_python)}" -m pip install --quiet --disable-pip-version-check \
+                --root-user-action=ignore --prefix "$VENV" uv
         fi
     fi
     args=()

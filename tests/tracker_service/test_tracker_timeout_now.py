@@ -14,7 +14,7 @@ from tracker_stack import Listener, Stack, agent_context, run_cli
 
 from soorma.agents.planner import Planner
 from soorma_common.state import PlanDefinition, StateConfig, StateWait
-from tracker_service.timeouts import timeout_event_id
+from tracker_service.projection import timeout_event_id
 
 pytestmark = pytest.mark.asyncio
 

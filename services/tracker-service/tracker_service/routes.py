@@ -39,9 +39,10 @@ from soorma_common.tracker import (
 )
 from tracker_service import queries
 from tracker_service.plan_context import read_plan_context
+from tracker_service.projection import timeout_event_id
 from tracker_service.state import Tracker
 from tracker_service.stream import plan_stream
-from tracker_service.timeouts import timeout_event, timeout_event_id
+from tracker_service.timeouts import timeout_event
 
 router = APIRouter(prefix="/v1/tracker", tags=["tracker"], responses=error_responses(422))
 

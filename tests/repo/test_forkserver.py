@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -152,3 +153,28 @@ async def test_a_child_leaves_the_preloaded_heap_out_of_its_collections() -> Non
     frozen = int(out.split()[1])
     assert frozen > 100_000, out  # the SDK and its libraries: ~200,000 objects
     assert "enabled True True" in out, out
+
+
+def test_run_captures_what_the_program_writes_and_its_exit_code(program: Path) -> None:
+    env = {**os.environ, "FORK_TEST": "ran", "FORK_EXIT": "3"}
+    done = forkserver.run([sys.executable, str(program), "a"], env=env, timeout=30)
+    assert done.returncode == 3
+    assert "argv ['a']" in done.stdout and "env ran" in done.stdout
+    assert done.stderr.strip() == "to stderr"
+
+
+def test_run_kills_a_program_past_its_timeout(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    with pytest.raises(subprocess.TimeoutExpired):
+        forkserver.run([sys.executable, "-c", code], timeout=2)
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_an_optional_preload_is_left_out_where_it_does_not_exist() -> None:
+    from testsupport.forkserver_process import load
+
+    load(["json", "?soorma_no_such_module"])
+    with pytest.raises(ModuleNotFoundError):
+        load(["soorma_no_such_module"])

@@ -157,6 +157,16 @@ def _become(request: dict[str, Any], fds: list[int], base_path: list[str]) -> No
         exec(compile(request["code"], "<string>", "exec"), namespace)
 
 
+def load(modules: list[str]) -> None:
+    """Import ``modules``; one named after "?" is left out where it does not exist."""
+    for module in modules:
+        try:
+            importlib.import_module(module.removeprefix("?"))
+        except ModuleNotFoundError:
+            if not module.startswith("?"):
+                raise
+
+
 def _main() -> None:
     path, preload = sys.argv[1], sys.argv[2:]
     own = {p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
@@ -167,12 +177,7 @@ def _main() -> None:
     # collection while importing (no holes in the pages), then everything frozen, out of
     # the server's and the children's collections.
     gc.disable()
-    for module in preload:
-        try:
-            importlib.import_module(module.removeprefix("?"))
-        except ModuleNotFoundError:
-            if not module.startswith("?"):
-                raise
+    load(preload)
     gc.freeze()
     gc.enable()
     child = _serve(path)

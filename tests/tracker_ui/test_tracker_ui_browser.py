@@ -125,12 +125,16 @@ async def ask(stack: Stack, topic: str, *, wait: bool = True) -> str:
 
 
 async def ask_a_human(
-    stack: Stack, plan_id: str, seconds: float, response_event: str = "approval.answered"
+    stack: Stack,
+    plan_id: str,
+    seconds: float,
+    response_event: str = "approval.answered",
+    sub_task: str | None = None,
 ) -> None:
     """What a Worker publishes when it asks a person (``notification.human_input``)."""
     async with stack.context(TENANT) as context:
         context.bus.source = "approver"
-        sub_task = f"sub-{plan_id}"
+        sub_task = sub_task or f"sub-{plan_id}"
         deadline = datetime.now(UTC) + timedelta(seconds=seconds)
         await context.bus.publish(
             "notification-events",
@@ -462,6 +466,35 @@ def test_plan_page_answers_a_pending_human_input(driver, stack):
     no_injection(driver)
     assert console_errors(driver) == []
     screenshot(driver, "tracker-plan-answer.png")
+
+
+def test_typing_an_answer_survives_a_live_update(driver, stack):
+    """A live update re-renders the waits while a person types: the field keeps the focus
+    and the caret, so the next keystrokes still land in it (they used to go to the page,
+    and the form then sent what little had been typed)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    held = stack.run(
+        plan_with(stack, stack.run(ask(stack, "obscure-typing", wait=False)), "ask_user")
+    )
+    stack.run(ask_a_human(stack, held, seconds=120))
+    page(driver, stack, f"/ui/plans/{held}")
+    loaded(driver)
+    wait_for(driver, lambda d: css(d, "form.answer-form"), message="no answer form")
+    area = css(driver, "form.answer-form textarea")[0]
+    area.click()
+    area.send_keys('{"approved": ')
+    # A second question on the plan: the page re-reads the plan and renders its waits anew.
+    stack.run(ask_a_human(stack, held, seconds=120, sub_task=f"second-{held}"))
+    wait_for(
+        driver,
+        lambda d: len(css(d, "form.answer-form")) == 2,
+        message="the second question never showed",
+    )
+    assert driver.execute_script("return document.activeElement === arguments[0]", area)
+    ActionChains(driver).send_keys("true}").perform()
+    assert area.get_attribute("value") == '{"approved": true}'
+    assert console_errors(driver) == []
 
 
 def waterfall(driver: Any) -> list[dict[str, Any]]:

@@ -198,7 +198,14 @@
   function renderWaits() {
     const waits = plan.waits || [];
     document.getElementById("waits-panel").hidden = !waits.length;
-    const body = ui.clear(document.getElementById("waits-body"));
+    const body = document.getElementById("waits-body");
+    // An answer row outlives re-renders, but taking it out of the table blurs the field
+    // being typed in, and the next keystrokes would go to the page: the focus and the caret
+    // are put back before anything else can run.
+    const focused = body.contains(document.activeElement) ? document.activeElement : null;
+    const caret = focused && typeof focused.selectionStart === "number"
+      ? [focused.selectionStart, focused.selectionEnd, focused.selectionDirection] : null;
+    ui.clear(body);
     for (const w of waits) {
       body.append(h("tr", { class: "wait-row" },
         h("td", null, w.kind),
@@ -208,6 +215,10 @@
         h("td", { class: "nowrap" }, ui.fmtTime(w.answered_at || w.timed_out_at)),
         h("td", null, w.late_answer_at ? "late answer at " + ui.fmtTime(w.late_answer_at) : "")));
       if (w.status === "waiting" && w.expected_event) body.append(answerRow(w));
+    }
+    if (focused && focused.isConnected && document.activeElement !== focused) {
+      focused.focus({ preventScroll: true });
+      if (caret) focused.setSelectionRange(...caret);
     }
   }
 

@@ -11,14 +11,15 @@ export LITELLM_LOCAL_MODEL_COST_MAP=True
 # PYTHONDONTWRITEBYTECODE is set (as on CI) nothing is written, and the controller, each
 # worker and each pytest a test starts would rewrite all of it again.
 unset PYTHONDONTWRITEBYTECODE
-# Three pytest-xdist workers on two cores: the suite is mostly CPU-bound (process
-# starts, imports), but about a quarter of two workers' time was idle waiting on
-# services, subprocesses and leases; a third worker fills it (434 s -> 336-358 s on this
-# machine, docs/testing.md). Each test already has its own Redis key prefix, PostgreSQL
-# database and ports (a block per worker); a file stays on one worker (--dist loadfile)
-# so module-scoped stacks and the browser start once; the few files that open many
-# PostgreSQL connections take turns (tests/conftest.py). SOORMA_TEST_WORKERS=0: one process.
-workers="${SOORMA_TEST_WORKERS:-3}"
+# Four pytest-xdist workers on two cores: the suite is mostly CPU-bound (process
+# starts, imports), but a worker also waits on services, subprocesses and leases; with
+# three the cores were still idle 18-19% of a run, with four 9-13%, and a whole .ci/run
+# on fresh clones took 253-266 s against 269-284 s (back to back, docs/testing.md).
+# Each test already has its own Redis key prefix, PostgreSQL database and ports (a block
+# per worker); a file stays on one worker (--dist loadfile) so module-scoped stacks and
+# the browser start once; the few files that open many PostgreSQL connections take
+# turns (tests/conftest.py). SOORMA_TEST_WORKERS=0: one process.
+workers="${SOORMA_TEST_WORKERS:-4}"
 if [ "$workers" != "0" ]; then
     set -- -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
 fi

@@ -190,6 +190,22 @@ async def plan_with(stack: Stack, correlation_id: str, state: str) -> str:
             await asyncio.sleep(0.1)
 
 
+async def held_with_a_question(stack: Stack, topic: str, seconds: float, **question: Any) -> str:
+    """A research plan held at ``ask_user`` whose worker has asked a person (the wait)."""
+    held = await plan_with(stack, await ask(stack, topic, wait=False), "ask_user")
+    await ask_a_human(stack, held, seconds, **question)
+    return held
+
+
+def open_answer_form(driver: Any, stack: Stack, topic: str) -> str:
+    """Open the plan page of a plan with a pending question; its id once the form shows."""
+    held = stack.run(held_with_a_question(stack, topic, seconds=120))
+    page(driver, stack, f"/ui/plans/{held}")
+    loaded(driver)
+    wait_for(driver, lambda d: css(d, "form.answer-form"), message="no answer form")
+    return held
+
+
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
     browser = start_chromium()
@@ -417,13 +433,7 @@ def test_plan_page_cancels_a_running_plan_after_confirmation(driver, stack):
 
 
 def test_plan_page_answers_a_pending_human_input(driver, stack):
-    held = stack.run(
-        plan_with(stack, stack.run(ask(stack, "obscure-answer", wait=False)), "ask_user")
-    )
-    stack.run(ask_a_human(stack, held, seconds=120))
-    page(driver, stack, f"/ui/plans/{held}")
-    loaded(driver)
-    wait_for(driver, lambda d: css(d, "form.answer-form"), message="no answer form")
+    held = open_answer_form(driver, stack, "obscure-answer")
     form = css(driver, "form.answer-form")[0]
     assert form.get_attribute("data-wait-id") == f"sub-{held}"
     # No schema registered for approval.answered: the form takes JSON, and says why.
@@ -474,13 +484,7 @@ def test_typing_an_answer_survives_a_live_update(driver, stack):
     and the form then sent what little had been typed)."""
     from selenium.webdriver.common.action_chains import ActionChains
 
-    held = stack.run(
-        plan_with(stack, stack.run(ask(stack, "obscure-typing", wait=False)), "ask_user")
-    )
-    stack.run(ask_a_human(stack, held, seconds=120))
-    page(driver, stack, f"/ui/plans/{held}")
-    loaded(driver)
-    wait_for(driver, lambda d: css(d, "form.answer-form"), message="no answer form")
+    held = open_answer_form(driver, stack, "obscure-typing")
     area = css(driver, "form.answer-form textarea")[0]
     area.click()
     area.send_keys('{"approved": ')
@@ -537,10 +541,7 @@ def check_bars(bars: list[dict[str, Any]]) -> None:
 
 
 def test_plan_page_shows_time_as_nested_bars_that_grow_while_running(driver, stack):
-    held = stack.run(
-        plan_with(stack, stack.run(ask(stack, "obscure-bars", wait=False)), "ask_user")
-    )
-    stack.run(ask_a_human(stack, held, seconds=600))
+    held = stack.run(held_with_a_question(stack, "obscure-bars", seconds=600))
     page(driver, stack, f"/ui/plans/{held}")
     loaded(driver)
 
@@ -701,9 +702,8 @@ async def get_as(stack: Stack, path: str, tenant: str) -> Any:
 def test_plan_page_answer_form_follows_the_registered_schema(driver, stack):
     stack.run(register_budget_event(stack))
     held = stack.run(
-        plan_with(stack, stack.run(ask(stack, "obscure-schema", wait=False)), "ask_user")
+        held_with_a_question(stack, "obscure-schema", seconds=600, response_event="budget.approved")
     )
-    stack.run(ask_a_human(stack, held, seconds=600, response_event="budget.approved"))
     # The schema is read as the caller's tenant: another tenant does not see the wait.
     found = stack.run(tracked(stack, f"/tasks/sub-{held}/answer-schema"))
     assert (found["event_type"], found["schema"]["required"]) == (

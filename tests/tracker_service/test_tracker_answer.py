@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from tracker_stack import Listener, Stack, run_cli
+from tracker_stack import Listener, Stack, first_wait, run_cli
 
 pytestmark = pytest.mark.asyncio
 
@@ -48,11 +48,7 @@ async def test_soorma_tasks_answer_publishes_the_answer_as_the_caller(
 ) -> None:
     ids = await _ask(stack)
 
-    async def waiting() -> bool:
-        r = await stack.get(f"/tasks/{ids['sub']}")
-        return r.status_code == 200 and r.json()["waits"][0]["status"] == "waiting"
-
-    await stack.until(waiting)
+    await stack.task_when(ids["sub"], first_wait("waiting"))
     url = ("--url", stack.tracker.url)
     monkeypatch.setenv("SOORMA_USER_ID", "carol")
     async with Listener(stack, ["human.answered"], topic="notification-events") as answers:
@@ -71,11 +67,7 @@ async def test_soorma_tasks_answer_publishes_the_answer_as_the_caller(
     assert (answer.correlation_id, answer.plan_id) == (ids["sub"], ids["plan_id"])
     assert (answer.tenant_id, answer.user_id) == ("acme", "carol")
 
-    async def answered() -> dict[str, Any] | None:
-        r = await stack.get(f"/tasks/{ids['sub']}")
-        return r.json() if r.json()["waits"][0]["status"] == "answered" else None
-
-    await stack.until(answered)
+    await stack.task_when(ids["sub"], first_wait("answered"))
     timeline = await stack.ok(f"/plans/{ids['plan_id']}/timeline")
     assert "human.answered" in [e["type"] for e in timeline["entries"]]
     assert await run_cli("tasks", "answer", ids["sub"], "--data", data, *url) == 1

@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 import pytest
-from tracker_stack import Listener, Stack, agent_context, run_cli
+from tracker_stack import Listener, Stack, agent_context, first_wait, run_cli
 
 from soorma.agents.planner import Planner
 from soorma_common.state import PlanDefinition, StateConfig, StateWait
@@ -115,11 +115,7 @@ async def test_the_timeout_route_times_out_a_human_input_as_the_caller(stack: St
         }
     )
 
-    async def waiting() -> bool:
-        r = await stack.get(f"/tasks/{sub}")
-        return r.status_code == 200 and r.json()["waits"][0]["status"] == "waiting"
-
-    await stack.until(waiting)
+    await stack.task_when(sub, first_wait("waiting"))
     url = f"{stack.tracker.url}/v1/tracker/tasks/{sub}/timeout"
     async with Listener(stack, ["task.timeout"]) as timeouts:
         other = await stack.client.post(url, json={}, headers={"X-Tenant-ID": "globex"})
@@ -133,11 +129,7 @@ async def test_the_timeout_route_times_out_a_human_input_as_the_caller(stack: St
     assert fired.data["reason"] == "hitl_timeout"  # the worker's timeout, as at the deadline
     assert (fired.data["sub_task_id"], fired.data["timed_out_by"]) == (sub, "dana")
 
-    async def timed_out() -> dict[str, Any] | None:
-        r = await stack.get(f"/tasks/{sub}")
-        return r.json() if r.json()["waits"][0]["status"] == "timed_out" else None
-
-    task = await stack.until(timed_out)
+    task = await stack.task_when(sub, first_wait("timed_out"))
     assert task["status"] == "failed"
     timeline = await stack.ok(f"/plans/{plan_id}/timeline")
     summaries = [e["summary"] for e in timeline["entries"] if e["type"] == "task.timeout"]
@@ -168,14 +160,7 @@ async def test_a_timeout_the_tracker_did_not_send_is_not_counted_as_fired(stack:
         }
     )
 
-    def wait_is(status: str) -> Any:
-        async def check() -> bool:
-            r = await stack.get(f"/tasks/{sub}")
-            return r.status_code == 200 and r.json()["waits"][0]["status"] == status
-
-        return check
-
-    await stack.until(wait_is("waiting"))
+    await stack.task_when(sub, first_wait("waiting"))
     await stack.publish(  # someone else's timeout, with an id of its own
         {
             "topic": "system-events",
@@ -184,6 +169,6 @@ async def test_a_timeout_the_tracker_did_not_send_is_not_counted_as_fired(stack:
             "data": {**ask, "reason": "hitl_timeout"},
         }
     )
-    await stack.until(wait_is("timed_out"))
+    await stack.task_when(sub, first_wait("timed_out"))
     metrics = await stack.ok("/metrics")
     assert metrics["projector"]["timeouts_fired"] == 0

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from tracker_stack import Listener, Stack, start_stack
+from tracker_stack import Listener, Stack, first_wait, start_stack
 
 from soorma_common.clock import ManualClock
 
@@ -113,14 +113,6 @@ async def answer(stack: Stack, sub: str) -> None:
     )
 
 
-async def task(stack: Stack, task_id: str, check: Any, tenant: str = "acme") -> dict[str, Any]:
-    async def probe() -> dict[str, Any] | None:
-        r = await stack.get(f"/tasks/{task_id}", tenant=tenant)
-        return dict(r.json()) if r.status_code == 200 and check(r.json()) else None
-
-    return await stack.until(probe)
-
-
 async def test_hitl_timeout_fires_once_across_two_replicas_and_a_late_answer_is_recorded(
     backends: dict[str, str], tmp_path: object
 ) -> None:
@@ -131,7 +123,7 @@ async def test_hitl_timeout_fires_once_across_two_replicas_and_a_late_answer_is_
         ids = await ask_human(stack, 1.0)
         # The wait is recorded (the two replicas may project the request and the question
         # in either order): time can run out on it now.
-        await task(stack, ids["task_id"], lambda t: bool(t["waits"]))
+        await stack.task_when(ids["task_id"], lambda t: bool(t["waits"]))
         await let_time_pass(stack, PAST_THE_DEADLINES)
         (fired,) = await timeouts.wait_for(1)
         assert fired.correlation_id == ids["sub"] and fired.plan_id == ids["plan_id"]
@@ -139,12 +131,12 @@ async def test_hitl_timeout_fires_once_across_two_replicas_and_a_late_answer_is_
         assert fired.data["reason"] == "hitl_timeout"
         assert (fired.data["task_id"], fired.data["sub_task_id"]) == (ids["task_id"], ids["sub"])
         assert fired.data["timeout_seconds"] == 1.0 and fired.data["deadline"]
-        parent = await task(stack, ids["task_id"], lambda t: t["status"] == "failed")
+        parent = await stack.task_when(ids["task_id"], lambda t: t["status"] == "failed")
         assert parent["reason"] == "hitl_timeout"
         (wait,) = parent["waits"]
         assert wait["status"] == "timed_out" and wait["timeout_event_id"] == fired.id
         await answer(stack, ids["sub"])
-        late = await task(stack, ids["sub"], lambda t: t["waits"][0]["late_answer_at"])
+        late = await stack.task_when(ids["sub"], lambda t: t["waits"][0]["late_answer_at"])
         assert late["status"] == "failed" and late["waits"][0]["status"] == "timed_out"
         await let_time_pass(stack, INTERVAL, passes=10)  # many more passes: still one
         await settle_bus(stack, timeouts)
@@ -157,9 +149,7 @@ async def test_an_answer_in_time_cancels_the_timeout(stack: Stack) -> None:
     async with Listener(stack, ["task.timeout", MARKER]) as timeouts:
         ids = await ask_human(stack, 1.5)
         await answer(stack, ids["sub"])
-        parent = await task(
-            stack, ids["task_id"], lambda t: t["waits"] and t["waits"][0]["status"] == "answered"
-        )
+        parent = await stack.task_when(ids["task_id"], first_wait("answered"))
         assert parent["status"] == "running"
         await let_time_pass(stack, PAST_THE_DEADLINES, passes=3)
         await settle_bus(stack, timeouts)
@@ -176,7 +166,7 @@ async def test_overdue_timeouts_fire_once_at_start(
     ):
         first = await stack.add_tracker()
         ids = await ask_human(stack, 1.0)
-        await task(stack, ids["task_id"], lambda t: t["status"] == "waiting")
+        await stack.task_when(ids["task_id"], lambda t: t["status"] == "waiting")
         await stack.exits.enter_async_context(_stopped(first))
         stack.trackers.remove(first)
         await clock.advance(PAST_THE_DEADLINES)  # the deadline passes while no tracker runs

@@ -103,21 +103,40 @@ class Stack:
         """Poll ``probe`` until it returns something truthy."""
         return await until(probe, within)
 
-    async def plan_when(
+    async def when(
         self,
-        plan_id: str,
+        path: str,
         check: Callable[[dict[str, Any]], bool],
         *,
         tenant: str = "acme",
         within: float = WAIT,
+        **params: Any,
     ) -> dict[str, Any]:
+        """The body of ``GET path`` once it answers 200 and ``check`` holds for it."""
+
         async def probe() -> dict[str, Any] | None:
-            r = await self.get(f"/plans/{plan_id}", tenant=tenant, context="false")
+            r = await self.get(path, tenant=tenant, **params)
             if r.status_code == 200 and check(r.json()):
                 return dict(r.json())
             return None
 
         return await self.until(probe, within)
+
+    async def plan_when(
+        self, plan_id: str, check: Callable[[dict[str, Any]], bool], **kw: Any
+    ) -> dict[str, Any]:
+        return await self.when(f"/plans/{plan_id}", check, context="false", **kw)
+
+    async def task_when(
+        self, task_id: str, check: Callable[[dict[str, Any]], bool], **kw: Any
+    ) -> dict[str, Any]:
+        """The task's detail once ``check`` holds for it (see :func:`first_wait`)."""
+        return await self.when(f"/tasks/{task_id}", check, **kw)
+
+
+def first_wait(status: str) -> Callable[[dict[str, Any]], bool]:
+    """A check for :meth:`Stack.task_when`: the task's first wait is in ``status``."""
+    return lambda task: bool(task["waits"]) and task["waits"][0]["status"] == status
 
 
 async def until(probe: Callable[[], Awaitable[T | None]], within: float = WAIT) -> T:
